@@ -1,0 +1,211 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/* JSON replies and the {"error": "..."} body every failure carries */
+
+
+#include "ngx_http_tent_module.h"
+
+
+typedef struct {
+    ngx_uint_t                      status;
+    const char                     *text;
+} ngx_http_tent_status_text_t;
+
+
+static ngx_http_tent_status_text_t  ngx_http_tent_status_texts[] = {
+    { NGX_HTTP_BAD_REQUEST, "Bad Request" },
+    { NGX_HTTP_UNAUTHORIZED, "Unauthorized" },
+    { NGX_HTTP_FORBIDDEN, "Forbidden" },
+    { NGX_HTTP_NOT_FOUND, "Not Found" },
+    { NGX_HTTP_NOT_ALLOWED, "Method Not Allowed" },
+    { 406, "Not Acceptable" },
+    { NGX_HTTP_REQUEST_TIME_OUT, "Request Timeout" },
+    { NGX_HTTP_CONFLICT, "Conflict" },
+    { NGX_HTTP_LENGTH_REQUIRED, "Length Required" },
+    { NGX_HTTP_PRECONDITION_FAILED, "Precondition Failed" },
+    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Request Entity Too Large" },
+    { NGX_HTTP_REQUEST_URI_TOO_LARGE, "Request-URI Too Large" },
+    { NGX_HTTP_UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type" },
+    { 422, "Unprocessable Entity" },
+    { 429, "Too Many Requests" },
+    { NGX_HTTP_INTERNAL_SERVER_ERROR, "Internal Server Error" },
+    { NGX_HTTP_NOT_IMPLEMENTED, "Not Implemented" },
+    { NGX_HTTP_BAD_GATEWAY, "Bad Gateway" },
+    { NGX_HTTP_SERVICE_UNAVAILABLE, "Service Unavailable" },
+    { NGX_HTTP_GATEWAY_TIME_OUT, "Gateway Timeout" },
+    { 0, NULL }
+};
+
+
+const char *
+ngx_http_tent_status_text(ngx_uint_t status)
+{
+    ngx_http_tent_status_text_t  *st;
+
+    for (st = ngx_http_tent_status_texts; st->text; st++) {
+        if (st->status == status) {
+            return st->text;
+        }
+    }
+
+    return (status >= 500) ? "Internal Server Error" : "Bad Request";
+}
+
+
+ngx_int_t
+ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json, ngx_str_t *out)
+{
+    size_t  size;
+
+    size = json_dumpb(json, NULL, 0, JSON_COMPACT|JSON_PRESERVE_ORDER);
+    if (size == 0) {
+        return NGX_ERROR;
+    }
+
+    out->data = ngx_pnalloc(pool, size);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = json_dumpb(json, (char *) out->data, size,
+                          JSON_COMPACT|JSON_PRESERVE_ORDER);
+
+    return (out->len == size) ? NGX_OK : NGX_ERROR;
+}
+
+
+json_t *
+ngx_http_tent_json_parse(ngx_str_t *s, ngx_log_t *log)
+{
+    json_t        *json;
+    json_error_t   err;
+
+    json = json_loadb((const char *) s->data, s->len, JSON_REJECT_DUPLICATES,
+                      &err);
+
+    if (json == NULL && log) {
+        ngx_log_error(NGX_LOG_INFO, log, 0, "tent: invalid JSON: %s at %d",
+                      err.text, err.position);
+    }
+
+    return json;
+}
+
+
+json_t *
+ngx_http_tent_json_string(ngx_str_t *s)
+{
+    return json_stringn_nocheck((const char *) s->data, s->len);
+}
+
+
+ngx_int_t
+ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
+    const char *message, ngx_str_t *out)
+{
+    json_t     *json;
+    ngx_int_t   rc;
+
+    if (message == NULL) {
+        message = ngx_http_tent_status_text(status);
+    }
+
+    json = json_pack("{s:s}", "error", message);
+    if (json == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_tent_json_dump(pool, json, out);
+
+    json_decref(json);
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *body)
+{
+    ngx_int_t             rc;
+    ngx_buf_t            *b;
+    ngx_chain_t           out;
+    ngx_table_elt_t      *h;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    if (ctx) {
+        ctx->own_reply = 1;
+    }
+
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        ngx_str_set(&h->value, "1");
+    }
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = body->len;
+    ngx_str_set(&r->headers_out.content_type, NGX_HTTP_TENT_MEDIA_TYPE);
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = body->data;
+    b->last = body->data + body->len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+ngx_int_t
+ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *json)
+{
+    ngx_str_t  body;
+
+    if (ngx_http_tent_json_dump(r->pool, json, &body) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_body(r, status, &body);
+}
+
+
+ngx_int_t
+ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message)
+{
+    ngx_str_t  body;
+
+    if (ngx_http_tent_error_body(r->pool, status, message, &body) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_body(r, status, &body);
+}

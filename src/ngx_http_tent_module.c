@@ -1,0 +1,1142 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Directives, configuration, process hooks and the router.  Tent routes
+ * are answered in the content phase, after nginx's own access phase, so
+ * auth_basic, allow/deny or limit_req work on any Tent location.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+#include <dirent.h>
+
+
+typedef struct {
+    ngx_str_t                       path;
+    ngx_uint_t                      methods;
+    ngx_http_tent_route_pt          handler;
+} ngx_http_tent_route_t;
+
+
+static ngx_int_t ngx_http_tent_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_tent_postconfiguration(ngx_conf_t *cf);
+static void *ngx_http_tent_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_tent_create_srv_conf(ngx_conf_t *cf);
+static char *ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static void *ngx_http_tent_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_tent_store_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_tent_entity_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_tent_api_root_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_tent_servers_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_tent_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_tent_init_process(ngx_cycle_t *cycle);
+static void ngx_http_tent_exit_process(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_tent_precontent_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
+    ngx_str_t *path);
+
+
+static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
+    { ngx_string("off"), NGX_HTTP_TENT_LINK_OFF },
+    { ngx_string("absolute"), NGX_HTTP_TENT_LINK_ABSOLUTE },
+    { ngx_string("relative"), NGX_HTTP_TENT_LINK_RELATIVE },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_command_t  ngx_http_tent_commands[] = {
+
+    { ngx_string("tent_store"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_store_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_store_socket"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, socket_path),
+      NULL },
+
+    { ngx_string("tent_store_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, thread_pool_name),
+      NULL },
+
+    { ngx_string("tent_store_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, store_timeout),
+      NULL },
+
+    { ngx_string("tent_store_queue"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, store_max_waiting),
+      NULL },
+
+    { ngx_string("tent_entity"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_entity_directive,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_api_root"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_api_root_directive,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_servers"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_1MORE,
+      ngx_http_tent_servers_directive,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_profile_link"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_tent_loc_conf_t, link),
+      &ngx_http_tent_link_forms },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_tent_module_ctx = {
+    ngx_http_tent_preconfiguration,        /* preconfiguration */
+    ngx_http_tent_postconfiguration,       /* postconfiguration */
+
+    ngx_http_tent_create_main_conf,        /* create main configuration */
+    ngx_http_tent_init_main_conf,          /* init main configuration */
+
+    ngx_http_tent_create_srv_conf,         /* create server configuration */
+    ngx_http_tent_merge_srv_conf,          /* merge server configuration */
+
+    ngx_http_tent_create_loc_conf,         /* create location configuration */
+    ngx_http_tent_merge_loc_conf           /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_tent_module = {
+    NGX_MODULE_V1,
+    &ngx_http_tent_module_ctx,             /* module context */
+    ngx_http_tent_commands,                /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    ngx_http_tent_init_module,             /* init module */
+    ngx_http_tent_init_process,            /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_tent_exit_process,            /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/* paths are relative to the API root; ":x" matches one segment */
+
+static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
+
+    { ngx_string("/profile"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_profile_get },
+
+    { ngx_null_string, 0, NULL }
+};
+
+
+static ngx_int_t
+ngx_http_tent_preconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_tent_add_variables(cf);
+}
+
+
+static ngx_int_t
+ngx_http_tent_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_tent_precontent_handler;
+
+    /*
+     * The entity root answers only when nothing else would: handlers run
+     * from the end of the array, so ours goes first in it, to run last.
+     */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_CONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h = cmcf->phases[NGX_HTTP_CONTENT_PHASE].handlers.elts;
+
+    ngx_memmove(&h[1], &h[0], (cmcf->phases[NGX_HTTP_CONTENT_PHASE]
+                               .handlers.nelts - 1) * sizeof(*h));
+
+    h[0] = ngx_http_tent_root_handler;
+
+    return ngx_http_tent_discovery_init(cf);
+}
+
+
+static void *
+ngx_http_tent_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_tent_main_conf_t));
+    if (mcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     mcf->store_path = { 0, NULL };
+     *     mcf->socket_path = { 0, NULL };
+     *     mcf->thread_pool_name = { 0, NULL };
+     */
+
+    mcf->store_timeout = NGX_CONF_UNSET_MSEC;
+    mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
+
+    return mcf;
+}
+
+
+static ngx_int_t
+ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
+{
+    size_t   n;
+    u_char  *p;
+
+    n = suffix ? ngx_strlen(suffix) : 0;
+
+    p = ngx_pnalloc(pool, s->len + n + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, s->data, s->len);
+    ngx_memcpy(p + s->len, suffix, n);
+    p[s->len + n] = '\0';
+
+    s->data = p;
+    s->len += n;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_tent_main_conf_t *mcf = conf;
+
+    ngx_str_t  db;
+
+    ngx_conf_init_msec_value(mcf->store_timeout, 5000);
+    ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
+
+    if (mcf->store_path.len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    db = mcf->store_path;
+
+    if (ngx_http_tent_cstring(cf->pool, &db, "/db") != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->db_path = db;
+
+    if (mcf->socket_path.len == 0) {
+        mcf->socket_path = mcf->store_path;
+
+        if (ngx_http_tent_cstring(cf->pool, &mcf->socket_path, "/store.sock")
+            != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+    } else {
+        if (ngx_conf_full_name(cf->cycle, &mcf->socket_path, 0) != NGX_OK
+            || ngx_http_tent_cstring(cf->pool, &mcf->socket_path, NULL)
+               != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mcf->socket_path.len >= 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "tent store socket path \"%V\" is longer than "
+                           "a UNIX socket allows, set a shorter one with "
+                           "\"tent_store_socket\"", &mcf->socket_path);
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->thread_pool_name.len == 0) {
+        ngx_str_set(&mcf->thread_pool_name, "default");
+    }
+
+    /* an undeclared pool other than "default" fails "nginx -t" here */
+
+    mcf->thread_pool = ngx_thread_pool_add(cf, &mcf->thread_pool_name);
+    if (mcf->thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_pcalloc(cf->pool, sizeof(ngx_http_tent_srv_conf_t));
+    if (scf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     scf->entity = NULL;
+     *     scf->api_root = { 0, NULL };
+     *     scf->servers = NULL;
+     */
+
+    return scf;
+}
+
+
+static char *
+ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_tent_srv_conf_t *conf = child;
+
+    ngx_http_tent_main_conf_t  *mcf;
+
+    if (conf->entity == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);
+
+    if (mcf->store_path.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"tent_entity\" needs \"tent_store\" in the http "
+                      "block in %V:%ui", &conf->file, conf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->api_root.data == NULL) {
+        ngx_str_set(&conf->api_root, "/tent");
+    }
+
+    mcf->entities++;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_tent_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    lcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_tent_loc_conf_t));
+    if (lcf == NULL) {
+        return NULL;
+    }
+
+    lcf->link = NGX_CONF_UNSET_UINT;
+
+    return lcf;
+}
+
+
+static char *
+ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_tent_loc_conf_t *prev = parent;
+    ngx_http_tent_loc_conf_t *conf = child;
+
+    ngx_conf_merge_uint_value(conf->link, prev->link,
+                              NGX_HTTP_TENT_LINK_ABSOLUTE);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_tent_store_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_tent_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->store_path.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "needs a directory";
+    }
+
+    mcf->store_path = value[1];
+
+    while (mcf->store_path.len > 1
+           && mcf->store_path.data[mcf->store_path.len - 1] == '/')
+    {
+        mcf->store_path.len--;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &mcf->store_path, 0) != NGX_OK
+        || ngx_http_tent_cstring(cf->pool, &mcf->store_path, NULL) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_tent_entity_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_srv_conf_t *scf = conf;
+
+    ngx_str_t                         *value, origin, path;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (scf->entity) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    scf->entity = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (scf->entity == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &value[1];
+    ccv.complex_value = scf->entity;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* with variables the value is checked on every request instead */
+
+    if (scf->entity->lengths == NULL
+        && ngx_http_tent_check_url(&value[1], &origin, &path) != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_entity\" must be an absolute http:// or "
+                           "https:// URL without query or fragment, "
+                           "not \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (scf->entity->lengths) {
+        if (ngx_strncmp(value[1].data, "http://", 7) != 0
+            && ngx_strncmp(value[1].data, "https://", 8) != 0
+            && value[1].data[0] != '$')
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"tent_entity\" must start with http:// or "
+                               "https://, not \"%V\"", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    scf->file = cf->conf_file->file.name;
+    scf->line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_tent_api_root_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_srv_conf_t *scf = conf;
+
+    u_char     *p;
+    ngx_str_t  *value, root;
+
+    if (scf->api_root.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    root = value[1];
+
+    if (root.len == 0 || root.data[0] != '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_api_root\" must be a path starting "
+                           "with \"/\", not \"%V\"", &root);
+        return NGX_CONF_ERROR;
+    }
+
+    for (p = root.data; p < root.data + root.len; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || *p == '?' || *p == '#' || *p == '%'
+            || *p == '<' || *p == '>' || *p == '"' || *p == '\\'
+            || (*p == '/' && p + 1 < root.data + root.len && p[1] == '/'))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"tent_api_root\" must be a plain path, "
+                               "not \"%V\"", &root);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    /* "/" means the API is the whole server: routes are then "/profile" */
+
+    while (root.len && root.data[root.len - 1] == '/') {
+        root.len--;
+    }
+
+    scf->api_root = root;
+
+    if (root.len == 0) {
+        scf->api_root.data = (u_char *) "";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_tent_servers_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_srv_conf_t *scf = conf;
+
+    ngx_str_t                         *value, origin, path;
+    ngx_uint_t                         i;
+    ngx_http_complex_value_t          *cv;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (scf->servers) {
+        return "is duplicate";
+    }
+
+    scf->servers = ngx_array_create(cf->pool, cf->args->nelts - 1,
+                                    sizeof(ngx_http_complex_value_t));
+    if (scf->servers == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        cv = ngx_array_push(scf->servers);
+        if (cv == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+        ccv.cf = cf;
+        ccv.value = &value[i];
+        ccv.complex_value = cv;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (cv->lengths == NULL
+            && ngx_http_tent_check_url(&value[i], &origin, &path) != NGX_OK)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"tent_servers\" takes absolute http:// or "
+                               "https:// URLs, not \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * An entity or server URL: http(s)://host[:port][/path], nothing that
+ * could break out of a header or of "<...>" in Link.  "origin" gets the
+ * scheme, host and port; "path" the rest, "/" at least.
+ */
+
+static ngx_int_t
+ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin, ngx_str_t *path)
+{
+    u_char  *p, *host, *last;
+
+    last = url->data + url->len;
+
+    if (url->len > 7 && ngx_strncasecmp(url->data, (u_char *) "http://", 7)
+                        == 0)
+    {
+        host = url->data + 7;
+
+    } else if (url->len > 8
+               && ngx_strncasecmp(url->data, (u_char *) "https://", 8) == 0)
+    {
+        host = url->data + 8;
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    if (url->len > 2048) {
+        return NGX_ERROR;
+    }
+
+    for (p = url->data; p < last; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || *p == '<' || *p == '>' || *p == '"'
+            || *p == '\\' || *p == '^' || *p == '`' || *p == '{' || *p == '}'
+            || *p == '|' || *p == '?' || *p == '#' || *p == ',' || *p == ';')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    for (p = host; p < last && *p != '/'; p++) {
+        if (*p == '@') {
+            /* no userinfo */
+            return NGX_ERROR;
+        }
+    }
+
+    if (p == host || *host == ':') {
+        return NGX_ERROR;
+    }
+
+    origin->data = url->data;
+    origin->len = p - url->data;
+
+    if (p == last) {
+        ngx_str_set(path, "/");
+
+    } else {
+        path->data = p;
+        path->len = last - p;
+    }
+
+    return NGX_OK;
+}
+
+
+/* evaluate the request's entity once; NULL when the server has none */
+
+ngx_http_tent_ctx_t *
+ngx_http_tent_get_ctx(ngx_http_request_t *r)
+{
+    u_char                    *p;
+    ngx_str_t                  entity;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (scf == NULL || scf->entity == NULL) {
+        return NULL;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    if (ctx) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
+
+    ctx->evaluated = 1;
+
+    if (ngx_http_complex_value(r, scf->entity, &entity) != NGX_OK
+        || ngx_http_tent_check_url(&entity, &ctx->origin, &ctx->root_path)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent_entity evaluated to an invalid URL");
+        ctx->invalid = 1;
+        return ctx;
+    }
+
+    /* "https://example.org/" and "https://example.org" are one entity */
+
+    if (ctx->root_path.len == 1 && entity.data[entity.len - 1] == '/') {
+        entity.len--;
+    }
+
+    ctx->entity = entity;
+
+    ctx->profile_url.len = ctx->origin.len + scf->api_root.len
+                           + sizeof("/profile") - 1;
+
+    p = ngx_pnalloc(r->pool, ctx->profile_url.len);
+    if (p == NULL) {
+        ctx->invalid = 1;
+        return ctx;
+    }
+
+    ctx->profile_url.data = p;
+
+    p = ngx_cpymem(p, ctx->origin.data, ctx->origin.len);
+    p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
+
+    return ctx;
+}
+
+
+/* a request under the API root: sets ctx->api_path to what follows it */
+
+ngx_int_t
+ngx_http_tent_is_api_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                 *root;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    if (ctx->api) {
+        return 1;
+    }
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    root = &scf->api_root;
+
+    if (r->uri.len < root->len
+        || ngx_strncmp(r->uri.data, root->data, root->len) != 0
+        || (r->uri.len > root->len && r->uri.data[root->len] != '/'))
+    {
+        return 0;
+    }
+
+    ctx->api = 1;
+    ctx->api_path.data = r->uri.data + root->len;
+    ctx->api_path.len = r->uri.len - root->len;
+
+    return 1;
+}
+
+
+/* the core profile's "servers": configured, or the entity's API root */
+
+ngx_int_t
+ngx_http_tent_servers(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t **servers)
+{
+    json_t                    *list, *s;
+    ngx_str_t                  value, origin, path;
+    ngx_uint_t                 i;
+    ngx_http_complex_value_t  *cv;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    list = json_array();
+    if (list == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (scf->servers == NULL) {
+        value.len = ctx->origin.len + scf->api_root.len;
+        value.data = ngx_pnalloc(r->pool, value.len);
+        if (value.data == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(ngx_cpymem(value.data, ctx->origin.data, ctx->origin.len),
+                   scf->api_root.data, scf->api_root.len);
+
+        s = ngx_http_tent_json_string(&value);
+        if (s == NULL || json_array_append_new(list, s) != 0) {
+            goto failed;
+        }
+
+        *servers = list;
+        return NGX_OK;
+    }
+
+    cv = scf->servers->elts;
+
+    for (i = 0; i < scf->servers->nelts; i++) {
+        if (ngx_http_complex_value(r, &cv[i], &value) != NGX_OK) {
+            goto failed;
+        }
+
+        if (ngx_http_tent_check_url(&value, &origin, &path) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "tent_servers evaluated to an invalid URL \"%V\"",
+                          &value);
+            goto failed;
+        }
+
+        s = ngx_http_tent_json_string(&value);
+        if (s == NULL || json_array_append_new(list, s) != 0) {
+            goto failed;
+        }
+    }
+
+    *servers = list;
+    return NGX_OK;
+
+failed:
+
+    json_decref(list);
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_tent_precontent_handler(ngx_http_request_t *r)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx == NULL || ctx->invalid || !ngx_http_tent_is_api_request(r, ctx))
+    {
+        return NGX_DECLINED;
+    }
+
+    /* the API root is ours even inside a location with its own handler */
+
+    r->content_handler = ngx_http_tent_api_handler;
+
+    return NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_tent_match(ngx_str_t *pattern, ngx_str_t *path,
+    ngx_http_tent_ctx_t *ctx)
+{
+    u_char  *p, *q, *pe, *qe, *seg;
+
+    p = pattern->data;
+    pe = p + pattern->len;
+    q = path->data;
+    qe = q + path->len;
+
+    ctx->nparams = 0;
+
+    while (p < pe && q < qe) {
+
+        if (*p == ':' && p[-1] == '/') {
+            seg = q;
+
+            while (q < qe && *q != '/') {
+                q++;
+            }
+
+            if (q == seg || ctx->nparams == NGX_HTTP_TENT_MAX_PARAMS) {
+                return 0;
+            }
+
+            ctx->params[ctx->nparams].data = seg;
+            ctx->params[ctx->nparams].len = q - seg;
+            ctx->nparams++;
+
+            while (p < pe && *p != '/') {
+                p++;
+            }
+
+            continue;
+        }
+
+        if (*p != *q) {
+            return 0;
+        }
+
+        p++;
+        q++;
+    }
+
+    return p == pe && q == qe;
+}
+
+
+static ngx_int_t
+ngx_http_tent_api_handler(ngx_http_request_t *r)
+{
+    ngx_int_t               rc;
+    ngx_uint_t              allowed;
+    ngx_table_elt_t        *h;
+    ngx_http_tent_ctx_t    *ctx;
+    ngx_http_tent_route_t  *route, *found;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx == NULL || ctx->invalid) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                        "Invalid entity configuration");
+    }
+
+    found = NULL;
+    allowed = 0;
+
+    for (route = ngx_http_tent_routes; route->handler; route++) {
+        if (!ngx_http_tent_match(&route->path, &ctx->api_path, ctx)) {
+            continue;
+        }
+
+        allowed |= route->methods;
+
+        if (route->methods & r->method) {
+            found = route;
+            break;
+        }
+    }
+
+    if (found == NULL) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        if (allowed == 0) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                            "Not Found");
+        }
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        ngx_str_set(&h->value, "GET, HEAD");
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_ALLOWED,
+                                        "Method Not Allowed");
+    }
+
+    if (found->methods & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_DELETE)) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    return found->handler(r, ctx);
+}
+
+
+/* the master, as root: create the store directory for the worker user */
+
+static ngx_int_t
+ngx_http_tent_chown_dir(ngx_cycle_t *cycle, u_char *path, ngx_uid_t user,
+    ngx_gid_t group)
+{
+    u_char          file[NGX_MAX_PATH];
+    DIR            *dir;
+    struct dirent  *de;
+
+    if (chown((char *) path, user, group) == -1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
+                      "chown(\"%s\") failed", path);
+        return NGX_ERROR;
+    }
+
+    dir = opendir((char *) path);
+    if (dir == NULL) {
+        return NGX_OK;
+    }
+
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.'
+            && (de->d_name[1] == '\0'
+                || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+        {
+            continue;
+        }
+
+        ngx_snprintf(file, sizeof(file), "%s/%s%Z", path, de->d_name);
+
+        if (lchown((char *) file, user, group) == -1) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                          "chown(\"%s\") failed", file);
+        }
+    }
+
+    (void) closedir(dir);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_init_module(ngx_cycle_t *cycle)
+{
+    ngx_err_t                   err;
+    ngx_core_conf_t            *ccf;
+    ngx_file_info_t             fi;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->store_path.len == 0 || ngx_test_config) {
+        return NGX_OK;
+    }
+
+    if (mcf->entities == 0) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "\"tent_store\" is set but no server has "
+                      "\"tent_entity\"");
+    }
+
+    if (ngx_create_full_path(mcf->db_path.data, 0700) != 0) {
+        err = ngx_errno;
+        if (err != NGX_EEXIST) {
+            ngx_log_error(NGX_LOG_EMERG, cycle->log, err,
+                          "cannot create the tent store \"%V\"",
+                          &mcf->store_path);
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_create_dir(mcf->db_path.data, 0700) == NGX_FILE_ERROR
+        && ngx_errno != NGX_EEXIST)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
+                      "cannot create the tent store \"%V\"", &mcf->db_path);
+        return NGX_ERROR;
+    }
+
+    if (ngx_file_info(mcf->db_path.data, &fi) == NGX_FILE_ERROR
+        || !ngx_is_dir(&fi))
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
+                      "the tent store \"%V\" is not a directory",
+                      &mcf->db_path);
+        return NGX_ERROR;
+    }
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (geteuid() != 0 || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        return NGX_OK;
+    }
+
+    /* workers run as "user": the directory and the database are theirs */
+
+    if (ngx_http_tent_chown_dir(cycle, mcf->store_path.data, ccf->user,
+                                ccf->group)
+        != NGX_OK
+        || ngx_http_tent_chown_dir(cycle, mcf->db_path.data, ccf->user,
+                                   ccf->group)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->store_path.len == 0) {
+        return NGX_OK;
+    }
+
+    /* not in the cache manager and loader: they have no thread pools */
+
+    if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    mcf->store = ngx_http_tent_store_create(cycle, mcf);
+    if (mcf->store == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_worker != 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_owner_start(mcf->store) != NGX_OK) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "tent store: cannot start the store owner");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->store == NULL) {
+        return;
+    }
+
+    ngx_http_tent_ipc_exit(mcf->store);
+
+    if (mcf->store->owner) {
+        ngx_http_tent_owner_exit(mcf->store);
+    }
+}

@@ -1,0 +1,317 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_MODULE_H_INCLUDED_
+#define _NGX_HTTP_TENT_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <ngx_thread_pool.h>
+#include <jansson.h>
+
+
+#define NGX_HTTP_TENT_MEDIA_TYPE    "application/vnd.tent.v0+json"
+#define NGX_HTTP_TENT_PROFILE_REL   "https://tent.io/rels/profile"
+#define NGX_HTTP_TENT_CORE_TYPE     "https://tent.io/types/info/core/v0.1.0"
+#define NGX_HTTP_TENT_VERSION       "0.2"
+
+#define NGX_HTTP_TENT_MAX_PARAMS    4
+
+#define NGX_HTTP_TENT_LINK_OFF      0
+#define NGX_HTTP_TENT_LINK_ABSOLUTE 1
+#define NGX_HTTP_TENT_LINK_RELATIVE 2
+
+
+/* store result codes, carried on the wire as one byte */
+#define NGX_HTTP_TENT_STORE_OK           0
+#define NGX_HTTP_TENT_STORE_NOT_FOUND    1
+#define NGX_HTTP_TENT_STORE_CONFLICT     2
+#define NGX_HTTP_TENT_STORE_ERROR        3
+#define NGX_HTTP_TENT_STORE_UNAVAILABLE  4
+#define NGX_HTTP_TENT_STORE_RETRY        5
+
+/* store operations */
+#define NGX_HTTP_TENT_OP_GET             1
+#define NGX_HTTP_TENT_OP_WRITE           2
+#define NGX_HTTP_TENT_OP_SCAN            3
+#define NGX_HTTP_TENT_OP_CAS             4
+
+#define NGX_HTTP_TENT_OP_SYNC            0x01
+
+#define NGX_HTTP_TENT_WRITE_PUT          1
+#define NGX_HTTP_TENT_WRITE_DEL          2
+
+/* one IPC frame, and so one request or reply, is at most this big */
+#define NGX_HTTP_TENT_MAX_FRAME          (64 * 1024 * 1024)
+
+
+typedef struct ngx_http_tent_store_s     ngx_http_tent_store_t;
+typedef struct ngx_http_tent_store_op_s  ngx_http_tent_store_op_t;
+typedef struct ngx_http_tent_ipc_conn_s  ngx_http_tent_ipc_conn_t;
+
+typedef void (*ngx_http_tent_store_done_pt)(ngx_http_tent_store_op_t *op);
+typedef ngx_int_t (*ngx_http_tent_request_done_pt)(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+/* a growable byte buffer on the heap: long-lived IPC connections use it */
+typedef struct {
+    u_char                         *start;
+    u_char                         *pos;
+    u_char                         *last;
+    u_char                         *end;
+} ngx_http_tent_bytes_t;
+
+
+struct ngx_http_tent_store_op_s {
+    ngx_pool_t                     *pool;
+    ngx_log_t                      *log;
+
+    /* the encoded request: op byte, flags byte, arguments */
+    u_char                         *req;
+    size_t                          req_len;
+    size_t                          req_size;
+
+    /* the reply: status, and the payload behind the status byte */
+    ngx_uint_t                      status;
+    ngx_str_t                       res;
+    u_char                         *cursor;
+
+    ngx_http_tent_store_done_pt     handler;
+    void                           *data;
+    ngx_http_tent_request_done_pt   request_done;
+
+    /* private to the store */
+    ngx_event_t                     timer;
+    ngx_rbtree_node_t               node;
+    ngx_queue_t                     queue;
+    ngx_uint_t                      where;
+    ngx_http_tent_ipc_conn_t       *conn;
+    u_char                         *result;
+    size_t                          result_len;
+    unsigned                        failed_encoding:1;
+};
+
+
+struct ngx_http_tent_ipc_conn_s {
+    ngx_connection_t               *connection;
+    ngx_http_tent_store_t          *store;
+    ngx_http_tent_bytes_t           in;
+    ngx_http_tent_bytes_t           out;
+    ngx_queue_t                     queue;
+    ngx_uint_t                      refs;
+    unsigned                        closed:1;
+    unsigned                        close_when_flushed:1;
+};
+
+
+/* per-process store state; lives in the cycle pool */
+struct ngx_http_tent_store_s {
+    ngx_str_t                       path;
+    ngx_str_t                       db_path;
+    ngx_str_t                       socket_path;
+    ngx_str_t                       thread_pool_name;
+    ngx_thread_pool_t              *thread_pool;
+    ngx_msec_t                      timeout;
+    ngx_uint_t                      max_waiting;
+    ngx_log_t                      *log;
+
+    /* owner side */
+    ngx_uint_t                      owner;
+    ngx_uint_t                      state;
+    void                           *ldb;
+    ngx_thread_task_t              *open_task;
+    ngx_thread_task_t              *close_task;
+    ngx_uint_t                      inflight;
+    ngx_queue_t                     waiting;
+    ngx_uint_t                      nwaiting;
+    ngx_event_t                     open_timer;
+    ngx_msec_t                      open_backoff;
+    ngx_msec_t                      open_started;
+    ngx_uint_t                      open_attempts;
+    ngx_connection_t               *listening;
+    ngx_queue_t                     conns;
+
+    /* client side: every worker, the owner too once it has resigned */
+    ngx_http_tent_ipc_conn_t       *client;
+    ngx_uint_t                      client_state;
+    ngx_event_t                     connect_timer;
+    ngx_msec_t                      connect_backoff;
+    ngx_queue_t                     unsent;
+    ngx_rbtree_t                    sent;
+    ngx_rbtree_node_t               sent_sentinel;
+    uint32_t                        next_id;
+};
+
+
+typedef struct {
+    ngx_str_t                       store_path;
+    ngx_str_t                       db_path;
+    ngx_str_t                       socket_path;
+    ngx_str_t                       thread_pool_name;
+    ngx_thread_pool_t              *thread_pool;
+    ngx_msec_t                      store_timeout;
+    ngx_uint_t                      store_max_waiting;
+    ngx_http_tent_store_t          *store;
+    ngx_uint_t                      entities;
+} ngx_http_tent_main_conf_t;
+
+
+typedef struct {
+    ngx_http_complex_value_t       *entity;
+    ngx_str_t                       api_root;
+    ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
+    ngx_str_t                       file;
+    ngx_uint_t                      line;
+} ngx_http_tent_srv_conf_t;
+
+
+typedef struct {
+    ngx_uint_t                      link;
+} ngx_http_tent_loc_conf_t;
+
+
+/* per request state: what the request's entity evaluated to, the route */
+typedef struct {
+    ngx_str_t                       entity;
+    ngx_str_t                       origin;
+    ngx_str_t                       root_path;
+    ngx_str_t                       profile_url;
+    ngx_str_t                       api_path;
+    ngx_str_t                       params[NGX_HTTP_TENT_MAX_PARAMS];
+    ngx_uint_t                      nparams;
+    ngx_uint_t                      attempts;
+    unsigned                        evaluated:1;
+    unsigned                        invalid:1;
+    unsigned                        api:1;
+    unsigned                        own_reply:1;
+    unsigned                        replace_body:1;
+    unsigned                        replaced:1;
+    ngx_str_t                       error_body;
+} ngx_http_tent_ctx_t;
+
+
+typedef ngx_int_t (*ngx_http_tent_route_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+
+/* ngx_http_tent_module.c */
+ngx_http_tent_ctx_t *ngx_http_tent_get_ctx(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t **servers);
+
+/* ngx_http_tent_discovery.c */
+ngx_int_t ngx_http_tent_discovery_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_tent_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_tent_root_handler(ngx_http_request_t *r);
+
+/* ngx_http_tent_profile.c */
+ngx_int_t ngx_http_tent_profile_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_json.c */
+ngx_int_t ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *json);
+ngx_int_t ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message);
+ngx_int_t ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
+    const char *message, ngx_str_t *out);
+const char *ngx_http_tent_status_text(ngx_uint_t status);
+json_t *ngx_http_tent_json_parse(ngx_str_t *s, ngx_log_t *log);
+ngx_int_t ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json,
+    ngx_str_t *out);
+json_t *ngx_http_tent_json_string(ngx_str_t *s);
+
+/* ngx_http_tent_keys.c */
+#define NGX_HTTP_TENT_TABLE_PROFILE  'p'
+
+ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
+    u_char table, ngx_str_t *rest, ngx_str_t *key);
+ngx_int_t ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity,
+    u_char table, ngx_str_t *start, ngx_str_t *end);
+ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
+
+/* ngx_http_tent_store.c: the one store API handlers use */
+ngx_http_tent_store_op_t *ngx_http_tent_store_op_create(ngx_pool_t *pool,
+    ngx_log_t *log);
+ngx_int_t ngx_http_tent_store_get(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key, ngx_str_t *expected, ngx_str_t *value);
+ngx_int_t ngx_http_tent_store_write(ngx_http_tent_store_op_t *op,
+    ngx_uint_t sync);
+ngx_int_t ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key, ngx_str_t *value);
+ngx_int_t ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op,
+    ngx_str_t *start, ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse);
+ngx_int_t ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler);
+ngx_int_t ngx_http_tent_store_value(ngx_http_tent_store_op_t *op,
+    ngx_str_t *value);
+ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key, ngx_str_t *value);
+ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
+
+/* internal to the store files */
+ngx_http_tent_store_t *ngx_http_tent_store_create(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf);
+void ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op,
+    ngx_uint_t status, u_char *data, size_t len);
+void ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t where);
+void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
+
+#define NGX_HTTP_TENT_WHERE_NONE       0
+#define NGX_HTTP_TENT_WHERE_OPENING    1
+#define NGX_HTTP_TENT_WHERE_UNSENT     2
+#define NGX_HTTP_TENT_WHERE_SENT       3
+#define NGX_HTTP_TENT_WHERE_RUNNING    4
+#define NGX_HTTP_TENT_WHERE_REJECTED   5
+
+/* ngx_http_tent_store_owner.c: LevelDB, only ever on the thread pool */
+#define NGX_HTTP_TENT_OWNER_NONE       0
+#define NGX_HTTP_TENT_OWNER_OPENING    1
+#define NGX_HTTP_TENT_OWNER_OPEN       2
+#define NGX_HTTP_TENT_OWNER_CLOSING    3
+#define NGX_HTTP_TENT_OWNER_CLOSED     4
+
+ngx_int_t ngx_http_tent_owner_start(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_owner_resign(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
+ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
+ngx_int_t ngx_http_tent_store_exec(void *ldb, u_char *req, size_t len,
+    u_char **res, size_t *res_len);
+
+/* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
+ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_submit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op);
+void ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store);
+
+/* ngx_http_tent_bytes.c helpers live in the IPC file */
+ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);
+void ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b);
+
+
+extern ngx_module_t  ngx_http_tent_module;
+
+
+#endif /* _NGX_HTTP_TENT_MODULE_H_INCLUDED_ */

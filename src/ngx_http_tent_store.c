@@ -1,0 +1,581 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The store API handlers use.  An operation is encoded once into bytes;
+ * the owner process executes those bytes on its thread pool, any other
+ * worker ships them over the store socket.  Either way the handler is
+ * called back later on the event loop, never from inside submit.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+static ngx_int_t ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op,
+    size_t n);
+static void ngx_http_tent_store_put_u8(ngx_http_tent_store_op_t *op,
+    ngx_uint_t v);
+static void ngx_http_tent_store_put_u32(ngx_http_tent_store_op_t *op,
+    uint32_t v);
+static void ngx_http_tent_store_put_str(ngx_http_tent_store_op_t *op,
+    ngx_str_t *s);
+static ngx_int_t ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op,
+    ngx_uint_t type, ngx_uint_t flags, size_t size);
+static void ngx_http_tent_store_timeout_handler(ngx_event_t *ev);
+static void ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op);
+
+
+ngx_http_tent_store_t *
+ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_http_tent_store_t  *store;
+
+    store = ngx_pcalloc(cycle->pool, sizeof(ngx_http_tent_store_t));
+    if (store == NULL) {
+        return NULL;
+    }
+
+    store->path = mcf->store_path;
+    store->socket_path = mcf->socket_path;
+    store->db_path = mcf->db_path;
+    store->thread_pool = mcf->thread_pool;
+    store->timeout = mcf->store_timeout;
+    store->max_waiting = mcf->store_max_waiting;
+    store->log = cycle->log;
+
+    ngx_queue_init(&store->waiting);
+    ngx_queue_init(&store->conns);
+    ngx_queue_init(&store->unsent);
+    ngx_rbtree_init(&store->sent, &store->sent_sentinel,
+                    ngx_rbtree_insert_value);
+
+    ngx_http_tent_ipc_init_client(store);
+
+    return store;
+}
+
+
+ngx_http_tent_store_op_t *
+ngx_http_tent_store_op_create(ngx_pool_t *pool, ngx_log_t *log)
+{
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_pcalloc(pool, sizeof(ngx_http_tent_store_op_t));
+    if (op == NULL) {
+        return NULL;
+    }
+
+    op->pool = pool;
+    op->log = log;
+
+    return op;
+}
+
+
+static ngx_int_t
+ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op, size_t n)
+{
+    size_t   size;
+    u_char  *p;
+
+    if (op->req_len + n <= op->req_size) {
+        return NGX_OK;
+    }
+
+    if (op->req_len + n > NGX_HTTP_TENT_MAX_FRAME - 64) {
+        op->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    size = ngx_max(op->req_size * 2, op->req_len + n);
+    size = ngx_max(size, 256);
+
+    p = ngx_palloc(op->pool, size);
+    if (p == NULL) {
+        op->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    if (op->req_len) {
+        ngx_memcpy(p, op->req, op->req_len);
+    }
+
+    op->req = p;
+    op->req_size = size;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_store_put_u8(ngx_http_tent_store_op_t *op, ngx_uint_t v)
+{
+    if (ngx_http_tent_store_reserve(op, 1) == NGX_OK) {
+        op->req[op->req_len++] = (u_char) v;
+    }
+}
+
+
+static void
+ngx_http_tent_store_put_u32(ngx_http_tent_store_op_t *op, uint32_t v)
+{
+    u_char  *p;
+
+    if (ngx_http_tent_store_reserve(op, 4) != NGX_OK) {
+        return;
+    }
+
+    p = op->req + op->req_len;
+
+    p[0] = (u_char) (v >> 24);
+    p[1] = (u_char) (v >> 16);
+    p[2] = (u_char) (v >> 8);
+    p[3] = (u_char) v;
+
+    op->req_len += 4;
+}
+
+
+static void
+ngx_http_tent_store_put_str(ngx_http_tent_store_op_t *op, ngx_str_t *s)
+{
+    if (ngx_http_tent_store_reserve(op, 4 + s->len) != NGX_OK) {
+        return;
+    }
+
+    ngx_http_tent_store_put_u32(op, (uint32_t) s->len);
+
+    if (s->len) {
+        ngx_memcpy(op->req + op->req_len, s->data, s->len);
+        op->req_len += s->len;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op, ngx_uint_t type,
+    ngx_uint_t flags, size_t size)
+{
+    op->req_len = 0;
+    op->failed_encoding = 0;
+
+    if (ngx_http_tent_store_reserve(op, 2 + size) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_u8(op, type);
+    ngx_http_tent_store_put_u8(op, flags);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_GET, 0, 4 + key->len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_str(op, key);
+
+    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+}
+
+
+/*
+ * Compare and set: store "value" under "key" only if the key now holds
+ * "expected" (NULL: only if the key is absent).  The owner serializes
+ * these, so two workers creating the same record cannot both win.
+ */
+
+ngx_int_t
+ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *expected, ngx_str_t *value)
+{
+    size_t  size;
+
+    size = 4 + key->len + 1 + 4 + value->len
+           + (expected ? 4 + expected->len : 0);
+
+    if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_CAS,
+                                  NGX_HTTP_TENT_OP_SYNC, size)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_str(op, key);
+    ngx_http_tent_store_put_u8(op, expected ? 1 : 0);
+
+    if (expected) {
+        ngx_http_tent_store_put_str(op, expected);
+    }
+
+    ngx_http_tent_store_put_str(op, value);
+
+    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_write(ngx_http_tent_store_op_t *op, ngx_uint_t sync)
+{
+    if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_WRITE,
+                                  sync ? NGX_HTTP_TENT_OP_SYNC : 0, 256)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the number of entries, counted up by put and del */
+    ngx_http_tent_store_put_u32(op, 0);
+
+    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+}
+
+
+static void
+ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op)
+{
+    u_char    *p;
+    uint32_t   n;
+
+    p = op->req + 2;
+    n = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
+        | ((uint32_t) p[2] << 8) | p[3];
+    n++;
+
+    p[0] = (u_char) (n >> 24);
+    p[1] = (u_char) (n >> 16);
+    p[2] = (u_char) (n >> 8);
+    p[3] = (u_char) n;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    if (op->req_len < 6 || op->req[0] != NGX_HTTP_TENT_OP_WRITE
+        || ngx_http_tent_store_reserve(op, 9 + key->len + value->len)
+           != NGX_OK)
+    {
+        op->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_PUT);
+    ngx_http_tent_store_put_str(op, key);
+    ngx_http_tent_store_put_str(op, value);
+    ngx_http_tent_store_write_count(op);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    if (op->req_len < 6 || op->req[0] != NGX_HTTP_TENT_OP_WRITE
+        || ngx_http_tent_store_reserve(op, 5 + key->len) != NGX_OK)
+    {
+        op->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_DEL);
+    ngx_http_tent_store_put_str(op, key);
+    ngx_http_tent_store_write_count(op);
+
+    return NGX_OK;
+}
+
+
+/* keys in [start, end), at most "limit" of them, newest first if reverse */
+
+ngx_int_t
+ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op, ngx_str_t *start,
+    ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse)
+{
+    if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_SCAN, 0,
+                                  13 + start->len + end->len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_str(op, start);
+    ngx_http_tent_store_put_str(op, end);
+    ngx_http_tent_store_put_u32(op, (uint32_t) limit);
+    ngx_http_tent_store_put_u8(op, reverse ? 1 : 0);
+
+    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->store == NULL || op->failed_encoding
+        || op->req_len < 2 || op->handler == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    /*
+     * The deadline bounds every wait: for the database to open, for a
+     * connection to the owner, for its reply.  It is not cancelable, so
+     * a worker shutting down still answers the requests it holds.
+     */
+
+    op->timer.handler = ngx_http_tent_store_timeout_handler;
+    op->timer.data = op;
+    op->timer.log = op->log;
+
+    ngx_add_timer(&op->timer, mcf->store->timeout);
+
+    ngx_http_tent_store_dispatch(mcf->store, op);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op)
+{
+    if (ngx_http_tent_owner_accepts(store)) {
+        ngx_http_tent_owner_submit(store, op);
+        return;
+    }
+
+    ngx_http_tent_ipc_submit(store, op);
+}
+
+
+static void
+ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
+{
+    ngx_http_tent_store_op_t  *op;
+
+    op = ev->data;
+
+    switch (op->where) {
+
+    case NGX_HTTP_TENT_WHERE_RUNNING:
+        /* a thread has it; its answer always comes back */
+        return;
+
+    case NGX_HTTP_TENT_WHERE_OPENING:
+    case NGX_HTTP_TENT_WHERE_UNSENT:
+        ngx_http_tent_store_unwait(op);
+        break;
+
+    case NGX_HTTP_TENT_WHERE_SENT:
+        ngx_http_tent_ipc_cancel(op);
+        break;
+
+    case NGX_HTTP_TENT_WHERE_REJECTED:
+        ngx_log_error(NGX_LOG_WARN, op->log, 0,
+                      "tent store: too many operations waiting");
+        ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
+                                   NULL, 0);
+        return;
+
+    default:
+        break;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, op->log, 0,
+                  "tent store: no answer within the store timeout");
+
+    ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE, NULL, 0);
+}
+
+
+void
+ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t where)
+{
+    op->where = where;
+
+    if (where == NGX_HTTP_TENT_WHERE_OPENING) {
+        ngx_queue_insert_tail(&store->waiting, &op->queue);
+        store->nwaiting++;
+
+    } else {
+        ngx_queue_insert_tail(&store->unsent, &op->queue);
+    }
+}
+
+
+void
+ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    if (op->where == NGX_HTTP_TENT_WHERE_OPENING) {
+        mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                                  ngx_http_tent_module);
+        mcf->store->nwaiting--;
+    }
+
+    ngx_queue_remove(&op->queue);
+    op->where = NGX_HTTP_TENT_WHERE_NONE;
+}
+
+
+void
+ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
+    u_char *data, size_t len)
+{
+    if (op->timer.timer_set) {
+        ngx_del_timer(&op->timer);
+    }
+
+    op->where = NGX_HTTP_TENT_WHERE_NONE;
+    op->status = status;
+    op->res.data = data;
+    op->res.len = len;
+    op->cursor = data;
+
+    op->handler(op);
+}
+
+
+/*
+ * For HTTP handlers: keep the request alive while the store works, then
+ * run "handler" and finalize with what it returns.  NGX_DONE from the
+ * handler means it submitted another operation.
+ */
+
+ngx_int_t
+ngx_http_tent_store_submit_request(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
+{
+    op->data = r;
+    op->request_done = handler;
+    op->handler = ngx_http_tent_store_request_done;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                        "Internal Server Error");
+    }
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t            rc;
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = op->data;
+    c = r->connection;
+
+    rc = op->request_done(r, op);
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the HTTP answer for a store failure, or NGX_OK when there is none */
+
+ngx_int_t
+ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
+{
+    switch (op->status) {
+
+    case NGX_HTTP_TENT_STORE_OK:
+    case NGX_HTTP_TENT_STORE_NOT_FOUND:
+    case NGX_HTTP_TENT_STORE_CONFLICT:
+        return NGX_OK;
+
+    case NGX_HTTP_TENT_STORE_UNAVAILABLE:
+    case NGX_HTTP_TENT_STORE_RETRY:
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+
+    default:
+        ngx_log_error(NGX_LOG_ERR, op->log, 0, "tent store error: \"%V\"",
+                      &op->res);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+
+ngx_int_t
+ngx_http_tent_store_value(ngx_http_tent_store_op_t *op, ngx_str_t *value)
+{
+    *value = op->res;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op, ngx_str_t *s)
+{
+    u_char    *last;
+    uint32_t   n;
+
+    last = op->res.data + op->res.len;
+
+    if (last - op->cursor < 4) {
+        return NGX_ERROR;
+    }
+
+    n = ((uint32_t) op->cursor[0] << 24) | ((uint32_t) op->cursor[1] << 16)
+        | ((uint32_t) op->cursor[2] << 8) | op->cursor[3];
+    op->cursor += 4;
+
+    if ((size_t) (last - op->cursor) < n) {
+        return NGX_ERROR;
+    }
+
+    s->len = n;
+    s->data = op->cursor;
+    op->cursor += n;
+
+    return NGX_OK;
+}
+
+
+/* scan results one by one: NGX_OK, NGX_DONE at the end, or NGX_ERROR */
+
+ngx_int_t
+ngx_http_tent_store_next(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    if (op->status != NGX_HTTP_TENT_STORE_OK || op->cursor == NULL
+        || op->cursor == op->res.data + op->res.len)
+    {
+        return NGX_DONE;
+    }
+
+    if (ngx_http_tent_store_read_str(op, key) != NGX_OK
+        || ngx_http_tent_store_read_str(op, value) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, op->log, 0,
+                      "tent store: malformed scan reply");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,1035 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The store socket: a UNIX stream socket in the store directory.  The
+ * owner listens; every worker keeps one connection to whoever listens on
+ * the path now.  A frame is "u32 length, u32 id, bytes"; requests carry
+ * an encoded operation, replies a status byte and the payload.  On a
+ * reload the new owner binds the path anew; the old one answers RETRY to
+ * what it can no longer serve, and clients reconnect to the new one.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+#include <sys/un.h>
+
+
+#define NGX_HTTP_TENT_CLIENT_NONE      0
+#define NGX_HTTP_TENT_CLIENT_READY     1
+#define NGX_HTTP_TENT_CLIENT_DRAINING  2
+
+#define NGX_HTTP_TENT_READ_CHUNK       16384
+
+
+static void ngx_http_tent_ipc_accept(ngx_event_t *ev);
+static ngx_http_tent_ipc_conn_t *ngx_http_tent_ipc_conn_create(
+    ngx_http_tent_store_t *store, ngx_socket_t s);
+static void ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn);
+static void ngx_http_tent_ipc_conn_release(ngx_http_tent_ipc_conn_t *conn);
+static ngx_int_t ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn);
+static ngx_int_t ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn);
+static ngx_int_t ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn,
+    uint32_t id, ngx_int_t status, u_char *data, size_t len);
+static void ngx_http_tent_ipc_server_read(ngx_event_t *ev);
+static void ngx_http_tent_ipc_server_write(ngx_event_t *ev);
+static ngx_int_t ngx_http_tent_ipc_server_request(
+    ngx_http_tent_ipc_conn_t *conn, uint32_t id, u_char *data, size_t len);
+static void ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store);
+static void ngx_http_tent_ipc_connect_timer(ngx_event_t *ev);
+static void ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store);
+static void ngx_http_tent_ipc_client_read(ngx_event_t *ev);
+static void ngx_http_tent_ipc_client_write(ngx_event_t *ev);
+static void ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store,
+    uint32_t id, u_char *data, size_t len);
+static void ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store);
+static void ngx_http_tent_ipc_client_reconnect(ngx_http_tent_store_t *store);
+
+
+static uint32_t
+ngx_http_tent_ipc_u32(u_char *p)
+{
+    return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
+           | ((uint32_t) p[2] << 8) | p[3];
+}
+
+
+static void
+ngx_http_tent_ipc_put_u32(u_char *p, uint32_t v)
+{
+    p[0] = (u_char) (v >> 24);
+    p[1] = (u_char) (v >> 16);
+    p[2] = (u_char) (v >> 8);
+    p[3] = (u_char) v;
+}
+
+
+ngx_int_t
+ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n)
+{
+    size_t   used, size;
+    u_char  *p;
+
+    if ((size_t) (b->end - b->last) >= n) {
+        return NGX_OK;
+    }
+
+    used = b->last - b->pos;
+
+    if (b->pos != b->start && (size_t) (b->end - b->start) >= used + n) {
+        ngx_memmove(b->start, b->pos, used);
+        b->pos = b->start;
+        b->last = b->start + used;
+        return NGX_OK;
+    }
+
+    if (used + n > NGX_HTTP_TENT_MAX_FRAME + 64) {
+        return NGX_ERROR;
+    }
+
+    size = ngx_max((size_t) (b->end - b->start) * 2, used + n);
+    size = ngx_max(size, NGX_HTTP_TENT_READ_CHUNK);
+
+    p = ngx_alloc(size, ngx_cycle->log);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (used) {
+        ngx_memcpy(p, b->pos, used);
+    }
+
+    ngx_free(b->start);
+
+    b->start = p;
+    b->pos = p;
+    b->last = p + used;
+    b->end = p + size;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b)
+{
+    ngx_free(b->start);
+    ngx_memzero(b, sizeof(ngx_http_tent_bytes_t));
+}
+
+
+static ngx_int_t
+ngx_http_tent_ipc_sockaddr(ngx_http_tent_store_t *store,
+    struct sockaddr_un *sun)
+{
+    ngx_memzero(sun, sizeof(struct sockaddr_un));
+
+    sun->sun_family = AF_UNIX;
+
+    if (store->socket_path.len >= sizeof(sun->sun_path)) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(sun->sun_path, store->socket_path.data,
+               store->socket_path.len);
+
+    return NGX_OK;
+}
+
+
+/* the owner side */
+
+ngx_int_t
+ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
+{
+    ngx_socket_t         s;
+    ngx_connection_t    *c;
+    struct sockaddr_un   sun;
+
+    if (ngx_http_tent_ipc_sockaddr(store, &sun) != NGX_OK) {
+        ngx_log_error(NGX_LOG_EMERG, store->log, 0,
+                      "tent store socket path \"%V\" is too long",
+                      &store->socket_path);
+        return NGX_ERROR;
+    }
+
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s == (ngx_socket_t) -1) {
+        ngx_log_error(NGX_LOG_ALERT, store->log, ngx_socket_errno,
+                      "tent store: socket() failed");
+        return NGX_ERROR;
+    }
+
+    /* a stale file, or the previous owner's: the path is ours from now */
+
+    (void) unlink(sun.sun_path);
+
+    if (bind(s, (struct sockaddr *) &sun, sizeof(struct sockaddr_un)) == -1
+        || chmod(sun.sun_path, 0600) == -1
+        || listen(s, 511) == -1)
+    {
+        ngx_log_error(NGX_LOG_ALERT, store->log, ngx_socket_errno,
+                      "tent store: cannot listen on \"%V\"",
+                      &store->socket_path);
+        (void) ngx_close_socket(s);
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(s, store->log);
+    if (c == NULL) {
+        (void) ngx_close_socket(s);
+        return NGX_ERROR;
+    }
+
+    c->data = store;
+    c->read->handler = ngx_http_tent_ipc_accept;
+    c->read->log = store->log;
+    c->write->log = store->log;
+
+    /*
+     * "idle" makes ngx_close_idle_connections() call us with c->close set
+     * the moment graceful shutdown begins: that is when the owner resigns.
+     */
+
+    c->idle = 1;
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ngx_close_connection(c);
+        return NGX_ERROR;
+    }
+
+    store->listening = c;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store)
+{
+    if (store->listening) {
+        /* closes the socket only: the path may be the new owner's now */
+        ngx_close_connection(store->listening);
+        store->listening = NULL;
+    }
+}
+
+
+static void
+ngx_http_tent_ipc_accept(ngx_event_t *ev)
+{
+    ngx_err_t                  err;
+    ngx_socket_t               s;
+    ngx_connection_t          *c;
+    ngx_http_tent_store_t     *store;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = ev->data;
+    store = c->data;
+
+    if (c->close) {
+        ngx_http_tent_owner_resign(store);
+        return;
+    }
+
+    for ( ;; ) {
+        s = accept4(c->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (s == (ngx_socket_t) -1) {
+            err = ngx_socket_errno;
+
+            if (err == NGX_EAGAIN) {
+                return;
+            }
+
+            if (err == NGX_ECONNABORTED || err == NGX_EINTR) {
+                continue;
+            }
+
+            ngx_log_error(NGX_LOG_ALERT, store->log, err,
+                          "tent store: accept() failed");
+            return;
+        }
+
+        conn = ngx_http_tent_ipc_conn_create(store, s);
+        if (conn == NULL) {
+            (void) ngx_close_socket(s);
+            continue;
+        }
+
+        conn->connection->read->handler = ngx_http_tent_ipc_server_read;
+        conn->connection->write->handler = ngx_http_tent_ipc_server_write;
+
+        ngx_queue_insert_tail(&store->conns, &conn->queue);
+
+        if (ngx_handle_read_event(conn->connection->read, 0) != NGX_OK) {
+            ngx_http_tent_ipc_conn_close(conn);
+            continue;
+        }
+
+        ngx_http_tent_ipc_server_read(conn->connection->read);
+    }
+}
+
+
+static ngx_http_tent_ipc_conn_t *
+ngx_http_tent_ipc_conn_create(ngx_http_tent_store_t *store, ngx_socket_t s)
+{
+    ngx_connection_t          *c;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    conn = ngx_calloc(sizeof(ngx_http_tent_ipc_conn_t), store->log);
+    if (conn == NULL) {
+        return NULL;
+    }
+
+    c = ngx_get_connection(s, store->log);
+    if (c == NULL) {
+        ngx_free(conn);
+        return NULL;
+    }
+
+    c->recv = ngx_recv;
+    c->send = ngx_send;
+    c->data = conn;
+    c->read->log = store->log;
+    c->write->log = store->log;
+    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
+
+    conn->connection = c;
+    conn->store = store;
+    conn->refs = 1;
+    ngx_queue_init(&conn->queue);
+
+    return conn;
+}
+
+
+static void
+ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn)
+{
+    if (conn->closed) {
+        return;
+    }
+
+    conn->closed = 1;
+
+    ngx_close_connection(conn->connection);
+    conn->connection = NULL;
+
+    ngx_http_tent_bytes_free(&conn->in);
+    ngx_http_tent_bytes_free(&conn->out);
+
+    if (!ngx_queue_empty(&conn->queue)) {
+        ngx_queue_remove(&conn->queue);
+        ngx_queue_init(&conn->queue);
+    }
+
+    ngx_http_tent_ipc_conn_release(conn);
+}
+
+
+/* operations still running hold the connection's memory, not its socket */
+
+static void
+ngx_http_tent_ipc_conn_release(ngx_http_tent_ipc_conn_t *conn)
+{
+    if (--conn->refs == 0) {
+        ngx_free(conn);
+    }
+}
+
+
+/* NGX_OK: read what there is; NGX_DONE: the peer closed; NGX_ERROR */
+
+static ngx_int_t
+ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn)
+{
+    ssize_t            n;
+    ngx_connection_t  *c;
+
+    c = conn->connection;
+
+    for ( ;; ) {
+        if (ngx_http_tent_bytes_reserve(&conn->in, NGX_HTTP_TENT_READ_CHUNK)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        n = c->recv(c, conn->in.last, conn->in.end - conn->in.last);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            return NGX_OK;
+        }
+
+        if (n == 0) {
+            return NGX_DONE;
+        }
+
+        if (n == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        conn->in.last += n;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn)
+{
+    ssize_t            n;
+    ngx_connection_t  *c;
+
+    c = conn->connection;
+
+    while (conn->out.pos < conn->out.last) {
+        n = c->send(c, conn->out.pos, conn->out.last - conn->out.pos);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            return NGX_AGAIN;
+        }
+
+        if (n == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        conn->out.pos += n;
+    }
+
+    conn->out.pos = conn->out.start;
+    conn->out.last = conn->out.start;
+
+    return NGX_OK;
+}
+
+
+/* a frame: u32 length of the rest, u32 id, [status byte], data */
+
+static ngx_int_t
+ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
+    ngx_int_t status, u_char *data, size_t len)
+{
+    size_t   n;
+    u_char  *p;
+
+    n = 4 + (status >= 0 ? 1 : 0) + len;
+
+    if (ngx_http_tent_bytes_reserve(&conn->out, 4 + n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    p = conn->out.last;
+
+    ngx_http_tent_ipc_put_u32(p, (uint32_t) n);
+    ngx_http_tent_ipc_put_u32(p + 4, id);
+    p += 8;
+
+    if (status >= 0) {
+        *p++ = (u_char) status;
+    }
+
+    if (len) {
+        p = ngx_cpymem(p, data, len);
+    }
+
+    conn->out.last = p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Parse whole frames out of conn->in and hand each one to "handler".
+ * NGX_ERROR means the peer does not speak our protocol.
+ */
+
+static ngx_int_t
+ngx_http_tent_ipc_frames(ngx_http_tent_ipc_conn_t *conn,
+    ngx_int_t (*handler)(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
+    u_char *data, size_t len))
+{
+    u_char    *p;
+    uint32_t   len;
+
+    while (!conn->closed && conn->in.last - conn->in.pos >= 8) {
+        p = conn->in.pos;
+        len = ngx_http_tent_ipc_u32(p);
+
+        if (len < 4 || len > NGX_HTTP_TENT_MAX_FRAME) {
+            ngx_log_error(NGX_LOG_ALERT, conn->store->log, 0,
+                          "tent store: bad frame of %uD bytes", len);
+            return NGX_ERROR;
+        }
+
+        if ((size_t) (conn->in.last - p) < 4 + (size_t) len) {
+            break;
+        }
+
+        conn->in.pos += 4 + len;
+
+        if (handler(conn, ngx_http_tent_ipc_u32(p + 4), p + 8, len - 4)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (!conn->closed && conn->in.pos == conn->in.last) {
+        conn->in.pos = conn->in.start;
+        conn->in.last = conn->in.start;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_ipc_server_read(ngx_event_t *ev)
+{
+    ngx_int_t                  rc;
+    ngx_connection_t          *c;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = ev->data;
+    conn = c->data;
+
+    rc = ngx_http_tent_ipc_read(conn);
+
+    /* whatever arrived before a close is still answered if it can be */
+
+    if (ngx_http_tent_ipc_frames(conn, ngx_http_tent_ipc_server_request)
+        != NGX_OK
+        || rc != NGX_OK)
+    {
+        ngx_http_tent_ipc_conn_close(conn);
+        return;
+    }
+
+    if (conn->out.last > conn->out.pos
+        && ngx_http_tent_ipc_flush(conn) == NGX_ERROR)
+    {
+        ngx_http_tent_ipc_conn_close(conn);
+    }
+}
+
+
+static void
+ngx_http_tent_ipc_server_write(ngx_event_t *ev)
+{
+    ngx_connection_t          *c;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = ev->data;
+    conn = c->data;
+
+    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR
+        || (conn->close_when_flushed && conn->out.pos == conn->out.last))
+    {
+        ngx_http_tent_ipc_conn_close(conn);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_ipc_server_request(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
+    u_char *data, size_t len)
+{
+    ngx_pool_t                *pool;
+    ngx_http_tent_store_t     *store;
+    ngx_http_tent_store_op_t  *op;
+
+    store = conn->store;
+
+    if (!ngx_http_tent_owner_accepts(store)) {
+        /* resigning: the client goes to the new owner */
+        return ngx_http_tent_ipc_frame(conn, id, NGX_HTTP_TENT_STORE_RETRY,
+                                       NULL, 0);
+    }
+
+    pool = ngx_create_pool(1024, store->log);
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    op = ngx_http_tent_store_op_create(pool, store->log);
+    if (op == NULL) {
+        goto failed;
+    }
+
+    op->req = ngx_pnalloc(pool, len ? len : 1);
+    if (op->req == NULL) {
+        goto failed;
+    }
+
+    ngx_memcpy(op->req, data, len);
+    op->req_len = len;
+    op->req_size = len;
+    op->node.key = id;
+    op->conn = conn;
+    op->handler = ngx_http_tent_ipc_reply;
+
+    conn->refs++;
+
+    /* the client has its own deadline; this one bounds our queue */
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        conn->refs--;
+        goto failed;
+    }
+
+    return NGX_OK;
+
+failed:
+
+    ngx_destroy_pool(pool);
+
+    return ngx_http_tent_ipc_frame(conn, id, NGX_HTTP_TENT_STORE_ERROR,
+                                   (u_char *) "out of memory", 13);
+}
+
+
+static void
+ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    conn = op->conn;
+
+    if (!conn->closed) {
+        if (ngx_http_tent_ipc_frame(conn, (uint32_t) op->node.key,
+                                    op->status, op->res.data, op->res.len)
+            != NGX_OK
+            || ngx_http_tent_ipc_flush(conn) == NGX_ERROR)
+        {
+            ngx_http_tent_ipc_conn_close(conn);
+        }
+    }
+
+    ngx_http_tent_ipc_conn_release(conn);
+    ngx_destroy_pool(op->pool);
+}
+
+
+/* the owner closed its database: let its clients go to the new owner */
+
+void
+ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t               *q, *next;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    for (q = ngx_queue_head(&store->conns);
+         q != ngx_queue_sentinel(&store->conns);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        conn = ngx_queue_data(q, ngx_http_tent_ipc_conn_t, queue);
+
+        if (conn->out.pos == conn->out.last) {
+            ngx_http_tent_ipc_conn_close(conn);
+
+        } else {
+            conn->close_when_flushed = 1;
+        }
+    }
+}
+
+
+/* the client side */
+
+void
+ngx_http_tent_ipc_submit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_store_wait(store, op, NGX_HTTP_TENT_WHERE_UNSENT);
+
+    switch (store->client_state) {
+
+    case NGX_HTTP_TENT_CLIENT_READY:
+        ngx_http_tent_ipc_send_unsent(store);
+        break;
+
+    case NGX_HTTP_TENT_CLIENT_NONE:
+        if (!store->connect_timer.timer_set) {
+            ngx_http_tent_ipc_connect(store);
+        }
+        break;
+
+    default:
+        /* draining: sent once the old owner has answered everything */
+        break;
+    }
+}
+
+
+static void
+ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store)
+{
+    ngx_err_t                  err;
+    ngx_socket_t               s;
+    struct sockaddr_un         sun;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    if (ngx_queue_empty(&store->unsent)) {
+        return;
+    }
+
+    if (ngx_http_tent_ipc_sockaddr(store, &sun) != NGX_OK) {
+        return;
+    }
+
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s == (ngx_socket_t) -1) {
+        goto retry;
+    }
+
+    /*
+     * A UNIX socket connects at once or not at all; ENOENT, ECONNREFUSED
+     * and EAGAIN just mean no owner listens right now (a reload or a
+     * respawn is under way): try again shortly, quietly.
+     */
+
+    if (connect(s, (struct sockaddr *) &sun, sizeof(struct sockaddr_un))
+        == -1)
+    {
+        err = ngx_socket_errno;
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, err,
+                       "tent store: connect to \"%V\" failed",
+                       &store->socket_path);
+
+        (void) ngx_close_socket(s);
+        goto retry;
+    }
+
+    conn = ngx_http_tent_ipc_conn_create(store, s);
+    if (conn == NULL) {
+        (void) ngx_close_socket(s);
+        goto retry;
+    }
+
+    conn->connection->read->handler = ngx_http_tent_ipc_client_read;
+    conn->connection->write->handler = ngx_http_tent_ipc_client_write;
+
+    if (ngx_handle_read_event(conn->connection->read, 0) != NGX_OK) {
+        ngx_http_tent_ipc_conn_close(conn);
+        goto retry;
+    }
+
+    store->client = conn;
+    store->client_state = NGX_HTTP_TENT_CLIENT_READY;
+    store->connect_backoff = 0;
+
+    ngx_http_tent_ipc_send_unsent(store);
+
+    return;
+
+retry:
+
+    store->connect_backoff = store->connect_backoff
+                             ? ngx_min(store->connect_backoff * 2, 250) : 10;
+
+    ngx_add_timer(&store->connect_timer, store->connect_backoff);
+}
+
+
+static void
+ngx_http_tent_ipc_connect_timer(ngx_event_t *ev)
+{
+    ngx_http_tent_store_t  *store;
+
+    store = ev->data;
+
+    if (store->client_state == NGX_HTTP_TENT_CLIENT_NONE) {
+        ngx_http_tent_ipc_connect(store);
+    }
+}
+
+
+void
+ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store)
+{
+    store->connect_timer.handler = ngx_http_tent_ipc_connect_timer;
+    store->connect_timer.data = store;
+    store->connect_timer.log = store->log;
+    store->connect_timer.cancelable = 1;
+}
+
+
+static void
+ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t               *q;
+    ngx_http_tent_ipc_conn_t  *conn;
+    ngx_http_tent_store_op_t  *op;
+
+    conn = store->client;
+
+    while (!ngx_queue_empty(&store->unsent)) {
+        q = ngx_queue_head(&store->unsent);
+        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+
+        ngx_http_tent_store_unwait(op);
+
+        if (++store->next_id == 0) {
+            store->next_id = 1;
+        }
+
+        if (ngx_http_tent_ipc_frame(conn, store->next_id, -1, op->req,
+                                    op->req_len)
+            != NGX_OK)
+        {
+            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
+                                       (u_char *) "request too large", 17);
+            continue;
+        }
+
+        op->node.key = store->next_id;
+        op->where = NGX_HTTP_TENT_WHERE_SENT;
+        ngx_rbtree_insert(&store->sent, &op->node);
+    }
+
+    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
+        ngx_http_tent_ipc_client_lost(store);
+    }
+}
+
+
+static void
+ngx_http_tent_ipc_client_write(ngx_event_t *ev)
+{
+    ngx_connection_t          *c;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = ev->data;
+    conn = c->data;
+
+    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
+        ngx_http_tent_ipc_client_lost(conn->store);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_ipc_client_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
+    u_char *data, size_t len)
+{
+    if (len < 1) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_ipc_client_reply(conn->store, id, data, len);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_ipc_client_read(ngx_event_t *ev)
+{
+    ngx_int_t                  rc;
+    ngx_connection_t          *c;
+    ngx_http_tent_store_t     *store;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = ev->data;
+    conn = c->data;
+    store = conn->store;
+
+    rc = ngx_http_tent_ipc_read(conn);
+
+    /* a reply's handler may lose this connection: hold its memory */
+
+    conn->refs++;
+
+    if (ngx_http_tent_ipc_frames(conn, ngx_http_tent_ipc_client_frame)
+        != NGX_OK
+        || rc != NGX_OK)
+    {
+        if (!conn->closed) {
+            ngx_http_tent_ipc_client_lost(store);
+        }
+
+        ngx_http_tent_ipc_conn_release(conn);
+        return;
+    }
+
+    ngx_http_tent_ipc_conn_release(conn);
+
+    if (store->client_state == NGX_HTTP_TENT_CLIENT_DRAINING
+        && store->sent.root == store->sent.sentinel)
+    {
+        /* the old owner answered all it had: go find the new one */
+        ngx_http_tent_ipc_client_reconnect(store);
+    }
+}
+
+
+static ngx_http_tent_store_op_t *
+ngx_http_tent_ipc_lookup(ngx_http_tent_store_t *store, uint32_t id)
+{
+    ngx_rbtree_node_t  *node, *sentinel;
+
+    node = store->sent.root;
+    sentinel = store->sent.sentinel;
+
+    while (node != sentinel) {
+        if (id == node->key) {
+            return (ngx_http_tent_store_op_t *)
+                       ((u_char *) node
+                        - offsetof(ngx_http_tent_store_op_t, node));
+        }
+
+        node = (id < node->key) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
+    u_char *data, size_t len)
+{
+    u_char                    *copy;
+    ngx_uint_t                 status;
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_ipc_lookup(store, id);
+
+    if (op == NULL) {
+        /* it timed out already */
+        return;
+    }
+
+    ngx_rbtree_delete(&store->sent, &op->node);
+    op->where = NGX_HTTP_TENT_WHERE_NONE;
+
+    status = data[0];
+
+    if (status == NGX_HTTP_TENT_STORE_RETRY) {
+        /* not executed: the owner is handing over; send it again later */
+        ngx_http_tent_store_wait(store, op, NGX_HTTP_TENT_WHERE_UNSENT);
+        store->client_state = NGX_HTTP_TENT_CLIENT_DRAINING;
+        return;
+    }
+
+    copy = NULL;
+
+    if (len > 1) {
+        copy = ngx_pnalloc(op->pool, len - 1);
+        if (copy == NULL) {
+            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
+                                       (u_char *) "out of memory", 13);
+            return;
+        }
+
+        ngx_memcpy(copy, data + 1, len - 1);
+    }
+
+    ngx_http_tent_store_finish(op, status, copy, len - 1);
+}
+
+
+void
+ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
+
+    ngx_rbtree_delete(&mcf->store->sent, &op->node);
+    op->where = NGX_HTTP_TENT_WHERE_NONE;
+}
+
+
+static void
+ngx_http_tent_ipc_client_close(ngx_http_tent_store_t *store)
+{
+    if (store->client) {
+        ngx_http_tent_ipc_conn_close(store->client);
+        store->client = NULL;
+    }
+
+    store->client_state = NGX_HTTP_TENT_CLIENT_NONE;
+}
+
+
+/*
+ * The owner went away with our operations in flight: they may or may not
+ * have been executed, so they fail (503) rather than run twice.
+ */
+
+static void
+ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store)
+{
+    ngx_rbtree_node_t         *node;
+    ngx_http_tent_store_op_t  *op;
+
+    ngx_http_tent_ipc_client_close(store);
+
+    while (store->sent.root != store->sent.sentinel) {
+        node = ngx_rbtree_min(store->sent.root, store->sent.sentinel);
+        op = (ngx_http_tent_store_op_t *)
+                 ((u_char *) node - offsetof(ngx_http_tent_store_op_t, node));
+
+        ngx_rbtree_delete(&store->sent, node);
+
+        ngx_log_error(NGX_LOG_WARN, op->log, 0,
+                      "tent store: lost the connection to the store owner");
+
+        ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
+                                   NULL, 0);
+    }
+
+    if (!ngx_queue_empty(&store->unsent) && !store->connect_timer.timer_set) {
+        ngx_add_timer(&store->connect_timer, 10);
+    }
+}
+
+
+static void
+ngx_http_tent_ipc_client_reconnect(ngx_http_tent_store_t *store)
+{
+    ngx_http_tent_ipc_client_close(store);
+
+    if (!store->connect_timer.timer_set) {
+        ngx_http_tent_ipc_connect(store);
+    }
+}
+
+
+/* before nginx checks for sockets left open at exit */
+
+void
+ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t               *q;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    ngx_http_tent_ipc_stop_listening(store);
+
+    while (!ngx_queue_empty(&store->conns)) {
+        q = ngx_queue_head(&store->conns);
+        conn = ngx_queue_data(q, ngx_http_tent_ipc_conn_t, queue);
+
+        ngx_http_tent_ipc_conn_close(conn);
+    }
+
+    ngx_http_tent_ipc_client_close(store);
+}
