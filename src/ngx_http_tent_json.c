@@ -52,7 +52,7 @@ ngx_http_tent_status_text(ngx_uint_t status)
         }
     }
 
-    return (status >= 500) ? "Internal Server Error" : "Bad Request";
+    return (status >= 500) ? "Server Error" : "Client Error";
 }
 
 

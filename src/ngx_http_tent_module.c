@@ -838,6 +838,41 @@ failed:
 }
 
 
+/*
+ * The root of an entity with a path ("https://example.org/~alice") would
+ * be a 404 from the static module: answer it unless a file or directory
+ * is there.  A root ending in "/" is left to the index module, and to
+ * ngx_http_tent_root_handler() after it.
+ */
+
+static ngx_int_t
+ngx_http_tent_claim_root(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    size_t           root;
+    ngx_str_t        path;
+    ngx_file_info_t  fi;
+
+    if (r->content_handler
+        || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
+        || ctx->root_path.data[ctx->root_path.len - 1] == '/'
+        || r->uri.len != ctx->root_path.len
+        || ngx_strncmp(r->uri.data, ctx->root_path.data, r->uri.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_map_uri_to_path(r, &path, &root, 0) == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_file_info(path.data, &fi) == NGX_FILE_ERROR) {
+        r->content_handler = ngx_http_tent_root_handler;
+    }
+
+    return NGX_DECLINED;
+}
+
+
 static ngx_int_t
 ngx_http_tent_precontent_handler(ngx_http_request_t *r)
 {
@@ -845,9 +880,12 @@ ngx_http_tent_precontent_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    if (ctx == NULL || ctx->invalid || !ngx_http_tent_is_api_request(r, ctx))
-    {
+    if (ctx == NULL || ctx->invalid) {
         return NGX_DECLINED;
+    }
+
+    if (!ngx_http_tent_is_api_request(r, ctx)) {
+        return ngx_http_tent_claim_root(r, ctx);
     }
 
     /* the API root is ours even inside a location with its own handler */

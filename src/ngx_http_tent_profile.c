@@ -215,15 +215,16 @@ ngx_http_tent_profile_core_written(ngx_http_request_t *r,
 
 /*
  * The core record as the configuration wants it.  "changed" says whether
- * it differs from what is stored: new, or another entity or servers.
+ * it differs from what is stored: new, or other servers.  (Keys start
+ * with the entity, so another entity is another profile altogether.)
  */
 
 static json_t *
 ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *old, ngx_uint_t *changed)
 {
-    json_t      *record, *content, *servers, *entity, *old_content, *prev,
-                *licenses, *version;
+    json_t      *record, *content, *servers, *entity, *old_content, *licenses,
+                *version;
     json_int_t   v;
 
     *changed = 0;
@@ -257,25 +258,6 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         json_decref(entity);
         json_decref(servers);
         return NULL;
-    }
-
-    /* an entity that changes is remembered, as tentd does */
-
-    if (json_is_object(old_content)
-        && json_is_string(json_object_get(old_content, "entity"))
-        && !json_equal(json_object_get(old_content, "entity"), entity))
-    {
-        prev = json_object_get(content, "previous_entities");
-
-        if (!json_is_array(prev)) {
-            prev = json_array();
-            json_object_set_new(content, "previous_entities", prev);
-        }
-
-        if (prev) {
-            json_array_insert(prev, 0,
-                              json_object_get(old_content, "entity"));
-        }
     }
 
     json_object_set_new(content, "entity", entity);

@@ -1,0 +1,65 @@
+# ngx_http_tent_module: build, demo, tests.  See README.md.
+
+BUILD       ?= build
+MODULE       = $(BUILD)/ngx_http_tent_module.so
+ASAN_BUILD   = build-asan
+NGINX       ?= /usr/sbin/nginx
+PROVE_JOBS  ?= 1
+TESTS       ?= t/
+
+SRCS = $(wildcard src/*.c src/*.h) config
+
+.PHONY: all build deps test-deps run stop test test-asan test-valgrind \
+        test-hup lint clean
+
+all: build
+
+deps:
+	@util/install-deps.sh
+
+test-deps:
+	@util/install-deps.sh --test
+
+$(MODULE): $(SRCS)
+	@util/build.sh $(BUILD)
+
+build: deps $(MODULE)
+
+# the demo: nginx with a demo entity on 127.0.0.1:$(DEMO_PORT)
+DEMO_PORT ?= 8080
+
+run: build
+	@util/run-demo.sh start $(DEMO_PORT)
+
+stop:
+	@util/run-demo.sh stop
+
+test: test-deps $(MODULE)
+	TEST_NGINX_BINARY=$(NGINX) \
+	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
+	    prove -j$(PROVE_JOBS) -It/lib -r $(TESTS)
+
+# the suites again, with the module built with AddressSanitizer
+test-asan: test-deps
+	@util/build.sh $(ASAN_BUILD) "-fsanitize=address -fno-omit-frame-pointer"
+	util/run-asan.sh $(CURDIR)/$(ASAN_BUILD)/ngx_http_tent_module.so $(TESTS)
+
+test-valgrind: test-deps $(MODULE)
+	TEST_NGINX_BINARY=$(NGINX) \
+	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
+	TEST_NGINX_USE_VALGRIND=1 \
+	TEST_NGINX_VALGRIND_SUPP=$(CURDIR)/valgrind.suppress \
+	    prove -It/lib -r $(TESTS)
+
+# every block run through "nginx -s reload" instead of restarts
+test-hup: test-deps $(MODULE)
+	TEST_NGINX_BINARY=$(NGINX) \
+	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
+	TEST_NGINX_USE_HUP=1 \
+	    prove -It/lib -r $(TESTS)
+
+lint:
+	@util/lint.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) t/servroot*

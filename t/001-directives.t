@@ -1,0 +1,181 @@
+# Configuration checks: what "nginx -t" refuses, and what it accepts.
+
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: a valid configuration loads and serves
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_api_root /tent;
+--- request
+GET /tent/profile
+--- error_code: 200
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 2: the entity must be an absolute http(s) URL
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity ftp://example.org;
+--- must_die
+--- error_log
+"tent_entity" must be an absolute http:// or https:// URL
+
+
+
+=== TEST 3: a relative entity is refused
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity example.org/alice;
+--- must_die
+--- error_log
+"tent_entity" must be an absolute http:// or https:// URL
+
+
+
+=== TEST 3b: with variables, the scheme is still checked
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity ftp://$host;
+--- must_die
+--- error_log
+"tent_entity" must start with http:// or https://
+
+
+
+=== TEST 4: an entity with a query or fragment is refused
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity https://example.org/?x=1;
+--- must_die
+--- error_log
+"tent_entity" must be an absolute http:// or https:// URL
+
+
+
+=== TEST 5: an entity that could break the Link header is refused
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity "https://example.org/a>b";
+--- must_die
+--- error_log
+"tent_entity" must be an absolute http:// or https:// URL
+
+
+
+=== TEST 6: the API root must start with a slash
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_api_root tent;
+--- must_die
+--- error_log
+"tent_api_root" must be a path starting with "/", not "tent"
+
+
+
+=== TEST 7: tent_entity without tent_store
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_entity" needs "tent_store" in the http block
+
+
+
+=== TEST 8: an unknown thread pool
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_thread_pool nosuchpool;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+unknown thread pool "nosuchpool"
+
+
+
+=== TEST 9: a declared thread pool is accepted
+--- main_config
+    thread_pool tentpool threads=2;
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_thread_pool tentpool;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+--- response_body_like: "entity":"http://localhost:\d+"
+
+
+
+=== TEST 10: tent_store is an http-level directive
+--- config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- must_die
+--- error_log
+"tent_store" directive is not allowed here
+
+
+
+=== TEST 11: tent_servers takes absolute URLs only
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_servers /tent;
+--- must_die
+--- error_log
+"tent_servers" takes absolute http:// or https:// URLs
+
+
+
+=== TEST 12: a socket path longer than a UNIX socket allows
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_socket /tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+is longer than a UNIX socket allows
+
+
+
+=== TEST 13: the profile link form takes off, absolute or relative
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_profile_link sideways;
+--- must_die
+--- error_log
+invalid value "sideways"
+
+
+
+=== TEST 14: duplicate tent_entity
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_entity" directive is duplicate

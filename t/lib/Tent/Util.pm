@@ -1,0 +1,167 @@
+package Tent::Util;
+
+# Helpers for suites that need more than one request at a time: raw HTTP
+# requests, parallel clients, the nginx master's pid, reloads.  They only
+# need the port and server root that Test::Nginx exports, so they work
+# with the real Test::Nginx::Socket as well as with t/lib's.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IO::Socket::IP;
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
+                    error_log_text wait_for_log store_lock);
+
+sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
+
+sub servroot { $ENV{TEST_NGINX_SERVER_ROOT} or die "no TEST_NGINX_SERVER_ROOT" }
+
+# http_request(method => 'GET', path => '/', headers => {...}, body => '',
+#              port => N, timeout => 5)
+# returns { status => N, headers => { lc name => value }, body => '' },
+# or { status => 0, error => '...' } when the connection failed.
+sub http_request {
+    my %a = @_;
+    my $sock = IO::Socket::IP->new(
+        PeerHost => '127.0.0.1',
+        PeerPort => $a{port} || port(),
+        Timeout  => $a{timeout} || 5,
+    ) or return { status => 0, error => "connect: $!" };
+
+    my $method = $a{method} || 'GET';
+    my $body = defined $a{body} ? $a{body} : '';
+    my %h = (Host => 'localhost', Connection => 'close',
+             %{ $a{headers} || {} });
+    $h{'Content-Length'} = length $body if length $body;
+
+    my $req = "$method $a{path} HTTP/1.1\r\n"
+            . join('', map { "$_: $h{$_}\r\n" } sort keys %h) . "\r\n" . $body;
+
+    my $t = $a{timeout} || 5;
+    my $raw = '';
+    my $ok = eval {
+        local $SIG{ALRM} = sub { die "timeout\n" };
+        alarm $t;
+        print {$sock} $req;
+        while (1) {
+            my $n = sysread($sock, my $buf, 65536);
+            last if !defined $n || $n == 0;
+            $raw .= $buf;
+        }
+        alarm 0;
+        1;
+    };
+    alarm 0;
+    close $sock;
+
+    return { status => 0, error => $@ || 'read failed' } unless $ok;
+
+    my ($head, $content) = split /\r\n\r\n/, $raw, 2;
+    return { status => 0, error => 'no response' } unless defined $head;
+
+    my @lines = split /\r\n/, $head;
+    my ($status) = (shift(@lines) // '') =~ m{^HTTP/1\.\d (\d+)};
+    my %headers;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        $k = lc $k;
+        $headers{$k} = exists $headers{$k} ? "$headers{$k}, $v" : $v;
+    }
+
+    return { status => $status || 0, headers => \%headers,
+             body => defined $content ? $content : '' };
+}
+
+# Run $n client processes; each calls $code->($i) until it returns false
+# or $seconds pass, and reports the list of lines it returns through a
+# pipe.  Returns all lines.  Bounded in time: children are killed after
+# $seconds + 10.
+sub parallel_clients {
+    my ($n, $seconds, $code) = @_;
+    my @kids;
+    for my $i (1 .. $n) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $r;
+            my $end = time + $seconds;
+            my $iter = 0;
+            while (time < $end) {
+                my @out = $code->($i, $iter++);
+                last unless @out;
+                print {$w} "$_\n" for @out;
+            }
+            close $w;
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [$pid, $r];
+    }
+
+    my @lines;
+    my $deadline = time + $seconds + 10;
+    for my $k (@kids) {
+        my ($pid, $r) = @$k;
+        while (my $l = <$r>) { chomp $l; push @lines, $l }
+        close $r;
+        while (waitpid($pid, WNOHANG) == 0) {
+            if (time > $deadline) { kill 'KILL', $pid; }
+            sleep 0.05;
+        }
+    }
+    return @lines;
+}
+
+sub master_pid {
+    open my $fh, '<', servroot() . '/logs/nginx.pid' or return undef;
+    my $pid = <$fh>;
+    close $fh;
+    chomp $pid if defined $pid;
+    return $pid;
+}
+
+sub reload_nginx {
+    my $pid = master_pid() or die "no nginx master";
+    kill 'HUP', $pid or die "HUP $pid: $!";
+}
+
+sub error_log_text {
+    open my $fh, '<', servroot() . '/logs/error.log' or return '';
+    local $/;
+    my $t = <$fh>;
+    close $fh;
+    return $t;
+}
+
+# wait until the error log matches $re, at most $seconds
+sub wait_for_log {
+    my ($re, $seconds) = @_;
+    my $end = time + ($seconds || 5);
+    while (time < $end) {
+        return 1 if error_log_text() =~ $re;
+        sleep 0.1;
+    }
+    return 0;
+}
+
+# Take LevelDB's own lock on a store's db directory, as another process
+# holding the database would (an fcntl write lock on db/LOCK).  Returns
+# the handle: the lock lasts until it is closed.
+sub store_lock {
+    my ($dir) = @_;
+    require Fcntl;
+    system('mkdir', '-p', "$dir/db") == 0 or die "mkdir $dir/db";
+    open my $fh, '+>>', "$dir/db/LOCK" or die "open $dir/db/LOCK: $!";
+    # struct flock on LP64 Linux: short type, short whence, off_t start,
+    # off_t len, pid_t pid
+    my $lock = pack('s s x4 q q i x4', Fcntl::F_WRLCK(), 0, 0, 0, 0);
+    fcntl($fh, Fcntl::F_SETLK(), $lock) or die "fcntl lock: $!";
+    return $fh;
+}
+
+1;

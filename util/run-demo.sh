@@ -1,0 +1,92 @@
+#!/bin/sh
+# Starts (or stops) nginx with the module and a demo entity on 127.0.0.1.
+#   util/run-demo.sh start [PORT] | stop
+set -e
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+demo=$top/demo
+port=${2:-8080}
+nginx=${NGINX:-/usr/sbin/nginx}
+
+stop() {
+    if [ -f "$demo/logs/nginx.pid" ]; then
+        pid=$(cat "$demo/logs/nginx.pid")
+        if kill -QUIT "$pid" 2>/dev/null; then
+            i=0
+            while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
+                sleep 0.1
+                i=$((i + 1))
+            done
+            echo "demo nginx (pid $pid) stopped"
+        fi
+        rm -f "$demo/logs/nginx.pid"
+    fi
+}
+
+if [ "$1" = stop ]; then
+    stop
+    exit 0
+fi
+
+stop
+
+mkdir -p "$demo/conf" "$demo/logs" "$demo/html" "$demo/tmp"
+
+cat > "$demo/conf/nginx.conf" <<CONF
+load_module $top/build/ngx_http_tent_module.so;
+
+worker_processes  2;
+pid               $demo/logs/nginx.pid;
+error_log         $demo/logs/error.log notice;
+
+events {
+    worker_connections  1024;
+}
+
+http {
+    access_log             $demo/logs/access.log;
+    client_body_temp_path  $demo/tmp/body;
+    proxy_temp_path        $demo/tmp/proxy;
+    fastcgi_temp_path      $demo/tmp/fastcgi;
+    uwsgi_temp_path        $demo/tmp/uwsgi;
+    scgi_temp_path         $demo/tmp/scgi;
+
+    tent_store  $demo/store;
+
+    server {
+        listen       127.0.0.1:$port;
+        server_name  localhost;
+
+        tent_entity    http://127.0.0.1:$port;
+        tent_api_root  /tent;
+
+        location / {
+            root  $demo/html;
+        }
+    }
+}
+CONF
+
+"$nginx" -p "$demo/" -c "$demo/conf/nginx.conf" -t -q
+"$nginx" -p "$demo/" -c "$demo/conf/nginx.conf"
+
+i=0
+until curl -fsS -o /dev/null "http://127.0.0.1:$port/tent/profile" 2>/dev/null
+do
+    i=$((i + 1))
+    if [ $i -gt 50 ]; then
+        echo "the demo did not come up; see $demo/logs/error.log" >&2
+        exit 1
+    fi
+    sleep 0.1
+done
+
+cat <<MSG
+The demo entity http://127.0.0.1:$port is up (nginx, 2 workers, store in
+$demo/store).  Try:
+
+    curl -I http://127.0.0.1:$port/
+    curl http://127.0.0.1:$port/tent/profile
+
+Stop it with: make stop
+MSG
