@@ -252,7 +252,10 @@ ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
     }
 
     ngx_memcpy(p, s->data, s->len);
-    ngx_memcpy(p + s->len, suffix, n);
+
+    if (n) {
+        ngx_memcpy(p + s->len, suffix, n);
+    }
     p[s->len + n] = '\0';
 
     s->data = p;

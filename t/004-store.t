@@ -3,7 +3,8 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(http_request parallel_clients master_pid reload_nginx
-                  error_log_text wait_for_log store_lock);
+                  error_log_text wait_for_log store_lock start_last_nginx
+                  stop_last_nginx);
 use File::Temp qw(tempdir);
 use IO::Socket::IP;
 use Time::HiRes qw(sleep time);
@@ -34,6 +35,9 @@ run_tests();
 # spreads connections over both workers)
 
 my $port = $ENV{TEST_NGINX_STRESS_PORT};
+
+start_last_nginx();
+END { stop_last_nginx() }
 
 sub get_profile {
     my ($host) = @_;
@@ -236,7 +240,6 @@ tent store: opened
         listen 127.0.0.1:$TEST_NGINX_STRESS_PORT reuseport;
         tent_entity https://$host;
         add_header X-Pid $pid always;
-        location / { return 404; }
     }
 --- config
     tent_entity https://alice.example;

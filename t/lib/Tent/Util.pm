@@ -14,7 +14,8 @@ use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
-                    error_log_text wait_for_log store_lock);
+                    error_log_text wait_for_log store_lock
+                    start_last_nginx stop_last_nginx);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -115,6 +116,32 @@ sub parallel_clients {
         }
     }
     return @lines;
+}
+
+# run_tests() stops nginx at its end (upstream does too).  Code after it
+# starts the last block's nginx again from the conf left in the server
+# root, without wiping anything, and stops it when done.
+sub start_last_nginx {
+    my $root = servroot();
+    my $bin = $ENV{TEST_NGINX_BINARY} || 'nginx';
+    system($bin, '-p', "$root/", '-c', "$root/conf/nginx.conf") == 0
+        or die "cannot start nginx again: $?";
+    my $end = time + 10;
+    while (time < $end) {
+        my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                    PeerPort => port(), Timeout => 1);
+        if ($s) { close $s; return 1 }
+        sleep 0.05;
+    }
+    die "nginx did not come up again";
+}
+
+sub stop_last_nginx {
+    my $pid = master_pid() or return;
+    kill 'QUIT', $pid or return;
+    my $end = time + 10;
+    while (time < $end && kill 0, $pid) { sleep 0.05 }
+    kill 'KILL', $pid if kill 0, $pid;
 }
 
 sub master_pid {

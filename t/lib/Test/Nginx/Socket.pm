@@ -715,7 +715,9 @@ is the wait after HUP).  A reload that logs C<[emerg]> fails the block.
 
 C<1> runs nginx (C<daemon off>, as our child) under
 C<valgrind -q --tool=memcheck --leak-check=full --show-possibly-lost=no
---error-exitcode=99 --log-file=logs/valgrind.%p.log>; any other value is used
+--error-exitcode=99 --log-file=logs/valgrind.%p.log>, plus
+C<--suppressions=t/lib/Test/Nginx/nginx-core.supp> (stock nginx's own
+exit-time leaks and third-party library singletons); any other value is used
 verbatim as the command prefix.  After every block and every shutdown new
 error reports in C<logs/valgrind.*.log> make a test fail (with the report as
 diagnostics).
