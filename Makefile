@@ -48,7 +48,6 @@ test-valgrind: test-deps $(MODULE)
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	TEST_NGINX_USE_VALGRIND=1 \
-	TEST_NGINX_VALGRIND_SUPP=$(CURDIR)/valgrind.suppress \
 	    prove -It/lib -r $(TESTS)
 
 # every block run through "nginx -s reload" instead of restarts
