@@ -35,6 +35,7 @@ stop:
 	@util/run-demo.sh stop
 
 test: test-deps $(MODULE)
+	@util/lint.sh
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	    prove -j$(PROVE_JOBS) -It/lib -r $(TESTS)

@@ -7,7 +7,7 @@ BUILD_PKGS="nginx nginx-dev libjansson-dev libleveldb-dev libc-ares-dev
 libssl-dev libpcre2-dev zlib1g-dev gcc make"
 TEST_PKGS="libtest-base-perl libtext-diff-perl liblist-moreutils-perl
 libhttp-tiny-perl libjson-pp-perl libdigest-hmac-perl libtest-longstring-perl
-libio-socket-ip-perl curl"
+libio-socket-ip-perl perl curl valgrind cppcheck"
 
 case "$1" in
     --test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
@@ -33,6 +33,4 @@ fi
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# nginx's postinst may try to start a service; there is none here, so
-# policy-rc.d keeps it quiet on machines that do have one.
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
