@@ -209,3 +209,218 @@ ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
 
     return ngx_http_tent_send_body(r, status, &body);
 }
+
+
+/* a string member, pointing into the JSON value's own memory */
+
+ngx_int_t
+ngx_http_tent_json_str(json_t *obj, const char *name, ngx_str_t *out)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, name);
+
+    if (!json_is_string(v)) {
+        ngx_str_null(out);
+        return NGX_DECLINED;
+    }
+
+    out->data = (u_char *) json_string_value(v);
+    out->len = json_string_length(v);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_json_decref(void *data)
+{
+    json_decref(data);
+}
+
+
+/* release a JSON value with the pool */
+
+ngx_int_t
+ngx_http_tent_json_cleanup(ngx_pool_t *pool, json_t *json)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_json_decref;
+    cln->data = json;
+
+    return NGX_OK;
+}
+
+
+static void ngx_http_tent_body_read(ngx_http_request_t *r);
+static void ngx_http_tent_form_read(ngx_http_request_t *r);
+
+
+/*
+ * Read a JSON object body into ctx->body, then run "next".  The body's
+ * size is bounded by client_max_body_size (a JSON 413 beyond it).
+ */
+
+ngx_int_t
+ngx_http_tent_read_json(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    ngx_int_t  rc;
+
+    ctx->route = (void *) next;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_tent_body_read);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
+{
+    u_char       *p;
+    off_t         len;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        len += ngx_buf_size(cl->buf);
+    }
+
+    body->len = (size_t) len;
+    body->data = ngx_pnalloc(r->pool, body->len + 1);
+    if (body->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = body->data;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->in_file) {
+            n = ngx_read_file(b->file, p, (size_t) (b->file_last - b->file_pos),
+                              b->file_pos);
+            if (n != b->file_last - b->file_pos) {
+                return NGX_ERROR;
+            }
+
+            p += n;
+            continue;
+        }
+
+        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+    }
+
+    *p = '\0';
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_body_read(ngx_http_request_t *r)
+{
+    json_t                  *json;
+    ngx_int_t                rc;
+    ngx_str_t                body;
+    json_error_t             err;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_route_pt   next;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    next = (ngx_http_tent_route_pt) ctx->route;
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "Request body required");
+        goto done;
+    }
+
+    if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        goto done;
+    }
+
+    json = json_loadb((char *) body.data, body.len, JSON_REJECT_DUPLICATES,
+                      &err);
+
+    if (json == NULL || !json_is_object(json)) {
+        json_decref(json);
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "Invalid JSON body");
+        goto done;
+    }
+
+    if (ngx_http_tent_json_cleanup(r->pool, json) != NGX_OK) {
+        json_decref(json);
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        goto done;
+    }
+
+    ctx->body = json;
+
+    rc = next(r, ctx);
+
+done:
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/* a form body (application/x-www-form-urlencoded) into ctx->form */
+
+ngx_int_t
+ngx_http_tent_read_form(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    ngx_int_t  rc;
+
+    ctx->route = (void *) next;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_tent_form_read);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_tent_form_read(ngx_http_request_t *r)
+{
+    ngx_int_t                rc;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_route_pt   next;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    next = (ngx_http_tent_route_pt) ctx->route;
+
+    ngx_str_set(&ctx->form, "");
+
+    if (r->request_body && r->request_body->bufs
+        && ngx_http_tent_body_bytes(r, &ctx->form) != NGX_OK)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    rc = next(r, ctx);
+
+    ngx_http_finalize_request(r, rc);
+}

@@ -46,8 +46,12 @@ static ngx_int_t ngx_http_tent_init_process(ngx_cycle_t *cycle);
 static void ngx_http_tent_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_tent_precontent_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_dispatch(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
     ngx_str_t *path);
+static char *ngx_http_tent_skew_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
@@ -116,6 +120,27 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       0,
       NULL },
 
+    { ngx_string("tent_owner"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_tent_loc_conf_t, owner),
+      NULL },
+
+    { ngx_string("tent_mac_skew"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_skew_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_tent_loc_conf_t, mac_skew),
+      NULL },
+
+    { ngx_string("tent_mac_nonce_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, nonce_zone_size),
+      NULL },
+
     { ngx_string("tent_profile_link"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_enum_slot,
@@ -165,6 +190,46 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/profile"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_profile_get },
+
+    { ngx_string("/apps"),
+      NGX_HTTP_POST,
+      ngx_http_tent_apps_create },
+
+    { ngx_string("/apps"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_apps_list },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_app_get },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_PUT,
+      ngx_http_tent_app_update },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_DELETE,
+      ngx_http_tent_app_delete },
+
+    { ngx_string("/apps/:id/authorizations"),
+      NGX_HTTP_POST,
+      ngx_http_tent_authorizations_post },
+
+    { ngx_string("/apps/:id/authorizations"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_authorizations_list },
+
+    { ngx_string("/apps/:id/authorizations/:auth"),
+      NGX_HTTP_PUT,
+      ngx_http_tent_authorization_update },
+
+    { ngx_string("/apps/:id/authorizations/:auth"),
+      NGX_HTTP_DELETE,
+      ngx_http_tent_authorization_delete },
+
+    { ngx_string("/oauth/authorize"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
+      ngx_http_tent_oauth_authorize },
 
     { ngx_null_string, 0, NULL }
 };
@@ -233,6 +298,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
 
     mcf->store_timeout = NGX_CONF_UNSET_MSEC;
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
+    mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
 
     return mcf;
 }
@@ -270,13 +336,38 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_tent_main_conf_t *mcf = conf;
 
-    ngx_str_t  db;
+    ngx_str_t  db, name;
 
     ngx_conf_init_msec_value(mcf->store_timeout, 5000);
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
+    ngx_conf_init_size_value(mcf->nonce_zone_size, 1024 * 1024);
 
     if (mcf->store_path.len == 0) {
         return NGX_CONF_OK;
+    }
+
+    if (mcf->nonce_zone_size < 8 * ngx_pagesize) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_mac_nonce_cache\" must be at least %uzk",
+                           (8 * ngx_pagesize) >> 10);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the seen MAC nonces, shared by all workers */
+
+    ngx_str_set(&name, "tent_mac_nonces");
+
+    mcf->nonce_zone = ngx_shared_memory_add(cf, &name,
+                                            mcf->nonce_zone_size,
+                                            &ngx_http_tent_module);
+    if (mcf->nonce_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->nonce_zone->init = ngx_http_tent_nonce_zone_init;
+    mcf->nonce_zone->data = ngx_pcalloc(cf->pool, 2 * sizeof(void *));
+    if (mcf->nonce_zone->data == NULL) {
+        return NGX_CONF_ERROR;
     }
 
     db = mcf->store_path;
@@ -391,6 +482,8 @@ ngx_http_tent_create_loc_conf(ngx_conf_t *cf)
     }
 
     lcf->link = NGX_CONF_UNSET_UINT;
+    lcf->owner = NGX_CONF_UNSET_PTR;
+    lcf->mac_skew = NGX_CONF_UNSET;
 
     return lcf;
 }
@@ -404,6 +497,8 @@ ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_uint_value(conf->link, prev->link,
                               NGX_HTTP_TENT_LINK_ABSOLUTE);
+    ngx_conf_merge_ptr_value(conf->owner, prev->owner, NULL);
+    ngx_conf_merge_value(conf->mac_skew, prev->mac_skew, 300);
 
     return NGX_CONF_OK;
 }
@@ -603,6 +698,36 @@ ngx_http_tent_servers_directive(ngx_conf_t *cf, ngx_command_t *cmd,
                                "https:// URLs, not \"%V\"", &value[i]);
             return NGX_CONF_ERROR;
         }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* "tent_mac_skew 5m;" or "off": how far a MAC timestamp may be from now */
+
+static char *
+ngx_http_tent_skew_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_tent_loc_conf_t *lcf = conf;
+
+    ngx_str_t  *value;
+
+    if (lcf->mac_skew != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 3 && ngx_strncmp(value[1].data, "off", 3) == 0) {
+        lcf->mac_skew = 0;
+        return NGX_CONF_OK;
+    }
+
+    lcf->mac_skew = ngx_parse_time(&value[1], 1);
+
+    if (lcf->mac_skew == (time_t) NGX_ERROR || lcf->mac_skew <= 0) {
+        return "takes a time, e.g. \"5m\", or \"off\"";
     }
 
     return NGX_CONF_OK;
@@ -949,13 +1074,53 @@ ngx_http_tent_match(ngx_str_t *pattern, ngx_str_t *path,
 
 
 static ngx_int_t
+ngx_http_tent_allow(ngx_http_request_t *r, ngx_uint_t methods,
+    ngx_str_t *value)
+{
+    u_char  *p;
+
+    static struct {
+        ngx_uint_t   method;
+        const char  *name;
+    } *m, names[] = {
+        { NGX_HTTP_GET, "GET" },
+        { NGX_HTTP_HEAD, "HEAD" },
+        { NGX_HTTP_POST, "POST" },
+        { NGX_HTTP_PUT, "PUT" },
+        { NGX_HTTP_DELETE, "DELETE" },
+        { 0, NULL }
+    };
+
+    p = ngx_pnalloc(r->pool, sizeof("GET, HEAD, POST, PUT, DELETE"));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value->data = p;
+
+    for (m = names; m->name; m++) {
+        if (methods & m->method) {
+            if (p != value->data) {
+                *p++ = ',';
+                *p++ = ' ';
+            }
+
+            p = ngx_cpymem(p, m->name, ngx_strlen(m->name));
+        }
+    }
+
+    value->len = p - value->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
 ngx_http_tent_api_handler(ngx_http_request_t *r)
 {
     ngx_int_t               rc;
-    ngx_uint_t              allowed;
-    ngx_table_elt_t        *h;
     ngx_http_tent_ctx_t    *ctx;
-    ngx_http_tent_route_t  *route, *found;
+    ngx_http_tent_route_t  *route;
 
     ctx = ngx_http_tent_get_ctx(r);
 
@@ -964,54 +1129,67 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
                                         "Invalid entity configuration");
     }
 
-    found = NULL;
-    allowed = 0;
+    ctx->handler = NULL;
+    ctx->allowed = 0;
 
     for (route = ngx_http_tent_routes; route->handler; route++) {
         if (!ngx_http_tent_match(&route->path, &ctx->api_path, ctx)) {
             continue;
         }
 
-        allowed |= route->methods;
+        ctx->allowed |= route->methods;
 
         if (route->methods & r->method) {
-            found = route;
+            ctx->handler = (void *) route->handler;
+
+            /* the parameters of this route: matching others reset them */
+            (void) ngx_http_tent_match(&route->path, &ctx->api_path, ctx);
             break;
         }
     }
 
-    if (found == NULL) {
-        rc = ngx_http_discard_request_body(r);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        if (allowed == 0) {
-            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
-                                            "Not Found");
-        }
-
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Allow");
-        ngx_str_set(&h->value, "GET, HEAD");
-
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_ALLOWED,
-                                        "Method Not Allowed");
-    }
-
-    if (found->methods & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_DELETE)) {
+    if (ctx->handler == NULL
+        || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_DELETE)))
+    {
         rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) {
             return rc;
         }
     }
 
-    return found->handler(r, ctx);
+    /* a signed request is verified whatever it asks for, as tentd did */
+
+    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_dispatch);
+}
+
+
+static ngx_int_t
+ngx_http_tent_dispatch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_table_elt_t  *h;
+
+    if (ctx->handler) {
+        return ((ngx_http_tent_route_pt) ctx->handler)(r, ctx);
+    }
+
+    if (ctx->allowed == 0) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Allow");
+
+    if (ngx_http_tent_allow(r, ctx->allowed, &h->value) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_NOT_ALLOWED,
+                                    "Method Not Allowed");
 }
 
 

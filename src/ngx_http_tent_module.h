@@ -27,6 +27,45 @@
 #define NGX_HTTP_TENT_LINK_RELATIVE 2
 
 
+/* principals: who signed the request */
+#define NGX_HTTP_TENT_ANONYMOUS          0
+#define NGX_HTTP_TENT_APP                1
+#define NGX_HTTP_TENT_AUTHORIZATION      2
+#define NGX_HTTP_TENT_FOLLOWER           3
+#define NGX_HTTP_TENT_FOLLOWING          4
+
+/* the 18 scopes of Tent 0.2, as bits */
+#define NGX_HTTP_TENT_READ_POSTS         0x00001
+#define NGX_HTTP_TENT_WRITE_POSTS        0x00002
+#define NGX_HTTP_TENT_IMPORT_POSTS       0x00004
+#define NGX_HTTP_TENT_READ_PROFILE       0x00008
+#define NGX_HTTP_TENT_WRITE_PROFILE      0x00010
+#define NGX_HTTP_TENT_READ_FOLLOWERS     0x00020
+#define NGX_HTTP_TENT_WRITE_FOLLOWERS    0x00040
+#define NGX_HTTP_TENT_READ_FOLLOWINGS    0x00080
+#define NGX_HTTP_TENT_WRITE_FOLLOWINGS   0x00100
+#define NGX_HTTP_TENT_READ_GROUPS        0x00200
+#define NGX_HTTP_TENT_WRITE_GROUPS       0x00400
+#define NGX_HTTP_TENT_READ_PERMISSIONS   0x00800
+#define NGX_HTTP_TENT_WRITE_PERMISSIONS  0x01000
+#define NGX_HTTP_TENT_READ_APPS          0x02000
+#define NGX_HTTP_TENT_WRITE_APPS         0x04000
+#define NGX_HTTP_TENT_FOLLOW_UI          0x08000
+#define NGX_HTTP_TENT_READ_SECRETS       0x10000
+#define NGX_HTTP_TENT_WRITE_SECRETS      0x20000
+
+
+typedef struct {
+    ngx_uint_t                      kind;
+    ngx_uint_t                      scopes;
+    ngx_str_t                       key_id;
+    ngx_str_t                       app_id;
+    ngx_str_t                       auth_id;
+    ngx_str_t                       entity;
+    json_t                         *credential;  /* the stored record */
+} ngx_http_tent_principal_t;
+
+
 /* store result codes, carried on the wire as one byte */
 #define NGX_HTTP_TENT_STORE_OK           0
 #define NGX_HTTP_TENT_STORE_NOT_FOUND    1
@@ -159,6 +198,8 @@ typedef struct {
     ngx_uint_t                      store_max_waiting;
     ngx_http_tent_store_t          *store;
     ngx_uint_t                      entities;
+    size_t                          nonce_zone_size;
+    ngx_shm_zone_t                 *nonce_zone;
 } ngx_http_tent_main_conf_t;
 
 
@@ -173,6 +214,8 @@ typedef struct {
 
 typedef struct {
     ngx_uint_t                      link;
+    ngx_http_complex_value_t       *owner;
+    time_t                          mac_skew;
 } ngx_http_tent_loc_conf_t;
 
 
@@ -186,6 +229,13 @@ typedef struct {
     ngx_str_t                       params[NGX_HTTP_TENT_MAX_PARAMS];
     ngx_uint_t                      nparams;
     ngx_uint_t                      attempts;
+    ngx_http_tent_principal_t       principal;
+    json_t                         *body;
+    ngx_str_t                       form;
+    void                           *route;
+    void                           *handler;
+    ngx_uint_t                      allowed;
+    void                           *state;
     unsigned                        evaluated:1;
     unsigned                        invalid:1;
     unsigned                        api:1;
@@ -206,6 +256,54 @@ ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t **servers);
+
+/* ngx_http_tent_auth.c */
+ngx_int_t ngx_http_tent_authenticate(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
+ngx_int_t ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
+    ngx_str_t *text, u_char *out, size_t *out_len);
+ngx_int_t ngx_http_tent_mac_parse(ngx_str_t *header, ngx_str_t *id,
+    ngx_str_t *ts, ngx_str_t *nonce, ngx_str_t *mac, ngx_str_t *ext);
+ngx_int_t ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx,
+    ngx_uint_t scopes);
+ngx_uint_t ngx_http_tent_scope_bits(json_t *list);
+ngx_int_t ngx_http_tent_scope_bit(ngx_str_t *name);
+const char *ngx_http_tent_scope_name(ngx_uint_t bit);
+ngx_int_t ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type);
+ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
+ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
+    size_t bytes, ngx_str_t *id);
+ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,
+    ngx_str_t *hex);
+
+/* ngx_http_tent_apps.c */
+ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_apps_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_app_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_app_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_app_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_authorizations_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_authorizations_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_authorization_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_authorization_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *fields,
+    ngx_http_tent_store_op_t *op, json_t **result);
+ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_oauth.c */
+ngx_int_t ngx_http_tent_oauth_authorize(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_discovery.c */
 ngx_int_t ngx_http_tent_discovery_init(ngx_conf_t *cf);
@@ -228,9 +326,23 @@ json_t *ngx_http_tent_json_parse(ngx_str_t *s, ngx_log_t *log);
 ngx_int_t ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json,
     ngx_str_t *out);
 json_t *ngx_http_tent_json_string(ngx_str_t *s);
+ngx_int_t ngx_http_tent_json_str(json_t *obj, const char *name,
+    ngx_str_t *out);
+ngx_int_t ngx_http_tent_json_cleanup(ngx_pool_t *pool, json_t *json);
+ngx_int_t ngx_http_tent_read_json(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
+ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 
 /* ngx_http_tent_keys.c */
-#define NGX_HTTP_TENT_TABLE_PROFILE  'p'
+#define NGX_HTTP_TENT_TABLE_APP            'a'
+#define NGX_HTTP_TENT_TABLE_AUTHORIZATION  'A'
+#define NGX_HTTP_TENT_TABLE_CREDENTIAL     'c'
+#define NGX_HTTP_TENT_TABLE_GROUP          'g'
+#define NGX_HTTP_TENT_TABLE_CODE           'k'
+#define NGX_HTTP_TENT_TABLE_META           'm'
+#define NGX_HTTP_TENT_TABLE_PROFILE        'p'
+#define NGX_HTTP_TENT_TABLE_PROFILE_OLD    'q'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);

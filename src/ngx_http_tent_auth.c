@@ -1,0 +1,912 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * HTTP MAC (draft-ietf-oauth-v2-http-mac-01, as Tent 0.2 uses it), the
+ * principal a request runs as, scopes, and replay protection: requests
+ * whose timestamp is outside tent_mac_skew, or whose nonce was seen
+ * within it, are refused.  Seen nonces live in a shared memory zone, so
+ * a replay through another worker is caught too.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+
+#define NGX_HTTP_TENT_MAC_FIELD_MAX  256
+
+
+typedef struct {
+    ngx_str_t                       id;
+    ngx_str_t                       ts;
+    ngx_str_t                       nonce;
+    ngx_str_t                       mac;
+    ngx_str_t                       ext;
+    ngx_http_tent_route_pt          next;
+} ngx_http_tent_auth_state_t;
+
+
+typedef struct {
+    ngx_rbtree_t                    rbtree;
+    ngx_rbtree_node_t               sentinel;
+    ngx_queue_t                     queue;
+} ngx_http_tent_nonce_sh_t;
+
+
+typedef struct {
+    ngx_http_tent_nonce_sh_t       *sh;
+    ngx_slab_pool_t                *shpool;
+} ngx_http_tent_nonce_ctx_t;
+
+
+typedef struct {
+    u_char                          color;
+    u_char                          dummy;
+    u_short                         len;
+    ngx_queue_t                     queue;
+    time_t                          expires;
+    u_char                          data[1];
+} ngx_http_tent_nonce_t;
+
+
+
+typedef struct {
+    ngx_str_t                       name;
+    ngx_uint_t                      bit;
+} ngx_http_tent_scope_t;
+
+
+static ngx_int_t ngx_http_tent_auth_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
+    ngx_uint_t status, const char *message);
+static ngx_int_t ngx_http_tent_mac_text(ngx_http_request_t *r,
+    ngx_http_tent_auth_state_t *st, ngx_str_t *text);
+static ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r,
+    ngx_str_t *key, time_t lifetime);
+
+
+static ngx_http_tent_scope_t  ngx_http_tent_scopes[] = {
+    { ngx_string("read_posts"), NGX_HTTP_TENT_READ_POSTS },
+    { ngx_string("write_posts"), NGX_HTTP_TENT_WRITE_POSTS },
+    { ngx_string("import_posts"), NGX_HTTP_TENT_IMPORT_POSTS },
+    { ngx_string("read_profile"), NGX_HTTP_TENT_READ_PROFILE },
+    { ngx_string("write_profile"), NGX_HTTP_TENT_WRITE_PROFILE },
+    { ngx_string("read_followers"), NGX_HTTP_TENT_READ_FOLLOWERS },
+    { ngx_string("write_followers"), NGX_HTTP_TENT_WRITE_FOLLOWERS },
+    { ngx_string("read_followings"), NGX_HTTP_TENT_READ_FOLLOWINGS },
+    { ngx_string("write_followings"), NGX_HTTP_TENT_WRITE_FOLLOWINGS },
+    { ngx_string("read_groups"), NGX_HTTP_TENT_READ_GROUPS },
+    { ngx_string("write_groups"), NGX_HTTP_TENT_WRITE_GROUPS },
+    { ngx_string("read_permissions"), NGX_HTTP_TENT_READ_PERMISSIONS },
+    { ngx_string("write_permissions"), NGX_HTTP_TENT_WRITE_PERMISSIONS },
+    { ngx_string("read_apps"), NGX_HTTP_TENT_READ_APPS },
+    { ngx_string("write_apps"), NGX_HTTP_TENT_WRITE_APPS },
+    { ngx_string("follow_ui"), NGX_HTTP_TENT_FOLLOW_UI },
+    { ngx_string("read_secrets"), NGX_HTTP_TENT_READ_SECRETS },
+    { ngx_string("write_secrets"), NGX_HTTP_TENT_WRITE_SECRETS },
+    { ngx_null_string, 0 }
+};
+
+
+ngx_int_t
+ngx_http_tent_scope_bit(ngx_str_t *name)
+{
+    ngx_http_tent_scope_t  *s;
+
+    for (s = ngx_http_tent_scopes; s->bit; s++) {
+        if (s->name.len == name->len
+            && ngx_strncmp(s->name.data, name->data, name->len) == 0)
+        {
+            return s->bit;
+        }
+    }
+
+    return 0;
+}
+
+
+const char *
+ngx_http_tent_scope_name(ngx_uint_t bit)
+{
+    ngx_http_tent_scope_t  *s;
+
+    for (s = ngx_http_tent_scopes; s->bit; s++) {
+        if (s->bit == bit) {
+            return (const char *) s->name.data;
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_int_t
+ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx, ngx_uint_t scopes)
+{
+    return ctx->principal.kind == NGX_HTTP_TENT_AUTHORIZATION
+           && (ctx->principal.scopes & scopes) == scopes;
+}
+
+
+/*
+ * A type list of an authorization: "all", or URIs matched by base (the
+ * version and view do not matter, as in tentd).
+ */
+
+ngx_int_t
+ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type)
+{
+    size_t      i;
+    json_t     *v;
+    ngx_str_t   s, base, want;
+
+    if (!json_is_array(list) || ngx_http_tent_type_base(type, &want) != NGX_OK)
+    {
+        return 0;
+    }
+
+    json_array_foreach(list, i, v) {
+        if (!json_is_string(v)) {
+            continue;
+        }
+
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (s.len == 3 && ngx_strncmp(s.data, "all", 3) == 0) {
+            return 1;
+        }
+
+        if (ngx_http_tent_type_base(&s, &base) == NGX_OK
+            && base.len == want.len
+            && ngx_strncmp(base.data, want.data, base.len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Authorization: MAC id="...", ts="...", nonce="...", mac="..."[, ext=""]
+ * Values are quoted and may not contain quotes or backslashes.
+ */
+
+ngx_int_t
+ngx_http_tent_mac_parse(ngx_str_t *header, ngx_str_t *id, ngx_str_t *ts,
+    ngx_str_t *nonce, ngx_str_t *mac, ngx_str_t *ext)
+{
+    u_char     *p, *last, *name, *value;
+    size_t      nlen;
+    ngx_str_t  *dst;
+
+    p = header->data;
+    last = p + header->len;
+
+    if (header->len < 4 || ngx_strncasecmp(p, (u_char *) "MAC ", 4) != 0) {
+        return NGX_DECLINED;
+    }
+
+    p += 4;
+
+    ngx_str_null(id);
+    ngx_str_null(ts);
+    ngx_str_null(nonce);
+    ngx_str_null(mac);
+    ngx_str_null(ext);
+
+    for ( ;; ) {
+        while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
+            p++;
+        }
+
+        if (p == last) {
+            break;
+        }
+
+        name = p;
+
+        while (p < last && *p >= 'a' && *p <= 'z') {
+            p++;
+        }
+
+        nlen = p - name;
+
+        if (nlen == 0 || last - p < 2 || p[0] != '=' || p[1] != '"') {
+            return NGX_ERROR;
+        }
+
+        p += 2;
+        value = p;
+
+        while (p < last && *p != '"') {
+            if (*p == '\\' || *p < 0x20 || *p == 0x7f) {
+                return NGX_ERROR;
+            }
+
+            p++;
+        }
+
+        if (p == last || p - value > NGX_HTTP_TENT_MAC_FIELD_MAX) {
+            return NGX_ERROR;
+        }
+
+        if (nlen == 2 && ngx_strncmp(name, "id", 2) == 0) {
+            dst = id;
+
+        } else if (nlen == 2 && ngx_strncmp(name, "ts", 2) == 0) {
+            dst = ts;
+
+        } else if (nlen == 5 && ngx_strncmp(name, "nonce", 5) == 0) {
+            dst = nonce;
+
+        } else if (nlen == 3 && ngx_strncmp(name, "mac", 3) == 0) {
+            dst = mac;
+
+        } else if (nlen == 3 && ngx_strncmp(name, "ext", 3) == 0) {
+            dst = ext;
+
+        } else {
+            dst = NULL;
+        }
+
+        if (dst) {
+            if (dst->data) {
+                /* a field given twice */
+                return NGX_ERROR;
+            }
+
+            dst->data = value;
+            dst->len = p - value;
+        }
+
+        p++;
+    }
+
+    if (id->len == 0 || ts->len == 0 || nonce->len == 0 || mac->len == 0) {
+        return NGX_ERROR;
+    }
+
+    for (p = ts->data; p < ts->data + ts->len; p++) {
+        if (*p < '0' || *p > '9') {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ts->len > 12) {
+        return NGX_ERROR;
+    }
+
+    if (ext->data == NULL) {
+        ngx_str_set(ext, "");
+    }
+
+    return NGX_OK;
+}
+
+
+/* base64(HMAC(algorithm, key, text)); out has room for 64 bytes */
+
+ngx_int_t
+ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
+    ngx_str_t *text, u_char *out, size_t *out_len)
+{
+    u_char         digest[EVP_MAX_MD_SIZE];
+    unsigned int   len;
+    ngx_str_t      src, dst;
+    const EVP_MD  *md;
+
+    if (algorithm->len == sizeof("hmac-sha-256") - 1
+        && ngx_strncmp(algorithm->data, "hmac-sha-256", algorithm->len) == 0)
+    {
+        md = EVP_sha256();
+
+    } else if (algorithm->len == sizeof("hmac-sha-1") - 1
+               && ngx_strncmp(algorithm->data, "hmac-sha-1",
+                              algorithm->len) == 0)
+    {
+        md = EVP_sha1();
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    if (HMAC(md, key->data, (int) key->len, text->data, text->len, digest,
+             &len)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    src.data = digest;
+    src.len = len;
+    dst.data = out;
+
+    ngx_encode_base64(&dst, &src);
+
+    *out_len = dst.len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Every API request: a MAC header makes the request run as the holder of
+ * the key; no header (or another scheme, e.g. Basic for the owner's
+ * authorize page) leaves it anonymous.  Then "next" runs.
+ */
+
+ngx_int_t
+ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    key;
+    ngx_table_elt_t             *h;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_auth_state_t  *st;
+
+    ngx_memzero(&ctx->principal, sizeof(ngx_http_tent_principal_t));
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        return next(r, ctx);
+    }
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_auth_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_tent_mac_parse(&h->value, &st->id, &st->ts, &st->nonce,
+                                 &st->mac, &st->ext);
+
+    if (rc == NGX_DECLINED) {
+        return next(r, ctx);
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "Invalid MAC header");
+    }
+
+    st->next = next;
+    ctx->state = st;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &st->id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_auth_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    size_t                       len;
+    u_char                       mac[64];
+    json_t                      *cred, *v;
+    time_t                       ts, now, skew;
+    ngx_int_t                    status;
+    ngx_str_t                    value, algorithm, key, text, nonce_key,
+                                 kind;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_loc_conf_t    *lcf;
+    ngx_http_tent_auth_state_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "Invalid MAC Key ID");
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    cred = ngx_http_tent_json_parse(&value, r->connection->log);
+    if (cred == NULL) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                        NULL);
+    }
+
+    /* the principal keeps the record: freed with the request */
+
+    ctx->principal.credential = cred;
+
+    if (ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
+        json_decref(cred);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    now = ngx_time();
+
+    v = json_object_get(cred, "expires_at");
+    if (json_is_integer(v) && json_integer_value(v) <= now) {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "Invalid MAC Key ID");
+    }
+
+    if (ngx_http_tent_json_str(cred, "algorithm", &algorithm) != NGX_OK
+        || ngx_http_tent_json_str(cred, "key", &key) != NGX_OK
+        || ngx_http_tent_json_str(cred, "kind", &kind) != NGX_OK)
+    {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
+                                       "Invalid MAC Signature");
+    }
+
+    if (ngx_http_tent_mac_text(r, st, &text) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_mac_compute(&algorithm, &key, &text, mac, &len)
+        != NGX_OK
+        || len != st->mac.len
+        || CRYPTO_memcmp(mac, st->mac.data, len) != 0)
+    {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
+                                       "Invalid MAC Signature");
+    }
+
+    /* replay protection, beyond what tentd did: a fresh ts, a new nonce */
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+    skew = lcf->mac_skew;
+
+    ts = ngx_atotm(st->ts.data, st->ts.len);
+
+    if (skew && (ts == NGX_ERROR || ts < now - skew || ts > now + skew)) {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "MAC timestamp out of range");
+    }
+
+    nonce_key.len = st->id.len + st->ts.len + st->nonce.len + 2;
+    nonce_key.data = ngx_pnalloc(r->pool, nonce_key.len);
+    if (nonce_key.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->id, &st->ts, &st->nonce);
+
+    /*
+     * Once now > ts + skew the timestamp check refuses the request, and
+     * ts >= now - skew here: so 2 * skew from now is long enough.
+     */
+
+    switch (ngx_http_tent_nonce_check(r, &nonce_key,
+                                      skew ? 2 * skew : 600))
+    {
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "MAC nonce already used");
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->principal.key_id = st->id;
+
+    if (kind.len == 3 && ngx_strncmp(kind.data, "app", 3) == 0) {
+        ctx->principal.kind = NGX_HTTP_TENT_APP;
+        (void) ngx_http_tent_json_str(cred, "app", &ctx->principal.app_id);
+
+    } else if (kind.len == 13
+               && ngx_strncmp(kind.data, "authorization", 13) == 0)
+    {
+        ctx->principal.kind = NGX_HTTP_TENT_AUTHORIZATION;
+        (void) ngx_http_tent_json_str(cred, "app", &ctx->principal.app_id);
+        (void) ngx_http_tent_json_str(cred, "authorization",
+                                      &ctx->principal.auth_id);
+        ctx->principal.scopes = ngx_http_tent_scope_bits(
+                                    json_object_get(cred, "scopes"));
+
+    } else {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
+                                       "Invalid MAC Signature");
+    }
+
+    return st->next(r, ctx);
+}
+
+
+/* the scopes of a JSON list as bits; unknown names are ignored */
+
+ngx_uint_t
+ngx_http_tent_scope_bits(json_t *list)
+{
+    size_t      i;
+    json_t     *v;
+    ngx_str_t   s;
+    ngx_uint_t  bits;
+
+    bits = 0;
+
+    json_array_foreach(list, i, v) {
+        if (json_is_string(v)) {
+            s.data = (u_char *) json_string_value(v);
+            s.len = json_string_length(v);
+            bits |= ngx_http_tent_scope_bit(&s);
+        }
+    }
+
+    return bits;
+}
+
+
+/*
+ * ts \n nonce \n METHOD \n request-uri \n host \n port \n ext \n, with the
+ * request-uri exactly as sent and the host and port the client used:
+ * the Host header (case kept), else the scheme's default port.
+ */
+
+static ngx_int_t
+ngx_http_tent_mac_text(ngx_http_request_t *r, ngx_http_tent_auth_state_t *st,
+    ngx_str_t *text)
+{
+    u_char     *p, *last, *colon;
+    ngx_str_t   host, port;
+
+    if (r->headers_in.host) {
+        host = r->headers_in.host->value;
+
+    } else {
+        host = r->headers_in.server;
+    }
+
+    last = host.data + host.len;
+    colon = NULL;
+
+    if (host.len && host.data[0] == '[') {
+        p = ngx_strlchr(host.data, last, ']');
+        if (p && p + 1 < last && p[1] == ':') {
+            colon = p + 1;
+        }
+
+    } else {
+        colon = ngx_strlchr(host.data, last, ':');
+    }
+
+    if (colon) {
+        port.data = colon + 1;
+        port.len = last - port.data;
+        host.len = colon - host.data;
+
+    } else {
+#if (NGX_HTTP_SSL)
+        if (r->connection->ssl) {
+            ngx_str_set(&port, "443");
+        } else
+#endif
+        {
+            ngx_str_set(&port, "80");
+        }
+    }
+
+    text->len = st->ts.len + st->nonce.len + r->method_name.len
+                + r->unparsed_uri.len + host.len + port.len + st->ext.len + 7;
+
+    text->data = ngx_pnalloc(r->pool, text->len);
+    if (text->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(text->data, "%V\n%V\n%V\n%V\n%V\n%V\n%V\n",
+                &st->ts, &st->nonce, &r->method_name, &r->unparsed_uri,
+                &host, &port, &st->ext);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message)
+{
+    ngx_table_elt_t  *h;
+
+    if (status == NGX_HTTP_UNAUTHORIZED) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "WWW-Authenticate");
+        ngx_str_set(&h->value, "MAC");
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "tent: request refused: %s", message);
+
+    return ngx_http_tent_send_error(r, status, message);
+}
+
+
+/*
+ * The nonce cache: an rbtree by hash and a queue oldest first, in shared
+ * memory.  A node is an ngx_rbtree_node_t whose bytes from "color" on
+ * are an ngx_http_tent_nonce_t, as in ngx_http_limit_req_module.
+ */
+
+static void
+ngx_http_tent_nonce_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
+    ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t      **p;
+    ngx_http_tent_nonce_t   *n, *t;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else {
+            n = (ngx_http_tent_nonce_t *) &node->color;
+            t = (ngx_http_tent_nonce_t *) &temp->color;
+
+            p = (ngx_memn2cmp(n->data, t->data, n->len, t->len) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+ngx_int_t
+ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_http_tent_nonce_ctx_t *octx = data;
+
+    ngx_http_tent_nonce_ctx_t  *ctx;
+
+    ctx = zone->data;
+
+    if (octx) {
+        ctx->sh = octx->sh;
+        ctx->shpool = octx->shpool;
+        return NGX_OK;
+    }
+
+    ctx->shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        ctx->sh = ctx->shpool->data;
+        return NGX_OK;
+    }
+
+    ctx->sh = ngx_slab_alloc(ctx->shpool, sizeof(ngx_http_tent_nonce_sh_t));
+    if (ctx->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->shpool->data = ctx->sh;
+
+    ngx_rbtree_init(&ctx->sh->rbtree, &ctx->sh->sentinel,
+                    ngx_http_tent_nonce_insert);
+    ngx_queue_init(&ctx->sh->queue);
+
+    ctx->shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+/* drop expired entries, or with "force" that many of the oldest */
+
+static ngx_uint_t
+ngx_http_tent_nonce_expire(ngx_http_tent_nonce_ctx_t *ctx, time_t now,
+    ngx_uint_t force)
+{
+    ngx_uint_t              n;
+    ngx_queue_t            *q;
+    ngx_rbtree_node_t      *node;
+    ngx_http_tent_nonce_t  *nc;
+
+    for (n = 0; n < 64 && !ngx_queue_empty(&ctx->sh->queue); n++) {
+        q = ngx_queue_head(&ctx->sh->queue);
+        nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+
+        if (n >= force && nc->expires > now) {
+            break;
+        }
+
+        node = (ngx_rbtree_node_t *)
+                   ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
+
+        ngx_queue_remove(q);
+        ngx_rbtree_delete(&ctx->sh->rbtree, node);
+        ngx_slab_free_locked(ctx->shpool, node);
+    }
+
+    return n;
+}
+
+
+/* NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before */
+
+static ngx_int_t
+ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
+    time_t lifetime)
+{
+    size_t                      size;
+    time_t                      now;
+    uint32_t                    hash;
+    ngx_int_t                   rc;
+    ngx_uint_t                  tries;
+    ngx_rbtree_node_t          *node, *sentinel;
+    ngx_http_tent_nonce_t      *nc;
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    if (mcf->nonce_zone == NULL || key->len > 1024) {
+        return NGX_ERROR;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    now = ngx_time();
+    hash = ngx_crc32_short(key->data, key->len);
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    (void) ngx_http_tent_nonce_expire(ctx, now, 0);
+
+    node = ctx->sh->rbtree.root;
+    sentinel = ctx->sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash != node->key) {
+            node = (hash < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        nc = (ngx_http_tent_nonce_t *) &node->color;
+
+        rc = ngx_memn2cmp(key->data, nc->data, key->len, (size_t) nc->len);
+
+        if (rc == 0) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_DECLINED;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + offsetof(ngx_http_tent_nonce_t, data) + key->len;
+
+    for (tries = 0; tries < 4; tries++) {
+        node = ngx_slab_alloc_locked(ctx->shpool, size);
+        if (node) {
+            break;
+        }
+
+        /* full: forget the oldest ones, though they may be replayable */
+
+        if (ngx_http_tent_nonce_expire(ctx, now, 16) == 0) {
+            break;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: the MAC nonce cache is full, "
+                      "increase tent_mac_nonce_cache");
+    }
+
+    if (node == NULL) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    node->key = hash;
+
+    nc = (ngx_http_tent_nonce_t *) &node->color;
+    nc->len = (u_short) key->len;
+    nc->expires = now + lifetime;
+    ngx_memcpy(nc->data, key->data, key->len);
+
+    ngx_rbtree_insert(&ctx->sh->rbtree, node);
+    ngx_queue_insert_tail(&ctx->sh->queue, &nc->queue);
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix, size_t bytes,
+    ngx_str_t *id)
+{
+    u_char     raw[32];
+    size_t     plen;
+    ngx_str_t  src, dst;
+
+    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
+        return NGX_ERROR;
+    }
+
+    plen = prefix ? ngx_strlen(prefix) : 0;
+
+    id->data = ngx_pnalloc(pool, plen + ngx_base64_encoded_length(bytes));
+    if (id->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(id->data, prefix, plen);
+
+    src.data = raw;
+    src.len = bytes;
+    dst.data = id->data + plen;
+
+    ngx_encode_base64url(&dst, &src);
+
+    id->len = plen + dst.len;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
+{
+    u_char  raw[32];
+
+    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
+        return NGX_ERROR;
+    }
+
+    hex->data = ngx_pnalloc(pool, bytes * 2);
+    if (hex->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    hex->len = ngx_hex_dump(hex->data, raw, bytes) - hex->data;
+
+    return NGX_OK;
+}

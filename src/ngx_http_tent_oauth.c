@@ -1,0 +1,919 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * {api_root}/oauth/authorize: the entity's owner approves an app.  Who
+ * the owner is, nginx decides (auth_basic, auth_request, client
+ * certificates): tent_owner names a value that is non-empty for the
+ * owner.  GET shows the confirmation page; its form POSTs back with a
+ * token bound to the owner and every parameter (HMAC with a per-entity
+ * secret from the store), so another site cannot make the owner approve.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+
+#define NGX_HTTP_TENT_CSRF_TTL  900
+
+
+typedef struct {
+    ngx_str_t                       client_id;
+    ngx_str_t                       redirect_uri;
+    ngx_str_t                       scope;
+    ngx_str_t                       state;
+    ngx_str_t                       post_types;
+    ngx_str_t                       info_types;
+    ngx_str_t                       notification_url;
+    ngx_str_t                       csrf;
+    ngx_str_t                       decision;
+    ngx_str_t                       owner;
+    ngx_str_t                       secret;
+    json_t                         *app;
+} ngx_http_tent_oauth_t;
+
+
+static ngx_int_t ngx_http_tent_oauth_start(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_oauth_page(ngx_http_request_t *r,
+    ngx_http_tent_oauth_t *oa);
+static ngx_int_t ngx_http_tent_oauth_decide(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_oauth_t *oa);
+static ngx_int_t ngx_http_tent_oauth_approved(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+/*
+ * One parameter of a query string or form body, decoded ("+" is a
+ * space).  NGX_DECLINED when absent.
+ */
+
+static ngx_int_t
+ngx_http_tent_form_arg(ngx_pool_t *pool, ngx_str_t *src, const char *name,
+    ngx_str_t *out)
+{
+    size_t   nlen;
+    u_char  *p, *last, *start, *end, *dst, *s;
+
+    nlen = ngx_strlen(name);
+    p = src->data;
+    last = p + src->len;
+
+    while (p < last) {
+        start = p;
+        end = ngx_strlchr(p, last, '&');
+        if (end == NULL) {
+            end = last;
+        }
+
+        p = end + 1;
+
+        if ((size_t) (end - start) > nlen && start[nlen] == '='
+            && ngx_strncmp(start, name, nlen) == 0)
+        {
+            start += nlen + 1;
+
+            out->data = ngx_pnalloc(pool, end - start + 1);
+            if (out->data == NULL) {
+                return NGX_ERROR;
+            }
+
+            for (s = start, dst = out->data; s < end; s++) {
+                *dst++ = (*s == '+') ? ' ' : *s;
+            }
+
+            s = out->data;
+            dst = out->data;
+            ngx_unescape_uri(&dst, &s, end - start, 0);
+
+            out->len = dst - out->data;
+            return NGX_OK;
+        }
+    }
+
+    ngx_str_set(out, "");
+
+    return NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_params(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
+    ngx_str_t *src)
+{
+    struct {
+        const char  *name;
+        ngx_str_t   *dst;
+    } *f, fields[] = {
+        { "client_id", &oa->client_id },
+        { "redirect_uri", &oa->redirect_uri },
+        { "scope", &oa->scope },
+        { "state", &oa->state },
+        { "tent_post_types", &oa->post_types },
+        { "tent_profile_info_types", &oa->info_types },
+        { "tent_notification_url", &oa->notification_url },
+        { "csrf", &oa->csrf },
+        { "decision", &oa->decision },
+        { NULL, NULL }
+    };
+
+    u_char  *p;
+
+    for (f = fields; f->name; f++) {
+        if (ngx_http_tent_form_arg(r->pool, src, f->name, f->dst)
+            == NGX_ERROR)
+        {
+            return NGX_ERROR;
+        }
+
+        /* nothing of these ever needs control characters */
+
+        for (p = f->dst->data; p < f->dst->data + f->dst->len; p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                return NGX_DECLINED;
+            }
+        }
+
+        if (f->dst->len > 2048) {
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                  owner;
+    ngx_http_tent_oauth_t     *oa;
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+
+    ngx_str_null(&owner);
+
+    if (lcf->owner
+        && ngx_http_complex_value(r, lcf->owner, &owner) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* never an open approval page */
+
+    if (owner.len == 0) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's owner is not identified here: protect "
+                   "this location with nginx access control (auth_basic, "
+                   "auth_request...) and set tent_owner, e.g. "
+                   "\"tent_owner $remote_user;\"");
+    }
+
+    oa = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_oauth_t));
+    if (oa == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    oa->owner = owner;
+    ctx->state = oa;
+
+    if (r->method == NGX_HTTP_POST) {
+        return ngx_http_tent_read_form(r, ctx, ngx_http_tent_oauth_start);
+    }
+
+    return ngx_http_tent_oauth_start(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_start(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t                  rc;
+    ngx_str_t                  key, src;
+    ngx_http_tent_oauth_t     *oa;
+    ngx_http_tent_store_op_t  *op;
+
+    oa = ctx->state;
+
+    if (r->method == NGX_HTTP_POST) {
+        src = ctx->form;
+
+    } else {
+        src = r->args;
+    }
+
+    rc = ngx_http_tent_oauth_params(r, oa, &src);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_DECLINED || oa->client_id.len == 0
+        || oa->redirect_uri.len == 0)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "client_id and redirect_uri are required");
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
+                             &oa->client_id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_oauth_app_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    size_t                     i;
+    json_t                    *app, *uris, *v;
+    ngx_int_t                  status;
+    ngx_str_t                  value, key, rest;
+    ngx_uint_t                 found;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_oauth_t     *oa;
+    ngx_http_tent_store_op_t  *get;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    oa = ctx->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "Unknown client_id");
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    app = ngx_http_tent_json_parse(&value, r->connection->log);
+    if (app == NULL || ngx_http_tent_json_cleanup(r->pool, app) != NGX_OK) {
+        json_decref(app);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* an unregistered redirect_uri is never redirected to */
+
+    found = 0;
+    uris = json_object_get(app, "redirect_uris");
+
+    json_array_foreach(uris, i, v) {
+        if (json_is_string(v)
+            && json_string_length(v) == oa->redirect_uri.len
+            && ngx_strncmp(json_string_value(v), oa->redirect_uri.data,
+                           oa->redirect_uri.len) == 0)
+        {
+            found = 1;
+            break;
+        }
+    }
+
+    if (!found) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "redirect_uri is not one the app registered");
+    }
+
+    oa->app = app;
+
+    get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    ngx_str_set(&rest, "oauth-secret");
+
+    if (get == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_META,
+                             &rest, &key)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the entity's secret: created on first use, once */
+
+    if (ngx_http_tent_random_hex(r->pool, 32, &value) != NGX_OK
+        || ngx_http_tent_store_cas(get, &key, NULL, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    oa->secret = value;
+
+    return ngx_http_tent_store_submit_request(r, get,
+                                        ngx_http_tent_oauth_secret_loaded);
+}
+
+
+/* the token: "<issued>.<base64url HMAC of everything the form carries>" */
+
+static ngx_int_t
+ngx_http_tent_oauth_token(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
+    time_t issued, ngx_str_t *token)
+{
+    u_char        *p;
+    u_char         digest[EVP_MAX_MD_SIZE];
+    unsigned int   dlen;
+    ngx_str_t      text, src, dst;
+
+    text.len = NGX_TIME_T_LEN + oa->owner.len + oa->client_id.len
+               + oa->redirect_uri.len + oa->scope.len + oa->state.len
+               + oa->post_types.len + oa->info_types.len
+               + oa->notification_url.len + 16;
+
+    text.data = ngx_pnalloc(r->pool, text.len);
+    if (text.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(text.data, "%T\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V",
+                    issued, &oa->owner, &oa->client_id, &oa->redirect_uri,
+                    &oa->scope, &oa->state, &oa->post_types, &oa->info_types,
+                    &oa->notification_url);
+    text.len = p - text.data;
+
+    if (HMAC(EVP_sha256(), oa->secret.data, (int) oa->secret.len, text.data,
+             text.len, digest, &dlen)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    token->data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN + 1
+                                       + ngx_base64_encoded_length(dlen));
+    if (token->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(token->data, "%T.", issued);
+
+    src.data = digest;
+    src.len = dlen;
+    dst.data = p;
+
+    ngx_encode_base64url(&dst, &src);
+
+    token->len = p - token->data + dst.len;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    time_t                  issued;
+    u_char                 *dot;
+    ngx_int_t               status;
+    ngx_str_t               token;
+    ngx_http_tent_ctx_t    *ctx;
+    ngx_http_tent_oauth_t  *oa;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    oa = ctx->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+        /* it existed: that one is the secret */
+        ngx_http_tent_store_value(op, &oa->secret);
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        return ngx_http_tent_oauth_page(r, oa);
+    }
+
+    dot = ngx_strlchr(oa->csrf.data, oa->csrf.data + oa->csrf.len, '.');
+    issued = dot ? ngx_atotm(oa->csrf.data, dot - oa->csrf.data) : NGX_ERROR;
+
+    if (issued == NGX_ERROR || issued > ngx_time()
+        || issued + NGX_HTTP_TENT_CSRF_TTL < ngx_time()
+        || ngx_http_tent_oauth_token(r, oa, issued, &token) != NGX_OK
+        || token.len != oa->csrf.len
+        || CRYPTO_memcmp(token.data, oa->csrf.data, token.len) != 0)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The confirmation form expired or was not ours: "
+                   "start the authorization again");
+    }
+
+    return ngx_http_tent_oauth_decide(r, ctx, oa);
+}
+
+
+/* &<>"' escaped, for text and attribute values */
+
+static ngx_int_t
+ngx_http_tent_html(ngx_pool_t *pool, ngx_str_t *src, ngx_str_t *dst)
+{
+    u_char  *p, *s;
+    size_t   len;
+
+    len = 0;
+
+    for (s = src->data; s < src->data + src->len; s++) {
+        switch (*s) {
+        case '&': len += 5; break;
+        case '<': case '>': len += 4; break;
+        case '"': case '\'': len += 6; break;
+        default: len++;
+        }
+    }
+
+    dst->data = ngx_pnalloc(pool, len);
+    if (dst->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = dst->data;
+
+    for (s = src->data; s < src->data + src->len; s++) {
+        switch (*s) {
+        case '&': p = ngx_cpymem(p, "&amp;", 5); break;
+        case '<': p = ngx_cpymem(p, "&lt;", 4); break;
+        case '>': p = ngx_cpymem(p, "&gt;", 4); break;
+        case '"': p = ngx_cpymem(p, "&quot;", 6); break;
+        case '\'': p = ngx_cpymem(p, "&#x27;", 6); break;
+        default: *p++ = *s;
+        }
+    }
+
+    dst->len = p - dst->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_page_add(ngx_http_request_t *r, ngx_chain_t ***last,
+    ngx_str_t *s, ngx_uint_t escape)
+{
+    ngx_buf_t    *b;
+    ngx_str_t     e;
+    ngx_chain_t  *cl;
+
+    if (escape) {
+        if (ngx_http_tent_html(r->pool, s, &e) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        s = &e;
+    }
+
+    if (s->len == 0) {
+        return NGX_OK;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    cl = ngx_alloc_chain_link(r->pool);
+    if (b == NULL || cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = s->data;
+    b->last = s->data + s->len;
+    b->memory = 1;
+
+    cl->buf = b;
+    cl->next = NULL;
+    **last = cl;
+    *last = &cl->next;
+
+    return NGX_OK;
+}
+
+
+#define ngx_http_tent_lit(r, last, text)                                     \
+    do {                                                                     \
+        static ngx_str_t  lit_ = ngx_string(text);                           \
+        if (ngx_http_tent_page_add(r, last, &lit_, 0) != NGX_OK) {           \
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;                           \
+        }                                                                    \
+    } while (0)
+
+#define ngx_http_tent_esc(r, last, s)                                        \
+    if (ngx_http_tent_page_add(r, last, s, 1) != NGX_OK) {                   \
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;                               \
+    }
+
+
+static ngx_int_t
+ngx_http_tent_oauth_hidden(ngx_http_request_t *r, ngx_chain_t ***last,
+    const char *name, ngx_str_t *value)
+{
+    ngx_str_t  n;
+
+    n.data = (u_char *) name;
+    n.len = ngx_strlen(name);
+
+    ngx_http_tent_lit(r, last, "<input type=\"hidden\" name=\"");
+    ngx_http_tent_esc(r, last, &n);
+    ngx_http_tent_lit(r, last, "\" value=\"");
+    ngx_http_tent_esc(r, last, value);
+    ngx_http_tent_lit(r, last, "\">\n");
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_list(ngx_http_request_t *r, ngx_chain_t ***last,
+    const char *title, ngx_str_t *list)
+{
+    u_char     *p, *end, *start;
+    ngx_str_t   item, t;
+
+    if (list->len == 0) {
+        return NGX_OK;
+    }
+
+    t.data = (u_char *) title;
+    t.len = ngx_strlen(title);
+
+    ngx_http_tent_lit(r, last, "<h2>");
+    ngx_http_tent_esc(r, last, &t);
+    ngx_http_tent_lit(r, last, "</h2>\n<ul>\n");
+
+    p = list->data;
+    end = p + list->len;
+
+    while (p < end) {
+        start = p;
+        p = ngx_strlchr(p, end, ',');
+        if (p == NULL) {
+            p = end;
+        }
+
+        item.data = start;
+        item.len = p - start;
+        p++;
+
+        if (item.len == 0) {
+            continue;
+        }
+
+        ngx_http_tent_lit(r, last, "<li>");
+        ngx_http_tent_esc(r, last, &item);
+        ngx_http_tent_lit(r, last, "</li>\n");
+    }
+
+    ngx_http_tent_lit(r, last, "</ul>\n");
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
+{
+    off_t                 len;
+    ngx_int_t             rc;
+    ngx_str_t             name, url, token;
+    ngx_chain_t          *out, **last, *cl;
+    ngx_table_elt_t      *h;
+    ngx_http_tent_ctx_t  *ctx;
+
+    if (ngx_http_tent_oauth_token(r, oa, ngx_time(), &token) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    (void) ngx_http_tent_json_str(oa->app, "name", &name);
+    (void) ngx_http_tent_json_str(oa->app, "url", &url);
+
+    out = NULL;
+    last = &out;
+
+    ngx_http_tent_lit(r, &last,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+        "<title>Authorize an app</title></head>\n<body>\n"
+        "<h1>Authorize <q>");
+    ngx_http_tent_esc(r, &last, &name);
+    ngx_http_tent_lit(r, &last, "</q>?</h1>\n<p>App site: <code>");
+    ngx_http_tent_esc(r, &last, &url);
+    ngx_http_tent_lit(r, &last, "</code><br>It will return to <code>");
+    ngx_http_tent_esc(r, &last, &oa->redirect_uri);
+    ngx_http_tent_lit(r, &last, "</code></p>\n");
+
+    if (ngx_http_tent_oauth_list(r, &last, "Scopes", &oa->scope) != NGX_OK
+        || ngx_http_tent_oauth_list(r, &last, "Post types", &oa->post_types)
+           != NGX_OK
+        || ngx_http_tent_oauth_list(r, &last, "Profile info types",
+                                    &oa->info_types)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_tent_lit(r, &last, "<form method=\"post\" action=\"");
+    ngx_http_tent_esc(r, &last, &r->uri);
+    ngx_http_tent_lit(r, &last, "\">\n");
+
+    if (ngx_http_tent_oauth_hidden(r, &last, "client_id", &oa->client_id)
+        != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "redirect_uri",
+                                      &oa->redirect_uri)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "scope", &oa->scope) != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "state", &oa->state) != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "tent_post_types",
+                                      &oa->post_types)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "tent_profile_info_types",
+                                      &oa->info_types)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "tent_notification_url",
+                                      &oa->notification_url)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, &last, "csrf", &token) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_tent_lit(r, &last,
+        "<button name=\"decision\" value=\"approve\">Approve</button>\n"
+        "<button name=\"decision\" value=\"deny\">Deny</button>\n"
+        "</form>\n</body></html>\n");
+
+    len = 0;
+
+    for (cl = out; cl; cl = cl->next) {
+        len += ngx_buf_size(cl->buf);
+        if (cl->next == NULL) {
+            cl->buf->last_buf = 1;
+            cl->buf->last_in_chain = 1;
+        }
+    }
+
+    /* not to be framed (clickjacking), not to be cached */
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Content-Security-Policy");
+    ngx_str_set(&h->value, "default-src 'none'; frame-ancestors 'none'");
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Cache-Control");
+    ngx_str_set(&h->value, "no-store");
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->own_reply = 1;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    return ngx_http_output_filter(r, out);
+}
+
+
+/* 302 to the app: redirect_uri?code=...&state=... or ?error=... */
+
+static ngx_int_t
+ngx_http_tent_oauth_redirect(ngx_http_request_t *r,
+    ngx_http_tent_oauth_t *oa, const char *name, ngx_str_t *value)
+{
+    u_char               *p;
+    size_t                len;
+    uintptr_t             n1, n2;
+    ngx_table_elt_t      *h;
+    ngx_http_tent_ctx_t  *ctx;
+
+    n1 = ngx_escape_uri(NULL, value->data, value->len, NGX_ESCAPE_ARGS);
+    n2 = ngx_escape_uri(NULL, oa->state.data, oa->state.len, NGX_ESCAPE_ARGS);
+
+    len = oa->redirect_uri.len + 1 + ngx_strlen(name) + 1 + value->len
+          + 2 * n1 + sizeof("&state=") - 1 + oa->state.len + 2 * n2;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Location");
+    h->value.data = p;
+
+    p = ngx_cpymem(p, oa->redirect_uri.data, oa->redirect_uri.len);
+    *p++ = ngx_strlchr(oa->redirect_uri.data,
+                       oa->redirect_uri.data + oa->redirect_uri.len, '?')
+           ? '&' : '?';
+    p = ngx_sprintf(p, "%s=", name);
+    p = (u_char *) ngx_escape_uri(p, value->data, value->len,
+                                  NGX_ESCAPE_ARGS);
+
+    if (oa->state.len) {
+        p = ngx_cpymem(p, "&state=", sizeof("&state=") - 1);
+        p = (u_char *) ngx_escape_uri(p, oa->state.data, oa->state.len,
+                                      NGX_ESCAPE_ARGS);
+    }
+
+    h->value.len = p - h->value.data;
+
+    ngx_http_clear_location(r);
+    r->headers_out.location = h;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->own_reply = 1;
+
+    r->headers_out.status = NGX_HTTP_MOVED_TEMPORARILY;
+    r->headers_out.content_length_n = 0;
+    r->header_only = 1;
+
+    return ngx_http_send_header(r);
+}
+
+
+/* "a,b,c" as a JSON array; "all" stays a one-element list */
+
+static json_t *
+ngx_http_tent_comma_list(ngx_str_t *s)
+{
+    u_char     *p, *end, *start;
+    json_t     *list;
+    ngx_str_t   item;
+
+    list = json_array();
+    if (list == NULL) {
+        return NULL;
+    }
+
+    p = s->data;
+    end = p + s->len;
+
+    while (p < end) {
+        start = p;
+        p = ngx_strlchr(p, end, ',');
+        if (p == NULL) {
+            p = end;
+        }
+
+        item.data = start;
+        item.len = p - start;
+        p++;
+
+        while (item.len && item.data[0] == ' ') {
+            item.data++;
+            item.len--;
+        }
+
+        if (item.len) {
+            json_array_append_new(list, ngx_http_tent_json_string(&item));
+        }
+    }
+
+    return list;
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_oauth_t *oa)
+{
+    size_t                     i;
+    json_t                    *fields, *scopes, *v, *auth;
+    ngx_int_t                  rc;
+    ngx_str_t                  s;
+    ngx_http_tent_store_op_t  *op;
+
+    if (oa->decision.len != 7
+        || ngx_strncmp(oa->decision.data, "approve", 7) != 0)
+    {
+        ngx_str_set(&s, "access_denied");
+        return ngx_http_tent_oauth_redirect(r, oa, "error", &s);
+    }
+
+    /* the scopes asked for that exist; unknown names are dropped */
+
+    scopes = ngx_http_tent_comma_list(&oa->scope);
+    if (scopes == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < json_array_size(scopes); /* void */) {
+        v = json_array_get(scopes, i);
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (ngx_http_tent_scope_bit(&s) == 0) {
+            json_array_remove(scopes, i);
+            continue;
+        }
+
+        i++;
+    }
+
+    fields = json_pack("{s:o, s:o, s:o}",
+                       "scopes", scopes,
+                       "post_types",
+                           ngx_http_tent_comma_list(&oa->post_types),
+                       "profile_info_types",
+                           ngx_http_tent_comma_list(&oa->info_types));
+
+    if (fields == NULL
+        || ngx_http_tent_json_cleanup(r->pool, fields) != NGX_OK)
+    {
+        json_decref(fields);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (oa->notification_url.len) {
+        json_object_set_new(fields, "notification_url",
+                            ngx_http_tent_json_string(&oa->notification_url));
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (op == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_tent_authorization_new(r, ctx, &oa->client_id, fields, op,
+                                         &auth);
+
+    if (rc == NGX_DECLINED) {
+        ngx_str_set(&s, "invalid_request");
+        return ngx_http_tent_oauth_redirect(r, oa, "error", &s);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    oa->app = auth;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_oauth_approved);
+}
+
+
+static ngx_int_t
+ngx_http_tent_oauth_approved(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t               status;
+    ngx_str_t               code;
+    ngx_http_tent_ctx_t    *ctx;
+    ngx_http_tent_oauth_t  *oa;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    oa = ctx->state;
+
+    (void) ngx_http_tent_json_str(oa->app, "token_code", &code);
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent: \"%V\" authorized app \"%V\" for %V",
+                  &oa->owner, &oa->client_id, &ctx->entity);
+
+    return ngx_http_tent_oauth_redirect(r, oa, "code", &code);
+}
