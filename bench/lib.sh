@@ -18,6 +18,7 @@
 #   bench_rss_each PREFIX         "pid kB" per worker
 #   bench_wrk URL THREADS CONNS SECONDS   Requests/sec by wrk (GET)
 #   bench_ab URL CONC N SECONDS [-i]      Requests per second by ab -k
+#   bench_load                    the 1-minute load average
 #   bench_ratio A B               A/B with two decimals
 #   bench_max A B                 the larger of two numbers
 #
@@ -271,6 +272,13 @@ bench_ab() {
 # bench_ab_count: "Complete requests" of the last bench_ab run.
 bench_ab_count() {
     awk '/^Complete requests:/ { print $3 }' "$BENCH_TMP/last-ab.txt"
+}
+
+# bench_load: the 1-minute load average.  Other work on the machine (a test
+# suite, a build) skews the figures: the scripts print it so that a reader
+# can tell a quiet run from a disturbed one.
+bench_load() {
+    cut -d' ' -f1 /proc/loadavg
 }
 
 bench_ratio() {

@@ -111,6 +111,7 @@ echo "module   $murl ($WORKERS worker(s)), store $mprefix/store"
 echo "baseline $burl ($WORKERS worker(s)), same bytes: checked"
 echo "profile body ${#body} bytes; wrk -t2 -c$CONNECTIONS -d${DURATION}s," \
      "ab -k -c$CONNECTIONS -n$HEAD_REQUESTS; best of $ROUNDS rounds"
+echo "load average before: $(bench_load) ($(nproc) cores)"
 
 # --- warm-up --------------------------------------------------------------
 for u in "$murl" "$burl"; do
@@ -143,6 +144,7 @@ done
 # Both must still be healthy (a crash would make the figures meaningless).
 same /tent/profile
 
+echo "load average after: $(bench_load) (some of it is this benchmark)"
 echo
 printf '%-28s %12s %12s %7s\n' "best req/s (workers=$WORKERS)" module baseline ratio
 printf '%-28s %12s %12s %7s\n' "GET /tent/profile (wrk)" "$m_prof" "$b_prof" \

@@ -49,7 +49,8 @@ sample() {
     echo "  total $(bench_rss "$prefix") kB"
 }
 
-echo "module $url, $WORKERS workers; RSS as worker-pid:kB"
+echo "module $url, $WORKERS workers; RSS as worker-pid:kB;" \
+     "load average $(bench_load)"
 sleep 1
 idle=$(bench_rss "$prefix")
 sample "idle"

@@ -37,7 +37,7 @@ for w in $PROFILE_WORKERS; do
 done
 run "[rss workers=${RSS_WORKERS:-2}]" env WORKERS="${RSS_WORKERS:-2}" "$here/rss.sh"
 
-echo "=== summary (best of rounds; runs vary by about 5%; wrk/ab share" \
-     "the $(nproc) cores with nginx)"
+echo "=== summary (best of rounds; figures vary from run to run, see" \
+     "docs/bench.md; wrk/ab share the $(nproc) cores with nginx)"
 cat "$out"
 exit $status

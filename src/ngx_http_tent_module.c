@@ -46,6 +46,8 @@ static ngx_int_t ngx_http_tent_init_process(ngx_cycle_t *cycle);
 static void ngx_http_tent_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_tent_precontent_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
+static void ngx_http_tent_raw_api_path(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_dispatch(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
@@ -190,6 +192,14 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/profile"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_profile_get },
+
+    { ngx_string("/profile/:type"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_profile_type_get },
+
+    { ngx_string("/profile/:type"),
+      NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_profile_change },
 
     { ngx_string("/apps"),
       NGX_HTTP_POST,
@@ -1115,6 +1125,39 @@ ngx_http_tent_allow(ngx_http_request_t *r, ngx_uint_t methods,
 }
 
 
+/*
+ * Route on the path as sent: parameters such as a type URI or an entity
+ * arrive percent-encoded ("https%3A%2F%2F...") and must stay one segment;
+ * nginx's r->uri has them decoded, and its slashes merged.
+ */
+
+static void
+ngx_http_tent_raw_api_path(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    u_char                    *q;
+    ngx_str_t                  raw;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    raw = r->unparsed_uri;
+
+    q = ngx_strlchr(raw.data, raw.data + raw.len, '?');
+    if (q) {
+        raw.len = q - raw.data;
+    }
+
+    if (raw.len >= scf->api_root.len
+        && ngx_strncmp(raw.data, scf->api_root.data, scf->api_root.len) == 0
+        && (raw.len == scf->api_root.len
+            || raw.data[scf->api_root.len] == '/'))
+    {
+        ctx->api_path.data = raw.data + scf->api_root.len;
+        ctx->api_path.len = raw.len - scf->api_root.len;
+    }
+}
+
+
 static ngx_int_t
 ngx_http_tent_api_handler(ngx_http_request_t *r)
 {
@@ -1131,6 +1174,8 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
 
     ctx->handler = NULL;
     ctx->allowed = 0;
+
+    ngx_http_tent_raw_api_path(r, ctx);
 
     for (route = ngx_http_tent_routes; route->handler; route++) {
         if (!ngx_http_tent_match(&route->path, &ctx->api_path, ctx)) {

@@ -115,6 +115,7 @@ struct ngx_http_tent_store_op_s {
     u_char                         *req;
     size_t                          req_len;
     size_t                          req_size;
+    size_t                          count_pos;
 
     /* the reply: status, and the payload behind the status byte */
     ngx_uint_t                      status;
@@ -312,6 +313,10 @@ ngx_int_t ngx_http_tent_root_handler(ngx_http_request_t *r);
 
 /* ngx_http_tent_profile.c */
 ngx_int_t ngx_http_tent_profile_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_profile_type_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_profile_change(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_json.c */

@@ -5,13 +5,17 @@
 
 
 /*
- * GET {api_root}/profile.  Each info section is one record in the store:
+ * The profile (spec 3).  Each info section is one record,
  *
  *     {"type": URI, "content": {...}, "permissions": {...}, "version": n}
  *
- * keyed by the type's base.  The core section is created on first use
- * and kept in line with the configuration (entity, servers) with a
- * compare-and-set, so concurrent first requests create it once.
+ * under "p <type base>"; the versions it replaced stay under
+ * "q <type base> 0x00 <version, 4 bytes big-endian>".  The core section
+ * is created on first use and kept in line with the configuration
+ * (entity, servers) with compare-and-set, so concurrent first requests
+ * create it once.  A section is visible to everyone when public, and to
+ * an app whose authorization has read_profile or write_profile and the
+ * section's type.
  */
 
 
@@ -22,18 +26,181 @@
 #define NGX_HTTP_TENT_PROFILE_SECTIONS  1024
 
 
+typedef struct {
+    ngx_str_t                       type;       /* from the URL, decoded */
+    ngx_str_t                       base;
+    ngx_int_t                       version;    /* ?version=, or -1 */
+    ngx_uint_t                      one;        /* GET /profile/:type */
+    json_t                         *record;
+    ngx_str_t                       raw;
+} ngx_http_tent_profile_t;
+
+
+static ngx_int_t ngx_http_tent_profile_scan(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_profile_core_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static json_t *ngx_http_tent_profile_core(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *old, ngx_uint_t *changed);
-static ngx_int_t ngx_http_tent_profile_section(json_t *profile,
-    json_t *record, ngx_uint_t core);
+    ngx_http_tent_ctx_t *ctx, json_t *old, json_t *content,
+    ngx_uint_t *changed);
+static ngx_int_t ngx_http_tent_profile_section(ngx_http_tent_ctx_t *ctx,
+    json_t *profile, json_t *record);
+static ngx_int_t ngx_http_tent_profile_history(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
 
+
+static ngx_str_t  ngx_http_tent_core_base =
+    ngx_string("https://tent.io/types/info/core");
+
+
+static ngx_int_t
+ngx_http_tent_is_core(ngx_str_t *base)
+{
+    return base->len == ngx_http_tent_core_base.len
+           && ngx_strncmp(base->data, ngx_http_tent_core_base.data,
+                          base->len) == 0;
+}
+
+
+/* may the request's principal see this record? */
+
+static ngx_int_t
+ngx_http_tent_profile_visible(ngx_http_tent_ctx_t *ctx, json_t *record)
+{
+    json_t     *perms, *cred;
+    ngx_str_t   type;
+
+    perms = json_object_get(record, "permissions");
+
+    if (json_is_true(json_object_get(perms, "public"))) {
+        return 1;
+    }
+
+    if (ctx->principal.kind != NGX_HTTP_TENT_AUTHORIZATION
+        || !(ctx->principal.scopes & (NGX_HTTP_TENT_READ_PROFILE
+                                      |NGX_HTTP_TENT_WRITE_PROFILE))
+        || ngx_http_tent_json_str(record, "type", &type) != NGX_OK)
+    {
+        return 0;
+    }
+
+    cred = ctx->principal.credential;
+
+    return ngx_http_tent_type_allowed(json_object_get(cred,
+                                                      "profile_info_types"),
+                                      &type);
+}
+
+
+static ngx_http_tent_profile_t *
+ngx_http_tent_profile_state(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_profile_t  *pr;
+
+    pr = ctx->state;
+
+    if (pr == NULL) {
+        pr = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_profile_t));
+        if (pr == NULL) {
+            return NULL;
+        }
+
+        pr->version = -1;
+        ctx->state = pr;
+    }
+
+    return pr;
+}
+
+
+/* GET /profile */
 
 ngx_int_t
 ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ctx->state = NULL;
+
+    if (ngx_http_tent_profile_state(r, ctx) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_profile_scan(r, ctx);
+}
+
+
+/* the :type of /profile/:type, decoded, and ?version= */
+
+static ngx_int_t
+ngx_http_tent_profile_type(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_profile_t *pr)
+{
+    u_char     *dst, *src;
+    ngx_str_t   v;
+
+    if (ctx->nparams < 1 || ctx->params[0].len > 2048) {
+        return NGX_ERROR;
+    }
+
+    pr->type.data = ngx_pnalloc(r->pool, ctx->params[0].len);
+    if (pr->type.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    dst = pr->type.data;
+    src = ctx->params[0].data;
+    ngx_unescape_uri(&dst, &src, ctx->params[0].len, 0);
+    pr->type.len = dst - pr->type.data;
+
+    for (src = pr->type.data; src < dst; src++) {
+        if (*src <= 0x20 || *src == 0x7f) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_http_tent_type_base(&pr->type, &pr->base) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "version", 7, &v) == NGX_OK) {
+        pr->version = ngx_atoi(v.data, v.len);
+        if (pr->version <= 0 || pr->version > 0x7fffffff) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* GET /profile/:type[?version=n] */
+
+ngx_int_t
+ngx_http_tent_profile_type_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_profile_t  *pr;
+
+    ctx->state = NULL;
+
+    pr = ngx_http_tent_profile_state(r, ctx);
+    if (pr == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_profile_type(r, ctx, pr) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    pr->one = 1;
+
+    return ngx_http_tent_profile_scan(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     ngx_str_t                  start, end;
     ngx_http_tent_store_op_t  *op;
@@ -62,16 +229,16 @@ static ngx_int_t
 ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                    *profile, *record, *core, *type;
+    json_t                    *profile, *record, *core, *wanted;
     ngx_str_t                  key, value, core_raw, core_key, base, s;
     ngx_int_t                  rc, status;
     ngx_uint_t                 changed;
     ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_profile_t   *pr;
     ngx_http_tent_store_op_t  *cas;
 
-    static ngx_str_t  core_type = ngx_string(NGX_HTTP_TENT_CORE_TYPE);
-
     ctx = ngx_http_tent_get_ctx(r);
+    pr = ctx->state;
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
@@ -79,117 +246,122 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     }
 
     profile = json_object();
-    if (profile == NULL) {
+    if (profile == NULL
+        || ngx_http_tent_json_cleanup(r->pool, profile) != NGX_OK)
+    {
+        json_decref(profile);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     core = NULL;
-    core_raw.len = 0;
-    core_raw.data = NULL;
-
-    if (ngx_http_tent_type_base(&core_type, &base) != NGX_OK) {
-        goto failed;
-    }
+    wanted = NULL;
+    ngx_str_null(&core_raw);
 
     while ((rc = ngx_http_tent_store_next(op, &key, &value)) == NGX_OK) {
         record = ngx_http_tent_json_parse(&value, r->connection->log);
 
-        type = record ? json_object_get(record, "type") : NULL;
-
-        if (!json_is_string(type)) {
+        if (record == NULL
+            || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK
+            || ngx_http_tent_json_str(record, "type", &s) != NGX_OK
+            || ngx_http_tent_type_base(&s, &base) != NGX_OK)
+        {
             ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                           "tent: a profile record in the store is damaged");
-            json_decref(record);
             continue;
         }
 
-        s.data = (u_char *) json_string_value(type);
-        s.len = json_string_length(type);
-
-        if (ngx_http_tent_type_base(&s, &key) == NGX_OK
-            && key.len == base.len
-            && ngx_strncmp(key.data, base.data, base.len) == 0)
-        {
-            json_decref(core);
+        if (ngx_http_tent_is_core(&base)) {
             core = record;
             core_raw = value;
             continue;
         }
 
-        if (ngx_http_tent_profile_section(profile, record, 0) != NGX_OK) {
-            json_decref(record);
-            goto failed;
+        if (pr->one) {
+            if (base.len == pr->base.len
+                && ngx_strncmp(base.data, pr->base.data, base.len) == 0)
+            {
+                wanted = record;
+            }
+
+            continue;
         }
 
-        json_decref(record);
+        if (ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     if (rc == NGX_ERROR) {
-        goto failed;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    record = ngx_http_tent_profile_core(r, ctx, core, &changed);
+    record = ngx_http_tent_profile_core(r, ctx, core, NULL, &changed);
     if (record == NULL) {
-        goto failed;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (!changed) {
-        if (ngx_http_tent_profile_section(profile, record, 1) != NGX_OK) {
-            json_decref(record);
-            goto failed;
+    if (changed) {
+
+        /* write the new core section, then read the profile back */
+
+        if (++ctx->attempts > NGX_HTTP_TENT_PROFILE_ATTEMPTS) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "tent: the core profile keeps changing under us");
+            return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                            NULL);
         }
 
-        json_decref(record);
-        json_decref(core);
+        cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-        rc = ngx_http_tent_send_json(r, NGX_HTTP_OK, profile);
-        json_decref(profile);
+        if (cas == NULL
+            || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+            || ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_PROFILE,
+                                 &ngx_http_tent_core_base, &core_key)
+               != NGX_OK
+            || ngx_http_tent_store_cas(cas, &core_key,
+                                       core ? &core_raw : NULL, &value)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
 
-        return rc;
-    }
-
-    /* write the new core section, then read the profile back */
-
-    if (++ctx->attempts > NGX_HTTP_TENT_PROFILE_ATTEMPTS) {
-        json_decref(record);
-        json_decref(core);
-        json_decref(profile);
-
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "tent: the core profile keeps changing under us");
-
-        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                        NULL);
-    }
-
-    cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (cas == NULL
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_PROFILE, &base, &core_key)
-           != NGX_OK
-        || ngx_http_tent_store_cas(cas, &core_key, core ? &core_raw : NULL,
-                                   &value)
-           != NGX_OK)
-    {
-        json_decref(record);
-        goto failed;
-    }
-
-    json_decref(record);
-    json_decref(core);
-    json_decref(profile);
-
-    return ngx_http_tent_store_submit_request(r, cas,
+        return ngx_http_tent_store_submit_request(r, cas,
                                           ngx_http_tent_profile_core_written);
+    }
 
-failed:
+    if (pr->one && ngx_http_tent_is_core(&pr->base)) {
+        wanted = record;
+    }
 
-    json_decref(core);
-    json_decref(profile);
+    if (!pr->one) {
+        if (ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
 
-    return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, profile);
+    }
+
+    /* one section: the current version, or an older one */
+
+    if (wanted == NULL || !ngx_http_tent_profile_visible(ctx, wanted)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (pr->version > 0
+        && pr->version != json_integer_value(json_object_get(wanted,
+                                                             "version")))
+    {
+        return ngx_http_tent_profile_history(r, ctx, NULL);
+    }
+
+    if (ngx_http_tent_profile_section(ctx, profile, wanted) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK,
+                                   json_object_iter_value(
+                                       json_object_iter(profile)));
 }
 
 
@@ -209,22 +381,20 @@ ngx_http_tent_profile_core_written(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    return ngx_http_tent_profile_get(r, ctx);
+    return ngx_http_tent_profile_scan(r, ctx);
 }
 
 
 /*
- * The core record as the configuration wants it.  "changed" says whether
- * it differs from what is stored: new, or other servers.  (Keys start
- * with the entity, so another entity is another profile altogether.)
+ * The core record as the configuration wants it, from the stored one or
+ * from new content (a PUT).  "changed": it differs from what is stored.
  */
 
 static json_t *
 ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    json_t *old, ngx_uint_t *changed)
+    json_t *old, json_t *content, ngx_uint_t *changed)
 {
-    json_t      *record, *content, *servers, *entity, *old_content, *licenses,
-                *version;
+    json_t      *record, *servers, *entity, *old_content, *version, *perms;
     json_int_t   v;
 
     *changed = 0;
@@ -241,65 +411,82 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     old_content = old ? json_object_get(old, "content") : NULL;
 
-    if (json_is_object(old_content)
+    if (content == NULL
+        && json_is_object(old_content)
         && json_equal(json_object_get(old_content, "entity"), entity)
         && json_equal(json_object_get(old_content, "servers"), servers))
     {
         json_decref(entity);
         json_decref(servers);
-        return json_incref(old);
+        return old;
     }
 
     *changed = 1;
 
-    content = json_is_object(old_content) ? json_deep_copy(old_content)
-                                          : json_object();
+    if (content) {
+        content = json_deep_copy(content);
+
+    } else if (json_is_object(old_content)) {
+        content = json_deep_copy(old_content);
+
+    } else {
+        content = json_object();
+    }
+
     if (content == NULL) {
         json_decref(entity);
         json_decref(servers);
         return NULL;
     }
 
+    /* entity and servers are the configuration's, whatever was sent */
+
     json_object_set_new(content, "entity", entity);
     json_object_set_new(content, "servers", servers);
 
-    licenses = json_object_get(content, "licenses");
-    if (!json_is_array(licenses)) {
+    if (!json_is_array(json_object_get(content, "licenses"))) {
         json_object_set_new(content, "licenses", json_array());
     }
 
     version = old ? json_object_get(old, "version") : NULL;
     v = json_is_integer(version) ? json_integer_value(version) + 1 : 1;
 
-    record = json_pack("{s:s, s:o, s:{s:b}, s:I, s:I}",
+    perms = json_pack("{s:b}", "public", 1);
+
+    record = json_pack("{s:s, s:o, s:o, s:I, s:I}",
                        "type", NGX_HTTP_TENT_CORE_TYPE,
                        "content", content,
-                       "permissions", "public", 1,
+                       "permissions", perms,
                        "version", v,
                        "updated_at", (json_int_t) ngx_time());
+
+    if (record && ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK) {
+        json_decref(record);
+        return NULL;
+    }
 
     return record;
 }
 
 
-/* add a record to the profile as clients see it; core gets tent_version */
+/*
+ * A record as clients see it, added to "profile" when the principal may
+ * see it; core gets tent_version; permissions in full only with
+ * read_permissions.
+ */
 
 static ngx_int_t
-ngx_http_tent_profile_section(json_t *profile, json_t *record,
-    ngx_uint_t core)
+ngx_http_tent_profile_section(ngx_http_tent_ctx_t *ctx, json_t *profile,
+    json_t *record)
 {
-    json_t  *content, *section, *perms, *public;
+    json_t  *content, *section, *perms, *shown;
 
-    perms = json_object_get(record, "permissions");
-    public = json_is_object(perms) ? json_object_get(perms, "public") : NULL;
-
-    /* only public sections until authentication exists */
-
-    if (!json_is_true(public)) {
+    if (!ngx_http_tent_profile_visible(ctx, record)) {
         return NGX_OK;
     }
 
     content = json_object_get(record, "content");
+    perms = json_object_get(record, "permissions");
 
     section = json_is_object(content) ? json_deep_copy(content)
                                       : json_object();
@@ -307,23 +494,549 @@ ngx_http_tent_profile_section(json_t *profile, json_t *record,
         return NGX_ERROR;
     }
 
-    if (json_object_set_new(section, "permissions",
-                            json_pack("{s:b}", "public", 1))
-        != 0
-        || json_object_set(section, "version",
-                           json_object_get(record, "version"))
-           != 0
-        || (core && json_object_set_new(section, "tent_version",
-                                        json_string(NGX_HTTP_TENT_VERSION))
-                    != 0)
-        || json_object_set_new(profile,
-                               json_string_value(json_object_get(record,
-                                                                 "type")),
-                               section)
-           != 0)
+    if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_PERMISSIONS)) {
+        shown = json_deep_copy(perms);
+
+    } else {
+        shown = json_pack("{s:b}", "public",
+                          json_is_true(json_object_get(perms, "public")));
+    }
+
+    json_object_set_new(section, "permissions", shown);
+    json_object_set(section, "version", json_object_get(record, "version"));
+
+    if (strcmp(json_string_value(json_object_get(record, "type")),
+               NGX_HTTP_TENT_CORE_TYPE) == 0)
+    {
+        json_object_set_new(section, "tent_version",
+                            json_string(NGX_HTTP_TENT_VERSION));
+    }
+
+    if (json_object_set_new(profile,
+                            json_string_value(json_object_get(record,
+                                                              "type")),
+                            section)
+        != 0)
     {
         return NGX_ERROR;
     }
 
     return NGX_OK;
+}
+
+
+/* "q <base> 0x00 <version>", or the whole range of a base's history */
+
+static ngx_int_t
+ngx_http_tent_history_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *base, ngx_int_t version, ngx_str_t *key)
+{
+    u_char     *p;
+    uint32_t    n;
+    ngx_str_t   rest;
+
+    n = (version < 0) ? 0 : (uint32_t) version;
+
+    rest.len = base->len + 5;
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, base->data, base->len);
+    *p++ = (version < 0) ? '\1' : '\0';
+    *p++ = (u_char) (n >> 24);
+    *p++ = (u_char) (n >> 16);
+    *p++ = (u_char) (n >> 8);
+    *p = (u_char) n;
+
+    if (version < 0) {
+        rest.len = base->len + 1;
+    }
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_PROFILE_OLD,
+                             &rest, key);
+}
+
+
+/*
+ * The history of the section pr->base, newest first: for GET of an old
+ * version (next == NULL) or for DELETE.
+ */
+
+static ngx_int_t ngx_http_tent_profile_history_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+static ngx_int_t
+ngx_http_tent_profile_history(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_request_done_pt next)
+{
+    ngx_str_t                  start, end;
+    ngx_http_tent_profile_t   *pr;
+    ngx_http_tent_store_op_t  *op;
+
+    pr = ctx->state;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, 0,
+                                     &start)
+           != NGX_OK
+        || ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, -1,
+                                     &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(op, &start, &end, 10000, 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+               next ? next : ngx_http_tent_profile_history_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_history_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                   *record, *profile;
+    ngx_int_t                 status;
+    ngx_str_t                 key, value;
+    ngx_http_tent_ctx_t      *ctx;
+    ngx_http_tent_profile_t  *pr;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    pr = ctx->state;
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        record = ngx_http_tent_json_parse(&value, r->connection->log);
+        if (record == NULL) {
+            continue;
+        }
+
+        if (ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK) {
+            json_decref(record);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (json_integer_value(json_object_get(record, "version"))
+            != pr->version)
+        {
+            continue;
+        }
+
+        profile = json_object();
+        if (profile == NULL
+            || ngx_http_tent_json_cleanup(r->pool, profile) != NGX_OK)
+        {
+            json_decref(profile);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (!ngx_http_tent_profile_visible(ctx, record)
+            || ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK
+            || json_object_size(profile) != 1)
+        {
+            break;
+        }
+
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK,
+                                       json_object_iter_value(
+                                           json_object_iter(profile)));
+    }
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+}
+
+
+/* PUT and DELETE /profile/:type: write_profile and the type */
+
+static ngx_int_t ngx_http_tent_profile_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_profile_write(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_profile_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_profile_remove(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+ngx_int_t
+ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                  key;
+    ngx_http_tent_profile_t   *pr;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx->state = NULL;
+
+    pr = ngx_http_tent_profile_state(r, ctx);
+    if (pr == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_profile_type(r, ctx, pr) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_PROFILE)
+        || !ngx_http_tent_type_allowed(json_object_get(
+                                           ctx->principal.credential,
+                                           "profile_info_types"),
+                                       &pr->type))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    if (r->method == NGX_HTTP_DELETE && ngx_http_tent_is_core(&pr->base)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The core profile cannot be deleted");
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_profile_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                   *record;
+    ngx_int_t                 status;
+    ngx_str_t                 value;
+    ngx_http_tent_ctx_t      *ctx;
+    ngx_http_tent_profile_t  *pr;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    pr = ctx->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+
+        record = ngx_http_tent_json_parse(&value, r->connection->log);
+        if (record == NULL
+            || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+        {
+            json_decref(record);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        pr->record = record;
+        pr->raw = value;
+    }
+
+    if (r->method == NGX_HTTP_PUT) {
+        return ngx_http_tent_read_json(r, ctx, ngx_http_tent_profile_write);
+    }
+
+    if (pr->record == NULL) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    return ngx_http_tent_profile_history(r, ctx,
+                                         ngx_http_tent_profile_remove);
+}
+
+
+/* permissions as stored: {"public": bool, "groups": [...], "entities": {}} */
+
+static json_t *
+ngx_http_tent_profile_permissions(json_t *given, json_t *old)
+{
+    json_t  *perms, *v;
+
+    if (given == NULL) {
+        if (old) {
+            return json_deep_copy(old);
+        }
+
+        /* private unless said otherwise, as tentd */
+        return json_pack("{s:b}", "public", 0);
+    }
+
+    if (!json_is_object(given)) {
+        return NULL;
+    }
+
+    perms = json_pack("{s:b}", "public",
+                      json_is_true(json_object_get(given, "public")));
+    if (perms == NULL) {
+        return NULL;
+    }
+
+    v = json_object_get(given, "groups");
+    if (v) {
+        if (!json_is_array(v) || json_array_size(v) > 256) {
+            json_decref(perms);
+            return NULL;
+        }
+
+        json_object_set(perms, "groups", v);
+    }
+
+    v = json_object_get(given, "entities");
+    if (v) {
+        if (!json_is_object(v) || json_object_size(v) > 1024) {
+            json_decref(perms);
+            return NULL;
+        }
+
+        json_object_set(perms, "entities", v);
+    }
+
+    return perms;
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                    *content, *record, *perms, *old_perms;
+    json_int_t                 v;
+    ngx_str_t                  key, value, old_key;
+    ngx_uint_t                 changed;
+    ngx_http_tent_profile_t   *pr;
+    ngx_http_tent_store_op_t  *cas;
+
+    pr = ctx->state;
+
+    content = json_deep_copy(ctx->body);
+    if (content == NULL
+        || ngx_http_tent_json_cleanup(r->pool, content) != NGX_OK)
+    {
+        json_decref(content);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    old_perms = pr->record ? json_object_get(pr->record, "permissions")
+                           : NULL;
+
+    perms = ngx_http_tent_profile_permissions(json_object_get(content,
+                                                              "permissions"),
+                                              old_perms);
+    if (perms == NULL) {
+        return ngx_http_tent_send_error(r, 422, "Invalid Attributes");
+    }
+
+    json_object_del(content, "permissions");
+    json_object_del(content, "version");
+
+    if (ngx_http_tent_is_core(&pr->base)) {
+        json_decref(perms);
+
+        record = ngx_http_tent_profile_core(r, ctx, pr->record, content,
+                                            &changed);
+        if (record == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+    } else {
+        v = pr->record
+            ? json_integer_value(json_object_get(pr->record, "version")) + 1
+            : 1;
+
+        record = json_pack("{s:o, s:O, s:o, s:I, s:I}",
+                           "type", ngx_http_tent_json_string(&pr->type),
+                           "content", content,
+                           "permissions", perms,
+                           "version", v,
+                           "updated_at", (json_int_t) ngx_time());
+
+        if (record == NULL
+            || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+        {
+            json_decref(record);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    /* the new version replaces exactly what we read; the old one is kept */
+
+    cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (cas == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_cas(cas, &key, pr->record ? &pr->raw : NULL,
+                                   &value)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (pr->record) {
+        v = json_integer_value(json_object_get(pr->record, "version"));
+
+        if (ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base,
+                                      (ngx_int_t) v, &old_key)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(cas, &old_key, &pr->raw)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_store_submit_request(r, cas,
+                                              ngx_http_tent_profile_written);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                 status;
+    ngx_http_tent_ctx_t      *ctx;
+    ngx_http_tent_profile_t  *pr;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The section changed meanwhile: send the PUT again");
+    }
+
+    /* the whole profile, as this app sees it */
+
+    ctx = ngx_http_tent_get_ctx(r);
+    pr = ctx->state;
+    pr->one = 0;
+
+    return ngx_http_tent_profile_scan(r, ctx);
+}
+
+
+/*
+ * DELETE: without ?version= the section and its history; with it, that
+ * version; deleting the current version brings back the one before it.
+ */
+
+static ngx_int_t
+ngx_http_tent_profile_remove(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *record;
+    ngx_int_t                  status, current, found;
+    ngx_str_t                  key, value, cur_key, newest_key, newest;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_profile_t   *pr;
+    ngx_http_tent_store_op_t  *wop;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    pr = ctx->state;
+
+    current = (ngx_int_t) json_integer_value(json_object_get(pr->record,
+                                                             "version"));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &cur_key)
+           != NGX_OK
+        || ngx_http_tent_store_write(wop, 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    found = (pr->version < 0 || pr->version == current);
+    ngx_str_null(&newest_key);
+    ngx_str_null(&newest);
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+
+        if (newest_key.data == NULL) {
+            /* the scan runs newest first */
+            newest_key = key;
+            newest = value;
+        }
+
+        if (pr->version < 0) {
+            if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            continue;
+        }
+
+        record = ngx_http_tent_json_parse(&value, NULL);
+        if (record == NULL) {
+            continue;
+        }
+
+        if (json_integer_value(json_object_get(record, "version"))
+            == pr->version)
+        {
+            found = 1;
+
+            if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+                json_decref(record);
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
+
+        json_decref(record);
+    }
+
+    if (!found) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (pr->version < 0 || newest_key.data == NULL) {
+        if (pr->version == current || pr->version < 0) {
+            if (ngx_http_tent_store_write_del(wop, &cur_key) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
+
+    } else if (pr->version == current) {
+        /* the version before the current one becomes current */
+
+        if (ngx_http_tent_store_write_put(wop, &cur_key, &newest) != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &newest_key) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_reply_state_json);
 }

@@ -161,6 +161,7 @@ ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op, ngx_uint_t type,
     ngx_uint_t flags, size_t size)
 {
     op->req_len = 0;
+    op->count_pos = 0;
     op->failed_encoding = 0;
 
     if (ngx_http_tent_store_reserve(op, 2 + size) != NGX_OK) {
@@ -191,8 +192,10 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 
 /*
  * Compare and set: store "value" under "key" only if the key now holds
- * "expected" (NULL: only if the key is absent).  The owner serializes
- * these, so two workers creating the same record cannot both win.
+ * "expected" (NULL: only if the key is absent), together with whatever
+ * write_put and write_del add after it, in one batch.  The owner
+ * serializes these, so two workers creating the same record cannot both
+ * win.
  */
 
 ngx_int_t
@@ -220,6 +223,11 @@ ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 
     ngx_http_tent_store_put_str(op, value);
 
+    /* more puts and deletes may follow: applied with it, or not at all */
+
+    op->count_pos = op->req_len;
+    ngx_http_tent_store_put_u32(op, 0);
+
     return op->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
@@ -235,6 +243,7 @@ ngx_http_tent_store_write(ngx_http_tent_store_op_t *op, ngx_uint_t sync)
     }
 
     /* the number of entries, counted up by put and del */
+    op->count_pos = op->req_len;
     ngx_http_tent_store_put_u32(op, 0);
 
     return op->failed_encoding ? NGX_ERROR : NGX_OK;
@@ -247,7 +256,7 @@ ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op)
     u_char    *p;
     uint32_t   n;
 
-    p = op->req + 2;
+    p = op->req + op->count_pos;
     n = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
         | ((uint32_t) p[2] << 8) | p[3];
     n++;
@@ -263,7 +272,7 @@ ngx_int_t
 ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     ngx_str_t *value)
 {
-    if (op->req_len < 6 || op->req[0] != NGX_HTTP_TENT_OP_WRITE
+    if (op->count_pos == 0 || op->req_len < op->count_pos + 4
         || ngx_http_tent_store_reserve(op, 9 + key->len + value->len)
            != NGX_OK)
     {
@@ -283,7 +292,7 @@ ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 ngx_int_t
 ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    if (op->req_len < 6 || op->req[0] != NGX_HTTP_TENT_OP_WRITE
+    if (op->count_pos == 0 || op->req_len < op->count_pos + 4
         || ngx_http_tent_store_reserve(op, 5 + key->len) != NGX_OK)
     {
         op->failed_encoding = 1;

@@ -723,21 +723,78 @@ ngx_http_tent_exec_get(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
 }
 
 
+/* "u32 n, n x (PUT key value | DEL key)" to the end of the input */
+
+static ngx_int_t
+ngx_http_tent_in_batch(ngx_http_tent_in_t *in, leveldb_writebatch_t *batch)
+{
+    uint32_t    n, i;
+    ngx_str_t   key, value;
+    ngx_uint_t  kind;
+
+    if (ngx_http_tent_in_u32(in, &n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+
+        if (ngx_http_tent_in_u8(in, &kind) != NGX_OK
+            || ngx_http_tent_in_str(in, &key) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (kind == NGX_HTTP_TENT_WRITE_PUT) {
+            if (ngx_http_tent_in_str(in, &value) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            leveldb_writebatch_put(batch, (char *) key.data, key.len,
+                                   (char *) value.data, value.len);
+
+        } else if (kind == NGX_HTTP_TENT_WRITE_DEL) {
+            leveldb_writebatch_delete(batch, (char *) key.data, key.len);
+
+        } else {
+            return NGX_ERROR;
+        }
+    }
+
+    return (in->pos == in->last) ? NGX_OK : NGX_ERROR;
+}
+
+
 static void
 ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
     ngx_http_tent_in_t *in, ngx_http_tent_out_t *out)
 {
-    char        *err, *v;
-    size_t       vlen;
-    ngx_str_t    key, expected, value;
-    ngx_uint_t   has;
+    char                  *err, *v;
+    size_t                 vlen;
+    ngx_str_t              key, expected, value;
+    ngx_uint_t             has;
+    leveldb_writebatch_t  *batch;
+
+    batch = leveldb_writebatch_create();
+    if (batch == NULL) {
+        ngx_http_tent_out_error(out, "out of memory");
+        return;
+    }
 
     if (ngx_http_tent_in_str(in, &key) != NGX_OK
         || ngx_http_tent_in_u8(in, &has) != NGX_OK
         || (has && ngx_http_tent_in_str(in, &expected) != NGX_OK)
-        || ngx_http_tent_in_str(in, &value) != NGX_OK
-        || in->pos != in->last)
+        || ngx_http_tent_in_str(in, &value) != NGX_OK)
     {
+        leveldb_writebatch_destroy(batch);
+        ngx_http_tent_out_error(out, "malformed cas");
+        return;
+    }
+
+    leveldb_writebatch_put(batch, (char *) key.data, key.len,
+                           (char *) value.data, value.len);
+
+    if (ngx_http_tent_in_batch(in, batch) != NGX_OK) {
+        leveldb_writebatch_destroy(batch);
         ngx_http_tent_out_error(out, "malformed cas");
         return;
     }
@@ -765,10 +822,9 @@ ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
         goto done;
     }
 
-    leveldb_put(ldb->db, (flags & NGX_HTTP_TENT_OP_SYNC) ? ldb->write_sync
-                                                         : ldb->write_async,
-                (char *) key.data, key.len, (char *) value.data, value.len,
-                &err);
+    leveldb_write(ldb->db, (flags & NGX_HTTP_TENT_OP_SYNC) ? ldb->write_sync
+                                                           : ldb->write_async,
+                  batch, &err);
 
     if (err) {
         ngx_http_tent_out_error(out, err);
@@ -778,6 +834,8 @@ ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
 done:
 
     (void) pthread_mutex_unlock(&ldb->cas_lock);
+
+    leveldb_writebatch_destroy(batch);
 
     if (v) {
         leveldb_free(v);
@@ -790,15 +848,7 @@ ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
     ngx_http_tent_in_t *in, ngx_http_tent_out_t *out)
 {
     char                  *err;
-    uint32_t               n, i;
-    ngx_str_t              key, value;
-    ngx_uint_t             kind;
     leveldb_writebatch_t  *batch;
-
-    if (ngx_http_tent_in_u32(in, &n) != NGX_OK) {
-        ngx_http_tent_out_error(out, "malformed write");
-        return;
-    }
 
     batch = leveldb_writebatch_create();
     if (batch == NULL) {
@@ -806,32 +856,10 @@ ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
         return;
     }
 
-    for (i = 0; i < n; i++) {
-
-        if (ngx_http_tent_in_u8(in, &kind) != NGX_OK
-            || ngx_http_tent_in_str(in, &key) != NGX_OK)
-        {
-            goto malformed;
-        }
-
-        if (kind == NGX_HTTP_TENT_WRITE_PUT) {
-            if (ngx_http_tent_in_str(in, &value) != NGX_OK) {
-                goto malformed;
-            }
-
-            leveldb_writebatch_put(batch, (char *) key.data, key.len,
-                                   (char *) value.data, value.len);
-
-        } else if (kind == NGX_HTTP_TENT_WRITE_DEL) {
-            leveldb_writebatch_delete(batch, (char *) key.data, key.len);
-
-        } else {
-            goto malformed;
-        }
-    }
-
-    if (in->pos != in->last) {
-        goto malformed;
+    if (ngx_http_tent_in_batch(in, batch) != NGX_OK) {
+        leveldb_writebatch_destroy(batch);
+        ngx_http_tent_out_error(out, "malformed write");
+        return;
     }
 
     /*
@@ -850,12 +878,6 @@ ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
     }
 
     leveldb_writebatch_destroy(batch);
-    return;
-
-malformed:
-
-    leveldb_writebatch_destroy(batch);
-    ngx_http_tent_out_error(out, "malformed write");
 }
 
 

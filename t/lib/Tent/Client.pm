@@ -1,0 +1,131 @@
+package Tent::Client;
+
+# A Tent client for the suites: JSON requests, MAC signing, and the OAuth
+# dance an app does with the owner's authorize page.
+
+use strict;
+use warnings;
+
+use JSON::PP;
+use Tent::MAC qw(signed_headers);
+use Tent::Util qw(http_request);
+
+my $JSON = JSON::PP->new->canonical;
+
+# new(port => N, host => 'localhost', root => '/tent')
+sub new {
+    my ($class, %a) = @_;
+    return bless {
+        port => $a{port} || $ENV{TEST_NGINX_SERVER_PORT} || 1984,
+        host => $a{host} || 'localhost',
+        root => defined $a{root} ? $a{root} : '/tent',
+    }, $class;
+}
+
+sub root { $_[0]{root} }
+
+# request(METHOD, PATH, cred => {...}, body => ref|string, headers => {...},
+#         ts => T, nonce => N): PATH is relative to the API root unless it
+# starts with "//".  Returns http_request's hash plus "json".
+sub request {
+    my ($self, $method, $path, %o) = @_;
+    $path = $path =~ m{^//} ? substr($path, 1) : $self->{root} . $path;
+
+    my %h = (Host => $self->{host}, %{ $o{headers} || {} });
+    my $body = $o{body};
+    $body = $JSON->encode($body) if ref $body;
+    $h{'Content-Type'} ||= 'application/vnd.tent.v0+json' if defined $body;
+
+    if ($o{cred}) {
+        my ($host, $port) = split /:/, $h{Host};
+        %h = (%h, signed_headers(cred => $o{cred}, method => $method,
+                                 uri => $path, host => $host,
+                                 port => $port || 80,
+                                 ts => $o{ts}, nonce => $o{nonce}));
+    }
+
+    my $res = http_request(method => $method, path => $path, headers => \%h,
+                           body => $body, port => $o{port} || $self->{port});
+    $res->{json} = eval { $JSON->decode($res->{body}) }
+        if defined $res->{body} && length $res->{body};
+    return $res;
+}
+
+sub register_app {
+    my ($self, %fields) = @_;
+    my $res = $self->request(POST => '/apps', body => {
+        name => 'Test App', description => 'an app of the test suite',
+        url => 'https://app.example', redirect_uris => ['https://app.example/cb'],
+        scopes => { read_posts => 'test' }, %fields });
+    die "register_app: $res->{status} $res->{body}" unless $res->{status} == 200;
+    return $res->{json};
+}
+
+sub uri_escape {
+    my ($s) = @_;
+    $s =~ s/([^A-Za-z0-9\-._~])/sprintf('%%%02X', ord $1)/ge;
+    return $s;
+}
+
+# the query of an authorize request
+sub authorize_query {
+    my ($self, $app, %o) = @_;
+    my %q = (client_id => $app->{id},
+             redirect_uri => $o{redirect_uri} || $app->{redirect_uris}[0],
+             scope => $o{scope} || 'read_posts',
+             state => defined $o{state} ? $o{state} : 'st4te',
+             response_type => 'code');
+    $q{tent_post_types} = $o{post_types} if $o{post_types};
+    $q{tent_profile_info_types} = $o{info_types} if $o{info_types};
+    return join '&', map { "$_=" . uri_escape($q{$_}) } sort keys %q;
+}
+
+# The owner's page: GET it, read the form, POST it back with "decision".
+# Returns the final response (a 302 to the app when all went well).
+sub authorize {
+    my ($self, $app, %o) = @_;
+    my $q = $self->authorize_query($app, %o);
+    my $page = $self->request(GET => "/oauth/authorize?$q",
+                              headers => $o{headers});
+    return $page unless $page->{status} == 200;
+
+    my %form;
+    while ($page->{body} =~ /<input type="hidden" name="([^"]+)" value="([^"]*)">/g) {
+        my ($n, $v) = ($1, $2);
+        $v =~ s/&quot;/"/g; $v =~ s/&lt;/</g; $v =~ s/&gt;/>/g;
+        $v =~ s/&#x27;/'/g; $v =~ s/&amp;/&/g;
+        $form{$n} = $v;
+    }
+    %form = (%form, %{ $o{tamper} || {} });
+    $form{decision} = $o{decision} || 'approve';
+
+    my $body = join '&', map { "$_=" . uri_escape($form{$_}) } sort keys %form;
+    return $self->request(POST => '/oauth/authorize', body => $body,
+        headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
+                     %{ $o{headers} || {} } });
+}
+
+sub code_from {
+    my ($res) = @_;
+    my ($code) = ($res->{headers}{location} || '') =~ /[?&]code=([0-9a-f]+)/;
+    return $code;
+}
+
+sub exchange {
+    my ($self, $app, $code, %body) = @_;
+    return $self->request(POST => "/apps/$app->{id}/authorizations",
+                          cred => $app, body => { code => $code, %body });
+}
+
+# an app with an authorization holding these scopes: (app, credentials)
+sub authorized_app {
+    my ($self, $scope, %o) = @_;
+    my $app = $self->register_app(%{ $o{app} || {} });
+    my $res = $self->authorize($app, scope => $scope, %o);
+    my $code = code_from($res) or die "authorize: $res->{status} $res->{body}";
+    my $ex = $self->exchange($app, $code);
+    die "exchange: $ex->{status} $ex->{body}" unless $ex->{status} == 200;
+    return ($app, $ex->{json});
+}
+
+1;
