@@ -510,6 +510,12 @@ ngx_http_tent_reply_state_json(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        /* a compare-and-set found something else than we read */
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The record changed meanwhile: send the request again");
+    }
+
     ctx = ngx_http_tent_get_ctx(r);
 
     if (ctx->state == NULL) {

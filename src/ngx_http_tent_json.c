@@ -10,6 +10,10 @@
 #include "ngx_http_tent_module.h"
 
 
+#define NGX_HTTP_TENT_JSON_FLAGS                                             \
+    (JSON_COMPACT|JSON_PRESERVE_ORDER|JSON_ENCODE_ANY)
+
+
 typedef struct {
     ngx_uint_t                      status;
     const char                     *text;
@@ -61,7 +65,7 @@ ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json, ngx_str_t *out)
 {
     size_t  size;
 
-    size = json_dumpb(json, NULL, 0, JSON_COMPACT|JSON_PRESERVE_ORDER);
+    size = json_dumpb(json, NULL, 0, NGX_HTTP_TENT_JSON_FLAGS);
     if (size == 0) {
         return NGX_ERROR;
     }
@@ -72,7 +76,7 @@ ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json, ngx_str_t *out)
     }
 
     out->len = json_dumpb(json, (char *) out->data, size,
-                          JSON_COMPACT|JSON_PRESERVE_ORDER);
+                          NGX_HTTP_TENT_JSON_FLAGS);
 
     return (out->len == size) ? NGX_OK : NGX_ERROR;
 }

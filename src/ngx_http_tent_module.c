@@ -237,6 +237,22 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       NGX_HTTP_DELETE,
       ngx_http_tent_authorization_delete },
 
+    { ngx_string("/groups"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_groups_list },
+
+    { ngx_string("/groups"),
+      NGX_HTTP_POST,
+      ngx_http_tent_groups_post },
+
+    { ngx_string("/groups/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_groups_list },
+
+    { ngx_string("/groups/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_group },
+
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
       ngx_http_tent_oauth_authorize },

@@ -302,6 +302,14 @@ ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
+/* ngx_http_tent_groups.c */
+ngx_int_t ngx_http_tent_groups_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_groups_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_group(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
 /* ngx_http_tent_oauth.c */
 ngx_int_t ngx_http_tent_oauth_authorize(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);

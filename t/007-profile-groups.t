@@ -1,0 +1,196 @@
+# Profile writes with scopes, types, permissions and versions (spec 3.3);
+# groups (spec 7.9).
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Client;
+
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $c = Tent::Client->new;
+my $BASIC = 'https://tent.io/types/info/basic/v0.1.0';
+my $MUSIC = 'https://tent.io/types/info/music/v0.1.0';
+my $CORE = 'https://tent.io/types/info/core/v0.1.0';
+my $basic = '/profile/' . Tent::Client::uri_escape($BASIC);
+my $music = '/profile/' . Tent::Client::uri_escape($MUSIC);
+my $core = '/profile/' . Tent::Client::uri_escape($CORE);
+
+my ($w, $writer) = $c->authorized_app('write_profile,read_permissions',
+                                      info_types => "$BASIC,$CORE");
+my ($rd, $reader) = $c->authorized_app('read_profile', info_types => $MUSIC);
+my ($al, $all) = $c->authorized_app('read_profile', info_types => 'all');
+my ($nw, $nope) = $c->authorized_app('read_posts', info_types => 'all');
+
+# ---- writes need write_profile and the type
+
+my $res = $c->request(PUT => $basic, cred => $nope, body => { name => 'x' });
+is("$res->{status} $res->{json}{error}", '403 Unauthorized',
+   'PUT without write_profile: 403');
+
+$res = $c->request(PUT => $music, cred => $writer, body => { x => 1 });
+is("$res->{status} $res->{json}{error}", '403 Unauthorized',
+   'PUT of a type the authorization does not have: 403');
+
+$res = $c->request(PUT => $basic, body => { name => 'x' });
+is($res->{status}, 403, 'PUT anonymous: 403');
+
+# a public basic section, version 1
+$res = $c->request(PUT => $basic, cred => $writer,
+                   body => { name => 'Alice', bio => 'hi',
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'PUT basic (public)');
+is($res->{json}{$BASIC}{name}, 'Alice', 'the reply is the whole profile');
+is($res->{json}{$BASIC}{version}, 1, 'version 1');
+ok($res->{json}{$CORE}, 'with the core section');
+
+# version 2, still public (permissions kept when not given)
+$res = $c->request(PUT => $basic, cred => $writer,
+                   body => { name => 'Alice Liddell' });
+is($res->{json}{$BASIC}{version}, 2, 'PUT again: version 2');
+is($res->{json}{$BASIC}{permissions}{public}, JSON::PP::true,
+   'permissions kept when the PUT does not say');
+
+$res = $c->request(GET => '/profile');
+is($res->{json}{$BASIC}{name}, 'Alice Liddell', 'anonymous sees the public section');
+is_deeply($res->{json}{$BASIC}{permissions}, { public => JSON::PP::true },
+          'anonymous sees only {public}');
+
+$res = $c->request(GET => "$basic?version=1");
+is("$res->{status} $res->{json}{name} $res->{json}{version}",
+   '200 Alice 1', 'GET ?version=1: the old version');
+$res = $c->request(GET => $basic);
+is("$res->{status} $res->{json}{version}", '200 2', 'GET the type: current');
+$res = $c->request(GET => "$basic?version=7");
+is($res->{status}, 404, 'GET an unknown version: 404');
+
+# ---- a private section (the default for a new one) and who sees it
+
+my ($mw, $music_writer) = $c->authorized_app('write_profile',
+                                             info_types => $MUSIC);
+$res = $c->request(PUT => $music, cred => $music_writer,
+                   body => { favorite => 'Bach' });
+is($res->{status}, 200, 'PUT music (private by default)');
+
+$res = $c->request(GET => '/profile');
+ok(!exists $res->{json}{$MUSIC}, 'anonymous does not see a private section');
+$res = $c->request(GET => $music);
+is($res->{status}, 404, 'GET of a private type anonymously: 404');
+
+$res = $c->request(GET => '/profile', cred => $reader);
+is($res->{json}{$MUSIC}{favorite}, 'Bach', 'read_profile with the type sees it');
+$res = $c->request(GET => $music, cred => $reader);
+is($res->{status}, 200, 'and GET of the type');
+
+$res = $c->request(GET => '/profile', cred => $all);
+ok($res->{json}{$MUSIC}, 'read_profile with "all" sees it');
+
+$res = $c->request(GET => '/profile', cred => $nope);
+ok(!exists $res->{json}{$MUSIC}, 'without read_profile: not seen');
+
+my ($bo, $basic_only) = $c->authorized_app('read_profile', info_types => $BASIC);
+$res = $c->request(GET => '/profile', cred => $basic_only);
+ok(!exists $res->{json}{$MUSIC}, 'read_profile for another type: not seen');
+
+# ---- the core section follows the configuration
+
+$res = $c->request(PUT => $core, cred => $writer,
+                   body => { entity => 'https://evil.example',
+                             servers => ['https://evil.example/tent'],
+                             licenses => ['http://creativecommons.org/licenses/by/3.0/'] });
+is($res->{status}, 200, 'PUT core');
+is($res->{json}{$CORE}{entity}, 'https://alice.example', 'core: entity stays');
+is_deeply($res->{json}{$CORE}{servers}, ['https://alice.example/tent'],
+          'core: servers stay');
+is_deeply($res->{json}{$CORE}{licenses},
+          ['http://creativecommons.org/licenses/by/3.0/'], 'core: licenses set');
+
+$res = $c->request(DELETE => $core, cred => $writer);
+is($res->{status}, 403, 'the core section cannot be deleted');
+
+# ---- deleting versions and sections
+
+$res = $c->request(DELETE => "$basic?version=2", cred => $writer);
+is($res->{status}, 200, 'DELETE the current version');
+$res = $c->request(GET => $basic);
+is("$res->{json}{name} $res->{json}{version}", 'Alice 1',
+   'the version before it is current again');
+
+$res = $c->request(DELETE => $basic, cred => $writer);
+is("$res->{status} $res->{body}", '200 ', 'DELETE the section: 200, empty');
+$res = $c->request(GET => $basic);
+is($res->{status}, 404, 'the section is gone');
+$res = $c->request(GET => "$basic?version=1");
+is($res->{status}, 404, 'and its history');
+
+$res = $c->request(PUT => $basic, cred => $writer, body => '[1]');
+is($res->{status}, 400, 'PUT with a JSON array: 400');
+$res = $c->request(PUT => $basic, cred => $writer,
+                   body => { permissions => 'public' });
+is($res->{status}, 422, 'PUT with permissions not an object: 422');
+
+# ---- groups
+
+my ($gw, $gwriter) = $c->authorized_app('read_groups,write_groups');
+my ($gr, $greader) = $c->authorized_app('read_groups');
+
+$res = $c->request(POST => '/groups', cred => $greader, body => { name => 'x' });
+is($res->{status}, 403, 'POST /groups needs write_groups');
+$res = $c->request(GET => '/groups');
+is($res->{status}, 403, 'GET /groups needs read_groups');
+
+my @ids;
+for my $name ('family', 'friends', 'work') {
+    $res = $c->request(POST => '/groups', cred => $gwriter, body => { name => $name });
+    is($res->{status}, 200, "POST /groups $name");
+    like($res->{json}{id}, qr/^[A-Za-z0-9_-]{22}$/, "group $name: an id");
+    push @ids, $res->{json}{id};
+}
+
+$res = $c->request(POST => '/groups', cred => $gwriter, body => { name => '' });
+is($res->{status}, 422, 'a group needs a name');
+
+$res = $c->request(GET => '/groups', cred => $greader);
+is(scalar @{ $res->{json} }, 3, 'GET /groups: all three');
+$res = $c->request(GET => '/groups/count', cred => $greader);
+is($res->{body}, '3', 'GET /groups/count');
+$res = $c->request(HEAD => '/groups', cred => $greader);
+is($res->{headers}{count}, 3, 'HEAD /groups: Count');
+$res = $c->request(GET => '/groups?limit=2', cred => $greader);
+is(scalar @{ $res->{json} }, 2, 'GET /groups?limit=2');
+my @sorted = sort @ids;
+$res = $c->request(GET => "/groups?since_id=$sorted[0]", cred => $greader);
+is_deeply([map { $_->{id} } @{ $res->{json} }], [@sorted[1, 2]],
+          'GET /groups?since_id');
+$res = $c->request(GET => "/groups?before_id=$sorted[2]", cred => $greader);
+is_deeply([map { $_->{id} } @{ $res->{json} }], [@sorted[0, 1]],
+          'GET /groups?before_id');
+
+$res = $c->request(PUT => "/groups/$ids[0]", cred => $gwriter, body => { name => 'kin' });
+is("$res->{status} $res->{json}{name}", '200 kin', 'PUT /groups/:id renames');
+$res = $c->request(GET => "/groups/$ids[0]", cred => $greader);
+is($res->{json}{name}, 'kin', 'GET /groups/:id');
+
+$res = $c->request(DELETE => "/groups/$ids[0]", cred => $gwriter);
+is($res->{status}, 200, 'DELETE /groups/:id');
+$res = $c->request(GET => "/groups/$ids[0]", cred => $greader);
+is($res->{status}, 404, 'a deleted group: 404');
+$res = $c->request(GET => '/groups/..%2Fx', cred => $greader);
+is($res->{status}, 404, 'a group id with path tricks: 404');
+
+__DATA__
+
+=== TEST 1: the server the tests above run against
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity https://alice.example;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/profile
+--- error_code: 200
