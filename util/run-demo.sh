@@ -60,6 +60,15 @@ http {
         tent_entity    http://127.0.0.1:$port;
         tent_api_root  /tent;
 
+        # The demo's owner is anyone on this machine.  A real server
+        # protects the page with auth_basic and "tent_owner \$remote_user"
+        # (docs/auth.md).
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  "demo owner";
+        }
+
         location / {
             root  $demo/html;
         }
@@ -81,12 +90,24 @@ do
     sleep 0.1
 done
 
+owner=$(perl "$top/util/demo-owner.pl" "$port" "$demo") || {
+    echo "could not make the demo's owner app; see $demo/logs/error.log" >&2
+    exit 1
+}
+
 cat <<MSG
 The demo entity http://127.0.0.1:$port is up (nginx, 2 workers, store in
 $demo/store).  Try:
 
     curl -I http://127.0.0.1:$port/
     curl http://127.0.0.1:$port/tent/profile
+
+An owner app with every scope is in $owner; sign requests with it:
+
+    bin/tent-curl --cred $owner http://127.0.0.1:$port/tent/apps
+    bin/tent-curl --cred $owner -X PUT \\
+        http://127.0.0.1:$port/tent/profile/https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0 \\
+        -- -d '{"name":"Demo","permissions":{"public":true}}'
 
 Stop it with: make stop
 MSG
