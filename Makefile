@@ -10,7 +10,7 @@ TESTS       ?= t/
 SRCS = $(wildcard src/*.c src/*.h) config
 
 .PHONY: all build deps test-deps run stop test test-asan test-valgrind \
-        test-hup lint clean
+        test-hup lint bench bench-deps clean
 
 all: build
 
@@ -60,6 +60,13 @@ test-hup: test-deps $(MODULE)
 
 lint:
 	@util/lint.sh
+
+bench-deps:
+	@util/install-deps.sh --bench
+
+# against plain nginx on 127.0.0.1, about 3 minutes (docs/bench.md)
+bench: bench-deps $(MODULE)
+	NGINX=$(NGINX) MODULE=$(CURDIR)/$(MODULE) bench/run-all.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) t/servroot*
