@@ -38,6 +38,7 @@ typedef struct {
     ngx_rbtree_t                    rbtree;
     ngx_rbtree_node_t               sentinel;
     ngx_queue_t                     queue;
+    ngx_atomic_t                    generation;
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -909,4 +910,46 @@ ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
     hex->len = ngx_hex_dump(hex->data, raw, bytes) - hex->data;
 
     return NGX_OK;
+}
+
+
+/*
+ * A counter every worker sees, bumped by each profile write: a worker's
+ * cached profile is good while the counter has not moved.  It lives in
+ * the nonce zone, which every worker maps anyway.
+ */
+
+ngx_atomic_uint_t
+ngx_http_tent_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return 0;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    return ctx->sh->generation;
+}
+
+
+void
+ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    (void) ngx_atomic_fetch_add(&ctx->sh->generation, 1);
 }

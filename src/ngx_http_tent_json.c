@@ -131,7 +131,7 @@ ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body)
 {

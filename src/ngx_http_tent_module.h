@@ -177,6 +177,12 @@ struct ngx_http_tent_store_s {
     ngx_connection_t               *listening;
     ngx_queue_t                     conns;
 
+    /* the anonymous profile per entity, while the generation holds */
+    ngx_rbtree_t                    profiles;
+    ngx_rbtree_node_t               profiles_sentinel;
+    ngx_queue_t                     profiles_lru;
+    ngx_uint_t                      nprofiles;
+
     /* client side: every worker, the owner too once it has resigned */
     ngx_http_tent_ipc_conn_t       *client;
     ngx_uint_t                      client_state;
@@ -276,6 +282,8 @@ ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
     size_t bytes, ngx_str_t *id);
 ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,
     ngx_str_t *hex);
+ngx_atomic_uint_t ngx_http_tent_generation(ngx_cycle_t *cycle);
+void ngx_http_tent_generation_bump(ngx_cycle_t *cycle);
 
 /* ngx_http_tent_apps.c */
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
@@ -332,6 +340,8 @@ ngx_int_t ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
     json_t *json);
 ngx_int_t ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message);
+ngx_int_t ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *body);
 ngx_int_t ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
     const char *message, ngx_str_t *out);
 const char *ngx_http_tent_status_text(ngx_uint_t status);

@@ -4,7 +4,17 @@
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
 use Tent::Client;
+use IO::Socket::IP;
 
+BEGIN {
+    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                Listen => 1) or die "no free port: $!";
+    $ENV{TEST_NGINX_SPREAD_PORT} = $s->sockport;
+    close $s;
+}
+
+master_on();
+workers(2);
 no_shuffle();
 run_tests();
 
@@ -132,6 +142,40 @@ $res = $c->request(PUT => $basic, cred => $writer,
                    body => { permissions => 'public' });
 is($res->{status}, 422, 'PUT with permissions not an object: 422');
 
+# ---- every worker sees a change at once (each caches the public profile)
+
+{
+    my $spread = Tent::Client->new(port => $ENV{TEST_NGINX_SPREAD_PORT});
+    my $seen = sub {
+        my ($want) = @_;
+        my (%pids, @wrong);
+        for (1 .. 400) {
+            my $r = $spread->request(GET => '/profile');
+            $pids{ $r->{headers}{'x-pid'} // '?' } = 1;
+            my $name = $r->{json}{$BASIC}{name} // '(none)';
+            push @wrong, $name if $name ne $want;
+            last if keys %pids >= 2 && $_ >= 20;
+        }
+        return (scalar keys %pids, \@wrong);
+    };
+
+    $res = $c->request(PUT => $basic, cred => $writer,
+                       body => { name => 'Before',
+                                 permissions => { public => JSON::PP::true } });
+    my ($n, $wrong) = $seen->('Before');
+    is($n, 2, 'cache: both workers answered');
+    is(scalar @$wrong, 0, 'cache: both show the section');
+
+    $res = $c->request(PUT => $basic, cred => $writer, body => { name => 'After' });
+    ($n, $wrong) = $seen->('After');
+    is(scalar @$wrong, 0, 'cache: after a PUT, no worker shows the old one')
+        or diag(join ',', @$wrong[0 .. 4]);
+
+    $res = $c->request(DELETE => $basic, cred => $writer);
+    ($n, $wrong) = $seen->('(none)');
+    is(scalar @$wrong, 0, 'cache: after a DELETE, no worker shows it');
+}
+
 # ---- groups
 
 my ($gw, $gwriter) = $c->authorized_app('read_groups,write_groups');
@@ -186,6 +230,12 @@ __DATA__
 === TEST 1: the server the tests above run against
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT reuseport;
+        server_name localhost;
+        tent_entity https://alice.example;
+        add_header X-Pid $pid always;
+    }
 --- config
     tent_entity https://alice.example;
     location = /tent/oauth/authorize {
