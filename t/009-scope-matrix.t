@@ -1,0 +1,122 @@
+# The scope matrix: each route x (anonymous, an authorization without the
+# scope, one with exactly it) -> the status expected; and bad input that
+# must store nothing.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Client;
+
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $c = Tent::Client->new;
+my $PRIV = 'https://example.org/types/info/secret/v0.1.0';
+my $priv = '/profile/' . Tent::Client::uri_escape($PRIV);
+
+my %auth;
+sub auth_with {
+    my ($scope) = @_;
+    $auth{$scope} ||= [ $c->authorized_app($scope, info_types => 'all',
+                                           post_types => 'all') ]->[1];
+    return $auth{$scope};
+}
+
+# fixtures: an app with an authorization, a group, a private section
+my $target = $c->register_app(name => 'Target');
+my $code = Tent::Client::code_from($c->authorize($target, scope => 'read_posts'));
+$c->exchange($target, $code);
+my $admin = auth_with('read_apps,write_apps,read_groups,write_groups,'
+                      . 'write_profile');
+my ($target_auth) = map { $_->{id} } @{ $c->request(GET => "/apps/$target->{id}",
+    cred => $admin)->{json}{authorizations} };
+my $group = $c->request(POST => '/groups', cred => $admin,
+                        body => { name => 'g' })->{json}{id};
+is($c->request(PUT => $priv, cred => $admin, body => { x => 1 })->{status},
+   200, 'fixture: a private section');
+
+# [method, path, body, scope, status with the scope, status without]
+my @matrix = (
+    ['GET', '/apps', undef, 'read_apps', 200, 403],
+    ['GET', "/apps/$target->{id}", undef, 'read_apps', 200, 403],
+    ['GET', "/apps/$target->{id}/authorizations", undef, 'read_apps', 200, 403],
+    ['PUT', "/apps/$target->{id}", { name => 'T2' }, 'write_apps', 200, 403],
+    ['PUT', "/apps/$target->{id}/authorizations/$target_auth",
+     { scopes => ['read_posts'] }, 'write_apps', 200, 403],
+    ['POST', "/apps/$target->{id}/authorizations", { scopes => ['read_posts'] },
+     'write_apps,write_secrets', 200, 403],
+    ['GET', '/groups', undef, 'read_groups', 200, 403],
+    ['GET', '/groups/count', undef, 'read_groups', 200, 403],
+    ['GET', "/groups/$group", undef, 'read_groups', 200, 403],
+    ['POST', '/groups', { name => 'n' }, 'write_groups', 200, 403],
+    ['PUT', "/groups/$group", { name => 'm' }, 'write_groups', 200, 403],
+    ['GET', $priv, undef, 'read_profile', 200, 404],
+    ['PUT', $priv, { y => 2 }, 'write_profile', 200, 403],
+    ['DELETE', "/groups/$group", undef, 'write_groups', 200, 403],
+    ['DELETE', $priv, undef, 'write_profile', 200, 403],
+);
+
+my $without = auth_with('read_posts');
+
+for my $m (@matrix) {
+    my ($method, $path, $body, $scope, $with, $wo) = @$m;
+    my @b = defined $body ? (body => $body) : ();
+
+    # without first: the "with" request may delete the thing
+    my $res = $c->request($method => $path, @b);
+    is($res->{status}, $wo, "$method $path anonymous: $wo");
+    $res = $c->request($method => $path, cred => $without, @b);
+    is($res->{status}, $wo, "$method $path without $scope: $wo");
+    $res = $c->request($method => $path, cred => auth_with($scope), @b);
+    is($res->{status}, $with, "$method $path with $scope: $with")
+        or diag($res->{body});
+}
+
+# an app's own a: key is not an authorization: no scopes
+my $res = $c->request(GET => '/groups', cred => $target);
+is($res->{status}, 403, "an app's own key has no scopes");
+
+# ---- bad input stores nothing
+
+my $count = sub { scalar @{ $c->request(GET => '/apps', cred => auth_with(
+                                            'read_apps'))->{json} } };
+my $before = $count->();
+
+for my $bad (['{"name":', 400, 'broken JSON'],
+             ['{"name":"x","redirect_uris":[1]}', 422, 'wrong types'],
+             ['{"name":"' . ('x' x 3000) . '","redirect_uris":[]}', 422,
+              'a field over its limit'],
+             ['{"name":"x","redirect_uris":[], "pad":"' . ('x' x 70000) . '"}',
+              413, 'a body over client_max_body_size'],
+             ["{\"name\":\"\xff\xfe\",\"redirect_uris\":[]}", 400,
+              'invalid UTF-8'],
+             ['[' x 5000 . ']' x 5000, 400, 'nesting too deep'])
+{
+    my ($body, $status, $what) = @$bad;
+    $res = $c->request(POST => '/apps', body => $body);
+    is($res->{status}, $status, "POST /apps, $what: $status");
+    like($res->{headers}{'content-type'}, qr{^application/vnd\.tent\.v0\+json},
+         "$what: a JSON error");
+    like($res->{body}, qr/^\{"error":"[^"]+"\}$/, "$what: {\"error\": ...}");
+}
+
+is($count->(), $before, 'bad input stored no app');
+
+__DATA__
+
+=== TEST 1: the server the tests above run against
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity https://alice.example;
+    location /tent/ {
+        client_max_body_size 64k;
+    }
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/profile
+--- error_code: 200
