@@ -28,9 +28,9 @@
  */
 
 
+#include "ngx_http_tent_module.h"
 #include "fuzz.h"
 
-#include <leveldb/c.h>
 
 
 /* globals */
@@ -1137,3 +1137,729 @@ done:
 }
 
 
+
+
+/*
+ * Unreached: weak, so that a target including the real file, or
+ * defining a test double, overrides them.
+ */
+
+static void ngx_fuzz_unreached(const char *name) __attribute__((noreturn));
+
+static void
+ngx_fuzz_unreached(const char *name)
+{
+    fprintf(stderr, "fuzz: %s() reached: the harness needs it\n", name);
+    abort();
+}
+
+
+/* nginx core, event and http functions */
+
+__attribute__((weak)) ngx_chain_t
+*ngx_alloc_chain_link(ngx_pool_t *pool)
+{
+    ngx_fuzz_unreached("ngx_alloc_chain_link");
+}
+
+
+__attribute__((weak)) ngx_array_t
+*ngx_array_create(ngx_pool_t *p, ngx_uint_t n, size_t size)
+{
+    ngx_fuzz_unreached("ngx_array_create");
+}
+
+
+__attribute__((weak)) void
+*ngx_array_push(ngx_array_t *a)
+{
+    ngx_fuzz_unreached("ngx_array_push");
+}
+
+
+__attribute__((weak)) void
+ngx_close_connection(ngx_connection_t *c)
+{
+    ngx_fuzz_unreached("ngx_close_connection");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_conf_full_name(ngx_cycle_t *cycle, ngx_str_t *name, ngx_uint_t conf_prefix)
+{
+    ngx_fuzz_unreached("ngx_conf_full_name");
+}
+
+
+__attribute__((weak)) void
+ngx_conf_log_error(ngx_uint_t level, ngx_conf_t *cf, ngx_err_t err,
+    const char *fmt, ...)
+{
+    ngx_fuzz_unreached("ngx_conf_log_error");
+}
+
+
+__attribute__((weak)) char
+*ngx_conf_set_enum_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fuzz_unreached("ngx_conf_set_enum_slot");
+}
+
+
+__attribute__((weak)) char
+*ngx_conf_set_msec_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fuzz_unreached("ngx_conf_set_msec_slot");
+}
+
+
+__attribute__((weak)) char
+*ngx_conf_set_num_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fuzz_unreached("ngx_conf_set_num_slot");
+}
+
+
+__attribute__((weak)) char
+*ngx_conf_set_size_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fuzz_unreached("ngx_conf_set_size_slot");
+}
+
+
+__attribute__((weak)) char
+*ngx_conf_set_str_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fuzz_unreached("ngx_conf_set_str_slot");
+}
+
+
+__attribute__((weak)) ngx_err_t
+ngx_create_full_path(u_char *dir, ngx_uint_t access)
+{
+    ngx_fuzz_unreached("ngx_create_full_path");
+}
+
+
+__attribute__((weak)) uintptr_t
+ngx_escape_uri(u_char *dst, u_char *src, size_t size, ngx_uint_t type)
+{
+    ngx_fuzz_unreached("ngx_escape_uri");
+}
+
+
+__attribute__((weak)) ngx_connection_t
+*ngx_get_connection(ngx_socket_t s, ngx_log_t *log)
+{
+    ngx_fuzz_unreached("ngx_get_connection");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_handle_read_event(ngx_event_t *rev, ngx_uint_t flags)
+{
+    ngx_fuzz_unreached("ngx_handle_read_event");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_handle_write_event(ngx_event_t *wev, size_t lowat)
+{
+    ngx_fuzz_unreached("ngx_handle_write_event");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_arg(ngx_http_request_t *r, u_char *name, size_t len, ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_arg");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_compile_complex_value(ngx_http_compile_complex_value_t *ccv)
+{
+    ngx_fuzz_unreached("ngx_http_compile_complex_value");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_complex_value(ngx_http_request_t *r, ngx_http_complex_value_t *val,
+    ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_complex_value");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_discard_request_body(ngx_http_request_t *r)
+{
+    ngx_fuzz_unreached("ngx_http_discard_request_body");
+}
+
+
+__attribute__((weak)) void
+ngx_http_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_fuzz_unreached("ngx_http_finalize_request");
+}
+
+
+__attribute__((weak)) u_char
+*ngx_http_map_uri_to_path(ngx_http_request_t *r, ngx_str_t *name,
+    size_t *root_length, size_t reserved)
+{
+    ngx_fuzz_unreached("ngx_http_map_uri_to_path");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_output_filter(ngx_http_request_t *r, ngx_chain_t *chain)
+{
+    ngx_fuzz_unreached("ngx_http_output_filter");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_read_client_request_body(ngx_http_request_t *r,
+    ngx_http_client_body_handler_pt post_handler)
+{
+    ngx_fuzz_unreached("ngx_http_read_client_request_body");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_send_header(ngx_http_request_t *r)
+{
+    ngx_fuzz_unreached("ngx_http_send_header");
+}
+
+
+__attribute__((weak)) char
+*ngx_http_set_complex_value_slot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_fuzz_unreached("ngx_http_set_complex_value_slot");
+}
+
+
+__attribute__((weak)) void
+*ngx_list_push(ngx_list_t *list)
+{
+    ngx_fuzz_unreached("ngx_list_push");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_parse_time(ngx_str_t *line, ngx_uint_t is_sec)
+{
+    ngx_fuzz_unreached("ngx_parse_time");
+}
+
+
+__attribute__((weak)) void
+ngx_rbtree_delete(ngx_rbtree_t *tree, ngx_rbtree_node_t *node)
+{
+    ngx_fuzz_unreached("ngx_rbtree_delete");
+}
+
+
+__attribute__((weak)) void
+ngx_rbtree_insert(ngx_rbtree_t *tree, ngx_rbtree_node_t *node)
+{
+    ngx_fuzz_unreached("ngx_rbtree_insert");
+}
+
+
+__attribute__((weak)) void
+ngx_rbtree_insert_value(ngx_rbtree_node_t *root, ngx_rbtree_node_t *node,
+    ngx_rbtree_node_t *sentinel)
+{
+    ngx_fuzz_unreached("ngx_rbtree_insert_value");
+}
+
+
+__attribute__((weak)) ssize_t
+ngx_read_file(ngx_file_t *file, u_char *buf, size_t size, off_t offset)
+{
+    ngx_fuzz_unreached("ngx_read_file");
+}
+
+
+__attribute__((weak)) ngx_shm_zone_t
+*ngx_shared_memory_add(ngx_conf_t *cf, ngx_str_t *name, size_t size, void *tag)
+{
+    ngx_fuzz_unreached("ngx_shared_memory_add");
+}
+
+
+__attribute__((weak)) void
+ngx_shmtx_lock(ngx_shmtx_t *mtx)
+{
+    ngx_fuzz_unreached("ngx_shmtx_lock");
+}
+
+
+__attribute__((weak)) void
+ngx_shmtx_unlock(ngx_shmtx_t *mtx)
+{
+    ngx_fuzz_unreached("ngx_shmtx_unlock");
+}
+
+
+__attribute__((weak)) void
+*ngx_slab_alloc(ngx_slab_pool_t *pool, size_t size)
+{
+    ngx_fuzz_unreached("ngx_slab_alloc");
+}
+
+
+__attribute__((weak)) void
+*ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size)
+{
+    ngx_fuzz_unreached("ngx_slab_alloc_locked");
+}
+
+
+__attribute__((weak)) void
+ngx_slab_free_locked(ngx_slab_pool_t *pool, void *p)
+{
+    ngx_fuzz_unreached("ngx_slab_free_locked");
+}
+
+
+__attribute__((weak)) ngx_thread_pool_t
+*ngx_thread_pool_add(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_fuzz_unreached("ngx_thread_pool_add");
+}
+
+
+__attribute__((weak)) ngx_thread_task_t
+*ngx_thread_task_alloc(ngx_pool_t *pool, size_t size)
+{
+    ngx_fuzz_unreached("ngx_thread_task_alloc");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_thread_task_post(ngx_thread_pool_t *tp, ngx_thread_task_t *task)
+{
+    ngx_fuzz_unreached("ngx_thread_task_post");
+}
+
+
+/* the module's other files */
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_add_variables(ngx_conf_t *cf)
+{
+    ngx_fuzz_unreached("ngx_http_tent_add_variables");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_app_delete(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_app_delete");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_app_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_app_get");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_app_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_app_update");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_apps_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_apps_create");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_apps_list");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authenticate");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authorization_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authorization_delete");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authorization_new(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *fields,
+    ngx_http_tent_store_op_t *op, json_t **result)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authorization_new");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authorization_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authorization_update");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authorizations_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authorizations_list");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_authorizations_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_authorizations_post");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_discovery_init(ngx_conf_t *cf)
+{
+    ngx_fuzz_unreached("ngx_http_tent_discovery_init");
+}
+
+
+__attribute__((weak)) ngx_http_tent_ctx_t
+*ngx_http_tent_get_ctx(ngx_http_request_t *r)
+{
+    ngx_fuzz_unreached("ngx_http_tent_get_ctx");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_group(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_group");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_groups_list");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_groups_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_groups_post");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_ipc_drained");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_ipc_exit");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_ipc_listen");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_ipc_stop_listening");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_json_cleanup(ngx_pool_t *pool, json_t *json)
+{
+    ngx_fuzz_unreached("ngx_http_tent_json_cleanup");
+}
+
+
+__attribute__((weak)) json_t
+*ngx_http_tent_json_parse(ngx_str_t *s, ngx_log_t *log)
+{
+    ngx_fuzz_unreached("ngx_http_tent_json_parse");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_json_str(json_t *obj, const char *name, ngx_str_t *out)
+{
+    ngx_fuzz_unreached("ngx_http_tent_json_str");
+}
+
+
+__attribute__((weak)) json_t
+*ngx_http_tent_json_string(ngx_str_t *s)
+{
+    ngx_fuzz_unreached("ngx_http_tent_json_string");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
+    ngx_str_t *rest, ngx_str_t *key)
+{
+    ngx_fuzz_unreached("ngx_http_tent_key");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
+    ngx_str_t *start, ngx_str_t *end)
+{
+    ngx_fuzz_unreached("ngx_http_tent_key_range");
+}
+
+
+ngx_module_t  ngx_http_tent_module
+    __attribute__((weak));
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_fuzz_unreached("ngx_http_tent_nonce_zone_init");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_oauth_authorize");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_owner_exit");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
+{
+    ngx_fuzz_unreached("ngx_http_tent_owner_start");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_profile_change");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_profile_get");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_profile_type_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_fuzz_unreached("ngx_http_tent_profile_type_get");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
+{
+    ngx_fuzz_unreached("ngx_http_tent_random_hex");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_root_handler(ngx_http_request_t *r)
+{
+    ngx_fuzz_unreached("ngx_http_tent_root_handler");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_scope_bit(ngx_str_t *name)
+{
+    ngx_fuzz_unreached("ngx_http_tent_scope_bit");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message)
+{
+    ngx_fuzz_unreached("ngx_http_tent_send_error");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *expected, ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_cas");
+}
+
+
+__attribute__((weak)) ngx_http_tent_store_t
+*ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_create");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_dispatch");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
+    u_char *data, size_t len)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_finish");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_get");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_http_status");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_next(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_next");
+}
+
+
+__attribute__((weak)) ngx_http_tent_store_op_t
+*ngx_http_tent_store_op_create(ngx_pool_t *pool, ngx_log_t *log)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_op_create");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op, ngx_str_t *start,
+    ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_scan");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_submit");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_submit_request(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_submit_request");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_unwait");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_value(ngx_http_tent_store_op_t *op, ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_value");
+}
+
+
+__attribute__((weak)) void
+ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t where)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_wait");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_write(ngx_http_tent_store_op_t *op, ngx_uint_t sync)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_write");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_write_del");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    ngx_fuzz_unreached("ngx_http_tent_store_write_put");
+}
+
+
+__attribute__((weak)) ngx_int_t
+ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base)
+{
+    ngx_fuzz_unreached("ngx_http_tent_type_base");
+}

@@ -305,9 +305,12 @@ ngx_http_tent_auth_rest(ngx_pool_t *pool, ngx_str_t *app_id,
 static json_t *
 ngx_http_tent_auth_credential(json_t *auth)
 {
-    return json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O?}",
+    return json_pack("{s:s, s:O, s:O?, s:O?, s:O, s:O, s:O, s:O, s:O, s:O, "
+                     "s:O?}",
                      "kind", "authorization",
                      "app", json_object_get(auth, "app_id"),
+                     "app_name", json_object_get(auth, "app_name"),
+                     "app_url", json_object_get(auth, "app_url"),
                      "authorization", json_object_get(auth, "id"),
                      "key", json_object_get(auth, "mac_key"),
                      "algorithm", json_object_get(auth, "mac_algorithm"),
@@ -1115,14 +1118,18 @@ ngx_http_tent_auth_fields(json_t *auth, json_t *body)
 
 ngx_int_t
 ngx_http_tent_authorization_new(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *fields,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app, json_t *fields,
     ngx_http_tent_store_op_t *op, json_t **result)
 {
     json_t     *auth, *cred;
     ngx_str_t   id, key_id, code, rest;
 
-    auth = json_pack("{s:o, s:[], s:[], s:[], s:n, s:I}",
+    /* the app's name and url go with it: posts it makes carry them */
+
+    auth = json_pack("{s:o, s:O?, s:O?, s:[], s:[], s:[], s:n, s:I}",
                      "app_id", ngx_http_tent_json_string(app_id),
+                     "app_name", json_object_get(app, "name"),
+                     "app_url", json_object_get(app, "url"),
                      "scopes", "post_types", "profile_info_types",
                      "notification_url",
                      "created_at", (json_int_t) ngx_time());
@@ -1190,9 +1197,12 @@ static ngx_int_t
 ngx_http_tent_authorization_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
-    json_t                    *auth, *out;
-    ngx_int_t                  rc;
-    ngx_http_tent_store_op_t  *op;
+    json_t                      *auth, *out;
+    ngx_int_t                    rc;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_apps_state_t  *st;
+
+    st = ctx->state;
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
     if (op == NULL) {
@@ -1200,7 +1210,7 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
     }
 
     rc = ngx_http_tent_authorization_new(r, ctx, ngx_http_tent_param(ctx, 0),
-                                         ctx->body, op, &auth);
+                                         st->app, ctx->body, op, &auth);
 
     if (rc == NGX_DECLINED) {
         return ngx_http_tent_send_error(r, 422, "Invalid Attributes");

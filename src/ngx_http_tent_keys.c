@@ -100,3 +100,150 @@ ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base)
 
     return NGX_OK;
 }
+
+
+/*
+ * Posts.  A post is "t <entity of the post> 0x00 <id>"; its versions
+ * "v <entity> 0x00 <id> 0x00 <version: u32>"; the feed indexes, one per
+ * sort column (r: received_at, p: published_at, u: updated_at),
+ *
+ *     "i <column> <seconds: u64> <received ms: u64> <entity> 0x00 <id>"
+ *
+ * so that a reverse scan of one column is the feed, newest first, and a
+ * post's place in it is fully determined by its own record.
+ */
+
+static u_char *
+ngx_http_tent_put_u64(u_char *p, uint64_t v)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < 8; i++) {
+        *p++ = (u_char) (v >> (56 - 8 * i));
+    }
+
+    return p;
+}
+
+
+static uint64_t
+ngx_http_tent_get_u64(u_char *p)
+{
+    uint64_t    v;
+    ngx_uint_t  i;
+
+    v = 0;
+
+    for (i = 0; i < 8; i++) {
+        v = (v << 8) | p[i];
+    }
+
+    return v;
+}
+
+
+ngx_int_t
+ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_str_t *id, ngx_int_t version, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = post_entity->len + 1 + id->len + (version >= 0 ? 5 : 0);
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, post_entity->data, post_entity->len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, id->data, id->len);
+
+    if (version >= 0) {
+        *p++ = '\0';
+        *p++ = (u_char) ((uint32_t) version >> 24);
+        *p++ = (u_char) ((uint32_t) version >> 16);
+        *p++ = (u_char) ((uint32_t) version >> 8);
+        *p = (u_char) version;
+    }
+
+    return ngx_http_tent_key(pool, entity,
+                             version >= 0 ? NGX_HTTP_TENT_TABLE_POST_VERSION
+                                          : NGX_HTTP_TENT_TABLE_POST,
+                             &rest, key);
+}
+
+
+/*
+ * An index key; with post_entity NULL only its first "parts" fields
+ * (1: the column, 2: and the seconds), as range bounds.
+ */
+
+ngx_int_t
+ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity, u_char column,
+    uint64_t seconds, uint64_t ms, ngx_str_t *post_entity, ngx_str_t *id,
+    ngx_uint_t parts, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = 17 + (post_entity ? post_entity->len + 1 + id->len : 0);
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = rest.data;
+    *p++ = column;
+
+    if (post_entity || parts >= 2) {
+        p = ngx_http_tent_put_u64(p, seconds);
+    }
+
+    if (post_entity) {
+        p = ngx_http_tent_put_u64(p, ms);
+        p = ngx_cpymem(p, post_entity->data, post_entity->len);
+        *p++ = '\0';
+        p = ngx_cpymem(p, id->data, id->len);
+    }
+
+    rest.len = p - rest.data;
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_POST_INDEX,
+                             &rest, key);
+}
+
+
+/* the post an index key points to, and its seconds; NGX_ERROR if damaged */
+
+ngx_int_t
+ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
+    uint64_t *seconds, ngx_str_t *post_entity, ngx_str_t *id)
+{
+    u_char  *p, *last, *zero;
+    size_t   prefix;
+
+    prefix = entity->len + 2 + 1;
+
+    if (key->len < prefix + 16 + 2) {
+        return NGX_ERROR;
+    }
+
+    p = key->data + prefix;
+    last = key->data + key->len;
+
+    *seconds = ngx_http_tent_get_u64(p);
+    p += 16;
+
+    zero = ngx_strlchr(p, last, '\0');
+    if (zero == NULL || zero == p || zero + 1 == last) {
+        return NGX_ERROR;
+    }
+
+    post_entity->data = p;
+    post_entity->len = zero - p;
+    id->data = zero + 1;
+    id->len = last - id->data;
+
+    return NGX_OK;
+}

@@ -237,6 +237,30 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       NGX_HTTP_DELETE,
       ngx_http_tent_authorization_delete },
 
+    { ngx_string("/posts"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_posts_list },
+
+    { ngx_string("/posts"),
+      NGX_HTTP_POST,
+      ngx_http_tent_posts_post },
+
+    { ngx_string("/posts/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_posts_count },
+
+    { ngx_string("/posts/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_post_get },
+
+    { ngx_string("/posts/:id/versions"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_versions },
+
+    { ngx_string("/posts/:entity/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_get },
+
     { ngx_string("/groups"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_groups_list },

@@ -79,6 +79,7 @@ typedef struct {
 #define NGX_HTTP_TENT_OP_WRITE           2
 #define NGX_HTTP_TENT_OP_SCAN            3
 #define NGX_HTTP_TENT_OP_CAS             4
+#define NGX_HTTP_TENT_OP_MGET            5
 
 #define NGX_HTTP_TENT_OP_SYNC            0x01
 
@@ -305,7 +306,7 @@ ngx_int_t ngx_http_tent_authorization_update(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_authorization_delete(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *fields,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app, json_t *fields,
     ngx_http_tent_store_op_t *op, json_t **result);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
@@ -317,6 +318,38 @@ ngx_int_t ngx_http_tent_groups_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_group(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_post_types.c */
+json_t *ngx_http_tent_post_validate(json_t *post, ngx_uint_t import,
+    const char **error);
+ngx_int_t ngx_http_tent_post_type_is(ngx_str_t *type, const char *name);
+json_int_t ngx_http_tent_post_published_at(json_t *v, time_t now);
+
+/* ngx_http_tent_posts.c */
+ngx_int_t ngx_http_tent_posts_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
+ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *entity);
+ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *type, ngx_uint_t public, ngx_uint_t original);
+json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
+ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,
+    ngx_uint_t del);
+
+/* ngx_http_tent_posts_query.c */
+ngx_int_t ngx_http_tent_posts_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_posts_count(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_versions_list(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /* ngx_http_tent_oauth.c */
 ngx_int_t ngx_http_tent_oauth_authorize(ngx_http_request_t *r,
@@ -366,12 +399,23 @@ ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
 #define NGX_HTTP_TENT_TABLE_META           'm'
 #define NGX_HTTP_TENT_TABLE_PROFILE        'p'
 #define NGX_HTTP_TENT_TABLE_PROFILE_OLD    'q'
+#define NGX_HTTP_TENT_TABLE_IDEMPOTENCY    'd'
+#define NGX_HTTP_TENT_TABLE_POST_INDEX     'i'
+#define NGX_HTTP_TENT_TABLE_POST           't'
+#define NGX_HTTP_TENT_TABLE_POST_VERSION   'v'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);
 ngx_int_t ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *start, ngx_str_t *end);
 ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
+ngx_int_t ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_str_t *id, ngx_int_t version, ngx_str_t *key);
+ngx_int_t ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity,
+    u_char column, uint64_t seconds, uint64_t ms, ngx_str_t *post_entity,
+    ngx_str_t *id, ngx_uint_t parts, ngx_str_t *key);
+ngx_int_t ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
+    uint64_t *seconds, ngx_str_t *post_entity, ngx_str_t *id);
 
 /* ngx_http_tent_store.c: the one store API handlers use */
 ngx_http_tent_store_op_t *ngx_http_tent_store_op_create(ngx_pool_t *pool,
@@ -388,6 +432,11 @@ ngx_int_t ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op,
     ngx_str_t *start, ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse);
+ngx_int_t ngx_http_tent_store_mget(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
+    ngx_uint_t *found, ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler);

@@ -873,8 +873,8 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_tent_authorization_new(r, ctx, &oa->client_id, fields, op,
-                                         &auth);
+    rc = ngx_http_tent_authorization_new(r, ctx, &oa->client_id, oa->app,
+                                         fields, op, &auth);
 
     if (rc == NGX_DECLINED) {
         ngx_str_set(&s, "invalid_request");

@@ -26,6 +26,9 @@ static void ngx_http_tent_store_put_str(ngx_http_tent_store_op_t *op,
 static ngx_int_t ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op,
     ngx_uint_t type, ngx_uint_t flags, size_t size);
 static void ngx_http_tent_store_timeout_handler(ngx_event_t *ev);
+static void ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op,
+    ngx_str_t *s);
 static void ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op);
 
 
@@ -310,6 +313,41 @@ ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 }
 
 
+/* several keys at once: the reply has, per key, found or not and value */
+
+ngx_int_t
+ngx_http_tent_store_mget(ngx_http_tent_store_op_t *op)
+{
+    if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_MGET, 0, 256)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    op->count_pos = op->req_len;
+    ngx_http_tent_store_put_u32(op, 0);
+
+    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    if (op->count_pos == 0 || op->req[0] != NGX_HTTP_TENT_OP_MGET
+        || ngx_http_tent_store_reserve(op, 4 + key->len) != NGX_OK)
+    {
+        op->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_store_put_str(op, key);
+    ngx_http_tent_store_write_count(op);
+
+    return NGX_OK;
+}
+
+
 /* keys in [start, end), at most "limit" of them, newest first if reverse */
 
 ngx_int_t
@@ -586,6 +624,35 @@ ngx_http_tent_store_next(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     {
         ngx_log_error(NGX_LOG_ALERT, op->log, 0,
                       "tent store: malformed scan reply");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the values of a multi-get, in the order of the keys */
+
+ngx_int_t
+ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
+    ngx_uint_t *found, ngx_str_t *value)
+{
+    if (op->status != NGX_HTTP_TENT_STORE_OK || op->cursor == NULL
+        || op->cursor == op->res.data + op->res.len)
+    {
+        return NGX_DONE;
+    }
+
+    *found = *op->cursor++;
+
+    if (*found == 0) {
+        ngx_str_null(value);
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_store_read_str(op, value) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, op->log, 0,
+                      "tent store: malformed multi-get reply");
         return NGX_ERROR;
     }
 

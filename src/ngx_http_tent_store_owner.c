@@ -882,6 +882,64 @@ ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
 
 
 static void
+ngx_http_tent_exec_mget(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
+    ngx_http_tent_out_t *out)
+{
+    char       *err, *v;
+    size_t      vlen;
+    uint32_t    n, i;
+    ngx_str_t   key;
+    u_char     *save;
+
+    if (ngx_http_tent_in_u32(in, &n) != NGX_OK || n > 100000) {
+        ngx_http_tent_out_error(out, "malformed mget");
+        return;
+    }
+
+    /* check the whole request before answering any of it */
+
+    save = in->pos;
+
+    for (i = 0; i < n; i++) {
+        if (ngx_http_tent_in_str(in, &key) != NGX_OK) {
+            ngx_http_tent_out_error(out, "malformed mget");
+            return;
+        }
+    }
+
+    if (in->pos != in->last) {
+        ngx_http_tent_out_error(out, "malformed mget");
+        return;
+    }
+
+    in->pos = save;
+
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_tent_in_str(in, &key);
+
+        err = NULL;
+        v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len,
+                        &vlen, &err);
+
+        if (err) {
+            ngx_http_tent_out_error(out, err);
+            leveldb_free(err);
+            return;
+        }
+
+        if (v == NULL) {
+            ngx_http_tent_out_put(out, "\0", 1);
+            continue;
+        }
+
+        ngx_http_tent_out_put(out, "\1", 1);
+        ngx_http_tent_out_str(out, v, vlen);
+        leveldb_free(v);
+    }
+}
+
+
+static void
 ngx_http_tent_exec_scan(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
     ngx_http_tent_out_t *out)
 {
@@ -1009,6 +1067,10 @@ ngx_http_tent_store_exec(void *data, u_char *req, size_t len, u_char **res,
 
     case NGX_HTTP_TENT_OP_SCAN:
         ngx_http_tent_exec_scan(ldb, &in, &out);
+        break;
+
+    case NGX_HTTP_TENT_OP_MGET:
+        ngx_http_tent_exec_mget(ldb, &in, &out);
         break;
 
     default:

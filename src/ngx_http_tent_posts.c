@@ -1,0 +1,1192 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Posts (spec 6, 7.5, 7.7): create, read, update, delete, versions.
+ * A post, its version record and its three feed index entries are
+ * written in one synced batch, behind a compare-and-set: on the post's
+ * own key, or on the app's Idempotency-Key, so a retried create returns
+ * the post it made the first time.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
+
+
+typedef struct {
+    json_t                         *post;
+    ngx_str_t                       raw;
+    ngx_str_t                       post_entity;
+    ngx_str_t                       id;
+    json_t                         *made;
+    ngx_uint_t                      versions;
+} ngx_http_tent_post_state_t;
+
+
+static ngx_int_t ngx_http_tent_post_create(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_post_created(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_post_changed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_remove(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
+
+
+/* a post of ours, or received from another entity */
+
+ngx_int_t
+ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx, ngx_str_t *entity)
+{
+    return entity->len == ctx->entity.len
+           && ngx_strncmp(entity->data, ctx->entity.data, entity->len) == 0;
+}
+
+
+/*
+ * Who sees a post: an authorization with read_posts sees every post of
+ * its types and public ones of other types; anyone else the entity's own
+ * public posts.  (Followers come with federation.)
+ */
+
+ngx_int_t
+ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx, ngx_str_t *type,
+    ngx_uint_t public, ngx_uint_t original)
+{
+    if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_POSTS)) {
+        return public
+               || ngx_http_tent_type_allowed(
+                      json_object_get(ctx->principal.credential,
+                                      "post_types"),
+                      type);
+    }
+
+    return public && original;
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    ngx_str_t  type, entity;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
+        || ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK)
+    {
+        return 0;
+    }
+
+    return ngx_http_tent_post_visible(ctx, &type,
+               json_is_true(json_object_get(json_object_get(post,
+                                                            "permissions"),
+                                            "public")),
+               ngx_http_tent_post_original(ctx, &entity));
+}
+
+
+/*
+ * A post as this principal sees it: apps (u: keys) get received_at and
+ * updated_at, and the full permissions with read_permissions; everyone
+ * else {"public": ...} only.
+ */
+
+json_t *
+ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    json_t  *out, *perms;
+
+    out = json_deep_copy(post);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    json_object_del(out, "rms");
+
+    if (ctx->principal.kind != NGX_HTTP_TENT_AUTHORIZATION) {
+        json_object_del(out, "received_at");
+        json_object_del(out, "updated_at");
+    }
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_PERMISSIONS)) {
+        perms = json_object_get(post, "permissions");
+        json_object_set_new(out, "permissions",
+                            json_pack("{s:b}", "public",
+                                      json_is_true(json_object_get(perms,
+                                                                   "public"))));
+    }
+
+    return out;
+}
+
+
+/* what a feed scan needs to filter without reading the post */
+
+static json_t *
+ngx_http_tent_post_index_value(json_t *post)
+{
+    size_t      i;
+    json_t     *value, *mentions, *m, *ents, *posts, *e, *p;
+    ngx_str_t   type, base;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
+        || ngx_http_tent_type_base(&type, &base) != NGX_OK)
+    {
+        return NULL;
+    }
+
+    ents = json_array();
+    posts = json_array();
+
+    mentions = json_object_get(post, "mentions");
+
+    json_array_foreach(mentions, i, m) {
+        e = json_object_get(m, "entity");
+        p = json_object_get(m, "post");
+
+        if (!json_is_string(e)) {
+            continue;
+        }
+
+        json_array_append(ents, e);
+
+        if (json_is_string(p)) {
+            json_array_append_new(posts, json_sprintf("%s %s",
+                                                      json_string_value(e),
+                                                      json_string_value(p)));
+        }
+    }
+
+    value = json_pack("{s:s%, s:b, s:o, s:o}",
+                      "t", base.data, base.len,
+                      "p", json_is_true(json_object_get(
+                               json_object_get(post, "permissions"),
+                               "public")),
+                      "m", ents,
+                      "mp", posts);
+
+    return value;
+}
+
+
+/* put (or delete) a post's three index entries into a batch */
+
+ngx_int_t
+ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del)
+{
+    json_t      *value;
+    uint64_t     seconds, ms;
+    ngx_str_t    entity, id, key, v;
+    ngx_uint_t   i;
+
+    static const char  *fields[] = { "received_at", "published_at",
+                                     "updated_at" };
+
+    if (ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(post, "id", &id) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ms = (uint64_t) json_integer_value(json_object_get(post, "rms"));
+
+    value = NULL;
+
+    if (!del) {
+        value = ngx_http_tent_post_index_value(post);
+        if (value == NULL
+            || ngx_http_tent_json_cleanup(r->pool, value) != NGX_OK
+            || ngx_http_tent_json_dump(r->pool, value, &v) != NGX_OK)
+        {
+            json_decref(value);
+            return NGX_ERROR;
+        }
+    }
+
+    for (i = 0; i < ngx_http_tent_columns.len; i++) {
+        seconds = (uint64_t) json_integer_value(json_object_get(post,
+                                                                fields[i]));
+
+        if (ngx_http_tent_index_key(r->pool, &ctx->entity,
+                                    ngx_http_tent_columns.data[i], seconds,
+                                    ms, &entity, &id, 3, &key)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if ((del ? ngx_http_tent_store_write_del(op, &key)
+                 : ngx_http_tent_store_write_put(op, &key, &v))
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* POST /posts */
+
+ngx_int_t
+ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_POSTS)
+        && !ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_create);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                      *post, *v, *app, *cred;
+    uint64_t                     ms;
+    ngx_str_t                    id, type, entity, key, value, ikey, irest,
+                                 idem;
+    ngx_uint_t                   import;
+    const char                  *error;
+    ngx_table_elt_t             *h;
+    ngx_list_part_t             *part;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    import = ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS);
+    cred = ctx->principal.credential;
+
+    error = NULL;
+    post = ngx_http_tent_post_validate(ctx->body, import, &error);
+
+    if (post == NULL) {
+        if (error == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_error(r, 422, error);
+    }
+
+    if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    (void) ngx_http_tent_json_str(post, "type", &type);
+
+    if (!import
+        && !ngx_http_tent_type_allowed(json_object_get(cred, "post_types"),
+                                       &type))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    /* what the server decides, unless an import says otherwise */
+
+    if (!import || ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
+        if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        json_object_set_new(post, "id", ngx_http_tent_json_string(&id));
+    }
+
+    if (!import || ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK)
+    {
+        entity = ctx->entity;
+        json_object_set_new(post, "entity",
+                            ngx_http_tent_json_string(&entity));
+    }
+
+    ms = (uint64_t) ngx_time() * 1000 + (ngx_timeofday())->msec;
+
+    if (!import || !json_is_integer(json_object_get(post, "received_at"))) {
+        json_object_set_new(post, "received_at", json_integer(ngx_time()));
+    }
+
+    json_object_set_new(post, "published_at",
+                        json_integer(ngx_http_tent_post_published_at(
+                            json_object_get(post, "published_at"),
+                            ngx_time())));
+    json_object_set_new(post, "updated_at", json_integer(ngx_time()));
+    json_object_set_new(post, "version", json_integer(1));
+    json_object_set_new(post, "rms", json_integer((json_int_t) ms));
+
+    if (json_object_get(post, "attachments") == NULL) {
+        json_object_set_new(post, "attachments", json_array());
+    }
+
+    if (!import || json_object_get(post, "app") == NULL) {
+        app = json_object();
+        v = json_object_get(cred, "app_name");
+        if (json_is_string(v)) {
+            json_object_set(app, "name", v);
+        }
+
+        v = json_object_get(cred, "app_url");
+        if (json_is_string(v)) {
+            json_object_set(app, "url", v);
+        }
+
+        if (json_object_size(app)) {
+            json_object_set_new(post, "app", app);
+
+        } else {
+            json_decref(app);
+            json_object_del(post, "app");
+        }
+    }
+
+    /* a retried create (same Idempotency-Key) finds its first post */
+
+    ngx_str_null(&idem);
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for ( ;; ) {
+        size_t  i;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == sizeof("Idempotency-Key") - 1
+                && ngx_strncasecmp(h[i].key.data,
+                                   (u_char *) "Idempotency-Key",
+                                   h[i].key.len) == 0)
+            {
+                idem = h[i].value;
+            }
+        }
+
+        if (part->next == NULL) {
+            break;
+        }
+
+        part = part->next;
+        h = part->elts;
+    }
+
+    if (idem.len > NGX_HTTP_TENT_IDEMPOTENCY_MAX) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                        "Idempotency-Key is too long");
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, -1,
+                                  &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_post_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->post = post;
+    st->post_entity = entity;
+    st->id = id;
+    ctx->state = st;
+
+    if (idem.len) {
+        irest.len = ctx->principal.app_id.len + 1 + idem.len;
+        irest.data = ngx_pnalloc(r->pool, irest.len);
+        if (irest.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(irest.data, ctx->principal.app_id.data,
+                   ctx->principal.app_id.len);
+        irest.data[ctx->principal.app_id.len] = '\0';
+        ngx_memcpy(irest.data + ctx->principal.app_id.len + 1, idem.data,
+                   idem.len);
+
+        v = json_pack("{s:o, s:o}", "entity",
+                      ngx_http_tent_json_string(&entity),
+                      "id", ngx_http_tent_json_string(&id));
+
+        if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK
+            || ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest,
+                                 &ikey)
+               != NGX_OK
+            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK
+            || ngx_http_tent_store_cas(op, &ikey, NULL, &idem) != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+        {
+            json_decref(v);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+    } else if (ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, 1, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_post_created);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_created(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                      *out, *prev;
+    ngx_int_t                    status;
+    ngx_str_t                    value, entity, id, key;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_store_op_t    *get;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        out = ngx_http_tent_post_render(ctx, st->post);
+        if (out == NULL
+            || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
+        {
+            json_decref(out);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+    }
+
+    /* the key existed: an import of a post we have, or a retry */
+
+    ngx_http_tent_store_value(op, &value);
+
+    prev = ngx_http_tent_json_parse(&value, r->connection->log);
+    if (prev == NULL || ngx_http_tent_json_cleanup(r->pool, prev) != NGX_OK) {
+        json_decref(prev);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (json_object_get(prev, "version")) {
+        /* the post itself: an import again of an id we have */
+        out = ngx_http_tent_post_render(ctx, prev);
+        if (out == NULL
+            || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
+        {
+            json_decref(out);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+    }
+
+    if (ngx_http_tent_json_str(prev, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(prev, "id", &id) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (get == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, -1,
+                                  &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(get, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_store_submit_request(r, get,
+                                              ngx_http_tent_post_loaded);
+}
+
+
+/*
+ * GET /posts/:id and /posts/:entity/:id, and the first step of PUT and
+ * DELETE: load the post (or one version of it).
+ */
+
+static ngx_int_t
+ngx_http_tent_post_locate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_post_state_t *st)
+{
+    u_char     *dst, *src;
+    ngx_str_t  *id;
+
+    if (ctx->nparams == 2) {
+        /* /posts/:entity/:id, the entity percent-encoded */
+
+        st->post_entity.data = ngx_pnalloc(r->pool, ctx->params[0].len);
+        if (st->post_entity.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        dst = st->post_entity.data;
+        src = ctx->params[0].data;
+        ngx_unescape_uri(&dst, &src, ctx->params[0].len, 0);
+        st->post_entity.len = dst - st->post_entity.data;
+
+        if (ngx_strlchr(st->post_entity.data, dst, '\0')) {
+            return NGX_DECLINED;
+        }
+
+        id = &ctx->params[1];
+
+    } else {
+        st->post_entity = ctx->entity;
+        id = &ctx->params[0];
+    }
+
+    for (src = id->data; src < id->data + id->len; src++) {
+        if (!((*src >= 'a' && *src <= 'z') || (*src >= 'A' && *src <= 'Z')
+              || (*src >= '0' && *src <= '9') || *src == '-' || *src == '_'))
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    if (id->len == 0 || id->len > 64) {
+        return NGX_DECLINED;
+    }
+
+    st->id = *id;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_post_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t                    rc, version;
+    ngx_str_t                    key, v;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_post_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = st;
+
+    rc = ngx_http_tent_post_locate(r, ctx, st);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    version = -1;
+
+    if (ngx_http_arg(r, (u_char *) "version", 7, &v) == NGX_OK) {
+        version = ngx_atoi(v.data, v.len);
+        if (version <= 0 || version > 0x7fffffff) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                            "Not Found");
+        }
+    }
+
+    /* PUT and DELETE read the current post; GET maybe a version */
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        version = -1;
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, version, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_post_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                      *post, *out;
+    ngx_int_t                    status;
+    ngx_str_t                    value, type, entity;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    post = ngx_http_tent_json_parse(&value, r->connection->log);
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* what may not be seen does not exist */
+
+    if (!ngx_http_tent_post_record_visible(ctx, post)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (st && st->versions) {
+        st->post = post;
+        return ngx_http_tent_post_versions_scan(r, ctx,
+                                                ngx_http_tent_versions_list);
+    }
+
+    if (st == NULL || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        out = ngx_http_tent_post_render(ctx, post);
+        if (out == NULL
+            || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
+        {
+            json_decref(out);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+    }
+
+    /* PUT and DELETE: write_posts, the post's type, our own post */
+
+    (void) ngx_http_tent_json_str(post, "type", &type);
+    (void) ngx_http_tent_json_str(post, "entity", &entity);
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_POSTS)
+        || !ngx_http_tent_type_allowed(json_object_get(
+                                           ctx->principal.credential,
+                                           "post_types"),
+                                       &type))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    if (!ngx_http_tent_post_original(ctx, &entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "Only the entity's own posts can be changed");
+    }
+
+    st->post = post;
+    st->raw = value;
+
+    if (r->method == NGX_HTTP_PUT) {
+        return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_update);
+    }
+
+    return ngx_http_tent_post_versions_scan(r, ctx,
+                                            ngx_http_tent_post_remove);
+}
+
+
+/* GET /posts/:id/versions: the post first, to know it may be seen */
+
+ngx_int_t
+ngx_http_tent_post_versions(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t                    rc;
+    ngx_http_tent_post_state_t  *st;
+
+    rc = ngx_http_tent_post_get(r, ctx);
+
+    /* the store answers later, never from within submit */
+
+    if (rc == NGX_DONE) {
+        st = ctx->state;
+        st->versions = 1;
+    }
+
+    return rc;
+}
+
+
+/* the versions of st's post, newest first, then "next" */
+
+ngx_int_t
+ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next)
+{
+    ngx_str_t                    start, end;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, 0, &start)
+           != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, 0x7fffffff, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(op, &start, &end, 100000, 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op, next);
+}
+
+
+/*
+ * PUT /posts/:id: content, licenses, mentions and views replace the old
+ * ones as a new version; {"version": n} alone makes a new version from n.
+ */
+
+static ngx_int_t ngx_http_tent_post_revert(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_write_version(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
+
+
+static ngx_int_t
+ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                      *v, *valid, *post, *probe;
+    json_int_t                   n;
+    ngx_str_t                    key;
+    const char                  *error;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    v = json_object_get(ctx->body, "version");
+
+    if (json_object_size(ctx->body) == 1 && json_is_integer(v)) {
+        n = json_integer_value(v);
+
+        if (n <= 0 || n > 0x7fffffff) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                            "Not Found");
+        }
+
+        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+        if (op == NULL
+            || ngx_http_tent_post_key(r->pool, &ctx->entity,
+                                      &st->post_entity, &st->id,
+                                      (ngx_int_t) n, &key)
+               != NGX_OK
+            || ngx_http_tent_store_get(op, &key) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                                  ngx_http_tent_post_revert);
+    }
+
+    /* the type stays: check the new fields as a post of that type */
+
+    probe = json_deep_copy(ctx->body);
+    if (probe == NULL
+        || ngx_http_tent_json_cleanup(r->pool, probe) != NGX_OK)
+    {
+        json_decref(probe);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(probe, "type", json_object_get(st->post, "type"));
+
+    if (json_object_get(probe, "content") == NULL) {
+        json_object_set(probe, "content", json_object_get(st->post,
+                                                          "content"));
+    }
+
+    json_object_set(probe, "permissions",
+                    json_object_get(st->post, "permissions"));
+
+    error = NULL;
+    valid = ngx_http_tent_post_validate(probe, 0, &error);
+
+    if (valid == NULL) {
+        return error ? ngx_http_tent_send_error(r, 422, error)
+                     : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_json_cleanup(r->pool, valid) != NGX_OK) {
+        json_decref(valid);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    post = json_deep_copy(st->post);
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(post, "content", json_object_get(valid, "content"));
+
+    if (json_object_get(ctx->body, "licenses")) {
+        json_object_set(post, "licenses", json_object_get(valid, "licenses"));
+    }
+
+    if (json_object_get(ctx->body, "mentions")) {
+        json_object_set(post, "mentions", json_object_get(valid, "mentions"));
+    }
+
+    if (json_object_get(valid, "views")) {
+        json_object_set(post, "views", json_object_get(valid, "views"));
+    }
+
+    return ngx_http_tent_post_write_version(r, ctx, post);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_revert(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                      *old, *post;
+    ngx_int_t                    status;
+    ngx_str_t                    value;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    ngx_http_tent_store_value(op, &value);
+
+    old = ngx_http_tent_json_parse(&value, r->connection->log);
+    if (old == NULL || ngx_http_tent_json_cleanup(r->pool, old) != NGX_OK) {
+        json_decref(old);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    post = json_deep_copy(st->post);
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(post, "content", json_object_get(old, "content"));
+    json_object_set(post, "licenses", json_object_get(old, "licenses"));
+    json_object_set(post, "mentions", json_object_get(old, "mentions"));
+
+    if (json_object_get(old, "views")) {
+        json_object_set(post, "views", json_object_get(old, "views"));
+    }
+
+    return ngx_http_tent_post_write_version(r, ctx, post);
+}
+
+
+/* the new version: it replaces exactly what we read, indexes move along */
+
+static ngx_int_t
+ngx_http_tent_post_write_version(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    json_int_t                   version;
+    ngx_str_t                    key, value, vkey;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    version = json_integer_value(json_object_get(st->post, "version")) + 1;
+
+    json_object_set_new(post, "version", json_integer(version));
+    json_object_set_new(post, "updated_at", json_integer(ngx_time()));
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, -1, &key)
+           != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, (ngx_int_t) version, &vkey)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK
+        || ngx_http_tent_store_cas(op, &key, &st->raw, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, st->post, 1) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->made = post;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_post_changed);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                      *out;
+    ngx_int_t                    status;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The post changed meanwhile: send the request again");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (st->made == NULL) {
+        /* a DELETE */
+        r->headers_out.status = NGX_HTTP_OK;
+        r->headers_out.content_length_n = 0;
+        r->header_only = 1;
+        ctx->own_reply = 1;
+        return ngx_http_send_header(r);
+    }
+
+    out = ngx_http_tent_post_render(ctx, st->made);
+    if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
+        json_decref(out);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+/*
+ * DELETE /posts/:id: the post, its versions and index entries go, and a
+ * delete post {"id": ...} with the same permissions takes their place.
+ * ?version=n deletes that version; the current one gives way to the
+ * newest other; the only one takes the post with it.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                      *del, *prev, *newest;
+    uint64_t                     ms;
+    ngx_int_t                    status, version, current, n, count;
+    ngx_str_t                    key, value, k, v, id, cur, newest_key,
+                                 newest_raw;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_store_op_t    *wop;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    version = -1;
+
+    if (ngx_http_arg(r, (u_char *) "version", 7, &v) == NGX_OK) {
+        version = ngx_atoi(v.data, v.len);
+        if (version <= 0) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                            "Not Found");
+        }
+    }
+
+    current = (ngx_int_t) json_integer_value(json_object_get(st->post,
+                                                             "version"));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &st->id, -1, &cur)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* which versions there are */
+
+    count = 0;
+    ngx_str_null(&newest_key);
+    ngx_str_null(&newest_raw);
+    ngx_str_null(&key);
+
+    while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
+        n = (k.data[k.len - 4] << 24) | (k.data[k.len - 3] << 16)
+            | (k.data[k.len - 2] << 8) | k.data[k.len - 1];
+        count++;
+
+        if (n == version) {
+            key = k;
+
+        } else if (newest_key.data == NULL) {
+            newest_key = k;
+            newest_raw = v;
+        }
+    }
+
+    if (version > 0 && key.data == NULL) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (version > 0 && count > 1) {
+
+        /* one version of several: the post stays */
+
+        if (ngx_http_tent_store_cas(wop, &cur, &st->raw,
+                                    version == current ? &newest_raw
+                                                       : &st->raw)
+            != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (version == current) {
+            newest = ngx_http_tent_json_parse(&newest_raw,
+                                              r->connection->log);
+            if (newest == NULL
+                || ngx_http_tent_json_cleanup(r->pool, newest) != NGX_OK
+                || ngx_http_tent_post_index(r, ctx, wop, st->post, 1)
+                   != NGX_OK
+                || ngx_http_tent_post_index(r, ctx, wop, newest, 0) != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
+
+        return ngx_http_tent_store_submit_request(r, wop,
+                                                  ngx_http_tent_post_changed);
+    }
+
+    /* the whole post: a delete post takes its place in the feed */
+
+    if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ms = (uint64_t) ngx_time() * 1000 + (ngx_timeofday())->msec;
+
+    del = json_pack("{s:o, s:O, s:s, s:{s:O}, s:I, s:I, s:I, s:O, s:[], "
+                    "s:[], s:[], s:i, s:I}",
+                    "id", ngx_http_tent_json_string(&id),
+                    "entity", json_object_get(st->post, "entity"),
+                    "type", "https://tent.io/types/post/delete/v0.1.0",
+                    "content", "id", json_object_get(st->post, "id"),
+                    "published_at", (json_int_t) ngx_time(),
+                    "received_at", (json_int_t) ngx_time(),
+                    "updated_at", (json_int_t) ngx_time(),
+                    "permissions", json_object_get(st->post, "permissions"),
+                    "licenses", "mentions", "attachments",
+                    "version", 1,
+                    "rms", (json_int_t) ms);
+
+    if (del == NULL || ngx_http_tent_json_cleanup(r->pool, del) != NGX_OK) {
+        json_decref(del);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    prev = json_object_get(st->post, "app");
+    if (prev) {
+        json_object_set(del, "app", prev);
+    }
+
+    /*
+     * Compare on the post itself (put back as it was, then deleted by the
+     * batch: later operations in a batch win), so a concurrent change
+     * makes this fail rather than be lost.
+     */
+
+    if (ngx_http_tent_json_dump(r->pool, del, &value) != NGX_OK
+        || ngx_http_tent_store_cas(wop, &cur, &st->raw, &st->raw) != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &id, -1, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
+                                  &id, 1, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, wop, del, 0) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &cur) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, wop, st->post, 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* every version of the deleted post */
+
+    op->cursor = op->res.data;
+
+    while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
+        if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_post_changed);
+}
