@@ -10,7 +10,7 @@ use JSON::PP;
 use Tent::MAC qw(signed_headers);
 use Tent::Util qw(http_request);
 
-my $JSON = JSON::PP->new->canonical;
+my $JSON = JSON::PP->new->utf8->canonical;
 
 # new(port => N, host => 'localhost', root => '/tent')
 sub new {
