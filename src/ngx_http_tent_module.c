@@ -253,6 +253,10 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
       ngx_http_tent_post_get },
 
+    { ngx_string("/posts/:id/mentions"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_mentions_list },
+
     { ngx_string("/posts/:id/versions"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_post_versions },

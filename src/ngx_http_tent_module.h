@@ -348,6 +348,8 @@ ngx_int_t ngx_http_tent_posts_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_posts_count(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_versions_list(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 

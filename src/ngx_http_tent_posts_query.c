@@ -40,6 +40,7 @@ typedef struct {
     ngx_array_t                     entities;
     ngx_str_t                       mentioned_entity;
     ngx_str_t                       mentioned_post;
+    ngx_str_t                       mentions_of;     /* "entity id" */
     ngx_uint_t                      cursor;
     ngx_str_t                       cursor_entity;
     ngx_str_t                       cursor_id;
@@ -297,7 +298,7 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
 static ngx_int_t
 ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_uint_t count_only)
+    ngx_uint_t count_only, ngx_str_t *mentions_of)
 {
     ngx_int_t                  rc;
     ngx_str_t                  key;
@@ -311,6 +312,10 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     ctx->state = q;
     q->count_only = count_only;
+
+    if (mentions_of) {
+        q->mentions_of = *mentions_of;
+    }
 
     rc = ngx_http_tent_query_parse(r, ctx, q);
 
@@ -348,14 +353,46 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 ngx_int_t
 ngx_http_tent_posts_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    return ngx_http_tent_posts_query(r, ctx, r->method == NGX_HTTP_HEAD);
+    return ngx_http_tent_posts_query(r, ctx, r->method == NGX_HTTP_HEAD,
+                                     NULL);
+}
+
+
+/* GET and HEAD /posts/:id/mentions (spec 7.7) */
+
+ngx_int_t
+ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    u_char     *p;
+    ngx_str_t   of, *id;
+
+    id = &ctx->params[0];
+
+    for (p = id->data; p < id->data + id->len; p++) {
+        if (*p == ' ' || *p < 0x20) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                            "Not Found");
+        }
+    }
+
+    of.len = ctx->entity.len + 1 + id->len;
+    of.data = ngx_pnalloc(r->pool, of.len);
+    if (of.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_sprintf(of.data, "%V %V", &ctx->entity, id);
+
+    return ngx_http_tent_posts_query(r, ctx, r->method == NGX_HTTP_HEAD,
+                                     &of);
 }
 
 
 ngx_int_t
 ngx_http_tent_posts_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    return ngx_http_tent_posts_query(r, ctx, 1);
+    return ngx_http_tent_posts_query(r, ctx, 1, NULL);
 }
 
 
@@ -567,6 +604,16 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
         return 0;
     }
 
+    /* /posts/:id/mentions: public posts that mention exactly that post */
+
+    if (q->mentions_of.len
+        && (!json_is_true(json_object_get(value, "p"))
+            || !ngx_http_tent_json_has(json_object_get(value, "mp"),
+                                       &q->mentions_of, 0)))
+    {
+        return 0;
+    }
+
     return 1;
 }
 
@@ -736,7 +783,16 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
             continue;
         }
 
-        out = ngx_http_tent_post_render(ctx, post);
+        if (q->mentions_of.len) {
+            out = json_pack("{s:O, s:O, s:O}",
+                            "entity", json_object_get(post, "entity"),
+                            "post", json_object_get(post, "id"),
+                            "type", json_object_get(post, "type"));
+
+        } else {
+            out = ngx_http_tent_post_render(ctx, post);
+        }
+
         json_decref(post);
 
         if (out == NULL) {
@@ -824,19 +880,16 @@ ngx_http_tent_query_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_str_t *rest, const char *param, json_t *post, const char *rel,
     u_char **p)
 {
-    ngx_str_t                  id, entity;
-    ngx_http_tent_srv_conf_t  *scf;
+    ngx_str_t  id, entity;
 
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-    if (ngx_http_tent_json_str(post, "id", &id) != NGX_OK
+    if ((ngx_http_tent_json_str(post, "id", &id) != NGX_OK
+         && ngx_http_tent_json_str(post, "post", &id) != NGX_OK)
         || ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    *p = ngx_sprintf(*p, "<%V/posts?%V%s=%V", &scf->api_root, rest, param,
-                     &id);
+    *p = ngx_sprintf(*p, "<%V?%V%s=%V", &r->uri, rest, param, &id);
 
     if (!ngx_http_tent_post_original(ctx, &entity)) {
         *p = ngx_sprintf(*p, "&%s_entity=", param);
@@ -860,10 +913,8 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_str_t                  rest;
     ngx_table_elt_t           *h;
     ngx_http_tent_query_t     *q;
-    ngx_http_tent_srv_conf_t  *scf;
 
     q = ctx->state;
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
     if (list == NULL) {
         /* a count: HEAD /posts (Count header) or /posts/count (integer) */
@@ -905,11 +956,10 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         /* escaping makes an entity at most three times as long */
 
         len = 2 * (sizeof("<>; rel=\"prev\", &before_id_entity=") + 64
-                   + rest.len + scf->api_root.len + sizeof("/posts?"))
+                   + rest.len + r->uri.len + 1)
               + 3 * json_string_length(json_object_get(newest, "entity"))
               + 3 * json_string_length(json_object_get(oldest, "entity"))
-              + json_string_length(json_object_get(newest, "id"))
-              + json_string_length(json_object_get(oldest, "id"));
+              + 2 * 512;
 
         h = ngx_list_push(&r->headers_out.headers);
         p = ngx_pnalloc(r->pool, len);

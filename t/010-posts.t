@@ -310,6 +310,33 @@ is($res->{status}, 400, 'an unknown sort_by: 400');
 $res = $c->request(GET => '/posts?limit=500');
 ok(@{ $res->{json} } <= 200, 'limit is at most 200');
 
+# ---- /posts/:id/mentions: public posts that mention a post of ours
+
+{
+    my $target = post({ type => $STATUS, content => { text => 'talked about' },
+                        permissions => public() })->{json};
+    my @m;
+    for my $i (1 .. 3) {
+        push @m, post({ type => $STATUS, content => { text => "reply $i" },
+                        mentions => [{ entity => $ENTITY, post => $target->{id} }],
+                        permissions => $i == 2 ? {} : public() })->{json};
+    }
+    post({ type => $STATUS, content => { text => 'other entity, same id' },
+           mentions => [{ entity => 'https://bob.example', post => $target->{id} }],
+           permissions => public() });
+
+    $res = $c->request(GET => "/posts/$target->{id}/mentions");
+    is_deeply([map { $_->{post} } @{ $res->{json} }], [$m[2]{id}, $m[0]{id}],
+              'mentions: the public replies, newest first');
+    is_deeply([sort keys %{ $res->{json}[0] }], [qw(entity post type)],
+              'mentions: entity, post and type');
+    $res = $c->request(HEAD => "/posts/$target->{id}/mentions");
+    is($res->{headers}{count}, 2, 'mentions: HEAD Count');
+    $res = $c->request(GET => "/posts/$target->{id}/mentions?limit=1");
+    like($res->{headers}{link}, qr{^</tent/posts/\Q$target->{id}\E/mentions\?limit=1&since_id=},
+         'mentions: Link to its own path');
+}
+
 # ---- pagination over 250 posts, forward and back
 
 my ($papp, $pw) = $c->authorized_app('write_posts', post_types => 'all');
