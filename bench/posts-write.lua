@@ -9,8 +9,14 @@
 -- one it stops (thread:stop) and the next request() returns a GET of
 -- /bench-exhausted, which nginx answers 404 if it ever arrives: wrk then
 -- counts it as an error, so a run that ran out shows as such.  done()
--- prints "posts-write.lua: sent N, exhausted K of T threads"; the caller
--- sizes the files for the duration so that no thread runs out.
+-- also creates PREFIX.done.i, so that a caller filling a store can tell
+-- when every thread has sent everything.  done() prints
+-- "posts-write.lua: sent N, exhausted K of T threads"; for a timed run
+-- the caller sizes the files so that no thread runs out.
+--
+-- With "cycle" after PREFIX (wrk ... -- PREFIX cycle) a thread starts
+-- again from its first request instead: for the baseline, which checks
+-- no nonces.
 
 local threads = {}
 local counter = 0
@@ -23,10 +29,12 @@ end
 
 local reqs = {}
 local n, i = 0, 0
+local prefix, cycle
 sent, exhausted = 0, 0
 
 function init(args)
-    local prefix = args[1]
+    prefix = args[1]
+    cycle = args[2] == "cycle"
     if not prefix then
         error("usage: wrk ... -s posts-write.lua URL -- PREFIX")
     end
@@ -38,16 +46,33 @@ function init(args)
         reqs[n] = f:read(tonumber(len))
     end
     f:close()
+    if n == 0 then
+        error(prefix .. "." .. id .. ": no requests")
+    end
 end
 
+-- wrk calls request() of thread 0 once before the run, to check the
+-- request and count pipelined ones (script_verify_request): that request
+-- is never sent, so the first call there only peeks at the first request.
+local peeked = false
+
 function request()
+    if id == 0 and not peeked then
+        peeked = true
+        return reqs[1]
+    end
     i = i + 1
+    if cycle and i > n then
+        i = 1
+    end
     if i <= n then
-        sent = i
+        sent = sent + 1
         return reqs[i]
     end
     if exhausted == 0 then
         exhausted = 1
+        local f = io.open(prefix .. ".done." .. id, "w")
+        if f then f:close() end
         wrk.thread:stop()
     end
     return wrk.format("GET", "/bench-exhausted")

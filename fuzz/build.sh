@@ -50,5 +50,16 @@ for t in $targets; do
     fi
 
     echo "fuzz: building $t" >&2
-    $cc $cflags $incs "$fuzz/$t.c" "$stubs" $libs -o "$out"
+    $cc $cflags $incs -c "$fuzz/$t.c" -o "$out.o"
+
+    # what the target refers to and neither it nor stubs.o defines
+    unreached=$(nm -u "$out.o" | awk '$2 ~ /^ngx_/ {print $2}' \
+                | sort -u | comm -23 - <(nm --defined-only "$stubs" \
+                                         | awk '{print $3}' | sort -u))
+    "$fuzz/gen-unreached.py" "$src" "$top/src/ngx_http_tent_module.h" \
+        $unreached > "$out.unreached.c"
+    $cc $cflags $incs -Wno-missing-prototypes -c "$out.unreached.c" \
+        -o "$out.unreached.o"
+
+    $cc $cflags "$out.o" "$out.unreached.o" "$stubs" $libs -o "$out"
 done

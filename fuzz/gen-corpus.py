@@ -147,6 +147,8 @@ seeds('fuzz_route', [
     ('apps-post', b'\x02\x01/apps?x=1'),
     ('not-allowed', b'\x03\x02/api/v0/groups'),
     ('oauth', b'\x00\x00/tent/oauth/authorize?client_id=app1&scope=x'),
+    ('post', b'\x00\x00/tent/posts/https%3A%2F%2Fbob.example/p1'),
+    ('posts-count', b'\x01\x01/posts/count?since_id=p1'),
     ('not-found', b'\x00\x00/tent/nope'),
     ('root', b'\x00\x03/~alice'),
 ])

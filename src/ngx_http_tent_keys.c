@@ -107,7 +107,7 @@ ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base)
  * "v <entity> 0x00 <id> 0x00 <version: u32>"; the feed indexes, one per
  * sort column (r: received_at, p: published_at, u: updated_at),
  *
- *     "i <column> <seconds: u64> <received ms: u64> <entity> 0x00 <id>"
+ *     "i <column> <seconds: u64> <received, us: u64> <entity> 0x00 <id>"
  *
  * so that a reverse scan of one column is the feed, newest first, and a
  * post's place in it is fully determined by its own record.

@@ -446,7 +446,7 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     seconds = (uint64_t) json_integer_value(json_object_get(post,
                   fields[q->column == 'r' ? 0 : q->column == 'p' ? 1 : 2]));
-    ms = (uint64_t) json_integer_value(json_object_get(post, "rms"));
+    ms = (uint64_t) json_integer_value(json_object_get(post, "rus"));
 
     if (ngx_http_tent_index_key(r->pool, &ctx->entity, q->column, seconds,
                                 ms, &q->cursor_entity, &q->cursor_id, 3,
