@@ -6,7 +6,8 @@
 # the exit status is non-zero only when a benchmark could not run.
 #
 # Environment: PROFILE_WORKERS="1 2" (profile.sh once per worker count),
-# and whatever the scripts take (DURATION, ROUNDS, REQUESTS, MAX_SECONDS...).
+# and whatever the scripts take (DURATION, ROUNDS, REQUESTS, MAX_SECONDS,
+# RATE_CAP, FILL...).
 
 here=$(cd "$(dirname "$0")" && pwd)
 PROFILE_WORKERS=${PROFILE_WORKERS:-1 2}
@@ -25,7 +26,8 @@ run() {         # run LABEL CMD...: runs CMD, keeps its result lines
         echo "$label: FAILED (exit $rc)" >> "$out"
         status=1
     else
-        grep -E 'ratio .*\(target|^rss:' "$out.cur" \
+        grep -E 'ratio .*\(target|^rss:|^posts-write: .*errors|^fill:' \
+            "$out.cur" \
             | sed "s|^|$label  |" >> "$out"
     fi
     rm -f "$out.cur"
@@ -36,6 +38,8 @@ for w in $PROFILE_WORKERS; do
     run "[profile workers=$w]" env WORKERS="$w" "$here/profile.sh"
 done
 run "[rss workers=${RSS_WORKERS:-2}]" env WORKERS="${RSS_WORKERS:-2}" "$here/rss.sh"
+run "[posts-write]" "$here/posts-write.sh"
+run "[posts-read]" "$here/posts-read.sh"
 
 echo "=== summary (best of rounds; figures vary from run to run, see" \
      "docs/bench.md; wrk/ab share the $(nproc) cores with nginx)"

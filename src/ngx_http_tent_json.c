@@ -335,12 +335,80 @@ ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
 }
 
 
+/*
+ * Split a multipart body: "body" becomes the JSON part (typed ...json, or
+ * named "post"), ctx->parts the others.
+ */
+
+static ngx_int_t
+ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *body, const char **error)
+{
+    ngx_int_t              rc;
+    ngx_uint_t             i, found;
+    ngx_array_t           *all;
+    ngx_http_tent_part_t  *part, *file;
+
+    all = ngx_array_create(r->pool, 4, sizeof(ngx_http_tent_part_t));
+    ctx->parts = ngx_array_create(r->pool, 4, sizeof(ngx_http_tent_part_t));
+
+    if (all == NULL || ctx->parts == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_tent_multipart_parse(r->pool,
+                                       &r->headers_in.content_type->value,
+                                       body, all);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc != NGX_OK) {
+        *error = "Invalid multipart body";
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    found = 0;
+    part = all->elts;
+
+    for (i = 0; i < all->nelts; i++) {
+        if (!found
+            && ((part[i].type.len >= 4
+                 && ngx_strncasecmp(part[i].type.data + part[i].type.len - 4,
+                                    (u_char *) "json", 4) == 0)
+                || (part[i].name.len == 4
+                    && ngx_strncmp(part[i].name.data, "post", 4) == 0)))
+        {
+            *body = part[i].data;
+            found = 1;
+            continue;
+        }
+
+        file = ngx_array_push(ctx->parts);
+        if (file == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        *file = part[i];
+    }
+
+    if (!found) {
+        *error = "The multipart body has no post";
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_http_tent_body_read(ngx_http_request_t *r)
 {
     json_t                  *json;
     ngx_int_t                rc;
     ngx_str_t                body;
+    const char              *error;
     json_error_t             err;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_route_pt   next;
@@ -357,6 +425,25 @@ ngx_http_tent_body_read(ngx_http_request_t *r)
     if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         goto done;
+    }
+
+    /* a post with attachments: the JSON is one part, the files the rest */
+
+    if (ctx->multipart && r->headers_in.content_type
+        && r->headers_in.content_type->value.len > 10
+        && ngx_strncasecmp(r->headers_in.content_type->value.data,
+                           (u_char *) "multipart/", 10) == 0)
+    {
+        rc = ngx_http_tent_body_parts(r, ctx, &body, &error);
+
+        if (rc == NGX_HTTP_BAD_REQUEST) {
+            rc = ngx_http_tent_send_error(r, rc, error);
+            goto done;
+        }
+
+        if (rc != NGX_OK) {
+            goto done;
+        }
     }
 
     json = json_loadb((char *) body.data, body.len, JSON_REJECT_DUPLICATES,

@@ -143,6 +143,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, nonce_zone_size),
       NULL },
 
+    { ngx_string("tent_max_attachment_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_tent_loc_conf_t, attachment_max),
+      NULL },
+
     { ngx_string("tent_profile_link"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_enum_slot,
@@ -264,6 +271,14 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/posts/:entity/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_post_get },
+
+    { ngx_string("/posts/:id/attachments/:name"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_attachment },
+
+    { ngx_string("/posts/:entity/:id/attachments/:name"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_attachment },
 
     { ngx_string("/groups"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
@@ -538,6 +553,7 @@ ngx_http_tent_create_loc_conf(ngx_conf_t *cf)
     lcf->link = NGX_CONF_UNSET_UINT;
     lcf->owner = NGX_CONF_UNSET_PTR;
     lcf->mac_skew = NGX_CONF_UNSET;
+    lcf->attachment_max = NGX_CONF_UNSET_SIZE;
 
     return lcf;
 }
@@ -553,6 +569,8 @@ ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_TENT_LINK_ABSOLUTE);
     ngx_conf_merge_ptr_value(conf->owner, prev->owner, NULL);
     ngx_conf_merge_value(conf->mac_skew, prev->mac_skew, 300);
+    ngx_conf_merge_size_value(conf->attachment_max, prev->attachment_max,
+                              10 * 1024 * 1024);
 
     return NGX_CONF_OK;
 }

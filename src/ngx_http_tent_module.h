@@ -224,6 +224,7 @@ typedef struct {
     ngx_uint_t                      link;
     ngx_http_complex_value_t       *owner;
     time_t                          mac_skew;
+    size_t                          attachment_max;
 } ngx_http_tent_loc_conf_t;
 
 
@@ -240,10 +241,12 @@ typedef struct {
     ngx_http_tent_principal_t       principal;
     json_t                         *body;
     ngx_str_t                       form;
+    ngx_array_t                    *parts;       /* attachments */
     void                           *route;
     void                           *handler;
     ngx_uint_t                      allowed;
     void                           *state;
+    unsigned                        multipart:1;
     unsigned                        evaluated:1;
     unsigned                        invalid:1;
     unsigned                        api:1;
@@ -256,6 +259,15 @@ typedef struct {
 
 typedef ngx_int_t (*ngx_http_tent_route_pt)(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+
+/* a part of a multipart/form-data body; the strings point into it */
+typedef struct {
+    ngx_str_t                       name;
+    ngx_str_t                       filename;
+    ngx_str_t                       type;
+    ngx_str_t                       data;
+} ngx_http_tent_part_t;
 
 
 /* ngx_http_tent_module.c */
@@ -319,6 +331,10 @@ ngx_int_t ngx_http_tent_groups_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_group(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* ngx_http_tent_multipart.c */
+ngx_int_t ngx_http_tent_multipart_parse(ngx_pool_t *pool,
+    ngx_str_t *content_type, ngx_str_t *body, ngx_array_t *parts);
+
 /* ngx_http_tent_post_types.c */
 json_t *ngx_http_tent_post_validate(json_t *post, ngx_uint_t import,
     const char **error);
@@ -331,6 +347,8 @@ ngx_int_t ngx_http_tent_posts_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_attachment(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
@@ -394,6 +412,7 @@ ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
 
 /* ngx_http_tent_keys.c */
 #define NGX_HTTP_TENT_TABLE_APP            'a'
+#define NGX_HTTP_TENT_TABLE_BLOB           'b'
 #define NGX_HTTP_TENT_TABLE_AUTHORIZATION  'A'
 #define NGX_HTTP_TENT_TABLE_CREDENTIAL     'c'
 #define NGX_HTTP_TENT_TABLE_GROUP          'g'
@@ -434,6 +453,8 @@ ngx_int_t ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op,
     ngx_str_t *start, ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse);
+ngx_int_t ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
+    ngx_http_tent_store_op_t *other);
 ngx_int_t ngx_http_tent_store_mget(ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op,
     ngx_str_t *key);

@@ -15,6 +15,8 @@
 
 #include "ngx_http_tent_module.h"
 
+#include <openssl/evp.h>
+
 
 #define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
 
@@ -26,6 +28,8 @@ typedef struct {
     ngx_str_t                       id;
     json_t                         *made;
     ngx_uint_t                      versions;
+    ngx_str_t                       attachment;
+    ngx_str_t                       attachment_type;
 } ngx_http_tent_post_state_t;
 
 
@@ -41,6 +45,8 @@ static ngx_int_t ngx_http_tent_post_changed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_post_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_blob(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
 
 
 static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
@@ -122,7 +128,8 @@ ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
 json_t *
 ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
 {
-    json_t  *out, *perms;
+    size_t   i;
+    json_t  *out, *perms, *a;
 
     out = json_deep_copy(post);
     if (out == NULL) {
@@ -130,6 +137,10 @@ ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
     }
 
     json_object_del(out, "rus");
+
+    json_array_foreach(json_object_get(out, "attachments"), i, a) {
+        json_object_del(a, "digest");
+    }
 
     if (ctx->principal.kind != NGX_HTTP_TENT_AUTHORIZATION) {
         json_object_del(out, "received_at");
@@ -268,7 +279,110 @@ ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "Unauthorized");
     }
 
+    /* with attachments the post comes as multipart/form-data */
+    ctx->multipart = 1;
+
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_create);
+}
+
+
+/*
+ * The files of a multipart post: each becomes {"category", "type",
+ * "name", "size"} in the post (the form name without "[n]", the file
+ * name, its Content-Type, its length), its bytes a record of their own
+ * under their SHA-256, written in the post's batch.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_attachments(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post, ngx_http_tent_store_op_t *op)
+{
+    u_char                    *p, digest[32];
+    json_t                    *list, *a;
+    ngx_str_t                  category, name, type, hex, key;
+    ngx_uint_t                 i;
+    unsigned int               dlen;
+    ngx_http_tent_part_t      *part;
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    if (ctx->parts == NULL || ctx->parts->nelts == 0) {
+        return NGX_OK;
+    }
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+
+    list = json_array();
+    if (list == NULL || json_object_set_new(post, "attachments", list) != 0) {
+        return NGX_ERROR;
+    }
+
+    part = ctx->parts->elts;
+
+    for (i = 0; i < ctx->parts->nelts; i++) {
+
+        if (part[i].data.len > lcf->attachment_max) {
+            return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+        }
+
+        category = part[i].name;
+
+        p = ngx_strlchr(category.data, category.data + category.len, '[');
+        if (p) {
+            category.len = p - category.data;
+        }
+
+        name = part[i].filename.len ? part[i].filename : category;
+        type = part[i].type;
+
+        if (type.len == 0) {
+            ngx_str_set(&type, "application/octet-stream");
+        }
+
+        if (name.len == 0 || name.len > 256 || type.len > 256
+            || category.len > 256
+            || ngx_strlchr(name.data, name.data + name.len, '/')
+            || ngx_strlchr(name.data, name.data + name.len, '\0'))
+        {
+            return NGX_DECLINED;
+        }
+
+        if (EVP_Digest(part[i].data.data, part[i].data.len, digest, &dlen,
+                       EVP_sha256(), NULL)
+            != 1)
+        {
+            return NGX_ERROR;
+        }
+
+        hex.data = ngx_pnalloc(r->pool, 2 * dlen);
+        if (hex.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        hex.len = ngx_hex_dump(hex.data, digest, dlen) - hex.data;
+
+        a = json_pack("{s:s%, s:s%, s:s%, s:I, s:s%}",
+                      "category", category.data, category.len,
+                      "type", type.data, type.len,
+                      "name", name.data, name.len,
+                      "size", (json_int_t) part[i].data.len,
+                      "digest", hex.data, hex.len);
+
+        if (a == NULL || json_array_append_new(list, a) != 0) {
+            /* not valid UTF-8, most likely */
+            return NGX_DECLINED;
+        }
+
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
+                              NGX_HTTP_TENT_TABLE_BLOB, &hex, &key)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, &part[i].data)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -277,13 +391,14 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     json_t                      *post, *v, *app, *cred;
     uint64_t                     ms;
+    ngx_int_t                    rc;
     ngx_str_t                    id, type, entity, key, value, ikey, irest,
                                  idem;
     ngx_uint_t                   import;
     const char                  *error;
     ngx_table_elt_t             *h;
     ngx_list_part_t             *part;
-    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_store_op_t    *op, *blobs;
     ngx_http_tent_post_state_t  *st;
 
     import = ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS);
@@ -348,6 +463,27 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (json_object_get(post, "attachments") == NULL) {
         json_object_set_new(post, "attachments", json_array());
+    }
+
+    /* the blobs go first into the batch; the CAS leads it once made */
+
+    blobs = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (blobs == NULL || ngx_http_tent_store_write(blobs, 1) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_tent_post_attachments(r, ctx, post, blobs);
+
+    if (rc == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        return ngx_http_tent_send_error(r, rc, "An attachment is too large");
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_tent_send_error(r, 422, "Invalid attachment");
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (!import || json_object_get(post, "app") == NULL) {
@@ -464,6 +600,12 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
         || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
     {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* and the attachments' bytes, in the same batch */
+
+    if (ngx_http_tent_store_batch_append(op, blobs) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -702,6 +844,10 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                                 ngx_http_tent_versions_list);
     }
 
+    if (st && st->attachment.len) {
+        return ngx_http_tent_post_blob(r, ctx, post);
+    }
+
     if (st == NULL || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         out = ngx_http_tent_post_render(ctx, post);
         if (out == NULL
@@ -743,6 +889,170 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     return ngx_http_tent_post_versions_scan(r, ctx,
                                             ngx_http_tent_post_remove);
+}
+
+
+/*
+ * GET /posts/:id/attachments/:name: the post first (it must be visible),
+ * then the bytes, with the attachment's type; an Accept other than "any"
+ * must name that type exactly, as tentd did.
+ */
+
+ngx_int_t
+ngx_http_tent_post_attachment(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    u_char                      *dst, *src;
+    ngx_int_t                    rc;
+    ngx_str_t                    name;
+    ngx_http_tent_post_state_t  *st;
+
+    name = ctx->params[ctx->nparams - 1];
+    ctx->nparams--;
+
+    rc = ngx_http_tent_post_get(r, ctx);
+
+    if (rc != NGX_DONE) {
+        return rc;
+    }
+
+    st = ctx->state;
+
+    st->attachment.data = ngx_pnalloc(r->pool, name.len);
+    if (st->attachment.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    dst = st->attachment.data;
+    src = name.data;
+    ngx_unescape_uri(&dst, &src, name.len, 0);
+    st->attachment.len = dst - st->attachment.data;
+
+    return rc;
+}
+
+
+static ngx_int_t ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+static ngx_int_t
+ngx_http_tent_post_blob(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *post)
+{
+    u_char                      *comma;
+    size_t                       i;
+    json_t                      *a;
+    ngx_str_t                    name, type, accept, digest, key;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    ngx_str_null(&accept);
+
+#if (NGX_HTTP_HEADERS)
+    if (r->headers_in.accept) {
+        accept = r->headers_in.accept->value;
+    }
+#endif
+
+    comma = ngx_strlchr(accept.data, accept.data + accept.len, ',');
+    if (comma) {
+        accept.len = comma - accept.data;
+    }
+
+    if (accept.len == 3 && ngx_strncmp(accept.data, "*/*", 3) == 0) {
+        accept.len = 0;
+    }
+
+    json_array_foreach(json_object_get(post, "attachments"), i, a) {
+        if (ngx_http_tent_json_str(a, "name", &name) != NGX_OK
+            || ngx_http_tent_json_str(a, "type", &type) != NGX_OK
+            || ngx_http_tent_json_str(a, "digest", &digest) != NGX_OK
+            || name.len != st->attachment.len
+            || ngx_strncmp(name.data, st->attachment.data, name.len) != 0
+            || (accept.len
+                && (accept.len != type.len
+                    || ngx_strncasecmp(accept.data, type.data, type.len)
+                       != 0)))
+        {
+            continue;
+        }
+
+        st->attachment_type = type;
+
+        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+        if (op == NULL
+            || ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_BLOB, &digest, &key)
+               != NGX_OK
+            || ngx_http_tent_store_get(op, &key) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                           ngx_http_tent_post_blob_loaded);
+    }
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                    rc, status;
+    ngx_buf_t                   *b;
+    ngx_str_t                    bytes;
+    ngx_chain_t                  out;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_post_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+    ctx->own_reply = 1;
+
+    ngx_http_tent_store_value(op, &bytes);
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = bytes.len;
+    r->headers_out.content_type = st->attachment_type;
+    r->headers_out.content_type_len = st->attachment_type.len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = bytes.data;
+    b->last = bytes.data + bytes.len;
+    b->memory = bytes.len ? 1 : 0;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
 }
 
 

@@ -313,6 +313,55 @@ ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 }
 
 
+/* the puts and deletes of one batch (write or CAS) added to another's */
+
+ngx_int_t
+ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
+    ngx_http_tent_store_op_t *other)
+{
+    u_char    *p;
+    size_t     start, len;
+    uint32_t   n, m;
+
+    if (op->count_pos == 0 || other->count_pos == 0
+        || op->req[0] == NGX_HTTP_TENT_OP_MGET
+        || other->req[0] == NGX_HTTP_TENT_OP_MGET)
+    {
+        return NGX_ERROR;
+    }
+
+    start = other->count_pos + 4;
+    len = other->req_len - start;
+
+    if (len == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_store_reserve(op, len) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(op->req + op->req_len, other->req + start, len);
+    op->req_len += len;
+
+    p = other->req + other->count_pos;
+    m = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
+        | ((uint32_t) p[2] << 8) | p[3];
+
+    p = op->req + op->count_pos;
+    n = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
+        | ((uint32_t) p[2] << 8) | p[3];
+    n += m;
+
+    p[0] = (u_char) (n >> 24);
+    p[1] = (u_char) (n >> 16);
+    p[2] = (u_char) (n >> 8);
+    p[3] = (u_char) n;
+
+    return NGX_OK;
+}
+
+
 /* several keys at once: the reply has, per key, found or not and value */
 
 ngx_int_t

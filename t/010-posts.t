@@ -337,6 +337,85 @@ ok(@{ $res->{json} } <= 200, 'limit is at most 200');
          'mentions: Link to its own path');
 }
 
+# ---- attachments, sent as tent-client-ruby sends them
+
+{
+    my $B = '-----------TentAttachment';
+    my $png = join '', map { chr($_ % 256) } 0 .. 3000;
+    my $mp = sub {
+        my ($json, @files) = @_;
+        my $body = "--$B\r\nContent-Disposition: form-data; name=\"post\"; "
+                 . "filename=\"post.json\"\r\nContent-Type: "
+                 . "application/vnd.tent.v0+json\r\n\r\n$json\r\n";
+        for my $f (@files) {
+            my ($name, $file, $type, $data) = @$f;
+            $body .= "--$B\r\nContent-Disposition: form-data; name=\"$name\"; "
+                   . "filename=\"$file\"\r\nContent-Type: $type\r\n\r\n"
+                   . "$data\r\n";
+        }
+        return $body . "--$B--\r\n";
+    };
+    my $json = JSON::PP->new->utf8->encode({
+        type => "${T}photo/v0.1.0", content => { caption => 'two photos' },
+        permissions => { public => JSON::PP::true } });
+    my $res = $c->request(POST => '/posts', cred => $writer,
+        headers => { 'Content-Type' => "multipart/form-data;boundary=$B" },
+        body => $mp->($json, ['photos[0]', 'a.png', 'image/png', $png],
+                             ['photos[1]', 'b.txt', 'text/plain', "hello\r\n--not a boundary"]));
+    is($res->{status}, 200, 'a photo post with two attachments') or diag($res->{body});
+    is_deeply($res->{json}{attachments},
+              [{ category => 'photos', type => 'image/png', name => 'a.png',
+                 size => length $png },
+               { category => 'photos', type => 'text/plain', name => 'b.txt',
+                 size => 23 }],
+              'the attachments: category, type, name, size');
+    my $id = $res->{json}{id};
+
+    $res = $c->request(GET => "/posts/$id/attachments/a.png",
+                       headers => { Accept => 'image/png' });
+    is($res->{status}, 200, 'GET an attachment');
+    is($res->{headers}{'content-type'}, 'image/png', 'with its type');
+    ok($res->{body} eq $png, 'and its bytes, all ' . length($png));
+    $res = $c->request(GET => "/posts/$id/attachments/b.txt");
+    is($res->{body}, "hello\r\n--not a boundary", 'a text attachment, CRLF inside');
+    $res = $c->request(GET => "/posts/$id/attachments/a.png",
+                       headers => { Accept => 'image/jpeg' });
+    is($res->{status}, 404, 'another Accept type: 404');
+    $res = $c->request(GET => "/posts/$id/attachments/c.png");
+    is($res->{status}, 404, 'an unknown attachment: 404');
+    $res = $c->request(GET => '/posts/' . Tent::Client::uri_escape($ENTITY)
+                       . "/$id/attachments/a.png");
+    is($res->{status}, 200, 'GET /posts/:entity/:id/attachments/:name');
+
+    my $private = JSON::PP->new->utf8->encode({
+        type => "${T}photo/v0.1.0", content => {} });
+    $res = $c->request(POST => '/posts', cred => $writer,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=\"$B\"" },
+        body => $mp->($private, ['photos', 'p.png', 'image/png', 'secret']));
+    my $pid = $res->{json}{id};
+    is($c->request(GET => "/posts/$pid/attachments/p.png")->{status}, 404,
+       'an attachment of a private post: 404 for anonymous');
+    is($c->request(GET => "/posts/$pid/attachments/p.png", cred => $reader)->{body},
+       'secret', 'and readable with read_posts');
+
+    $res = $c->request(POST => '/posts', cred => $writer,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$B" },
+        body => $mp->($json, ['photos', 'big.bin', 'application/octet-stream',
+                              'x' x 5000]));
+    is($res->{status}, 413, 'an attachment over tent_max_attachment_size: 413');
+    like($res->{body}, qr/"error"/, 'a JSON error');
+
+    $res = $c->request(POST => '/posts', cred => $writer,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$B" },
+        body => "--$B\r\nContent-Type: image/png\r\n\r\nno post\r\n--$B--\r\n");
+    is("$res->{status} $res->{json}{error}", '400 The multipart body has no post',
+       'a multipart body without the post: 400');
+    $res = $c->request(POST => '/posts', cred => $writer,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$B" },
+        body => "--$B\r\nbroken");
+    is($res->{status}, 400, 'a broken multipart body: 400');
+}
+
 # ---- pagination over 250 posts, forward and back
 
 my ($papp, $pw) = $c->authorized_app('write_posts', post_types => 'all');
@@ -386,6 +465,7 @@ __DATA__
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
     tent_entity https://alice.example;
+    tent_max_attachment_size 4k;
     location = /tent/oauth/authorize {
         tent_owner "the owner";
     }
