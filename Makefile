@@ -10,7 +10,7 @@ TESTS       ?= t/
 SRCS = $(wildcard src/*.c src/*.h) config
 
 .PHONY: all build deps test-deps run stop test test-asan test-valgrind \
-        test-hup lint bench bench-deps clean
+        test-hup lint bench bench-deps fuzz fuzz-long clean
 
 all: build
 
@@ -61,6 +61,16 @@ test-hup: test-deps $(MODULE)
 lint:
 	@util/lint.sh
 
+FUZZ_SECONDS ?= 5
+
+# every fuzz target a few seconds: the smoke run CI does (docs/fuzzing.md)
+fuzz: test-deps $(MODULE)
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+# every target 10 minutes, some 10M executions each
+fuzz-long: test-deps $(MODULE)
+	fuzz/run.sh 600
+
 bench-deps:
 	@util/install-deps.sh --bench
 
@@ -69,4 +79,4 @@ bench: bench-deps $(MODULE)
 	NGINX=$(NGINX) MODULE=$(CURDIR)/$(MODULE) bench/run-all.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) t/servroot*
+	rm -rf $(BUILD) $(ASAN_BUILD) t/servroot* fuzz/bin fuzz/out

@@ -1137,3 +1137,63 @@ done:
 
 
 
+
+
+/* arrays, as nginx's ngx_array.c does them (growing by doubling) */
+
+ngx_array_t *
+ngx_array_create(ngx_pool_t *p, ngx_uint_t n, size_t size)
+{
+    ngx_array_t  *a;
+
+    a = ngx_palloc(p, sizeof(ngx_array_t));
+    if (a == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(a, p, n, size) != NGX_OK) {
+        return NULL;
+    }
+
+    return a;
+}
+
+
+void *
+ngx_array_push(ngx_array_t *a)
+{
+    void  *elt, *new;
+
+    if (a->nelts == a->nalloc) {
+        new = ngx_palloc(a->pool, 2 * a->nalloc * a->size);
+        if (new == NULL) {
+            return NULL;
+        }
+
+        ngx_memcpy(new, a->elts, a->nelts * a->size);
+        a->elts = new;
+        a->nalloc *= 2;
+    }
+
+    elt = (u_char *) a->elts + a->size * a->nelts;
+    a->nelts++;
+
+    return elt;
+}
+
+
+/* as nginx's: "n" is the length of s2 less one */
+
+u_char *
+ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
+{
+    u_char  *p;
+
+    for (p = s1; p + n < last; p++) {
+        if (ngx_strncasecmp(p, s2, n + 1) == 0) {
+            return p;
+        }
+    }
+
+    return NULL;
+}

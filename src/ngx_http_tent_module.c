@@ -1111,7 +1111,7 @@ ngx_http_tent_match(ngx_str_t *pattern, ngx_str_t *path,
 
     while (p < pe && q < qe) {
 
-        if (*p == ':' && p[-1] == '/') {
+        if (*p == ':' && p > pattern->data && p[-1] == '/') {
             seg = q;
 
             while (q < qe && *q != '/') {

@@ -252,12 +252,11 @@ ngx_http_tent_multipart_parse(ngx_pool_t *pool, ngx_str_t *content_type,
         ngx_memzero(part, sizeof(ngx_http_tent_part_t));
 
         p = ngx_http_tent_multipart_headers(p, last, part);
-        if (p == NULL) {
-            return NGX_DECLINED;
-        }
+        next = p ? memmem(p, last - p, delim, dlen) : NULL;
 
-        next = memmem(p, last - p, delim, dlen);
         if (next == NULL) {
+            /* no half parts left behind */
+            parts->nelts--;
             return NGX_DECLINED;
         }
 

@@ -88,7 +88,12 @@ ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n)
         return NGX_OK;
     }
 
-    if (used + n > NGX_HTTP_TENT_MAX_FRAME + 64) {
+    /*
+     * A whole frame (its 8-byte header and up to MAX_FRAME more) plus one
+     * read's worth of room: the reader always asks for a full chunk.
+     */
+
+    if (used + n > NGX_HTTP_TENT_MAX_FRAME + 8 + NGX_HTTP_TENT_READ_CHUNK) {
         return NGX_ERROR;
     }
 
