@@ -178,7 +178,7 @@ struct ngx_http_tent_store_s {
     ngx_connection_t               *listening;
     ngx_queue_t                     conns;
 
-    /* the anonymous profile per entity, while the generation holds */
+    /* anonymous replies by entity and URI, while the generation holds */
     ngx_rbtree_t                    profiles;
     ngx_rbtree_node_t               profiles_sentinel;
     ngx_queue_t                     profiles_lru;
@@ -330,6 +330,12 @@ ngx_int_t ngx_http_tent_groups_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_group(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_cache.c */
+ngx_int_t ngx_http_tent_cache_send(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t *generation, ngx_int_t *rc);
+void ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_atomic_uint_t generation, ngx_str_t *body, ngx_str_t *link);
 
 /* ngx_http_tent_multipart.c */
 ngx_int_t ngx_http_tent_multipart_parse(ngx_pool_t *pool,

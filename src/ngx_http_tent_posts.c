@@ -634,6 +634,9 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
     st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        /* cached feeds are older than this post now */
+        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+
         out = ngx_http_tent_post_render(ctx, st->post);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
@@ -1320,6 +1323,8 @@ ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
                    "The post changed meanwhile: send the request again");
     }
+
+    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
 
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;

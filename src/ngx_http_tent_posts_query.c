@@ -47,6 +47,8 @@ typedef struct {
     ngx_uint_t                      count;
     ngx_uint_t                      scanned;
     ngx_array_t                     found;
+    ngx_atomic_uint_t               generation;
+    ngx_uint_t                      cache;
 } ngx_http_tent_query_t;
 
 
@@ -326,6 +328,23 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (rc == NGX_DECLINED) {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                                         "Invalid query parameter");
+    }
+
+    /* the public feed, as anonymous readers get it, from the cache */
+
+    if (!count_only) {
+        switch (ngx_http_tent_cache_send(r, ctx, &q->generation, &rc)) {
+
+        case NGX_OK:
+            return rc;
+
+        case NGX_DECLINED:
+            q->cache = 1;
+            break;
+
+        default:
+            break;
+        }
     }
 
     if (q->cursor == NGX_HTTP_TENT_CURSOR_NONE) {
@@ -910,11 +929,12 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     u_char                    *p;
     size_t                     len;
     json_t                    *count, *newest, *oldest;
-    ngx_str_t                  rest;
+    ngx_str_t                  rest, body, *link;
     ngx_table_elt_t           *h;
     ngx_http_tent_query_t     *q;
 
     q = ctx->state;
+    link = NULL;
 
     if (list == NULL) {
         /* a count: HEAD /posts (Count header) or /posts/count (integer) */
@@ -990,9 +1010,18 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         }
 
         h->value.len = p - h->value.data;
+        link = &h->value;
     }
 
-    return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+    if (ngx_http_tent_json_dump(r->pool, list, &body) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (q->cache) {
+        ngx_http_tent_cache_put(r, ctx, q->generation, &body, link);
+    }
+
+    return ngx_http_tent_send_body(r, NGX_HTTP_OK, &body);
 }
 
 

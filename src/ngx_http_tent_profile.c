@@ -24,18 +24,6 @@
 
 #define NGX_HTTP_TENT_PROFILE_ATTEMPTS  4
 #define NGX_HTTP_TENT_PROFILE_SECTIONS  1024
-#define NGX_HTTP_TENT_PROFILE_CACHED    1024
-#define NGX_HTTP_TENT_PROFILE_CACHE_MAX (64 * 1024)
-
-
-/* one entity's anonymous profile, as last read, in this worker */
-
-typedef struct {
-    ngx_str_node_t                  sn;
-    ngx_queue_t                     queue;
-    ngx_atomic_uint_t               generation;
-    ngx_str_t                       body;
-} ngx_http_tent_profile_cache_t;
 
 
 typedef struct {
@@ -130,24 +118,17 @@ ngx_http_tent_profile_state(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
 
 /*
- * The anonymous profile is what discovery reads, over and over: each
- * worker keeps it per entity, good while the shared generation has not
- * moved (every profile write moves it).  Not when the servers depend on
- * the request (variables in tent_servers).
+ * The anonymous profile is what discovery reads, over and over: it comes
+ * from the workers' cache (ngx_http_tent_cache.c) unless the servers
+ * depend on the request (variables in tent_servers).
  */
 
-static ngx_http_tent_store_t *
-ngx_http_tent_profile_cacheable(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx)
+static ngx_int_t
+ngx_http_tent_profile_cacheable(ngx_http_request_t *r)
 {
-    ngx_uint_t                  i;
-    ngx_http_complex_value_t   *cv;
-    ngx_http_tent_srv_conf_t   *scf;
-    ngx_http_tent_main_conf_t  *mcf;
-
-    if (ctx->principal.kind != NGX_HTTP_TENT_ANONYMOUS) {
-        return NULL;
-    }
+    ngx_uint_t                 i;
+    ngx_http_complex_value_t  *cv;
+    ngx_http_tent_srv_conf_t  *scf;
 
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
@@ -156,85 +137,12 @@ ngx_http_tent_profile_cacheable(ngx_http_request_t *r,
 
         for (i = 0; i < scf->servers->nelts; i++) {
             if (cv[i].lengths) {
-                return NULL;
+                return 0;
             }
         }
     }
 
-    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
-
-    return mcf->store;
-}
-
-
-static ngx_http_tent_profile_cache_t *
-ngx_http_tent_profile_cached(ngx_http_tent_store_t *store, ngx_str_t *entity)
-{
-    ngx_str_node_t  *sn;
-
-    sn = ngx_str_rbtree_lookup(&store->profiles, entity,
-                               ngx_crc32_short(entity->data, entity->len));
-
-    return (ngx_http_tent_profile_cache_t *) sn;
-}
-
-
-static void
-ngx_http_tent_profile_cache_drop(ngx_http_tent_store_t *store,
-    ngx_http_tent_profile_cache_t *pc)
-{
-    ngx_rbtree_delete(&store->profiles, &pc->sn.node);
-    ngx_queue_remove(&pc->queue);
-    store->nprofiles--;
-    ngx_free(pc);
-}
-
-
-static void
-ngx_http_tent_profile_cache_put(ngx_http_tent_store_t *store,
-    ngx_str_t *entity, ngx_atomic_uint_t generation, ngx_str_t *body)
-{
-    u_char                         *p;
-    ngx_queue_t                    *q;
-    ngx_http_tent_profile_cache_t  *pc;
-
-    if (body->len > NGX_HTTP_TENT_PROFILE_CACHE_MAX) {
-        return;
-    }
-
-    pc = ngx_http_tent_profile_cached(store, entity);
-    if (pc) {
-        ngx_http_tent_profile_cache_drop(store, pc);
-    }
-
-    if (store->nprofiles >= NGX_HTTP_TENT_PROFILE_CACHED) {
-        q = ngx_queue_last(&store->profiles_lru);
-        pc = ngx_queue_data(q, ngx_http_tent_profile_cache_t, queue);
-        ngx_http_tent_profile_cache_drop(store, pc);
-    }
-
-    pc = ngx_alloc(sizeof(ngx_http_tent_profile_cache_t) + entity->len
-                   + body->len, ngx_cycle->log);
-    if (pc == NULL) {
-        return;
-    }
-
-    p = (u_char *) (pc + 1);
-
-    pc->sn.str.data = p;
-    pc->sn.str.len = entity->len;
-    p = ngx_cpymem(p, entity->data, entity->len);
-
-    pc->body.data = p;
-    pc->body.len = body->len;
-    ngx_memcpy(p, body->data, body->len);
-
-    pc->sn.node.key = ngx_crc32_short(entity->data, entity->len);
-    pc->generation = generation;
-
-    ngx_rbtree_insert(&store->profiles, &pc->sn.node);
-    ngx_queue_insert_head(&store->profiles_lru, &pc->queue);
-    store->nprofiles++;
+    return 1;
 }
 
 
@@ -243,10 +151,8 @@ ngx_http_tent_profile_cache_put(ngx_http_tent_store_t *store,
 ngx_int_t
 ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                       body;
-    ngx_http_tent_store_t          *store;
-    ngx_http_tent_profile_t        *pr;
-    ngx_http_tent_profile_cache_t  *pc;
+    ngx_int_t                 rc;
+    ngx_http_tent_profile_t  *pr;
 
     ctx->state = NULL;
 
@@ -255,28 +161,18 @@ ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    store = ngx_http_tent_profile_cacheable(r, ctx);
+    if (ngx_http_tent_profile_cacheable(r)) {
+        switch (ngx_http_tent_cache_send(r, ctx, &pr->generation, &rc)) {
 
-    if (store) {
-        /* read before the scan: a write meanwhile leaves it stale-marked */
-        pr->generation = ngx_http_tent_generation((ngx_cycle_t *) ngx_cycle);
-        pr->cache = 1;
+        case NGX_OK:
+            return rc;
 
-        pc = ngx_http_tent_profile_cached(store, &ctx->entity);
+        case NGX_DECLINED:
+            pr->cache = 1;
+            break;
 
-        if (pc && pc->generation == pr->generation) {
-            ngx_queue_remove(&pc->queue);
-            ngx_queue_insert_head(&store->profiles_lru, &pc->queue);
-
-            body.len = pc->body.len;
-            body.data = ngx_pnalloc(r->pool, body.len);
-            if (body.data == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-
-            ngx_memcpy(body.data, pc->body.data, body.len);
-
-            return ngx_http_tent_send_body(r, NGX_HTTP_OK, &body);
+        default:
+            break;
         }
     }
 
@@ -496,9 +392,7 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         }
 
         if (pr->cache) {
-            ngx_http_tent_profile_cache_put(
-                ngx_http_tent_profile_cacheable(r, ctx), &ctx->entity,
-                pr->generation, &value);
+            ngx_http_tent_cache_put(r, ctx, pr->generation, &value, NULL);
         }
 
         return ngx_http_tent_send_body(r, NGX_HTTP_OK, &value);

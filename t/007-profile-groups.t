@@ -174,6 +174,29 @@ is($res->{status}, 422, 'PUT with permissions not an object: 422');
     $res = $c->request(DELETE => $basic, cred => $writer);
     ($n, $wrong) = $seen->('(none)');
     is(scalar @$wrong, 0, 'cache: after a DELETE, no worker shows it');
+
+    # the public feed too: a new post shows on every worker at once
+    my ($pa, $poster) = $c->authorized_app('write_posts', post_types => 'all');
+    my $feed = sub {
+        my ($want) = @_;
+        my (%pids, @wrong);
+        for (1 .. 400) {
+            my $r = $spread->request(GET => '/posts?limit=1');
+            $pids{ $r->{headers}{'x-pid'} // '?' } = 1;
+            my $text = $r->{json}[0]{content}{text} // '(none)';
+            push @wrong, $text if $text ne $want;
+            last if keys %pids >= 2 && $_ >= 20;
+        }
+        return (scalar keys %pids, \@wrong);
+    };
+    for my $text ('first', 'second') {
+        $c->request(POST => '/posts', cred => $poster, body => {
+            type => 'https://tent.io/types/post/status/v0.1.0',
+            content => { text => $text }, permissions => { public => JSON::PP::true } });
+        ($n, $wrong) = $feed->($text);
+        is("$n " . scalar(@$wrong), '2 0',
+           "feed cache: after posting '$text', both workers show it");
+    }
 }
 
 # ---- groups
