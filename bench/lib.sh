@@ -28,6 +28,9 @@
 
 BENCH_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_NGINX=${NGINX:-/usr/sbin/nginx}
+
+# nginx reads $NGINX itself (sockets inherited on a binary upgrade)
+unset NGINX
 BENCH_MODULE=${MODULE:-$BENCH_TOP/build/ngx_http_tent_module.so}
 # load_module resolves a relative path against nginx's prefix (a temp dir)
 case "$BENCH_MODULE" in /*) ;; *) BENCH_MODULE=$PWD/$BENCH_MODULE ;; esac

@@ -106,6 +106,7 @@ static ngx_int_t
 ngx_http_tent_check_uri_list(json_t *list, ngx_uint_t required)
 {
     size_t   i;
+    u_char  *p;
     json_t  *v;
 
     if (list == NULL) {
@@ -121,6 +122,21 @@ ngx_http_tent_check_uri_list(json_t *list, ngx_uint_t required)
         if (!json_is_string(v) || json_string_length(v) == 0
             || json_string_length(v) > NGX_HTTP_TENT_MAX_FIELD)
         {
+            return NGX_ERROR;
+        }
+
+        /* URIs end up in headers (Location): no control characters */
+
+        for (p = (u_char *) json_string_value(v); *p; p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                return NGX_ERROR;
+            }
+        }
+
+        if (p - (u_char *) json_string_value(v)
+            != (ptrdiff_t) json_string_length(v))
+        {
+            /* a NUL inside */
             return NGX_ERROR;
         }
     }

@@ -92,7 +92,9 @@ for my $bad (['{"name":', 400, 'broken JSON'],
               413, 'a body over client_max_body_size'],
              ["{\"name\":\"\xff\xfe\",\"redirect_uris\":[]}", 400,
               'invalid UTF-8'],
-             ['[' x 5000 . ']' x 5000, 400, 'nesting too deep'])
+             ['[' x 5000 . ']' x 5000, 400, 'nesting too deep'],
+             ['{"name":"x","redirect_uris":["https://a/cb\\r\\nSet-Cookie: x=1"]}',
+              422, 'a redirect URI with CRLF'])
 {
     my ($body, $status, $what) = @$bad;
     $res = $c->request(POST => '/apps', body => $body);

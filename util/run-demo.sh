@@ -7,6 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 demo=$top/demo
 port=${2:-8080}
 nginx=${NGINX:-/usr/sbin/nginx}
+unset NGINX     # nginx reads it itself (binary upgrades)
 
 stop() {
     if [ -f "$demo/logs/nginx.pid" ]; then
