@@ -200,3 +200,19 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_queue_insert_head(&store->profiles_lru, &e->queue);
     store->nprofiles++;
 }
+
+
+/* at worker exit: the entries are the heap's, not a pool's */
+
+void
+ngx_http_tent_cache_exit(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t                  *q;
+    ngx_http_tent_cache_entry_t  *e;
+
+    while (!ngx_queue_empty(&store->profiles_lru)) {
+        q = ngx_queue_head(&store->profiles_lru);
+        e = ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue);
+        ngx_http_tent_cache_drop(store, e);
+    }
+}

@@ -1461,6 +1461,7 @@ ngx_http_tent_exit_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_tent_ipc_exit(mcf->store);
+    ngx_http_tent_cache_exit(mcf->store);
 
     if (mcf->store->owner) {
         ngx_http_tent_owner_exit(mcf->store);

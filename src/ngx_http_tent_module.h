@@ -336,6 +336,7 @@ ngx_int_t ngx_http_tent_cache_send(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t *generation, ngx_int_t *rc);
 void ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_atomic_uint_t generation, ngx_str_t *body, ngx_str_t *link);
+void ngx_http_tent_cache_exit(ngx_http_tent_store_t *store);
 
 /* ngx_http_tent_multipart.c */
 ngx_int_t ngx_http_tent_multipart_parse(ngx_pool_t *pool,
@@ -485,13 +486,15 @@ void ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
 void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op, ngx_uint_t where);
 void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
+void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
+    ngx_uint_t status, const char *message);
 
 #define NGX_HTTP_TENT_WHERE_NONE       0
 #define NGX_HTTP_TENT_WHERE_OPENING    1
 #define NGX_HTTP_TENT_WHERE_UNSENT     2
 #define NGX_HTTP_TENT_WHERE_SENT       3
 #define NGX_HTTP_TENT_WHERE_RUNNING    4
-#define NGX_HTTP_TENT_WHERE_REJECTED   5
+#define NGX_HTTP_TENT_WHERE_FAILED     5
 
 /* ngx_http_tent_store_owner.c: LevelDB, only ever on the thread pool */
 #define NGX_HTTP_TENT_OWNER_NONE       0

@@ -485,11 +485,10 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
         ngx_http_tent_ipc_cancel(op);
         break;
 
-    case NGX_HTTP_TENT_WHERE_REJECTED:
-        ngx_log_error(NGX_LOG_WARN, op->log, 0,
-                      "tent store: too many operations waiting");
-        ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
-                                   NULL, 0);
+    case NGX_HTTP_TENT_WHERE_FAILED:
+        ngx_log_error(NGX_LOG_WARN, op->log, 0, "tent store: %V", &op->res);
+        ngx_http_tent_store_finish(op, op->status, op->res.data,
+                                   op->res.len);
         return;
 
     default:
@@ -500,6 +499,29 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
                   "tent store: no answer within the store timeout");
 
     ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE, NULL, 0);
+}
+
+
+/*
+ * A failure found while the caller may still be inside submit (a queue
+ * full, a connection lost while sending): delivered from a 0 ms timer,
+ * so that handlers are never called back from within submit.
+ */
+
+void
+ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
+    ngx_uint_t status, const char *message)
+{
+    op->where = NGX_HTTP_TENT_WHERE_FAILED;
+    op->status = status;
+    op->res.data = (u_char *) message;
+    op->res.len = ngx_strlen(message);
+
+    if (op->timer.timer_set) {
+        ngx_del_timer(&op->timer);
+    }
+
+    ngx_add_timer(&op->timer, 0);
 }
 
 

@@ -799,8 +799,8 @@ ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
                                     op->req_len)
             != NGX_OK)
         {
-            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
-                                       (u_char *) "request too large", 17);
+            ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_ERROR,
+                                           "request too large");
             continue;
         }
 
@@ -995,11 +995,10 @@ ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store)
 
         ngx_rbtree_delete(&store->sent, node);
 
-        ngx_log_error(NGX_LOG_WARN, op->log, 0,
-                      "tent store: lost the connection to the store owner");
+        /* we may be inside submit: answer from the event loop */
 
-        ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
-                                   NULL, 0);
+        ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
+                                     "lost the connection to the store owner");
     }
 
     if (!ngx_queue_empty(&store->unsent) && !store->connect_timer.timer_set) {

@@ -431,6 +431,12 @@ ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
 
     /* the thread pool has joined its threads by now */
 
+    if (ldb->error) {
+        /* an open that failed and was never looked at */
+        leveldb_free(ldb->error);
+        ldb->error = NULL;
+    }
+
     if (ldb->db) {
         leveldb_close(ldb->db);
         ldb->db = NULL;
@@ -558,13 +564,8 @@ ngx_http_tent_owner_free_result(void *data)
 static void
 ngx_http_tent_owner_reject(ngx_http_tent_store_op_t *op)
 {
-    op->where = NGX_HTTP_TENT_WHERE_REJECTED;
-
-    if (op->timer.timer_set) {
-        ngx_del_timer(&op->timer);
-    }
-
-    ngx_add_timer(&op->timer, 0);
+    ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
+                                   "too many operations waiting");
 }
 
 

@@ -122,11 +122,21 @@ sub parallel_clients {
 # starts the last block's nginx again from the conf left in the server
 # root, without wiping anything, and stops it when done.
 sub start_last_nginx {
+    # t/lib's harness starts it as its blocks do (valgrind, ASan modes)
+    if (defined &Test::Nginx::Util::nginx_start) {
+        Test::Nginx::Util::nginx_start() or die "cannot start nginx again";
+        return wait_port();
+    }
+
     my $root = servroot();
     my $bin = $ENV{TEST_NGINX_BINARY} || 'nginx';
     system($bin, '-p', "$root/", '-c', "$root/conf/nginx.conf") == 0
         or die "cannot start nginx again: $?";
-    my $end = time + 10;
+    return wait_port();
+}
+
+sub wait_port {
+    my $end = time + ($ENV{TEST_NGINX_USE_VALGRIND} ? 60 : 10);
     while (time < $end) {
         my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
                                     PeerPort => port(), Timeout => 1);
@@ -137,6 +147,18 @@ sub start_last_nginx {
 }
 
 sub stop_last_nginx {
+    # called from END blocks: a child's exit status is not the test's
+    local $?;
+
+    if (defined &Test::Nginx::Util::nginx_stop) {
+        Test::Nginx::Util::nginx_stop();
+
+        # what valgrind or ASan found after run_tests fails a test too
+        &Test::Nginx::Socket::report_sanitizers('after run_tests')
+            if defined &Test::Nginx::Socket::report_sanitizers;
+        return;
+    }
+
     my $pid = master_pid() or return;
     kill 'QUIT', $pid or return;
     my $end = time + 10;
