@@ -82,6 +82,7 @@ ngx_fuzz_store_exit(void)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    ngx_uint_t   i;
     const char  *tmp;
 
     tmp = getenv("TENT_FUZZ_TMPDIR");
@@ -115,8 +116,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_sync, 1);
     leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_async, 0);
 
-    if (pthread_mutex_init(&ngx_fuzz_ldb.cas_lock, NULL) != 0) {
-        exit(1);
+    for (i = 0; i < NGX_HTTP_TENT_CAS_STRIPES; i++) {
+        if (pthread_mutex_init(&ngx_fuzz_ldb.cas_lock[i], NULL) != 0) {
+            exit(1);
+        }
     }
 
     ngx_fuzz_store_open();
