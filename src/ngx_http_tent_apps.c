@@ -429,9 +429,8 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, 422, "Invalid Attributes");
     }
 
-    app = json_object();
-    if (app == NULL || ngx_http_tent_json_cleanup(r->pool, app) != NGX_OK) {
-        json_decref(app);
+    app = ngx_http_tent_json_own(r->pool, json_object());
+    if (app == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -492,9 +491,8 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    out = ngx_http_tent_app_view(app, 1);
-    if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
-        json_decref(out);
+    out = ngx_http_tent_json_own(r->pool, ngx_http_tent_app_view(app, 1));
+    if (out == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -569,9 +567,8 @@ ngx_http_tent_apps_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     ctx = ngx_http_tent_get_ctx(r);
     secrets = ngx_http_tent_want_secrets(r, ctx);
 
-    list = json_array();
-    if (list == NULL || ngx_http_tent_json_cleanup(r->pool, list) != NGX_OK) {
-        json_decref(list);
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -849,9 +846,8 @@ ngx_http_tent_app_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_store_value(op, &value);
 
-    app = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (app == NULL || ngx_http_tent_json_cleanup(r->pool, app) != NGX_OK) {
-        json_decref(app);
+    app = ngx_http_tent_json_load(r, &value);
+    if (app == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -977,9 +973,8 @@ ngx_http_tent_app_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    out = ngx_http_tent_app_view(st->app, 0);
-    if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
-        json_decref(out);
+    out = ngx_http_tent_json_own(r->pool, ngx_http_tent_app_view(st->app, 0));
+    if (out == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1170,9 +1165,8 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
     json_object_set_new(auth, "id", ngx_http_tent_json_string(&id));
     json_object_set_new(auth, "token_code", ngx_http_tent_json_string(&code));
 
-    cred = ngx_http_tent_auth_credential(auth);
-    if (cred == NULL || ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
-        json_decref(cred);
+    cred = ngx_http_tent_json_own(r->pool, ngx_http_tent_auth_credential(auth));
+    if (cred == NULL) {
         return NGX_ERROR;
     }
 
@@ -1319,9 +1313,8 @@ ngx_http_tent_exchange_code_loaded(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    code = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (code == NULL || ngx_http_tent_json_cleanup(r->pool, code) != NGX_OK) {
-        json_decref(code);
+    code = ngx_http_tent_json_load(r, &value);
+    if (code == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1379,9 +1372,8 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    auth = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (auth == NULL || ngx_http_tent_json_cleanup(r->pool, auth) != NGX_OK) {
-        json_decref(auth);
+    auth = ngx_http_tent_json_load(r, &value);
+    if (auth == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1408,9 +1400,8 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
     ngx_http_tent_json_str(auth, "id", &auth_id);
     ngx_http_tent_json_str(auth, "mac_key_id", &key_id);
 
-    cred = ngx_http_tent_auth_credential(auth);
-    if (cred == NULL || ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
-        json_decref(cred);
+    cred = ngx_http_tent_json_own(r->pool, ngx_http_tent_auth_credential(auth));
+    if (cred == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1582,9 +1573,8 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    auth = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (auth == NULL || ngx_http_tent_json_cleanup(r->pool, auth) != NGX_OK) {
-        json_decref(auth);
+    auth = ngx_http_tent_json_load(r, &value);
+    if (auth == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

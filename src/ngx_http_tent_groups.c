@@ -194,9 +194,8 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    list = json_array();
-    if (list == NULL || ngx_http_tent_json_cleanup(r->pool, list) != NGX_OK) {
-        json_decref(list);
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -220,11 +219,8 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_is_count(ctx)) {
-        count = json_integer(n);
-        if (count == NULL
-            || ngx_http_tent_json_cleanup(r->pool, count) != NGX_OK)
-        {
-            json_decref(count);
+        count = ngx_http_tent_json_own(r->pool, json_integer(n));
+        if (count == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -372,11 +368,8 @@ ngx_http_tent_group_loaded(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    group = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (group == NULL
-        || ngx_http_tent_json_cleanup(r->pool, group) != NGX_OK)
-    {
-        json_decref(group);
+    group = ngx_http_tent_json_load(r, &value);
+    if (group == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

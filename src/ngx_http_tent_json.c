@@ -262,6 +262,35 @@ ngx_http_tent_json_cleanup(ngx_pool_t *pool, json_t *json)
 }
 
 
+/* a JSON value the pool releases; NULL (and nothing leaked) on failure */
+
+json_t *
+ngx_http_tent_json_own(ngx_pool_t *pool, json_t *json)
+{
+    if (json == NULL) {
+        return NULL;
+    }
+
+    if (ngx_http_tent_json_cleanup(pool, json) != NGX_OK) {
+        json_decref(json);
+        return NULL;
+    }
+
+    return json;
+}
+
+
+/* a stored record, parsed and owned by the request */
+
+json_t *
+ngx_http_tent_json_load(ngx_http_request_t *r, ngx_str_t *value)
+{
+    return ngx_http_tent_json_own(r->pool,
+                                  ngx_http_tent_json_parse(value,
+                                                         r->connection->log));
+}
+
+
 static void ngx_http_tent_body_read(ngx_http_request_t *r);
 static void ngx_http_tent_form_read(ngx_http_request_t *r);
 

@@ -412,6 +412,8 @@ json_t *ngx_http_tent_json_string(ngx_str_t *s);
 ngx_int_t ngx_http_tent_json_str(json_t *obj, const char *name,
     ngx_str_t *out);
 ngx_int_t ngx_http_tent_json_cleanup(ngx_pool_t *pool, json_t *json);
+json_t *ngx_http_tent_json_own(ngx_pool_t *pool, json_t *json);
+json_t *ngx_http_tent_json_load(ngx_http_request_t *r, ngx_str_t *value);
 ngx_int_t ngx_http_tent_read_json(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,

@@ -271,9 +271,8 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    app = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (app == NULL || ngx_http_tent_json_cleanup(r->pool, app) != NGX_OK) {
-        json_decref(app);
+    app = ngx_http_tent_json_load(r, &value);
+    if (app == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

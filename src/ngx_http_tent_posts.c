@@ -652,9 +652,8 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &value);
 
-    prev = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (prev == NULL || ngx_http_tent_json_cleanup(r->pool, prev) != NGX_OK) {
-        json_decref(prev);
+    prev = ngx_http_tent_json_load(r, &value);
+    if (prev == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -829,9 +828,8 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_store_value(op, &value);
 
-    post = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
+    post = ngx_http_tent_json_load(r, &value);
+    if (post == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1161,11 +1159,8 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* the type stays: check the new fields as a post of that type */
 
-    probe = json_deep_copy(ctx->body);
-    if (probe == NULL
-        || ngx_http_tent_json_cleanup(r->pool, probe) != NGX_OK)
-    {
-        json_decref(probe);
+    probe = ngx_http_tent_json_own(r->pool, json_deep_copy(ctx->body));
+    if (probe == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1192,9 +1187,8 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    post = json_deep_copy(st->post);
-    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
+    post = ngx_http_tent_json_own(r->pool, json_deep_copy(st->post));
+    if (post == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1239,15 +1233,13 @@ ngx_http_tent_post_revert(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_store_value(op, &value);
 
-    old = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (old == NULL || ngx_http_tent_json_cleanup(r->pool, old) != NGX_OK) {
-        json_decref(old);
+    old = ngx_http_tent_json_load(r, &value);
+    if (old == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    post = json_deep_copy(st->post);
-    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
+    post = ngx_http_tent_json_own(r->pool, json_deep_copy(st->post));
+    if (post == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -444,11 +444,8 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             return ngx_http_tent_query_reply(r, ctx, NULL);
         }
 
-        json = json_array();
-        if (json == NULL
-            || ngx_http_tent_json_cleanup(r->pool, json) != NGX_OK)
-        {
-            json_decref(json);
+        json = ngx_http_tent_json_own(r->pool, json_array());
+        if (json == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -457,9 +454,8 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_store_value(op, &value);
 
-    post = ngx_http_tent_json_parse(&value, r->connection->log);
-    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
+    post = ngx_http_tent_json_load(r, &value);
+    if (post == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -783,9 +779,8 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     q = ctx->state;
 
-    list = json_array();
-    if (list == NULL || ngx_http_tent_json_cleanup(r->pool, list) != NGX_OK) {
-        json_decref(list);
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -952,11 +947,8 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             h->value.len = ngx_sprintf(p, "%ui", q->count) - p;
         }
 
-        count = json_integer(q->count);
-        if (count == NULL
-            || ngx_http_tent_json_cleanup(r->pool, count) != NGX_OK)
-        {
-            json_decref(count);
+        count = ngx_http_tent_json_own(r->pool, json_integer(q->count));
+        if (count == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -1055,9 +1047,8 @@ ngx_http_tent_versions_list(ngx_http_request_t *r,
         limit = ngx_min(limit, NGX_HTTP_TENT_LIMIT_MAX);
     }
 
-    list = json_array();
-    if (list == NULL || ngx_http_tent_json_cleanup(r->pool, list) != NGX_OK) {
-        json_decref(list);
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -295,11 +295,8 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
-    profile = json_object();
-    if (profile == NULL
-        || ngx_http_tent_json_cleanup(r->pool, profile) != NGX_OK)
-    {
-        json_decref(profile);
+    profile = ngx_http_tent_json_own(r->pool, json_object());
+    if (profile == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -690,11 +687,8 @@ ngx_http_tent_profile_history_read(ngx_http_request_t *r,
             continue;
         }
 
-        profile = json_object();
-        if (profile == NULL
-            || ngx_http_tent_json_cleanup(r->pool, profile) != NGX_OK)
-        {
-            json_decref(profile);
+        profile = ngx_http_tent_json_own(r->pool, json_object());
+        if (profile == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -798,11 +792,8 @@ ngx_http_tent_profile_loaded(ngx_http_request_t *r,
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
         ngx_http_tent_store_value(op, &value);
 
-        record = ngx_http_tent_json_parse(&value, r->connection->log);
-        if (record == NULL
-            || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-        {
-            json_decref(record);
+        record = ngx_http_tent_json_load(r, &value);
+        if (record == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -885,11 +876,8 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     pr = ctx->state;
 
-    content = json_deep_copy(ctx->body);
-    if (content == NULL
-        || ngx_http_tent_json_cleanup(r->pool, content) != NGX_OK)
-    {
-        json_decref(content);
+    content = ngx_http_tent_json_own(r->pool, json_deep_copy(ctx->body));
+    if (content == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
