@@ -5,6 +5,18 @@ set -e
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 demo=$top/demo
+
+# Workers run as "nobody" and must reach the store: a checkout in a
+# directory they cannot enter (a 0700 home, say) keeps the demo's files
+# in /tmp instead.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 \
+   && ! setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+        test -x "$top" 2>/dev/null
+then
+    demo=/tmp/tent-demo
+    mkdir -p "$demo"
+    chmod 755 "$demo"
+fi
 port=${2:-8080}
 nginx=${NGINX:-/usr/sbin/nginx}
 unset NGINX     # nginx reads it itself (binary upgrades)
