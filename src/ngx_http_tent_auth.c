@@ -115,21 +115,6 @@ ngx_http_tent_scope_bit(ngx_str_t *name)
 }
 
 
-const char *
-ngx_http_tent_scope_name(ngx_uint_t bit)
-{
-    ngx_http_tent_scope_t  *s;
-
-    for (s = ngx_http_tent_scopes; s->bit; s++) {
-        if (s->bit == bit) {
-            return (const char *) s->name.data;
-        }
-    }
-
-    return NULL;
-}
-
-
 ngx_int_t
 ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx, ngx_uint_t scopes)
 {

@@ -62,9 +62,9 @@ static void
 ngx_http_tent_cache_drop(ngx_http_tent_store_t *store,
     ngx_http_tent_cache_entry_t *e)
 {
-    ngx_rbtree_delete(&store->profiles, &e->sn.node);
+    ngx_rbtree_delete(&store->cache, &e->sn.node);
     ngx_queue_remove(&e->queue);
-    store->nprofiles--;
+    store->ncache--;
     ngx_free(e);
 }
 
@@ -99,7 +99,7 @@ ngx_http_tent_cache_send(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->profiles, &key,
+    sn = ngx_str_rbtree_lookup(&store->cache, &key,
                                ngx_crc32_short(key.data, key.len));
     e = (ngx_http_tent_cache_entry_t *) sn;
 
@@ -108,7 +108,7 @@ ngx_http_tent_cache_send(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     ngx_queue_remove(&e->queue);
-    ngx_queue_insert_head(&store->profiles_lru, &e->queue);
+    ngx_queue_insert_head(&store->cache_lru, &e->queue);
 
     /* copies: the entry may go before the reply is written out */
 
@@ -158,14 +158,14 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->profiles, &key,
+    sn = ngx_str_rbtree_lookup(&store->cache, &key,
                                ngx_crc32_short(key.data, key.len));
     if (sn) {
         ngx_http_tent_cache_drop(store, (ngx_http_tent_cache_entry_t *) sn);
     }
 
-    if (store->nprofiles >= NGX_HTTP_TENT_CACHE_ENTRIES) {
-        q = ngx_queue_last(&store->profiles_lru);
+    if (store->ncache >= NGX_HTTP_TENT_CACHE_ENTRIES) {
+        q = ngx_queue_last(&store->cache_lru);
         ngx_http_tent_cache_drop(store,
             ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue));
     }
@@ -196,9 +196,9 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     e->sn.node.key = ngx_crc32_short(key.data, key.len);
     e->generation = generation;
 
-    ngx_rbtree_insert(&store->profiles, &e->sn.node);
-    ngx_queue_insert_head(&store->profiles_lru, &e->queue);
-    store->nprofiles++;
+    ngx_rbtree_insert(&store->cache, &e->sn.node);
+    ngx_queue_insert_head(&store->cache_lru, &e->queue);
+    store->ncache++;
 }
 
 
@@ -210,8 +210,8 @@ ngx_http_tent_cache_exit(ngx_http_tent_store_t *store)
     ngx_queue_t                  *q;
     ngx_http_tent_cache_entry_t  *e;
 
-    while (!ngx_queue_empty(&store->profiles_lru)) {
-        q = ngx_queue_head(&store->profiles_lru);
+    while (!ngx_queue_empty(&store->cache_lru)) {
+        q = ngx_queue_head(&store->cache_lru);
         e = ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue);
         ngx_http_tent_cache_drop(store, e);
     }

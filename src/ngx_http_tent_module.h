@@ -179,10 +179,10 @@ struct ngx_http_tent_store_s {
     ngx_queue_t                     conns;
 
     /* anonymous replies by entity and URI, while the generation holds */
-    ngx_rbtree_t                    profiles;
-    ngx_rbtree_node_t               profiles_sentinel;
-    ngx_queue_t                     profiles_lru;
-    ngx_uint_t                      nprofiles;
+    ngx_rbtree_t                    cache;
+    ngx_rbtree_node_t               cache_sentinel;
+    ngx_queue_t                     cache_lru;
+    ngx_uint_t                      ncache;
 
     /* client side: every worker, the owner too once it has resigned */
     ngx_http_tent_ipc_conn_t       *client;
@@ -288,7 +288,6 @@ ngx_int_t ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx,
     ngx_uint_t scopes);
 ngx_uint_t ngx_http_tent_scope_bits(json_t *list);
 ngx_int_t ngx_http_tent_scope_bit(ngx_str_t *name);
-const char *ngx_http_tent_scope_name(ngx_uint_t bit);
 ngx_int_t ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type);
 ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
 ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,

@@ -55,9 +55,9 @@ ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
     ngx_queue_init(&store->unsent);
     ngx_rbtree_init(&store->sent, &store->sent_sentinel,
                     ngx_rbtree_insert_value);
-    ngx_rbtree_init(&store->profiles, &store->profiles_sentinel,
+    ngx_rbtree_init(&store->cache, &store->cache_sentinel,
                     ngx_str_rbtree_insert_value);
-    ngx_queue_init(&store->profiles_lru);
+    ngx_queue_init(&store->cache_lru);
 
     ngx_http_tent_ipc_init_client(store);
 
