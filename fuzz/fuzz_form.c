@@ -17,6 +17,7 @@
 
 #include "../src/ngx_http_tent_oauth.c"
 #include "../src/ngx_http_tent_json.c"
+#include "../src/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

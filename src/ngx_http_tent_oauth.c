@@ -545,7 +545,7 @@ static ngx_int_t
 ngx_http_tent_oauth_list(ngx_http_request_t *r, ngx_chain_t ***last,
     const char *title, ngx_str_t *list)
 {
-    u_char     *p, *end, *start;
+    u_char     *p;
     ngx_str_t   item, t;
 
     if (list->len == 0) {
@@ -560,23 +560,8 @@ ngx_http_tent_oauth_list(ngx_http_request_t *r, ngx_chain_t ***last,
     ngx_http_tent_lit(r, last, "</h2>\n<ul>\n");
 
     p = list->data;
-    end = p + list->len;
 
-    while (p < end) {
-        start = p;
-        p = ngx_strlchr(p, end, ',');
-        if (p == NULL) {
-            p = end;
-        }
-
-        item.data = start;
-        item.len = p - start;
-        p++;
-
-        if (item.len == 0) {
-            continue;
-        }
-
+    while (ngx_http_tent_next_item(&p, list->data + list->len, &item)) {
         ngx_http_tent_lit(r, last, "<li>");
         ngx_http_tent_esc(r, last, &item);
         ngx_http_tent_lit(r, last, "</li>\n");
@@ -774,7 +759,7 @@ ngx_http_tent_oauth_redirect(ngx_http_request_t *r,
 static json_t *
 ngx_http_tent_comma_list(ngx_str_t *s)
 {
-    u_char     *p, *end, *start;
+    u_char     *p;
     json_t     *list;
     ngx_str_t   item;
 
@@ -784,27 +769,9 @@ ngx_http_tent_comma_list(ngx_str_t *s)
     }
 
     p = s->data;
-    end = p + s->len;
 
-    while (p < end) {
-        start = p;
-        p = ngx_strlchr(p, end, ',');
-        if (p == NULL) {
-            p = end;
-        }
-
-        item.data = start;
-        item.len = p - start;
-        p++;
-
-        while (item.len && item.data[0] == ' ') {
-            item.data++;
-            item.len--;
-        }
-
-        if (item.len) {
-            json_array_append_new(list, ngx_http_tent_json_string(&item));
-        }
+    while (ngx_http_tent_next_item(&p, s->data + s->len, &item)) {
+        json_array_append_new(list, ngx_http_tent_json_string(&item));
     }
 
     return list;

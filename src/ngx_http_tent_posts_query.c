@@ -99,32 +99,18 @@ ngx_http_tent_query_arg(ngx_http_request_t *r, const char *name,
 }
 
 
-/* "a,b,c" into an array of strings, each through "map" if given */
+/* "a,b,c" into an array of strings, or of type bases */
 
 static ngx_int_t
 ngx_http_tent_query_list(ngx_pool_t *pool, ngx_str_t *s, ngx_array_t *out,
     ngx_uint_t bases)
 {
-    u_char     *p, *last, *start;
+    u_char     *p;
     ngx_str_t   item, *dst;
 
     p = s->data;
-    last = p + s->len;
 
-    while (p < last) {
-        start = p;
-        p = ngx_strlchr(p, last, ',');
-        if (p == NULL) {
-            p = last;
-        }
-
-        item.data = start;
-        item.len = p - start;
-        p++;
-
-        if (item.len == 0) {
-            continue;
-        }
+    while (ngx_http_tent_next_item(&p, s->data + s->len, &item)) {
 
         if (out->nelts >= 64) {
             return NGX_ERROR;
