@@ -38,7 +38,9 @@ for t in $targets; do
     work=$fuzz/out/$t
     log=$fuzz/out/$t.log
 
-    rm -rf "$work/corpus"
+    # a crash counts in the run that finds it (its input stays until the
+    # next run): stale ones from an older build are not this run's
+    rm -rf "$work/corpus" "$work/crashes"
     mkdir -p "$work/corpus" "$work/crashes"
     cp -r "$fuzz/corpus/$t/." "$work/corpus/" 2>/dev/null
 
