@@ -632,8 +632,7 @@ ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 static ngx_int_t
 ngx_http_tent_app_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                  key, *id;
-    ngx_http_tent_store_op_t  *op;
+    ngx_str_t                 *id;
 
     id = ngx_http_tent_param(ctx, 0);
 
@@ -641,18 +640,8 @@ ngx_http_tent_app_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
-                             id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op, ngx_http_tent_app_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_APP, id,
+                                           ngx_http_tent_app_loaded);
 }
 
 
@@ -1261,8 +1250,6 @@ static ngx_int_t
 ngx_http_tent_authorization_exchange(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                    key;
-    ngx_http_tent_store_op_t    *op;
     ngx_http_tent_apps_state_t  *st;
 
     st = ctx->state;
@@ -1273,19 +1260,9 @@ ngx_http_tent_authorization_exchange(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN, "Unauthorized");
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_CODE,
-                             &st->code, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                        ngx_http_tent_exchange_code_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_CODE,
+                                           &st->code,
+                                           ngx_http_tent_exchange_code_loaded);
 }
 
 

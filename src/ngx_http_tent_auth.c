@@ -338,9 +338,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)
 {
     ngx_int_t                    rc;
-    ngx_str_t                    key;
     ngx_table_elt_t             *h;
-    ngx_http_tent_store_op_t    *op;
     ngx_http_tent_auth_state_t  *st;
 
     ngx_memzero(&ctx->principal, sizeof(ngx_http_tent_principal_t));
@@ -371,19 +369,8 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->next = next;
     ctx->state = st;
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &st->id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_auth_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_CREDENTIAL,
+                                           &st->id, ngx_http_tent_auth_loaded);
 }
 
 

@@ -312,9 +312,8 @@ ngx_http_tent_group_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 ngx_int_t
 ngx_http_tent_group(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                  id, key;
+    ngx_str_t                  id;
     ngx_uint_t                 need;
-    ngx_http_tent_store_op_t  *op;
 
     need = (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
            ? NGX_HTTP_TENT_READ_GROUPS : NGX_HTTP_TENT_WRITE_GROUPS;
@@ -328,19 +327,8 @@ ngx_http_tent_group(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
-                             &id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_group_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_GROUP, &id,
+                                           ngx_http_tent_group_loaded);
 }
 
 

@@ -473,6 +473,8 @@ ngx_int_t ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
 ngx_int_t ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler);
+ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
+    u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
 ngx_int_t ngx_http_tent_store_value(ngx_http_tent_store_op_t *op,
     ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,

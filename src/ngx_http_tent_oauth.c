@@ -201,9 +201,8 @@ static ngx_int_t
 ngx_http_tent_oauth_start(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     ngx_int_t                  rc;
-    ngx_str_t                  key, src;
+    ngx_str_t                  src;
     ngx_http_tent_oauth_t     *oa;
-    ngx_http_tent_store_op_t  *op;
 
     oa = ctx->state;
 
@@ -227,19 +226,9 @@ ngx_http_tent_oauth_start(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "client_id and redirect_uri are required");
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
-                             &oa->client_id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_oauth_app_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_APP,
+                                           &oa->client_id,
+                                           ngx_http_tent_oauth_app_loaded);
 }
 
 

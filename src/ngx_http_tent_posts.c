@@ -944,8 +944,7 @@ ngx_http_tent_post_blob(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     u_char                      *comma;
     size_t                       i;
     json_t                      *a;
-    ngx_str_t                    name, type, accept, digest, key;
-    ngx_http_tent_store_op_t    *op;
+    ngx_str_t                    name, type, accept, digest;
     ngx_http_tent_post_state_t  *st;
 
     st = ctx->state;
@@ -983,19 +982,9 @@ ngx_http_tent_post_blob(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         st->attachment_type = type;
 
-        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-        if (op == NULL
-            || ngx_http_tent_key(r->pool, &ctx->entity,
-                                 NGX_HTTP_TENT_TABLE_BLOB, &digest, &key)
-               != NGX_OK
-            || ngx_http_tent_store_get(op, &key) != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        return ngx_http_tent_store_submit_request(r, op,
-                                           ngx_http_tent_post_blob_loaded);
+        return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_BLOB,
+                                               &digest,
+                                               ngx_http_tent_post_blob_loaded);
     }
 
     return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");

@@ -725,9 +725,7 @@ static ngx_int_t ngx_http_tent_profile_removed(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                  key;
     ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *op;
 
     ctx->state = NULL;
 
@@ -755,19 +753,9 @@ ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "The core profile cannot be deleted");
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_profile_loaded);
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_PROFILE,
+                                           &pr->base,
+                                           ngx_http_tent_profile_loaded);
 }
 
 

@@ -600,6 +600,32 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
 }
 
 
+/* read one record of the request's entity, then run "handler" */
+
+ngx_int_t
+ngx_http_tent_store_get_request(ngx_http_request_t *r, u_char table,
+    ngx_str_t *rest, ngx_http_tent_request_done_pt handler)
+{
+    ngx_str_t                  key;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity, table, rest, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op, handler);
+}
+
+
 static void
 ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 {
