@@ -3,7 +3,8 @@
 #   util/run-asan.sh /abs/path/ngx_http_tent_module.so [tests...]
 # Debian's nginx is not instrumented: libasan is preloaded into nginx only
 # (through a wrapper given as TEST_NGINX_BINARY), not into perl.  Reports
-# go to <servroot>/logs/asan.*, which the harness turns into failures.
+# go to <servroot>/logs/asan.*, which the harness turns into failures;
+# a second nginx (t/lib/Tent/Peer.pm) sets TENT_ASAN_LOG to its own logs.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 so=$1
@@ -23,7 +24,8 @@ trap 'rm -f "$wrapper"' EXIT
 cat > "$wrapper" <<WRAP
 #!/bin/sh
 export LD_PRELOAD="$libasan"
-export ASAN_OPTIONS="log_path=$servroot/logs/asan:detect_leaks=0:\
+export ASAN_OPTIONS="log_path=\${TENT_ASAN_LOG:-$servroot/logs/asan}:\
+detect_leaks=0:\
 abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1"
 exec /usr/sbin/nginx "\$@"
 WRAP
