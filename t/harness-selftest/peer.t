@@ -72,6 +72,9 @@ isnt($peer2->servroot, $peer->servroot, 'and another root');
 $r = http_request(port => $peer2->port, path => '/');
 is("$r->{status} $r->{body}", '200 two', 'the second peer answers');
 
+ok(!eval { Tent::Peer->start(port => $port) }, 'a busy port: start dies');
+like($@, qr/Address already in use/, 'and says why');
+
 $peer->stop;
 ok(!kill(0, $master), 'stop: the master is gone');
 $r = http_request(port => $port, path => '/plain', timeout => 2);

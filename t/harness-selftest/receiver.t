@@ -140,6 +140,9 @@ is_deeply([map { $_->{rule} } $rx->requests], [0, undef, 1, undef, 2],
 $rx->rules([{ path => '^/custom', action => { status => 418, body => 'tea' } }]);
 $r = req(path => '/custom/1');
 is("$r->{status} $r->{body}", '418 tea', 'rules changed at run time');
+$r = req(method => 'HEAD', path => '/custom/1');
+is("$r->{status} $r->{headers}{'content-length'} [$r->{body}]",
+   '418 3 []', 'HEAD: the canned headers, no body');
 $rx->rules([]);
 $r = req(path => '/tent/profile');
 is($r->{status}, 200, 'no rules: the default entity again');

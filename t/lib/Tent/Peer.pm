@@ -62,9 +62,8 @@ sub _free_port {
 sub start {
     my ($class, %a) = @_;
     $N++;
-    my $port = $a{port} || _free_port();
     my $self = bless {
-        n => $N, port => $port, url => "http://127.0.0.1:$port",
+        n => $N,
         servroot => $a{servroot} || _base_servroot() . "-peer$N",
         workers => $a{worker_processes} || 2,
         log_level => $a{log_level} || $ENV{TEST_NGINX_LOG_LEVEL} || 'debug',
@@ -77,12 +76,20 @@ sub start {
 
     my $sr = $self->{servroot};
     die "Tent::Peer: refusing to wipe $sr\n" if $sr eq '/' || $sr eq '';
-    remove_tree($sr);
-    make_path(map { "$sr/$_" } qw(conf logs html client_body_temp proxy_temp
-                                  fastcgi_temp uwsgi_temp scgi_temp));
-    $self->_write_conf;
 
-    my ($ok, $err) = $self->_start;
+    # a free port may be taken between the probe and nginx's bind: retry
+    my ($ok, $err);
+    for my $try (1 .. ($a{port} ? 1 : 3)) {
+        $self->{port} = $a{port} || _free_port();
+        $self->{url} = "http://127.0.0.1:$self->{port}";
+        remove_tree($sr);
+        make_path(map { "$sr/$_" } qw(conf logs html client_body_temp
+                                      proxy_temp fastcgi_temp uwsgi_temp
+                                      scgi_temp));
+        $self->_write_conf;
+        ($ok, $err) = $self->_start;
+        last if $ok || $self->error_log_text !~ /Address already in use/;
+    }
     die "Tent::Peer: $err\n" . $self->_log_tail unless $ok;
     push @LIVE, $self;
     weaken($LIVE[-1]);

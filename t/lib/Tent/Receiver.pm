@@ -279,7 +279,7 @@ sub _connection {
     sleep $opt->{delay} if $opt->{delay};
 
     if ($name eq 'respond') {
-        _send($c, _canned($opt));
+        _send($c, _canned($opt, $req->{method} eq 'HEAD'));
     } elsif ($name eq 'default') {
         _send($c, _default($req, $cfg, $dir));
     } elsif ($name eq 'echo_challenge') {
@@ -449,11 +449,11 @@ sub _reason {
 
 # { status => 201, headers => {...}, body => '...' }
 sub _canned {
-    my ($o) = @_;
+    my ($o, $head_only) = @_;
     my %h = %{ $o->{headers} || {} };
     $h{'Content-Type'} = 'text/plain'
         unless grep { lc $_ eq 'content-type' } keys %h;
-    return _response($o->{status} || 200, \%h, $o->{body});
+    return _response($o->{status} || 200, \%h, $o->{body}, $head_only);
 }
 
 sub _echo_challenge {
