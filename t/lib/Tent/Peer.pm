@@ -43,6 +43,13 @@ sub _base_servroot {
     return $r;
 }
 
+sub _running {
+    my ($root) = @_;
+    open my $fh, '<', "$root/logs/nginx.pid" or return 0;
+    my $pid = <$fh> // '';
+    return $pid =~ /^\s*(\d+)/ && kill(0, $1) ? 1 : 0;
+}
+
 sub _free_port {
     my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
                                 Listen => 1, ReuseAddr => 1)
@@ -61,6 +68,9 @@ sub _free_port {
 # authorize page for "the owner" (what Tent::Client->authorize expects).
 sub start {
     my ($class, %a) = @_;
+    # the next root whose nginx is not running (another suite's peer)
+    $N++ while !$a{servroot}
+               && _running(_base_servroot() . '-peer' . ($N + 1));
     $N++;
     my $self = bless {
         n => $N,
