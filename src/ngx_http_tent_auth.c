@@ -502,6 +502,18 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         ctx->principal.scopes = ngx_http_tent_scope_bits(
                                     json_object_get(cred, "scopes"));
 
+    } else if ((kind.len == 8 && ngx_strncmp(kind.data, "follower", 8) == 0)
+               || (kind.len == 9
+                   && ngx_strncmp(kind.data, "following", 9) == 0))
+    {
+        /* another server, by the credential of our relationship */
+        ctx->principal.kind = kind.len == 8 ? NGX_HTTP_TENT_FOLLOWER
+                                            : NGX_HTTP_TENT_FOLLOWING;
+        (void) ngx_http_tent_json_str(cred, "entity",
+                                      &ctx->principal.entity);
+        (void) ngx_http_tent_json_str(cred, "relation",
+                                      &ctx->principal.auth_id);
+
     } else {
         return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
                                        "Invalid MAC Signature");

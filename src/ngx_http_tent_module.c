@@ -150,6 +150,48 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_loc_conf_t, attachment_max),
       NULL },
 
+    { ngx_string("tent_outbound_allow"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_1MORE,
+      ngx_http_tent_outbound_allow,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_outbound_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, outbound.timeout),
+      NULL },
+
+    { ngx_string("tent_outbound_max_response"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, outbound.max_response),
+      NULL },
+
+    { ngx_string("tent_outbound_trusted_certificate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, trusted_certificate),
+      NULL },
+
+    { ngx_string("tent_outbound_verify"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, ssl_verify),
+      NULL },
+
+    { ngx_string("tent_outbound_max_requests"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, max_fetches),
+      NULL },
+
     { ngx_string("tent_profile_link"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_enum_slot,
@@ -296,6 +338,50 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
       ngx_http_tent_group },
 
+    { ngx_string("/followers"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_followers_list },
+
+    { ngx_string("/followers"),
+      NGX_HTTP_POST,
+      ngx_http_tent_followers_post },
+
+    { ngx_string("/followers/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_followers_list },
+
+    { ngx_string("/followers/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_follower },
+
+    { ngx_string("/followings"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_followings_list },
+
+    { ngx_string("/followings"),
+      NGX_HTTP_POST,
+      ngx_http_tent_followings_post },
+
+    { ngx_string("/followings/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_followings_list },
+
+    { ngx_string("/followings/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_following },
+
+    { ngx_string("/followings/:id/*"),
+      NGX_HTTP_GET,
+      ngx_http_tent_following_proxy },
+
+    { ngx_string("/notifications/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_notification_challenge },
+
+    { ngx_string("/notifications/:id"),
+      NGX_HTTP_POST,
+      ngx_http_tent_notification_post },
+
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
       ngx_http_tent_oauth_authorize },
@@ -368,6 +454,8 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->store_timeout = NGX_CONF_UNSET_MSEC;
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->ssl_verify = NGX_CONF_UNSET;
+    mcf->max_fetches = NGX_CONF_UNSET_UINT;
 
     return mcf;
 }
@@ -400,6 +488,71 @@ ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
 }
 
 
+/* the SSRF guard's table, and TLS for outbound requests */
+
+static ngx_int_t
+ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    ngx_conf_init_value(mcf->ssl_verify, 1);
+    ngx_conf_init_uint_value(mcf->max_fetches, 64);
+
+    if (mcf->trusted_certificate.data == NULL) {
+        ngx_str_set(&mcf->trusted_certificate,
+                    "/etc/ssl/certs/ca-certificates.crt");
+    }
+
+    mcf->denied = ngx_http_tent_guard_create(cf);
+    if (mcf->denied == NULL) {
+        return NGX_ERROR;
+    }
+
+#if (NGX_HTTP_SSL)
+
+    mcf->ssl = ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t));
+    if (mcf->ssl == NULL) {
+        return NGX_ERROR;
+    }
+
+    mcf->ssl->log = cf->log;
+
+    if (ngx_ssl_create(mcf->ssl, NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3, NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        ngx_ssl_cleanup_ctx(mcf->ssl);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_ssl_cleanup_ctx;
+    cln->data = mcf->ssl;
+
+    if (mcf->ssl_verify
+        && ngx_ssl_trusted_certificate(cf, mcf->ssl,
+                                       &mcf->trusted_certificate, 8)
+           != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "cannot load the CA certificates for outbound "
+                           "requests from \"%V\"; install ca-certificates, "
+                           "or set \"tent_outbound_trusted_certificate\"",
+                           &mcf->trusted_certificate);
+        return NGX_ERROR;
+    }
+
+#else
+    (void) cln;
+#endif
+
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
 {
@@ -413,6 +566,10 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (mcf->store_path.len == 0) {
         return NGX_CONF_OK;
+    }
+
+    if (ngx_http_tent_outbound_init(cf, mcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
     if (mcf->nonce_zone_size < 8 * ngx_pagesize) {
@@ -506,6 +663,10 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
      *     scf->servers = NULL;
      */
 
+    scf->outbound.allow = NGX_CONF_UNSET_PTR;
+    scf->outbound.timeout = NGX_CONF_UNSET_MSEC;
+    scf->outbound.max_response = NGX_CONF_UNSET_SIZE;
+
     return scf;
 }
 
@@ -513,9 +674,17 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
 static char *
 ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 {
+    ngx_http_tent_srv_conf_t *prev = parent;
     ngx_http_tent_srv_conf_t *conf = child;
 
     ngx_http_tent_main_conf_t  *mcf;
+
+    ngx_conf_merge_ptr_value(conf->outbound.allow, prev->outbound.allow,
+                             NULL);
+    ngx_conf_merge_msec_value(conf->outbound.timeout, prev->outbound.timeout,
+                              10000);
+    ngx_conf_merge_size_value(conf->outbound.max_response,
+                              prev->outbound.max_response, 1024 * 1024);
 
     if (conf->entity == NULL) {
         return NGX_CONF_OK;
@@ -1111,6 +1280,20 @@ ngx_http_tent_match(ngx_str_t *pattern, ngx_str_t *path,
 
     while (p < pe && q < qe) {
 
+        /* "*" last: the rest of the path, one parameter */
+
+        if (*p == '*' && p > pattern->data && p[-1] == '/') {
+            if (ctx->nparams == NGX_HTTP_TENT_MAX_PARAMS) {
+                return 0;
+            }
+
+            ctx->params[ctx->nparams].data = q;
+            ctx->params[ctx->nparams].len = qe - q;
+            ctx->nparams++;
+
+            return p + 1 == pe;
+        }
+
         if (*p == ':' && p > pattern->data && p[-1] == '/') {
             seg = q;
 
@@ -1462,6 +1645,8 @@ ngx_http_tent_exit_process(ngx_cycle_t *cycle)
 
     ngx_http_tent_ipc_exit(mcf->store);
     ngx_http_tent_cache_exit(mcf->store);
+    ngx_http_tent_resolver_destroy(mcf->resolver);
+    mcf->resolver = NULL;
 
     if (mcf->store->owner) {
         ngx_http_tent_owner_exit(mcf->store);

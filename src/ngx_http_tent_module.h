@@ -13,11 +13,13 @@
 #include <ngx_http.h>
 #include <ngx_thread_pool.h>
 #include <jansson.h>
+#include <ares.h>
 
 
 #define NGX_HTTP_TENT_MEDIA_TYPE    "application/vnd.tent.v0+json"
 #define NGX_HTTP_TENT_PROFILE_REL   "https://tent.io/rels/profile"
 #define NGX_HTTP_TENT_CORE_TYPE     "https://tent.io/types/info/core/v0.1.0"
+#define NGX_HTTP_TENT_CORE_BASE     "https://tent.io/types/info/core"
 #define NGX_HTTP_TENT_VERSION       "0.2"
 
 #define NGX_HTTP_TENT_MAX_PARAMS    4
@@ -196,7 +198,123 @@ struct ngx_http_tent_store_s {
 };
 
 
+/* outbound requests: results of a fetch */
+#define NGX_HTTP_TENT_FETCH_OK           0
+#define NGX_HTTP_TENT_FETCH_REFUSED      1
+#define NGX_HTTP_TENT_FETCH_DNS          2
+#define NGX_HTTP_TENT_FETCH_CONNECT      3
+#define NGX_HTTP_TENT_FETCH_TIMEOUT      4
+#define NGX_HTTP_TENT_FETCH_TOO_BIG      5
+#define NGX_HTTP_TENT_FETCH_INVALID      6
+#define NGX_HTTP_TENT_FETCH_TLS          7
+#define NGX_HTTP_TENT_FETCH_BUSY         8
+#define NGX_HTTP_TENT_FETCH_ERROR        9
+
+
+typedef struct ngx_http_tent_resolver_s  ngx_http_tent_resolver_t;
+typedef struct ngx_http_tent_resolve_s   ngx_http_tent_resolve_t;
+typedef struct ngx_http_tent_fetch_s     ngx_http_tent_fetch_t;
+typedef struct ngx_http_tent_main_conf_s ngx_http_tent_main_conf_t;
+
+typedef void (*ngx_http_tent_resolved_pt)(void *data, int status,
+    struct ares_addrinfo *ai);
+typedef void (*ngx_http_tent_fetch_pt)(ngx_http_tent_fetch_t *f);
+typedef ngx_int_t (*ngx_http_tent_fetch_done_pt)(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+
+
+typedef struct ngx_http_tent_discover_s  ngx_http_tent_discover_t;
+typedef ngx_int_t (*ngx_http_tent_discover_done_pt)(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+
+struct ngx_http_tent_discover_s {
+    ngx_str_t                       entity;
+    ngx_uint_t                      status;      /* 0, or why it failed */
+    const char                     *error;
+    json_t                         *profile;
+    ngx_str_t                       canonical;   /* the core "entity" */
+    json_t                         *servers;
+    ngx_str_t                       api_root;
+    void                           *data;
+
+    /* private */
+    ngx_http_tent_discover_done_pt  done;
+    void                           *saved_state;
+    ngx_array_t                     links;
+    ngx_uint_t                      next_link;
+    ngx_uint_t                      stage;
+};
+
+
+/* per server: where and how outbound requests may go */
 typedef struct {
+    ngx_array_t                    *allow;       /* ngx_cidr_t */
+    ngx_msec_t                      timeout;
+    size_t                          max_response;
+} ngx_http_tent_outbound_conf_t;
+
+
+struct ngx_http_tent_fetch_s {
+    ngx_pool_t                     *pool;
+    ngx_log_t                      *log;
+    ngx_http_tent_outbound_conf_t  *conf;
+
+    /* the request */
+    ngx_str_t                       method;
+    ngx_str_t                       url;
+    ngx_str_t                       accept;
+    ngx_str_t                       content_type;
+    ngx_str_t                       request_body;
+    ngx_str_t                       mac_id;      /* signs when set */
+    ngx_str_t                       mac_key;
+    ngx_str_t                       mac_algorithm;
+    ngx_uint_t                      redirects;   /* how many to follow */
+    size_t                          max_response;
+    ngx_http_tent_fetch_pt          handler;
+    void                           *data;
+
+    /* the outcome */
+    ngx_uint_t                      result;
+    ngx_uint_t                      status;
+    ngx_array_t                     headers;     /* ngx_table_elt_t */
+    ngx_str_t                       body;
+
+    /* private */
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_request_t             *request;
+    ngx_http_tent_fetch_done_pt     request_done;
+    ngx_str_t                       host;        /* as in the URL */
+    ngx_str_t                       name;        /* without brackets */
+    u_char                         *cname;
+    ngx_uint_t                      port;
+    ngx_str_t                       uri;
+    ngx_http_tent_resolve_t        *resolving;
+    ngx_addr_t                     *addrs;
+    ngx_uint_t                      naddrs;
+    ngx_uint_t                      next_addr;
+    ngx_peer_connection_t           peer;
+    ngx_buf_t                       out;
+    ngx_buf_t                       in;
+    ngx_http_request_t             *hr;          /* for nginx's parsers */
+    off_t                           content_length;
+    size_t                          body_offset;
+    size_t                          chunk_offset;
+    ngx_http_chunked_t              chunked_state;
+    ngx_event_t                     timer;
+    ngx_event_t                     done;
+    unsigned                        ssl:1;
+    unsigned                        explicit_port:1;
+    unsigned                        started:1;
+    unsigned                        counted:1;
+    unsigned                        finished:1;
+    unsigned                        sent:1;
+    unsigned                        header_done:1;
+    unsigned                        chunked:1;
+    unsigned                        no_body:1;
+};
+
+
+struct ngx_http_tent_main_conf_s {
     ngx_str_t                       store_path;
     ngx_str_t                       db_path;
     ngx_str_t                       socket_path;
@@ -208,13 +326,23 @@ typedef struct {
     ngx_uint_t                      entities;
     size_t                          nonce_zone_size;
     ngx_shm_zone_t                 *nonce_zone;
-} ngx_http_tent_main_conf_t;
+
+    /* outbound requests */
+    ngx_array_t                    *denied;      /* ngx_cidr_t */
+    ngx_str_t                       trusted_certificate;
+    ngx_flag_t                      ssl_verify;
+    ngx_ssl_t                      *ssl;
+    ngx_uint_t                      max_fetches;
+    ngx_uint_t                      fetches;     /* this worker's */
+    ngx_http_tent_resolver_t       *resolver;    /* this worker's */
+};
 
 
 typedef struct {
     ngx_http_complex_value_t       *entity;
     ngx_str_t                       api_root;
     ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
+    ngx_http_tent_outbound_conf_t   outbound;
     ngx_str_t                       file;
     ngx_uint_t                      line;
 } ngx_http_tent_srv_conf_t;
@@ -350,6 +478,7 @@ ngx_int_t ngx_http_tent_post_type_is(ngx_str_t *type, const char *name);
 json_int_t ngx_http_tent_post_published_at(json_t *v, time_t now);
 
 /* ngx_http_tent_posts.c */
+uint64_t ngx_http_tent_now_us(void);
 ngx_int_t ngx_http_tent_posts_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
@@ -381,6 +510,101 @@ ngx_int_t ngx_http_tent_versions_list(ngx_http_request_t *r,
 
 /* ngx_http_tent_oauth.c */
 ngx_int_t ngx_http_tent_oauth_authorize(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_guard.c */
+ngx_array_t *ngx_http_tent_guard_create(ngx_conf_t *cf);
+char *ngx_http_tent_outbound_allow(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_tent_guard_check(ngx_array_t *denied, ngx_array_t *allow,
+    struct sockaddr *sa);
+
+/* ngx_http_tent_resolver.c */
+ngx_http_tent_resolver_t *ngx_http_tent_resolver_create(ngx_cycle_t *cycle);
+void ngx_http_tent_resolver_destroy(ngx_http_tent_resolver_t *res);
+ngx_http_tent_resolve_t *ngx_http_tent_resolve(ngx_http_tent_resolver_t *res,
+    u_char *host, ngx_http_tent_resolved_pt handler, void *data);
+void ngx_http_tent_resolve_cancel(ngx_http_tent_resolve_t *q);
+const char *ngx_http_tent_resolve_strerror(int status);
+
+/* ngx_http_tent_fetch.c */
+ngx_http_tent_fetch_t *ngx_http_tent_fetch_create(ngx_pool_t *pool,
+    ngx_log_t *log, ngx_http_tent_outbound_conf_t *conf);
+ngx_int_t ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f);
+void ngx_http_tent_fetch_abort(ngx_http_tent_fetch_t *f);
+ngx_int_t ngx_http_tent_fetch_request(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f, ngx_http_tent_fetch_done_pt done);
+ngx_str_t *ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f,
+    const char *name);
+const char *ngx_http_tent_fetch_strerror(ngx_uint_t result);
+
+/* ngx_http_tent_remote.c */
+ngx_http_tent_fetch_t *ngx_http_tent_remote_fetch(ngx_http_request_t *r,
+    ngx_str_t *url, const char *method);
+ngx_int_t ngx_http_tent_remote_sign(ngx_http_tent_fetch_t *f, json_t *cred);
+ngx_uint_t ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f);
+ngx_int_t ngx_http_tent_remote_error(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f, const char *step);
+ngx_int_t ngx_http_tent_entity_valid(ngx_str_t *url);
+ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
+ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_http_tent_discover_done_pt done, void *data);
+
+/* ngx_http_tent_relations.c: what followers and followings share */
+typedef struct {
+    ngx_str_t                       name;        /* "followers" */
+    u_char                          table;
+    u_char                          entity_table;
+    ngx_uint_t                      read_scope;
+    ngx_uint_t                      peer_kind;
+} ngx_http_tent_relation_t;
+
+typedef ngx_int_t (*ngx_http_tent_relation_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record);
+
+ngx_int_t ngx_http_tent_relation_id(ngx_pool_t *pool, ngx_str_t *id);
+ngx_int_t ngx_http_tent_relation_id_valid(ngx_str_t *id);
+ngx_int_t ngx_http_tent_relation_is_peer(ngx_http_tent_ctx_t *ctx,
+    json_t *record, ngx_uint_t kind);
+json_t *ngx_http_tent_relation_render(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, json_t *record);
+ngx_int_t ngx_http_tent_relation_visible(ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, json_t *record);
+ngx_int_t ngx_http_tent_relation_load(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
+    ngx_str_t *param, ngx_http_tent_relation_pt next);
+ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
+ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
+
+/* ngx_http_tent_followers.c */
+ngx_int_t ngx_http_tent_string_list(json_t *body, const char *name,
+    const char *dflt, json_t **out);
+ngx_int_t ngx_http_tent_credential_row(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, const char *kind, json_t *record,
+    ngx_str_t *key, ngx_str_t *value);
+ngx_int_t ngx_http_tent_followers_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_followers_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_follower(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_followings.c */
+ngx_int_t ngx_http_tent_followings_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_followings_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_following(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_following_proxy(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_notifications.c */
+ngx_int_t ngx_http_tent_notification_challenge(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_notification_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_discovery.c */
@@ -434,6 +658,10 @@ ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
 #define NGX_HTTP_TENT_TABLE_POST_INDEX     'i'
 #define NGX_HTTP_TENT_TABLE_POST           't'
 #define NGX_HTTP_TENT_TABLE_POST_VERSION   'v'
+#define NGX_HTTP_TENT_TABLE_FOLLOWER       'f'
+#define NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY 'e'
+#define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
+#define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);

@@ -57,7 +57,7 @@ static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
  * after the other keep their order in the feed even within a millisecond.
  */
 
-static uint64_t
+uint64_t
 ngx_http_tent_now_us(void)
 {
     struct timeval  tv;

@@ -1,0 +1,1301 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The outbound HTTP client: one request to another Tent server, run on
+ * nginx's event loop.  Names go through c-ares, every address through
+ * the SSRF guard before it is connected, TLS through nginx's OpenSSL
+ * layer with the peer verified, and the answer through nginx's own
+ * status line, header and chunked parsers.  A fetch has one deadline per
+ * hop, caps on header and body sizes, and a per-worker cap on fetches in
+ * flight.  It needs no client request and no configured location, so
+ * background work (deliveries) uses it as handlers do.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include <ares.h>
+
+
+#define NGX_HTTP_TENT_FETCH_HEADER_MAX  16384
+
+
+static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_fetch_resolved(void *data, int status,
+    struct ares_addrinfo *ai);
+static void ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_fetch_connected(ngx_event_t *ev);
+#if (NGX_HTTP_SSL)
+static void ngx_http_tent_fetch_handshaked(ngx_connection_t *c);
+#endif
+static void ngx_http_tent_fetch_send(ngx_event_t *ev);
+static void ngx_http_tent_fetch_recv(ngx_event_t *ev);
+static ngx_int_t ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f,
+    ngx_uint_t eof);
+static ngx_int_t ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_fetch_timeout(ngx_event_t *ev);
+static void ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f,
+    ngx_uint_t result);
+static void ngx_http_tent_fetch_done_event(ngx_event_t *ev);
+static void ngx_http_tent_fetch_request_cleanup(void *data);
+static void ngx_http_tent_fetch_request_done(ngx_http_tent_fetch_t *f);
+
+
+static char  *ngx_http_tent_fetch_errors[] = {
+    "ok",
+    "the address is not allowed (tent_outbound_allow)",
+    "the name could not be resolved",
+    "could not connect",
+    "timed out",
+    "the response is too large",
+    "the response is not valid HTTP",
+    "the TLS handshake or certificate check failed",
+    "too many outbound requests in flight",
+    "internal error",
+    "too many redirects"
+};
+
+
+const char *
+ngx_http_tent_fetch_strerror(ngx_uint_t result)
+{
+    if (result >= sizeof(ngx_http_tent_fetch_errors) / sizeof(char *)) {
+        return "unknown error";
+    }
+
+    return ngx_http_tent_fetch_errors[result];
+}
+
+
+ngx_http_tent_fetch_t *
+ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_tent_outbound_conf_t *conf)
+{
+    ngx_http_tent_fetch_t  *f;
+
+    f = ngx_pcalloc(pool, sizeof(ngx_http_tent_fetch_t));
+    if (f == NULL) {
+        return NULL;
+    }
+
+    f->pool = pool;
+    f->log = log;
+    f->conf = conf;
+    f->max_response = conf->max_response;
+    ngx_str_set(&f->method, "GET");
+    ngx_str_set(&f->accept, NGX_HTTP_TENT_MEDIA_TYPE);
+
+    f->timer.handler = ngx_http_tent_fetch_timeout;
+    f->timer.data = f;
+    f->timer.log = log;
+    f->timer.cancelable = 1;
+
+    f->done.handler = ngx_http_tent_fetch_done_event;
+    f->done.data = f;
+    f->done.log = log;
+
+    return f;
+}
+
+
+/*
+ * NGX_OK: the fetch runs and f->handler will be called from the event
+ * loop (never from inside this call); NGX_ERROR: it could not start.
+ */
+
+ngx_int_t
+ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                              ngx_http_tent_module);
+
+    f->mcf = mcf;
+    f->hr = ngx_pcalloc(f->pool, sizeof(ngx_http_request_t));
+    if (f->hr == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (mcf->resolver == NULL) {
+        mcf->resolver = ngx_http_tent_resolver_create(
+                                           (ngx_cycle_t *) ngx_cycle);
+        if (mcf->resolver == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    f->started = 1;
+
+    if (mcf->fetches >= mcf->max_fetches) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BUSY);
+        return NGX_OK;
+    }
+
+    mcf->fetches++;
+    f->counted = 1;
+
+    ngx_http_tent_fetch_hop(f);
+
+    return NGX_OK;
+}
+
+
+/* stop a running fetch: its handler will not be called */
+
+void
+ngx_http_tent_fetch_abort(ngx_http_tent_fetch_t *f)
+{
+    if (!f->started || f->finished) {
+        if (f->done.posted) {
+            ngx_delete_posted_event(&f->done);
+        }
+
+        return;
+    }
+
+    f->handler = NULL;
+    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+
+    if (f->done.posted) {
+        ngx_delete_posted_event(&f->done);
+    }
+}
+
+
+/* a response header's value by lowercase name, or NULL */
+
+ngx_str_t *
+ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_table_elt_t  *h;
+
+    if (f->headers.elts == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(name);
+    h = f->headers.elts;
+
+    for (i = 0; i < f->headers.nelts; i++) {
+        if (h[i].key.len == len
+            && ngx_strncmp(h[i].lowcase_key, name, len) == 0)
+        {
+            return &h[i].value;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* one hop: parse the URL, then resolve its host */
+
+static void
+ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
+{
+    u_char     *host;
+    ngx_str_t   rest;
+    ngx_url_t   u;
+
+    rest = f->url;
+
+    if (rest.len > 7 && ngx_strncasecmp(rest.data, (u_char *) "http://", 7)
+                        == 0)
+    {
+        f->ssl = 0;
+        rest.data += 7;
+        rest.len -= 7;
+
+    } else if (rest.len > 8
+               && ngx_strncasecmp(rest.data, (u_char *) "https://", 8) == 0)
+    {
+        f->ssl = 1;
+        rest.data += 8;
+        rest.len -= 8;
+
+    } else {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        return;
+    }
+
+#if !(NGX_HTTP_SSL)
+    if (f->ssl) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+        return;
+    }
+#endif
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = rest;
+    u.default_port = f->ssl ? 443 : 80;
+    u.uri_part = 1;
+    u.no_resolve = 1;
+
+    if (ngx_parse_url(f->pool, &u) != NGX_OK || u.host.len == 0
+        || ngx_strlchr(u.host.data, u.host.data + u.host.len, '@'))
+    {
+        ngx_log_error(NGX_LOG_INFO, f->log, 0,
+                      "tent: invalid outbound URL \"%V\"", &f->url);
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        return;
+    }
+
+    f->host = u.host;
+    f->port = u.port ? u.port : u.default_port;
+    f->explicit_port = u.port != 0 && u.port != u.default_port;
+    f->uri = u.uri;
+
+    if (f->uri.len == 0) {
+        ngx_str_set(&f->uri, "/");
+
+    } else if (f->uri.data[0] == '?') {
+        host = ngx_pnalloc(f->pool, f->uri.len + 1);
+        if (host == NULL) {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            return;
+        }
+
+        host[0] = '/';
+        ngx_memcpy(host + 1, f->uri.data, f->uri.len);
+        f->uri.data = host;
+        f->uri.len++;
+    }
+
+    /* the name for c-ares: no brackets around an IPv6 literal */
+
+    host = ngx_pnalloc(f->pool, f->host.len + 1);
+    if (host == NULL) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        return;
+    }
+
+    if (f->host.len > 2 && f->host.data[0] == '[') {
+        ngx_memcpy(host, f->host.data + 1, f->host.len - 2);
+        host[f->host.len - 2] = '\0';
+        f->name.data = host;
+        f->name.len = f->host.len - 2;
+
+    } else {
+        ngx_memcpy(host, f->host.data, f->host.len);
+        host[f->host.len] = '\0';
+        f->name = f->host;
+    }
+
+    if (ngx_http_tent_fetch_build(f) != NGX_OK) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        return;
+    }
+
+    ngx_add_timer(&f->timer, f->conf->timeout);
+
+    f->resolving = ngx_http_tent_resolve(f->mcf->resolver, host,
+                                         ngx_http_tent_fetch_resolved, f);
+    if (f->resolving == NULL) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+    }
+}
+
+
+static void
+ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
+{
+    ngx_http_tent_fetch_t *f = data;
+
+    size_t                      n;
+    ngx_uint_t                  refused;
+    ngx_addr_t                 *addr;
+    struct ares_addrinfo_node  *node;
+
+    f->resolving = NULL;
+
+    if (ai == NULL) {
+        ngx_log_error(NGX_LOG_INFO, f->log, 0,
+                      "tent: cannot resolve \"%V\": %s", &f->name,
+                      ngx_http_tent_resolve_strerror(status));
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_DNS);
+        return;
+    }
+
+    n = 0;
+    for (node = ai->nodes; node; node = node->ai_next) {
+        n++;
+    }
+
+    f->addrs = ngx_pcalloc(f->pool, (n + 1) * sizeof(ngx_addr_t));
+    if (f->addrs == NULL) {
+        ares_freeaddrinfo(ai);
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        return;
+    }
+
+    f->naddrs = 0;
+    f->next_addr = 0;
+    refused = 0;
+
+    for (node = ai->nodes; node; node = node->ai_next) {
+
+        if (node->ai_family != AF_INET
+#if (NGX_HAVE_INET6)
+            && node->ai_family != AF_INET6
+#endif
+           )
+        {
+            continue;
+        }
+
+        if (ngx_http_tent_guard_check(f->mcf->denied, f->conf->allow,
+                                      node->ai_addr)
+            != NGX_OK)
+        {
+            refused++;
+            continue;
+        }
+
+        addr = &f->addrs[f->naddrs];
+
+        addr->sockaddr = ngx_palloc(f->pool, node->ai_addrlen);
+        if (addr->sockaddr == NULL) {
+            ares_freeaddrinfo(ai);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            return;
+        }
+
+        ngx_memcpy(addr->sockaddr, node->ai_addr, node->ai_addrlen);
+        addr->socklen = node->ai_addrlen;
+        ngx_inet_set_port(addr->sockaddr, (in_port_t) f->port);
+
+        addr->name.data = ngx_pnalloc(f->pool, NGX_SOCKADDR_STRLEN);
+        if (addr->name.data == NULL) {
+            ares_freeaddrinfo(ai);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            return;
+        }
+
+        addr->name.len = ngx_sock_ntop(addr->sockaddr, addr->socklen,
+                                       addr->name.data, NGX_SOCKADDR_STRLEN,
+                                       1);
+        f->naddrs++;
+    }
+
+    ares_freeaddrinfo(ai);
+
+    if (f->naddrs == 0) {
+        if (refused) {
+            ngx_log_error(NGX_LOG_WARN, f->log, 0,
+                          "tent: outbound request to \"%V\" refused: its "
+                          "addresses are in special-purpose ranges, see "
+                          "\"tent_outbound_allow\"", &f->name);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_REFUSED);
+
+        } else {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_DNS);
+        }
+
+        return;
+    }
+
+    ngx_http_tent_fetch_connect(f);
+}
+
+
+static void
+ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
+{
+    ngx_int_t           rc;
+    ngx_addr_t         *addr;
+    ngx_connection_t   *c;
+
+    for ( ;; ) {
+
+        if (f->next_addr >= f->naddrs) {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
+            return;
+        }
+
+        addr = &f->addrs[f->next_addr++];
+
+        ngx_memzero(&f->peer, sizeof(ngx_peer_connection_t));
+        f->peer.sockaddr = addr->sockaddr;
+        f->peer.socklen = addr->socklen;
+        f->peer.name = &addr->name;
+        f->peer.get = ngx_event_get_peer;
+        f->peer.log = f->log;
+        f->peer.log_error = NGX_ERROR_INFO;
+
+        rc = ngx_event_connect_peer(&f->peer);
+
+        if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+            if (f->peer.connection) {
+                ngx_close_connection(f->peer.connection);
+                f->peer.connection = NULL;
+            }
+
+            continue;
+        }
+
+        break;
+    }
+
+    c = f->peer.connection;
+    c->data = f;
+    c->pool = f->pool;
+    c->read->handler = ngx_http_tent_fetch_connected;
+    c->write->handler = ngx_http_tent_fetch_connected;
+
+    if (rc == NGX_OK) {
+        ngx_http_tent_fetch_connected(c->write);
+    }
+}
+
+
+static void
+ngx_http_tent_fetch_connected(ngx_event_t *ev)
+{
+    int                     err;
+    socklen_t               len;
+    ngx_connection_t       *c;
+    ngx_http_tent_fetch_t  *f;
+
+    c = ev->data;
+    f = c->data;
+
+    err = 0;
+    len = sizeof(int);
+
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, (void *) &err, &len) == -1) {
+        err = ngx_socket_errno;
+    }
+
+    if (err) {
+        ngx_log_error(NGX_LOG_INFO, f->log, err,
+                      "tent: connect() to %V failed", f->peer.name);
+        ngx_close_connection(c);
+        f->peer.connection = NULL;
+        ngx_http_tent_fetch_connect(f);
+        return;
+    }
+
+#if (NGX_HTTP_SSL)
+
+    if (f->ssl) {
+        if (f->mcf->ssl == NULL
+            || ngx_ssl_create_connection(f->mcf->ssl, c, NGX_SSL_CLIENT)
+               != NGX_OK)
+        {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+            return;
+        }
+
+        /* SNI carries names only, never address literals */
+
+        if (ngx_inet_addr(f->name.data, f->name.len) == INADDR_NONE
+            && ngx_strlchr(f->name.data, f->name.data + f->name.len, ':')
+               == NULL)
+        {
+            (void) SSL_set_tlsext_host_name(c->ssl->connection,
+                                            (char *) f->cname);
+        }
+
+        c->sendfile = 0;
+
+        if (ngx_ssl_handshake(c) == NGX_AGAIN) {
+            c->ssl->handler = ngx_http_tent_fetch_handshaked;
+            return;
+        }
+
+        ngx_http_tent_fetch_handshaked(c);
+        return;
+    }
+
+#endif
+
+    c->read->handler = ngx_http_tent_fetch_recv;
+    c->write->handler = ngx_http_tent_fetch_send;
+
+    ngx_http_tent_fetch_send(c->write);
+}
+
+
+#if (NGX_HTTP_SSL)
+
+static void
+ngx_http_tent_fetch_handshaked(ngx_connection_t *c)
+{
+    long                    rc;
+    ngx_http_tent_fetch_t  *f;
+
+    f = c->data;
+
+    if (!c->ssl->handshaked) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+        return;
+    }
+
+    if (f->mcf->ssl_verify) {
+        rc = SSL_get_verify_result(c->ssl->connection);
+
+        if (rc != X509_V_OK) {
+            ngx_log_error(NGX_LOG_WARN, f->log, 0,
+                          "tent: certificate of \"%V\" not verified: "
+                          "(%l:%s)", &f->name, rc,
+                          X509_verify_cert_error_string(rc));
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+            return;
+        }
+
+        if (ngx_ssl_check_host(c, &f->name) != NGX_OK) {
+            ngx_log_error(NGX_LOG_WARN, f->log, 0,
+                          "tent: certificate does not match \"%V\"",
+                          &f->name);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+            return;
+        }
+    }
+
+    c->read->handler = ngx_http_tent_fetch_recv;
+    c->write->handler = ngx_http_tent_fetch_send;
+
+    ngx_http_tent_fetch_send(c->write);
+}
+
+#endif
+
+
+static void
+ngx_http_tent_fetch_send(ngx_event_t *ev)
+{
+    ssize_t                 n;
+    ngx_connection_t       *c;
+    ngx_http_tent_fetch_t  *f;
+
+    c = ev->data;
+    f = c->data;
+
+    while (f->out.pos < f->out.last) {
+        n = c->send(c, f->out.pos, f->out.last - f->out.pos);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
+                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
+            }
+
+            return;
+        }
+
+        if (n <= 0) {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
+            return;
+        }
+
+        f->out.pos += n;
+    }
+
+    c->write->handler = ngx_http_tent_fetch_send;    /* nothing left */
+
+    if (f->sent) {
+        return;
+    }
+
+    f->sent = 1;
+
+    ngx_http_tent_fetch_recv(c->read);
+}
+
+
+static void
+ngx_http_tent_fetch_recv(ngx_event_t *ev)
+{
+    size_t                  size, limit;
+    ssize_t                 n;
+    u_char                 *p;
+    ngx_int_t               rc;
+    ngx_connection_t       *c;
+    ngx_http_tent_fetch_t  *f;
+
+    c = ev->data;
+    f = c->data;
+
+    if (!f->sent) {
+        return;
+    }
+
+    limit = NGX_HTTP_TENT_FETCH_HEADER_MAX + f->max_response + 4096;
+
+    for ( ;; ) {
+
+        if (f->in.last == f->in.end) {
+
+            /* grow; offsets, not pointers, survive this */
+
+            size = f->in.end - f->in.start;
+            size = size ? 2 * size : 4096;
+
+            if (size > limit) {
+                size = limit;
+            }
+
+            if ((size_t) (f->in.end - f->in.start) >= size) {
+                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TOO_BIG);
+                return;
+            }
+
+            p = ngx_pnalloc(f->pool, size);
+            if (p == NULL) {
+                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+                return;
+            }
+
+            f->in.last = ngx_cpymem(p, f->in.start, f->in.last - f->in.start);
+            f->in.pos = p + (f->in.pos - f->in.start);
+            f->in.start = p;
+            f->in.end = p + size;
+        }
+
+        n = c->recv(c, f->in.last, f->in.end - f->in.last);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            rc = f->in.last > f->in.start
+                 ? ngx_http_tent_fetch_parse(f, 1) : NGX_ERROR;
+
+            if (rc == NGX_OK) {
+                break;
+            }
+
+            ngx_http_tent_fetch_finish(f, f->in.last > f->in.start
+                                          ? NGX_HTTP_TENT_FETCH_INVALID
+                                          : NGX_HTTP_TENT_FETCH_CONNECT);
+            return;
+        }
+
+        if (n > 0) {
+            f->in.last += n;
+        }
+
+        rc = ngx_http_tent_fetch_parse(f, n == 0);
+
+        if (rc == NGX_OK) {
+            break;
+        }
+
+        if (rc == NGX_AGAIN && n > 0) {
+            continue;
+        }
+
+        ngx_http_tent_fetch_finish(f, rc == NGX_DECLINED
+                                      ? NGX_HTTP_TENT_FETCH_TOO_BIG
+                                      : NGX_HTTP_TENT_FETCH_INVALID);
+        return;
+    }
+
+    /* a whole response */
+
+    if (f->status >= 300 && f->status < 400 && f->status != 304
+        && f->redirects)
+    {
+        rc = ngx_http_tent_fetch_redirect(f);
+
+        if (rc == NGX_OK) {
+            return;
+        }
+    }
+
+    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_OK);
+}
+
+
+/*
+ * NGX_OK: the response is complete; NGX_AGAIN: more bytes are needed;
+ * NGX_DECLINED: over a size limit; NGX_ERROR: not HTTP.  The status line
+ * and headers are parsed again from the start until they are complete,
+ * so no parser pointer outlives a buffer that grows.
+ */
+
+static ngx_int_t
+ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
+{
+    off_t       have;
+    ngx_int_t   rc;
+
+    if (!f->header_done) {
+        rc = ngx_http_tent_fetch_headers(f);
+
+        if (rc == NGX_AGAIN) {
+            if (f->in.last - f->in.start >= NGX_HTTP_TENT_FETCH_HEADER_MAX) {
+                return NGX_DECLINED;
+            }
+
+            return eof ? NGX_ERROR : NGX_AGAIN;
+        }
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        if (f->content_length > (off_t) f->max_response) {
+            return NGX_DECLINED;
+        }
+    }
+
+    if (f->no_body) {
+        return NGX_OK;
+    }
+
+    if (f->chunked) {
+        rc = ngx_http_tent_fetch_chunked(f);
+
+        if (rc == NGX_AGAIN && eof) {
+            return NGX_ERROR;
+        }
+
+        return rc;
+    }
+
+    have = f->in.last - (f->in.start + f->body_offset);
+
+    if (have > (off_t) f->max_response) {
+        return NGX_DECLINED;
+    }
+
+    if (f->content_length >= 0) {
+        if (have < f->content_length) {
+            return eof ? NGX_ERROR : NGX_AGAIN;
+        }
+
+        have = f->content_length;
+
+    } else if (!eof) {
+        return NGX_AGAIN;
+    }
+
+    f->body.data = f->in.start + f->body_offset;
+    f->body.len = (size_t) have;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
+{
+    ngx_int_t           rc;
+    ngx_buf_t           b;
+    ngx_table_elt_t    *h;
+    ngx_http_status_t   status;
+
+    ngx_memzero(&b, sizeof(ngx_buf_t));
+    b.start = f->in.start;
+    b.pos = f->in.start;
+    b.last = f->in.last;
+    b.end = f->in.end;
+
+    ngx_memzero(f->hr, sizeof(ngx_http_request_t));
+    f->hr->connection = f->peer.connection;
+
+    ngx_memzero(&status, sizeof(ngx_http_status_t));
+
+    rc = ngx_http_parse_status_line(f->hr, &b, &status);
+
+    if (rc != NGX_OK) {
+        return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
+    }
+
+    f->status = status.code;
+    f->content_length = -1;
+    f->chunked = 0;
+
+    if (ngx_array_init(&f->headers, f->pool, 8, sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    for ( ;; ) {
+        f->hr->state = 0;
+        f->hr->invalid_header = 0;
+
+        rc = ngx_http_parse_header_line(f->hr, &b, 1);
+
+        if (rc == NGX_AGAIN) {
+            f->headers.nelts = 0;
+            return NGX_AGAIN;
+        }
+
+        if (rc == NGX_HTTP_PARSE_HEADER_DONE) {
+            break;
+        }
+
+        if (rc != NGX_OK || f->hr->invalid_header) {
+            return NGX_ERROR;
+        }
+
+        h = ngx_array_push(&f->headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->hash = 1;
+        h->key.len = f->hr->header_name_end - f->hr->header_name_start;
+        h->value.len = f->hr->header_end - f->hr->header_start;
+
+        h->key.data = ngx_pnalloc(f->pool, 2 * h->key.len + h->value.len + 1);
+        if (h->key.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->lowcase_key = h->key.data + h->key.len;
+        h->value.data = h->lowcase_key + h->key.len;
+
+        ngx_memcpy(h->key.data, f->hr->header_name_start, h->key.len);
+        ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+        ngx_memcpy(h->value.data, f->hr->header_start, h->value.len);
+        h->value.data[h->value.len] = '\0';
+
+        if (h->key.len == sizeof("content-length") - 1
+            && ngx_strncmp(h->lowcase_key, "content-length", h->key.len) == 0)
+        {
+            f->content_length = ngx_atoof(h->value.data, h->value.len);
+            if (f->content_length == NGX_ERROR) {
+                return NGX_ERROR;
+            }
+
+        } else if (h->key.len == sizeof("transfer-encoding") - 1
+                   && ngx_strncmp(h->lowcase_key, "transfer-encoding",
+                                  h->key.len)
+                      == 0)
+        {
+            if (ngx_strlcasestrn(h->value.data,
+                                 h->value.data + h->value.len,
+                                 (u_char *) "chunked", 7 - 1)
+                == NULL)
+            {
+                return NGX_ERROR;
+            }
+
+            f->chunked = 1;
+        }
+    }
+
+    if (f->chunked) {
+        f->content_length = -1;
+    }
+
+    f->header_done = 1;
+    f->body_offset = b.pos - f->in.start;
+    f->chunk_offset = f->body_offset;
+
+    f->no_body = (f->method.len == 4
+                  && ngx_strncmp(f->method.data, "HEAD", 4) == 0)
+                 || f->status == 204 || f->status == 304
+                 || f->status < 200;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Chunked bodies are decoded into a buffer of their own, from where the
+ * parser stopped last time; the parser's state holds no pointers.
+ */
+
+static ngx_int_t
+ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f)
+{
+    off_t       size;
+    ngx_int_t   rc;
+    ngx_buf_t   b;
+    u_char     *p;
+
+    ngx_memzero(&b, sizeof(ngx_buf_t));
+    b.start = f->in.start;
+    b.pos = f->in.start + f->chunk_offset;
+    b.last = f->in.last;
+    b.end = f->in.end;
+
+    for ( ;; ) {
+        rc = ngx_http_parse_chunked(f->hr, &b, &f->chunked_state);
+
+        if (rc == NGX_OK) {
+            size = ngx_min(f->chunked_state.size, b.last - b.pos);
+
+            if (f->body.len + size > f->max_response) {
+                return NGX_DECLINED;
+            }
+
+            if (f->body.data == NULL) {
+                f->body.data = ngx_pnalloc(f->pool, f->max_response + 1);
+                if (f->body.data == NULL) {
+                    return NGX_ERROR;
+                }
+            }
+
+            p = f->body.data + f->body.len;
+            ngx_memcpy(p, b.pos, (size_t) size);
+
+            f->body.len += size;
+            b.pos += size;
+            f->chunked_state.size -= size;
+
+            continue;
+        }
+
+        f->chunk_offset = b.pos - f->in.start;
+
+        if (rc == NGX_DONE) {
+            if (f->body.data == NULL) {
+                ngx_str_set(&f->body, "");
+            }
+
+            return NGX_OK;
+        }
+
+        return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
+    }
+}
+
+
+/* follow a redirect as a new hop: the guard checks it again */
+
+static ngx_int_t
+ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_str_t  *location, url;
+
+    location = ngx_http_tent_fetch_header(f, "location");
+    if (location == NULL || location->len == 0) {
+        return NGX_DECLINED;
+    }
+
+    if (location->data[0] == '/' && (location->len == 1
+                                     || location->data[1] != '/'))
+    {
+        /* relative to this origin */
+
+        len = (f->ssl ? 8 : 7) + f->host.len + sizeof(":65535") - 1
+              + location->len;
+
+        url.data = ngx_pnalloc(f->pool, len);
+        if (url.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_sprintf(url.data, "%s%V", f->ssl ? "https://" : "http://",
+                        &f->host);
+
+        if (f->explicit_port) {
+            p = ngx_sprintf(p, ":%ui", f->port);
+        }
+
+        p = ngx_cpymem(p, location->data, location->len);
+        url.len = p - url.data;
+
+    } else if ((location->len > 7
+                && ngx_strncasecmp(location->data, (u_char *) "http://", 7)
+                   == 0)
+               || (location->len > 8
+                   && ngx_strncasecmp(location->data,
+                                      (u_char *) "https://", 8)
+                      == 0))
+    {
+        url = *location;
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    f->redirects--;
+
+    if (f->status == 303) {
+        ngx_str_set(&f->method, "GET");
+        f->request_body.len = 0;
+    }
+
+    ngx_http_tent_fetch_close(f);
+
+    f->url = url;
+    f->header_done = 0;
+    f->sent = 0;
+    f->status = 0;
+    f->body.data = NULL;
+    f->body.len = 0;
+    f->headers.nelts = 0;
+    ngx_memzero(&f->chunked_state, sizeof(ngx_http_chunked_t));
+    ngx_memzero(&f->in, sizeof(ngx_buf_t));
+
+    ngx_http_tent_fetch_hop(f);
+
+    return NGX_OK;
+}
+
+
+/* the request bytes; MAC-signed when the fetch has a credential */
+
+static ngx_int_t
+ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
+{
+    size_t      len, mac_len;
+    u_char     *p, mac[64];
+    ngx_str_t   ts, nonce, text;
+
+    f->cname = ngx_pnalloc(f->pool, f->name.len + 1);
+    if (f->cname == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(f->cname, f->name.data, f->name.len);
+    f->cname[f->name.len] = '\0';
+
+    len = f->method.len + 1 + f->uri.len + sizeof(" HTTP/1.1\r\n") - 1
+          + sizeof("Host: :65535\r\n") - 1 + f->host.len
+          + sizeof("User-Agent: ngx_http_tent_module\r\n") - 1
+          + sizeof("Connection: close\r\n") - 1
+          + sizeof("Accept: \r\n") - 1 + f->accept.len
+          + sizeof("\r\n") - 1;
+
+    if (f->request_body.len || f->content_type.len) {
+        len += sizeof("Content-Type: \r\n") - 1 + f->content_type.len
+               + sizeof("Content-Length: \r\n") - 1 + NGX_SIZE_T_LEN
+               + f->request_body.len;
+    }
+
+    if (f->mac_id.len) {
+        if (ngx_http_tent_random_id(f->pool, NULL, 9, &nonce) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ts.data = ngx_pnalloc(f->pool, NGX_TIME_T_LEN);
+        if (ts.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ts.len = ngx_sprintf(ts.data, "%T", ngx_time()) - ts.data;
+
+        /* ts, nonce, method, request-uri, host, port, ext (empty) */
+
+        text.len = ts.len + nonce.len + f->method.len + f->uri.len
+                   + f->name.len + NGX_INT_T_LEN + 7;
+        text.data = ngx_pnalloc(f->pool, text.len);
+        if (text.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        text.len = ngx_sprintf(text.data, "%V\n%V\n%V\n%V\n%V\n%ui\n\n",
+                               &ts, &nonce, &f->method, &f->uri, &f->name,
+                               f->port)
+                   - text.data;
+
+        if (ngx_http_tent_mac_compute(&f->mac_algorithm, &f->mac_key, &text,
+                                      mac, &mac_len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        len += sizeof("Authorization: MAC id=\"\", ts=\"\", nonce=\"\", "
+                      "mac=\"\"\r\n") - 1
+               + f->mac_id.len + ts.len + nonce.len + mac_len;
+    }
+
+    p = ngx_pnalloc(f->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    f->out.start = p;
+    f->out.pos = p;
+
+    p = ngx_sprintf(p, "%V %V HTTP/1.1\r\nHost: %V", &f->method, &f->uri,
+                    &f->host);
+
+    if (f->explicit_port) {
+        p = ngx_sprintf(p, ":%ui", f->port);
+    }
+
+    p = ngx_sprintf(p, "\r\nUser-Agent: ngx_http_tent_module\r\n"
+                    "Connection: close\r\nAccept: %V\r\n", &f->accept);
+
+    if (f->mac_id.len) {
+        p = ngx_sprintf(p, "Authorization: MAC id=\"%V\", ts=\"%V\", "
+                        "nonce=\"%V\", mac=\"%*s\"\r\n",
+                        &f->mac_id, &ts, &nonce, mac_len, mac);
+    }
+
+    if (f->request_body.len || f->content_type.len) {
+        p = ngx_sprintf(p, "Content-Type: %V\r\nContent-Length: %uz\r\n",
+                        &f->content_type, f->request_body.len);
+    }
+
+    p = ngx_cpymem(p, "\r\n", 2);
+    p = ngx_cpymem(p, f->request_body.data, f->request_body.len);
+
+    f->out.last = p;
+    f->out.end = p;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_fetch_timeout(ngx_event_t *ev)
+{
+    ngx_http_tent_fetch_t *f = ev->data;
+
+    ngx_log_error(NGX_LOG_INFO, f->log, NGX_ETIMEDOUT,
+                  "tent: outbound request to \"%V\" timed out", &f->url);
+
+    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TIMEOUT);
+}
+
+
+static void
+ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f)
+{
+    ngx_connection_t  *c;
+
+    if (f->timer.timer_set) {
+        ngx_del_timer(&f->timer);
+    }
+
+    if (f->resolving) {
+        ngx_http_tent_resolve_cancel(f->resolving);
+        f->resolving = NULL;
+    }
+
+    c = f->peer.connection;
+
+    if (c == NULL) {
+        return;
+    }
+
+    f->peer.connection = NULL;
+
+#if (NGX_HTTP_SSL)
+    if (c->ssl) {
+        c->ssl->no_wait_shutdown = 1;
+        c->ssl->no_send_shutdown = 1;
+        (void) ngx_ssl_shutdown(c);
+    }
+#endif
+
+    ngx_close_connection(c);
+}
+
+
+/* the outcome is known: release everything, call back from the loop */
+
+static void
+ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
+{
+    if (f->finished) {
+        return;
+    }
+
+    f->finished = 1;
+    f->result = result;
+
+    ngx_http_tent_fetch_close(f);
+
+    if (f->counted) {
+        f->counted = 0;
+        f->mcf->fetches--;
+    }
+
+    if (result != NGX_HTTP_TENT_FETCH_OK) {
+        f->status = 0;
+    }
+
+    if (f->handler) {
+        ngx_post_event(&f->done, &ngx_posted_events);
+    }
+}
+
+
+static void
+ngx_http_tent_fetch_done_event(ngx_event_t *ev)
+{
+    ngx_http_tent_fetch_t *f = ev->data;
+
+    if (f->handler) {
+        f->handler(f);
+    }
+}
+
+
+/*
+ * A fetch for a client request: the request waits (its count holds it),
+ * and "done" returns what the request is finalized with.  If the request
+ * goes first (terminated, its pool freed), the fetch is aborted.
+ */
+
+ngx_int_t
+ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
+    ngx_http_tent_fetch_done_pt done)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    f->request = r;
+    f->request_done = done;
+    f->handler = ngx_http_tent_fetch_request_done;
+
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_fetch_request_cleanup;
+    cln->data = f;
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_tent_fetch_request_cleanup(void *data)
+{
+    ngx_http_tent_fetch_t *f = data;
+
+    ngx_http_tent_fetch_abort(f);
+}
+
+
+static void
+ngx_http_tent_fetch_request_done(ngx_http_tent_fetch_t *f)
+{
+    ngx_int_t            rc;
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = f->request;
+    c = r->connection;
+
+    rc = f->request_done(r, f);
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}

@@ -1,0 +1,698 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Followers (spec 7.1, 7.2): another server asks to follow us with an
+ * unsigned POST /followers; we discover its entity, check it controls
+ * the notification path with a challenge, and hand it an "s:" MAC
+ * credential.  Records: "f <id>" the follower, "e <entity>" its id, and
+ * "c <s:key id>" the credential, written in one synced batch behind a
+ * compare-and-set on the entity row, so two requests of one entity never
+ * make two followers.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_LIST_MAX        100
+#define NGX_HTTP_TENT_PATH_MAX        512
+
+
+typedef struct {
+    ngx_str_t                       entity;
+    ngx_str_t                       path;
+    json_t                         *types;
+    json_t                         *licenses;
+    ngx_uint_t                      public;
+    ngx_http_tent_discover_t       *found;
+    ngx_uint_t                      server;
+    ngx_str_t                       challenge;
+    json_t                         *old;
+    ngx_str_t                       old_id;
+    json_t                         *record;
+} ngx_http_tent_follow_t;
+
+
+ngx_http_tent_relation_t  ngx_http_tent_followers_rel = {
+    ngx_string("followers"),
+    NGX_HTTP_TENT_TABLE_FOLLOWER,
+    NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+    NGX_HTTP_TENT_READ_FOLLOWERS,
+    NGX_HTTP_TENT_FOLLOWER
+};
+
+
+static ngx_int_t ngx_http_tent_follow_requested(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_follow_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_follow_challenge(ngx_http_request_t *r,
+    ngx_http_tent_follow_t *st);
+static ngx_int_t ngx_http_tent_follow_challenged(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_follow_existing(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_follow_old(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_follow_store(ngx_http_request_t *r,
+    ngx_http_tent_follow_t *st);
+static ngx_int_t ngx_http_tent_follower_change(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record);
+static ngx_int_t ngx_http_tent_follower_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+
+/* a JSON list of at most 100 strings, or the default when absent */
+
+ngx_int_t
+ngx_http_tent_string_list(json_t *body, const char *name, const char *dflt,
+    json_t **out)
+{
+    size_t   i;
+    json_t  *v, *e;
+
+    v = json_object_get(body, name);
+
+    if (v == NULL || json_is_null(v)) {
+        *out = dflt ? json_pack("[s]", dflt) : json_array();
+        return *out ? NGX_OK : NGX_ERROR;
+    }
+
+    if (!json_is_array(v) || json_array_size(v) > NGX_HTTP_TENT_LIST_MAX) {
+        return NGX_DECLINED;
+    }
+
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e) || json_string_length(e) == 0
+            || json_string_length(e) > 2048)
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    *out = json_incref(v);
+
+    return NGX_OK;
+}
+
+
+/* POST /followers: anyone may ask, as in tentd */
+
+ngx_int_t
+ngx_http_tent_followers_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_follow_requested);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_requested(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    u_char                  *p;
+    json_t                  *v;
+    ngx_int_t                rc;
+    ngx_http_tent_follow_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_follow_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_json_str(ctx->body, "entity", &st->entity) != NGX_OK
+        || ngx_http_tent_entity_valid(&st->entity) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, 422, "Invalid entity");
+    }
+
+    if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
+        return ngx_http_tent_send_error(r, 406,
+                                        "Can not follow self");
+    }
+
+    /* a path relative to each of the follower's servers */
+
+    if (ngx_http_tent_json_str(ctx->body, "notification_path", &st->path)
+        != NGX_OK
+        || st->path.len == 0 || st->path.len > NGX_HTTP_TENT_PATH_MAX
+        || ngx_strlcasestrn(st->path.data, st->path.data + st->path.len,
+                            (u_char *) "://", 3 - 1)
+        || ngx_strlcasestrn(st->path.data, st->path.data + st->path.len,
+                            (u_char *) "..", 2 - 1))
+    {
+        return ngx_http_tent_send_error(r, 422, "Invalid notification path");
+    }
+
+    for (p = st->path.data; p < st->path.data + st->path.len; p++) {
+        if (*p <= ' ' || *p >= 0x7f || *p == '#' || *p == '\\') {
+            return ngx_http_tent_send_error(r, 422,
+                                            "Invalid notification path");
+        }
+    }
+
+    while (st->path.len && st->path.data[0] == '/') {
+        st->path.data++;
+        st->path.len--;
+    }
+
+    rc = ngx_http_tent_string_list(ctx->body, "types", "all", &st->types);
+    if (rc == NGX_OK) {
+        (void) ngx_http_tent_json_cleanup(r->pool, st->types);
+        rc = ngx_http_tent_string_list(ctx->body, "licenses", NULL,
+                                       &st->licenses);
+        if (rc == NGX_OK) {
+            (void) ngx_http_tent_json_cleanup(r->pool, st->licenses);
+        }
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_tent_send_error(r, 422, "Invalid types or licenses");
+    }
+
+    v = json_object_get(json_object_get(ctx->body, "permissions"), "public");
+    st->public = v == NULL || json_is_true(v);
+
+    return ngx_http_tent_discover(r, &st->entity,
+                                  ngx_http_tent_follow_discovered, st);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d)
+{
+    ngx_http_tent_follow_t  *st;
+
+    st = d->data;
+
+    if (d->status) {
+        return ngx_http_tent_send_error(r, d->status, d->error);
+    }
+
+    /* the profile found must be the claimed entity's own */
+
+    if (!ngx_http_tent_entity_eq(&d->canonical, &st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "Entity mismatch: the profile found names another entity");
+    }
+
+    st->found = d;
+
+    if (ngx_http_tent_random_hex(r->pool, 32, &st->challenge) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_follow_challenge(r, st);
+}
+
+
+/* GET {server}/{notification_path}?challenge=<64 hex>, server by server */
+
+static ngx_int_t
+ngx_http_tent_follow_challenge(ngx_http_request_t *r,
+    ngx_http_tent_follow_t *st)
+{
+    u_char                 *p;
+    json_t                 *server;
+    ngx_str_t               url, base;
+    ngx_http_tent_fetch_t  *f;
+
+    server = json_array_get(st->found->servers, st->server);
+
+    base.data = (u_char *) json_string_value(server);
+    base.len = json_string_length(server);
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    url.len = base.len + 1 + st->path.len + sizeof("&challenge=") - 1
+              + st->challenge.len;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(url.data, "%V/%V%c", &base, &st->path,
+                    ngx_strlchr(st->path.data, st->path.data + st->path.len,
+                                '?')
+                    ? '&' : '?');
+    p = ngx_sprintf(p, "challenge=%V", &st->challenge);
+    url.len = p - url.data;
+
+    f = ngx_http_tent_remote_fetch(r, &url, "GET");
+    if (f == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_str_set(&f->accept, "text/plain");
+    f->max_response = 4096;
+    f->data = st;
+
+    return ngx_http_tent_fetch_request(r, f, ngx_http_tent_follow_challenged);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_challenged(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    u_char                  *msg, *p;
+    size_t                   len;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_follow_t  *st;
+
+    st = f->data;
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK && f->status == 200
+        && f->body.len >= st->challenge.len
+        && ngx_strncmp(f->body.data, st->challenge.data, st->challenge.len)
+           == 0)
+    {
+        ctx->state = st;
+
+        return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                        &st->entity,
+                                        ngx_http_tent_follow_existing);
+    }
+
+    /* a server that cannot be reached: the next one may */
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK
+        && f->result != NGX_HTTP_TENT_FETCH_REFUSED
+        && ++st->server < json_array_size(st->found->servers))
+    {
+        return ngx_http_tent_follow_challenge(r, st);
+    }
+
+    len = f->url.len + 128;
+    msg = ngx_pnalloc(r->pool, len);
+    if (msg == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK) {
+        p = ngx_snprintf(msg, len - 1, "Unauthorized: the challenge GET %V "
+                         "was not answered (status %ui)", &f->url,
+                         f->status);
+    } else {
+        p = ngx_snprintf(msg, len - 1, "Unauthorized: the challenge GET %V "
+                         "failed: %s", &f->url,
+                         ngx_http_tent_fetch_strerror(f->result));
+    }
+
+    *p = '\0';
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN, (char *) msg);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_existing(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_follow_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_follow_store(r, st);
+    }
+
+    /* a follower again: the same id and key id, a new key (spec 7.1) */
+
+    ngx_http_tent_store_value(op, &st->old_id);
+
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                           &st->old_id,
+                                           ngx_http_tent_follow_old);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_old(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status;
+    ngx_str_t                value;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_follow_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+
+        st->old = ngx_http_tent_json_load(r, &value);
+        if (st->old == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_follow_store(r, st);
+}
+
+
+/* the credential row that makes the follower's MAC requests its own */
+
+ngx_int_t
+ngx_http_tent_credential_row(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    const char *kind, json_t *record, ngx_str_t *key, ngx_str_t *value)
+{
+    json_t     *cred;
+    ngx_str_t   key_id;
+
+    if (ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    cred = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}",
+                     "kind", kind,
+                     "relation", json_object_get(record, "id"),
+                     "entity", json_object_get(record, "entity"),
+                     "key", json_object_get(record, "mac_key"),
+                     "algorithm", json_object_get(record, "mac_algorithm"),
+                     "mac_key_id", json_object_get(record, "mac_key_id"));
+
+    if (cred == NULL || ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK)
+    {
+        json_decref(cred);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, key)
+        != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, cred, value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
+{
+    json_t                    *record, *out;
+    ngx_str_t                  id, key_id, mac_key, key, value, ekey,
+                               *expected;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (st->old) {
+        if (ngx_http_tent_json_str(st->old, "id", &id) != NGX_OK
+            || ngx_http_tent_json_str(st->old, "mac_key_id", &key_id)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+    } else if (ngx_http_tent_relation_id(r->pool, &id) != NGX_OK
+               || ngx_http_tent_random_id(r->pool, "s:", 16, &key_id)
+                  != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_random_hex(r->pool, 16, &mac_key) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    record = json_pack("{s:o, s:o, s:I, s:I, s:{s:b}, s:O, s:O, s:o, s:O,"
+                       " s:O, s:o, s:o, s:s}",
+                       "id", ngx_http_tent_json_string(&id),
+                       "entity", ngx_http_tent_json_string(&st->entity),
+                       "created_at", st->old
+                           ? json_integer_value(json_object_get(st->old,
+                                                               "created_at"))
+                           : (json_int_t) ngx_time(),
+                       "updated_at", (json_int_t) ngx_time(),
+                       "permissions", "public", (int) st->public,
+                       "licenses", st->licenses,
+                       "types", st->types,
+                       "notification_path",
+                           ngx_http_tent_json_string(&st->path),
+                       "profile", st->found->profile,
+                       "servers", st->found->servers,
+                       "mac_key_id", ngx_http_tent_json_string(&key_id),
+                       "mac_key", ngx_http_tent_json_string(&mac_key),
+                       "mac_algorithm", "hmac-sha-256");
+
+    if (record == NULL
+        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+    {
+        json_decref(record);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (st->old && json_object_get(st->old, "groups")) {
+        json_object_set(record, "groups", json_object_get(st->old, "groups"));
+
+    } else {
+        json_object_set_new(record, "groups", json_array());
+    }
+
+    st->record = record;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    expected = st->old ? &st->old_id : NULL;
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                             &st->entity, &ekey)
+           != NGX_OK
+        || ngx_http_tent_store_cas(op, &ekey, expected, &id) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_credential_row(r, ctx, "follower", record, &key,
+                                        &value)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the answer is the follower's own view, with its new secrets */
+
+    out = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O}",
+                    "id", json_object_get(record, "id"),
+                    "entity", json_object_get(record, "entity"),
+                    "created_at", json_object_get(record, "created_at"),
+                    "permissions", json_object_get(record, "permissions"),
+                    "licenses", json_object_get(record, "licenses"),
+                    "types", json_object_get(record, "types"),
+                    "notification_path",
+                        json_object_get(record, "notification_path"),
+                    "mac_key_id", json_object_get(record, "mac_key_id"),
+                    "mac_key", json_object_get(record, "mac_key"),
+                    "mac_algorithm", json_object_get(record,
+                                                     "mac_algorithm"));
+
+    if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
+        json_decref(out);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = out;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_reply_state_json);
+}
+
+
+/* GET and HEAD /followers, /followers/count */
+
+ngx_int_t
+ngx_http_tent_followers_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_relations_list(r, ctx, &ngx_http_tent_followers_rel);
+}
+
+
+/* GET, PUT, DELETE /followers/:id (or :entity) */
+
+ngx_int_t
+ngx_http_tent_follower(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        return ngx_http_tent_relation_get(r, ctx,
+                                          &ngx_http_tent_followers_rel);
+    }
+
+    return ngx_http_tent_relation_load(r, ctx, &ngx_http_tent_followers_rel,
+                                       &ctx->params[0],
+                                       ngx_http_tent_follower_change);
+}
+
+
+static ngx_int_t
+ngx_http_tent_follower_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *record)
+{
+    ngx_int_t                  self;
+    ngx_str_t                  id, entity, key_id, key;
+    ngx_http_tent_store_op_t  *op;
+
+    if (record == NULL) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    self = ngx_http_tent_relation_is_peer(ctx, record,
+                                          NGX_HTTP_TENT_FOLLOWER);
+
+    if (!self && !ngx_http_tent_has_scopes(ctx,
+                                           NGX_HTTP_TENT_WRITE_FOLLOWERS))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    if (r->method == NGX_HTTP_PUT) {
+        ctx->state = record;
+        return ngx_http_tent_read_json(r, ctx,
+                                       ngx_http_tent_follower_update);
+    }
+
+    /* DELETE: an unfollow (the follower) or a block (an app) */
+
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &entity,
+                             &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_reply_state_json);
+}
+
+
+/*
+ * PUT: the follower may change its licenses and types; an app with
+ * write_followers also the public flag and groups.
+ */
+
+static ngx_int_t
+ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                    *record, *list, *v, *out;
+    ngx_int_t                  rc;
+    ngx_str_t                  id, key, value;
+    ngx_http_tent_store_op_t  *op;
+
+    record = ctx->state;
+
+    if (json_object_get(ctx->body, "licenses")) {
+        rc = ngx_http_tent_string_list(ctx->body, "licenses", NULL, &list);
+        if (rc != NGX_OK) {
+            return ngx_http_tent_send_error(r, 422, "Invalid licenses");
+        }
+
+        json_object_set_new(record, "licenses", list);
+    }
+
+    if (json_object_get(ctx->body, "types")) {
+        rc = ngx_http_tent_string_list(ctx->body, "types", "all", &list);
+        if (rc != NGX_OK) {
+            return ngx_http_tent_send_error(r, 422, "Invalid types");
+        }
+
+        json_object_set_new(record, "types", list);
+    }
+
+    if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_FOLLOWERS)) {
+        v = json_object_get(json_object_get(ctx->body, "permissions"),
+                            "public");
+        if (json_is_boolean(v)) {
+            json_object_set_new(record, "permissions",
+                                json_pack("{s:O}", "public", v));
+        }
+
+        v = json_object_get(ctx->body, "groups");
+        if (json_is_array(v) && json_array_size(v) <= 100) {
+            json_object_set(record, "groups", v);
+        }
+    }
+
+    json_object_set_new(record, "updated_at", json_integer(ngx_time()));
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    out = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_relation_render(r, ctx,
+                                     &ngx_http_tent_followers_rel, record));
+    if (out == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = out;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_reply_state_json);
+}

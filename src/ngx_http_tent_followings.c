@@ -1,0 +1,805 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Followings (spec 7.3, 9.1, 9.6): an app asks us to follow an entity.
+ * We discover it, keep an unconfirmed following so that our
+ * /notifications/<id> can answer its challenge, POST /followers to it,
+ * and store the "s:" credential it returns.  Records: "F <id>", "E
+ * <entity>" its id, and "c <key id>" the credential; the key id was
+ * chosen by the other server, so its row is written only if absent:
+ * a remote can never overwrite a credential of ours.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+typedef struct {
+    ngx_str_t                       entity;
+    json_t                          *body;
+    ngx_str_t                       id;
+    ngx_http_tent_discover_t       *found;
+    json_t                         *record;
+} ngx_http_tent_following_t;
+
+
+ngx_http_tent_relation_t  ngx_http_tent_followings_rel = {
+    ngx_string("followings"),
+    NGX_HTTP_TENT_TABLE_FOLLOWING,
+    NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+    NGX_HTTP_TENT_READ_FOLLOWINGS,
+    NGX_HTTP_TENT_FOLLOWING
+};
+
+
+static ngx_int_t ngx_http_tent_following_requested(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_following_existing(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record);
+static ngx_int_t ngx_http_tent_following_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_following_pending(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_following_answered(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_following_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_following_change(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record);
+static ngx_int_t ngx_http_tent_following_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_following_proxied(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record);
+
+
+/* the full view an app is given when it made the following */
+
+static json_t *
+ngx_http_tent_following_view(json_t *record)
+{
+    json_t      *out, *v;
+    const char  *key;
+
+    out = json_object();
+    if (out == NULL) {
+        return NULL;
+    }
+
+    json_object_foreach(record, key, v) {
+        if (ngx_strncmp(key, "mac_", 4) != 0
+            && ngx_strcmp(key, "confirmed") != 0
+            && ngx_strcmp(key, "servers") != 0)
+        {
+            json_object_set(out, key, v);
+        }
+    }
+
+    return out;
+}
+
+
+/* POST /followings (write_followings) */
+
+ngx_int_t
+ngx_http_tent_followings_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_FOLLOWINGS)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    return ngx_http_tent_read_json(r, ctx,
+                                   ngx_http_tent_following_requested);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_requested(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                   param;
+    ngx_http_tent_following_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_following_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_json_str(ctx->body, "entity", &st->entity) != NGX_OK
+        || ngx_http_tent_entity_valid(&st->entity) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, 422, "Invalid Request Body");
+    }
+
+    /* one trailing slash is not part of an entity (tent-client-ruby) */
+
+    if (st->entity.data[st->entity.len - 1] == '/') {
+        st->entity.len--;
+    }
+
+    if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
+        return ngx_http_tent_send_error(r, 406,
+                                        "Can not follow self");
+    }
+
+    st->body = ctx->body;
+    ctx->state = st;
+
+    /* already following? find it by entity */
+
+    param = st->entity;
+
+    return ngx_http_tent_relation_load(r, ctx, &ngx_http_tent_followings_rel,
+                                       &param,
+                                       ngx_http_tent_following_existing);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_existing(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record)
+{
+    ngx_http_tent_following_t  *st;
+
+    st = ctx->state;
+
+    if (record && json_is_true(json_object_get(record, "confirmed"))) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                                        "Already following");
+    }
+
+    return ngx_http_tent_discover(r, &st->entity,
+                                  ngx_http_tent_following_discovered, st);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d)
+{
+    json_t                     *pending;
+    ngx_str_t                   key, value;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_following_t  *st;
+    ngx_http_tent_store_op_t   *op;
+
+    st = d->data;
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (d->status) {
+        return ngx_http_tent_send_error(r, d->status, d->error);
+    }
+
+    st->found = d;
+
+    /* unconfirmed, so that our notifications path answers the challenge */
+
+    if (ngx_http_tent_relation_id(r->pool, &st->id) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    pending = json_pack("{s:o, s:o, s:b, s:I}",
+                        "id", ngx_http_tent_json_string(&st->id),
+                        "entity", ngx_http_tent_json_string(&d->canonical),
+                        "confirmed", 0,
+                        "created_at", (json_int_t) ngx_time());
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (pending == NULL
+        || ngx_http_tent_json_cleanup(r->pool, pending) != NGX_OK
+        || op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, pending, &value) != NGX_OK
+        || ngx_http_tent_store_write(op, 0) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = st;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_following_pending);
+}
+
+
+/* POST {their API root}/followers (spec 7.1), unsigned */
+
+static ngx_int_t
+ngx_http_tent_following_pending(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    u_char                     *p;
+    json_t                     *req, *types, *licenses;
+    ngx_int_t                   status;
+    ngx_str_t                   url, path;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_fetch_t      *f;
+    ngx_http_tent_following_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (ngx_http_tent_string_list(st->body, "types", "all", &types) != NGX_OK
+        || ngx_http_tent_string_list(st->body, "licenses", NULL, &licenses)
+           != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, 422, "Invalid types or licenses");
+    }
+
+    path.len = sizeof("notifications/") - 1 + st->id.len;
+    path.data = ngx_pnalloc(r->pool, path.len);
+    if (path.data == NULL) {
+        json_decref(types);
+        json_decref(licenses);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_sprintf(path.data, "notifications/%V", &st->id);
+
+    req = json_pack("{s:o, s:o, s:o, s:o, s:{s:b}}",
+                    "entity", ngx_http_tent_json_string(&ctx->entity),
+                    "types", types,
+                    "licenses", licenses,
+                    "notification_path", ngx_http_tent_json_string(&path),
+                    "permissions", "public", 1);
+
+    if (req == NULL || ngx_http_tent_json_cleanup(r->pool, req) != NGX_OK) {
+        json_decref(req);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    url.len = st->found->api_root.len + sizeof("/followers") - 1;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(url.data, st->found->api_root.data,
+                   st->found->api_root.len);
+    if (p > url.data && p[-1] == '/') {
+        p--;
+    }
+
+    p = ngx_cpymem(p, "/followers", sizeof("/followers") - 1);
+    url.len = p - url.data;
+
+    f = ngx_http_tent_remote_fetch(r, &url, "POST");
+    if (f == NULL
+        || ngx_http_tent_json_dump(r->pool, req, &f->request_body) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
+    f->max_response = 64 * 1024;
+    f->data = st;
+
+    return ngx_http_tent_fetch_request(r, f,
+                                       ngx_http_tent_following_answered);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_answered(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    u_char                     *msg, *p;
+    size_t                      len;
+    json_t                     *res, *record, *v;
+    ngx_str_t                   remote_id, key_id, mac_key, algorithm, key,
+                                value, ckey, cvalue, error;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_following_t  *st;
+    ngx_http_tent_store_op_t   *op;
+
+    st = f->data;
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->state = st;
+
+    /* the unconfirmed row stays behind on failure: lists never show it */
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK) {
+        return ngx_http_tent_remote_error(r, f, "The follow request to");
+    }
+
+    res = NULL;
+
+    if (f->body.len) {
+        res = ngx_http_tent_json_parse(&f->body, r->connection->log);
+        if (res && ngx_http_tent_json_cleanup(r->pool, res) != NGX_OK) {
+            json_decref(res);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    if (f->status < 200 || f->status > 299) {
+
+        /* the remote's refusal, passed on (spec 7.3) */
+
+        ngx_str_set(&error, "");
+        (void) ngx_http_tent_json_str(res, "error", &error);
+
+        len = f->url.len + ngx_min(error.len, 512) + 128;
+        msg = ngx_pnalloc(r->pool, len);
+        if (msg == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = ngx_snprintf(msg, len - 1, "The follow request to %V was "
+                         "refused (%ui) %*s", &f->url, f->status,
+                         ngx_min(error.len, 512), error.data);
+        *p = '\0';
+
+        return ngx_http_tent_send_error(r,
+                                        f->status >= 400 && f->status < 600
+                                        ? f->status : NGX_HTTP_BAD_GATEWAY,
+                                        (char *) msg);
+    }
+
+    if (res == NULL
+        || ngx_http_tent_json_str(res, "id", &remote_id) != NGX_OK
+        || ngx_http_tent_json_str(res, "mac_key_id", &key_id) != NGX_OK
+        || ngx_http_tent_json_str(res, "mac_key", &mac_key) != NGX_OK
+        || ngx_http_tent_json_str(res, "mac_algorithm", &algorithm)
+           != NGX_OK
+        || remote_id.len == 0 || remote_id.len > 256
+        || key_id.len == 0 || key_id.len > 256
+        || mac_key.len == 0 || mac_key.len > 1024
+        || !((algorithm.len == 12
+              && ngx_strncmp(algorithm.data, "hmac-sha-256", 12) == 0)
+             || (algorithm.len == 10
+                 && ngx_strncmp(algorithm.data, "hmac-sha-1", 10) == 0)))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
+                   "The follow request was accepted, but the answer holds "
+                   "no usable credentials");
+    }
+
+    record = json_pack("{s:o, s:o, s:I, s:I, s:b, s:o, s:O, s:O, s:o, s:o,"
+                       " s:o}",
+                       "id", ngx_http_tent_json_string(&st->id),
+                       "entity",
+                           ngx_http_tent_json_string(&st->found->canonical),
+                       "created_at", (json_int_t) ngx_time(),
+                       "updated_at", (json_int_t) ngx_time(),
+                       "confirmed", 1,
+                       "remote_id", ngx_http_tent_json_string(&remote_id),
+                       "profile", st->found->profile,
+                       "servers", st->found->servers,
+                       "mac_key_id", ngx_http_tent_json_string(&key_id),
+                       "mac_key", ngx_http_tent_json_string(&mac_key),
+                       "mac_algorithm", ngx_http_tent_json_string(&algorithm));
+
+    if (record == NULL
+        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+    {
+        json_decref(record);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    v = json_object_get(st->body, "types");
+    json_object_set_new(record, "types",
+                        json_is_array(v) ? json_incref(v)
+                                         : json_pack("[s]", "all"));
+    v = json_object_get(st->body, "licenses");
+    json_object_set_new(record, "licenses",
+                        json_is_array(v) ? json_incref(v) : json_array());
+    v = json_object_get(st->body, "groups");
+    json_object_set_new(record, "groups",
+                        json_is_array(v) ? json_incref(v) : json_array());
+    v = json_object_get(json_object_get(st->body, "permissions"), "public");
+    json_object_set_new(record, "permissions",
+                        json_pack("{s:b}", "public",
+                                  v == NULL || json_is_true(v)));
+
+    st->record = record;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_credential_row(r, ctx, "following", record, &ckey,
+                                        &cvalue)
+           != NGX_OK
+        || ngx_http_tent_store_cas(op, &ckey, NULL, &cvalue) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+                             &st->found->canonical, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &st->id) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_following_stored);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                     *out;
+    ngx_int_t                   status;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_following_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
+                   "The remote's credential id is already in use here");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    out = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_following_view(st->record));
+    if (out == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+/* GET and HEAD /followings, /followings/count */
+
+ngx_int_t
+ngx_http_tent_followings_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_relations_list(r, ctx,
+                                        &ngx_http_tent_followings_rel);
+}
+
+
+/* GET, PUT, DELETE /followings/:id (or :entity) */
+
+ngx_int_t
+ngx_http_tent_following(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        return ngx_http_tent_relation_get(r, ctx,
+                                          &ngx_http_tent_followings_rel);
+    }
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_FOLLOWINGS)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_relation_load(r, ctx, &ngx_http_tent_followings_rel,
+                                       &ctx->params[0],
+                                       ngx_http_tent_following_change);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_change(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record)
+{
+    u_char                 *p;
+    json_t                 *servers;
+    ngx_str_t               remote_id, base, url;
+    ngx_http_tent_fetch_t  *f;
+
+    if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (r->method == NGX_HTTP_PUT) {
+        ctx->state = record;
+        return ngx_http_tent_read_json(r, ctx,
+                                       ngx_http_tent_following_update);
+    }
+
+    /* DELETE: tell them first, signed (spec 9.6), then forget */
+
+    ctx->state = record;
+
+    servers = json_object_get(record, "servers");
+
+    if (ngx_http_tent_json_str(record, "remote_id", &remote_id) != NGX_OK
+        || !json_is_string(json_array_get(servers, 0)))
+    {
+        return ngx_http_tent_following_unfollowed(r, NULL);
+    }
+
+    base.data = (u_char *) json_string_value(json_array_get(servers, 0));
+    base.len = json_string_length(json_array_get(servers, 0));
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    url.len = base.len + sizeof("/followers/") - 1 + 3 * remote_id.len;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(url.data, "%V/followers/", &base);
+    p = (u_char *) ngx_escape_uri(p, remote_id.data, remote_id.len,
+                                  NGX_ESCAPE_URI_COMPONENT);
+    url.len = p - url.data;
+
+    f = ngx_http_tent_remote_fetch(r, &url, "DELETE");
+    if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    f->max_response = 64 * 1024;
+
+    return ngx_http_tent_fetch_request(r, f,
+                                       ngx_http_tent_following_unfollowed);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    json_t                    *record;
+    ngx_str_t                  id, entity, key_id, key;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    record = ctx->state;
+
+    /* the remote's answer does not keep us following: log it, go on */
+
+    if (f && (f->result != NGX_HTTP_TENT_FETCH_OK || f->status > 299)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent: unfollow DELETE %V: %s, status %ui", &f->url,
+                      ngx_http_tent_fetch_strerror(f->result), f->status);
+    }
+
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &entity,
+                             &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_reply_state_json);
+}
+
+
+/* PUT /followings/:id: groups and permissions */
+
+static ngx_int_t
+ngx_http_tent_following_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    json_t                    *record, *v, *out;
+    ngx_str_t                  id, key, value;
+    ngx_http_tent_store_op_t  *op;
+
+    record = ctx->state;
+
+    v = json_object_get(json_object_get(ctx->body, "permissions"), "public");
+    if (json_is_boolean(v)) {
+        json_object_set_new(record, "permissions",
+                            json_pack("{s:O}", "public", v));
+    }
+
+    v = json_object_get(ctx->body, "groups");
+    if (json_is_array(v) && json_array_size(v) <= 100) {
+        json_object_set(record, "groups", v);
+    }
+
+    json_object_set_new(record, "updated_at", json_integer(ngx_time()));
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    out = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_following_view(record));
+    if (out == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = out;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_reply_state_json);
+}
+
+
+/*
+ * GET /followings/:id/<path> (tentd): a GET to the followed server,
+ * signed with the relationship's credential, so an app reads what that
+ * entity lets us see.  Only Accept is passed on; the answer comes back
+ * with its status and content type.
+ */
+
+ngx_int_t
+ngx_http_tent_following_proxy(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_FOLLOWINGS)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_relation_load(r, ctx, &ngx_http_tent_followings_rel,
+                                       &ctx->params[0],
+                                       ngx_http_tent_following_proxy_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record)
+{
+    u_char                 *p;
+    json_t                 *server;
+    ngx_str_t               base, url, *path;
+    ngx_http_tent_fetch_t  *f;
+
+    if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    server = json_array_get(json_object_get(record, "servers"), 0);
+    if (!json_is_string(server)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "The following has no server");
+    }
+
+    base.data = (u_char *) json_string_value(server);
+    base.len = json_string_length(server);
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    path = &ctx->params[1];
+
+    url.len = base.len + 1 + path->len + 1 + r->args.len;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(url.data, "%V/%V", &base, path);
+
+    if (r->args.len) {
+        p = ngx_sprintf(p, "?%V", &r->args);
+    }
+
+    url.len = p - url.data;
+
+    f = ngx_http_tent_remote_fetch(r, &url, "GET");
+    if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (r->headers_in.accept && r->headers_in.accept->value.len < 512
+        && ngx_strlchr(r->headers_in.accept->value.data,
+                       r->headers_in.accept->value.data
+                       + r->headers_in.accept->value.len, '\r') == NULL)
+    {
+        f->accept = r->headers_in.accept->value;
+    }
+
+    return ngx_http_tent_fetch_request(r, f,
+                                       ngx_http_tent_following_proxied);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_proxied(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    ngx_int_t   rc;
+    ngx_str_t  *ct;
+    ngx_buf_t  *b;
+    ngx_chain_t out;
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK) {
+        return ngx_http_tent_remote_error(r, f, "The proxied GET");
+    }
+
+    ct = ngx_http_tent_fetch_header(f, "content-type");
+
+    r->headers_out.status = f->status;
+    r->headers_out.content_length_n = f->body.len;
+
+    if (ct && ct->len < 256) {
+        r->headers_out.content_type = *ct;
+        r->headers_out.content_type_len = ct->len;
+    }
+
+    ngx_http_tent_get_ctx(r)->own_reply = 1;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only
+        || f->body.len == 0)
+    {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = f->body.data;
+    b->last = f->body.data + f->body.len;
+    b->memory = 1;
+    b->last_buf = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}

@@ -1,0 +1,320 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The follower side of federation (spec 7.4): /notifications/<following
+ * id> answers the challenge of a server we asked to follow, and takes
+ * the posts it pushes, signed with the credential it gave us.  A post
+ * received is stored as the sender made it, under its entity and id, in
+ * our feed indexes; a duplicate (entity, id, version) changes nothing.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+typedef struct {
+    json_t                         *post;
+    ngx_str_t                       entity;
+    ngx_str_t                       id;
+    json_int_t                      version;
+} ngx_http_tent_received_t;
+
+
+static ngx_int_t ngx_http_tent_notification_challenged(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_notification_body(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_notification_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_notification_write(ngx_http_request_t *r,
+    ngx_http_tent_received_t *st, json_t *current);
+
+
+static ngx_int_t
+ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
+{
+    size_t  i;
+
+    if (s->len == 0 || s->len > max) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < s->len; i++) {
+        if (!((s->data[i] >= 'a' && s->data[i] <= 'z')
+              || (s->data[i] >= 'A' && s->data[i] <= 'Z')
+              || (s->data[i] >= '0' && s->data[i] <= '9')
+              || s->data[i] == '-' || s->data[i] == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* GET /notifications/:id?challenge=X: X back if the following exists */
+
+ngx_int_t
+ngx_http_tent_notification_challenge(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t  challenge, *state;
+
+    if (ngx_http_arg(r, (u_char *) "challenge", 9, &challenge) != NGX_OK
+        || ngx_http_tent_token_valid(&challenge, 256) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                        "Invalid challenge");
+    }
+
+    if (ngx_http_tent_relation_id_valid(&ctx->params[0]) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    state = ngx_palloc(r->pool, sizeof(ngx_str_t));
+    if (state == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    *state = challenge;
+    ctx->state = state;
+
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_FOLLOWING,
+                                       &ctx->params[0],
+                                       ngx_http_tent_notification_challenged);
+}
+
+
+static ngx_int_t
+ngx_http_tent_notification_challenged(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t             status;
+    ngx_str_t            *challenge;
+    ngx_http_tent_ctx_t  *ctx;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    challenge = ctx->state;
+
+    ngx_str_set(&r->headers_out.content_type, "text/plain");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    return ngx_http_tent_send_body(r, NGX_HTTP_OK, challenge);
+}
+
+
+/* POST /notifications/:id, signed by the followed server */
+
+ngx_int_t
+ngx_http_tent_notification_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    if (ctx->principal.kind != NGX_HTTP_TENT_FOLLOWING) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_UNAUTHORIZED,
+                   "A notification must be signed with the credential of "
+                   "the following");
+    }
+
+    if (ctx->params[0].len != ctx->principal.auth_id.len
+        || ngx_strncmp(ctx->params[0].data, ctx->principal.auth_id.data,
+                       ctx->params[0].len) != 0)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The credential is not this following's");
+    }
+
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
+}
+
+
+static ngx_int_t
+ngx_http_tent_notification_body(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    json_t                    *post, *v;
+    const char                *error;
+    ngx_http_tent_received_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_received_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    error = NULL;
+    post = ngx_http_tent_post_validate(ctx->body, 1, &error);
+
+    if (post == NULL) {
+        if (error == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_error(r, 422, error);
+    }
+
+    if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_tent_json_str(post, "entity", &st->entity) != NGX_OK
+        || !ngx_http_tent_entity_eq(&st->entity, &ctx->principal.entity))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The post's entity is not the followed entity");
+    }
+
+    if (ngx_http_tent_json_str(post, "id", &st->id) != NGX_OK
+        || ngx_http_tent_token_valid(&st->id, 64) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, 422, "Invalid post id");
+    }
+
+    v = json_object_get(post, "version");
+    st->version = json_is_integer(v) ? json_integer_value(v) : 1;
+
+    if (st->version < 1 || st->version > 0x7fffffff) {
+        return ngx_http_tent_send_error(r, 422, "Invalid post version");
+    }
+
+    /* ours to set: when we received it, and the feed's tie-breaker */
+
+    json_object_set_new(post, "version", json_integer(st->version));
+    json_object_set_new(post, "received_at", json_integer(ngx_time()));
+    json_object_set_new(post, "rus",
+                        json_integer((json_int_t) ngx_http_tent_now_us()));
+    json_object_set_new(post, "published_at",
+                        json_integer(ngx_http_tent_post_published_at(
+                            json_object_get(post, "published_at"),
+                            ngx_time())));
+
+    if (!json_is_integer(json_object_get(post, "updated_at"))) {
+        json_object_set(post, "updated_at",
+                        json_object_get(post, "published_at"));
+    }
+
+    if (json_object_get(post, "attachments") == NULL) {
+        json_object_set_new(post, "attachments", json_array());
+    }
+
+    st->post = post;
+    ctx->state = st;
+
+    return ngx_http_tent_notification_write(r, st, NULL);
+}
+
+
+/*
+ * A first copy: the post row only if absent.  A newer version of a copy
+ * we have keeps the first copy's times, so its index keys stay the same.
+ */
+
+static ngx_int_t
+ngx_http_tent_notification_write(ngx_http_request_t *r,
+    ngx_http_tent_received_t *st, json_t *current)
+{
+    ngx_str_t                  key, value, expected;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    static const char  *kept[] = { "received_at", "published_at",
+                                   "updated_at", "rus", NULL };
+    const char        **k;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (current) {
+        for (k = kept; *k; k++) {
+            json_object_set(st->post, *k, json_object_get(current, *k));
+        }
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity, &st->id,
+                                  -1, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, st->post, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (current) {
+        if (ngx_http_tent_json_dump(r->pool, current, &expected) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    if (ngx_http_tent_store_cas(op, &key, current ? &expected : NULL, &value)
+        != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                  &st->id, st->version, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                          ngx_http_tent_notification_stored);
+}
+
+
+static ngx_int_t
+ngx_http_tent_notification_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *current;
+    ngx_int_t                  status;
+    ngx_str_t                  value;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_received_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+        ctx->state = NULL;
+        return ngx_http_tent_reply_state_json(r, op);
+    }
+
+    /* we have a copy: only a newer version replaces it */
+
+    ngx_http_tent_store_value(op, &value);
+
+    current = ngx_http_tent_json_load(r, &value);
+    if (current == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (json_integer_value(json_object_get(current, "version"))
+        >= st->version)
+    {
+        ctx->state = NULL;
+        op->status = NGX_HTTP_TENT_STORE_OK;
+        return ngx_http_tent_reply_state_json(r, op);
+    }
+
+    return ngx_http_tent_notification_write(r, st, current);
+}

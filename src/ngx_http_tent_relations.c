@@ -1,0 +1,694 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * What followers and followings share: their ids, finding one by id or
+ * by url-encoded entity, and paginated lists.  A relationship's id is
+ * 16 bytes as hex, the first 8 the creation time in microseconds, so the
+ * table sorts by age and a list is one iterator scan from a cursor id.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_RELATIONS_SCAN  1000
+
+
+typedef struct {
+    ngx_http_tent_relation_t       *rel;
+    ngx_http_tent_relation_pt       next;
+    void                           *saved;      /* the caller's state */
+    ngx_str_t                       entity;
+    ngx_uint_t                      limit;
+    ngx_uint_t                      count;
+    ngx_uint_t                      reverse;    /* newest first */
+    ngx_uint_t                      since;      /* scanned up from since */
+    ngx_uint_t                      by_entity;
+    json_t                         *list;
+} ngx_http_tent_relations_state_t;
+
+
+static ngx_int_t ngx_http_tent_relation_by_entity(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_relation_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_relations_listed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+ngx_int_t
+ngx_http_tent_relation_id(ngx_pool_t *pool, ngx_str_t *id)
+{
+    u_char           raw[16];
+    uint64_t         us;
+    ngx_uint_t       i;
+    struct timeval   tv;
+
+    ngx_gettimeofday(&tv);
+    us = (uint64_t) tv.tv_sec * 1000000 + tv.tv_usec;
+
+    for (i = 0; i < 8; i++) {
+        raw[i] = (u_char) (us >> (56 - 8 * i));
+    }
+
+    if (RAND_bytes(raw + 8, 8) != 1) {
+        return NGX_ERROR;
+    }
+
+    id->data = ngx_pnalloc(pool, 32);
+    if (id->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    id->len = ngx_hex_dump(id->data, raw, 16) - id->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_relation_id_valid(ngx_str_t *id)
+{
+    size_t  i;
+
+    if (id->len != 32) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < id->len; i++) {
+        if (!((id->data[i] >= '0' && id->data[i] <= '9')
+              || (id->data[i] >= 'a' && id->data[i] <= 'f')))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the principal is this relationship's own peer, signing with its key */
+
+ngx_int_t
+ngx_http_tent_relation_is_peer(ngx_http_tent_ctx_t *ctx, json_t *record,
+    ngx_uint_t kind)
+{
+    ngx_str_t  key_id;
+
+    return ctx->principal.kind == kind
+           && ngx_http_tent_json_str(record, "mac_key_id", &key_id) == NGX_OK
+           && key_id.len == ctx->principal.key_id.len
+           && ngx_strncmp(key_id.data, ctx->principal.key_id.data,
+                          key_id.len) == 0;
+}
+
+
+/*
+ * A relationship's JSON for this principal (spec 7.2): anyone sees the
+ * entity, id, created_at and public flag; the peer itself its licenses,
+ * types and notification path; an app with the read scope the rest but
+ * secrets, which need read_secrets and ?secrets=true.
+ */
+
+json_t *
+ngx_http_tent_relation_render(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, json_t *record)
+{
+    json_t      *out, *perms;
+    ngx_str_t    v;
+    const char  *key;
+    json_t      *value;
+
+    out = json_object();
+    if (out == NULL) {
+        return NULL;
+    }
+
+    perms = json_object_get(record, "permissions");
+
+    if (ngx_http_tent_has_scopes(ctx, rel->read_scope)) {
+        json_object_foreach(record, key, value) {
+            if (ngx_strncmp(key, "mac_", 4) != 0
+                && ngx_strcmp(key, "confirmed") != 0
+                && ngx_strcmp(key, "servers") != 0)
+            {
+                json_object_set(out, key, value);
+            }
+        }
+
+        if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_SECRETS)
+            && ngx_http_arg(r, (u_char *) "secrets", 7, &v) == NGX_OK
+            && v.len == 4 && ngx_strncmp(v.data, "true", 4) == 0)
+        {
+            json_object_set(out, "mac_key_id",
+                            json_object_get(record, "mac_key_id"));
+            json_object_set(out, "mac_key",
+                            json_object_get(record, "mac_key"));
+            json_object_set(out, "mac_algorithm",
+                            json_object_get(record, "mac_algorithm"));
+        }
+
+        return out;
+    }
+
+    json_object_set(out, "id", json_object_get(record, "id"));
+    json_object_set(out, "entity", json_object_get(record, "entity"));
+    json_object_set(out, "created_at", json_object_get(record, "created_at"));
+    json_object_set_new(out, "permissions",
+                        json_pack("{s:b}", "public",
+                                  json_is_true(json_object_get(perms,
+                                                               "public"))));
+
+    if (ngx_http_tent_relation_is_peer(ctx, record, rel->peer_kind)) {
+        json_object_set(out, "licenses", json_object_get(record, "licenses"));
+        json_object_set(out, "types", json_object_get(record, "types"));
+
+        if (json_object_get(record, "notification_path")) {
+            json_object_set(out, "notification_path",
+                            json_object_get(record, "notification_path"));
+        }
+    }
+
+    return out;
+}
+
+
+ngx_int_t
+ngx_http_tent_relation_visible(ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, json_t *record)
+{
+    if (json_is_false(json_object_get(record, "confirmed"))) {
+        return 0;
+    }
+
+    return ngx_http_tent_has_scopes(ctx, rel->read_scope)
+           || json_is_true(json_object_get(json_object_get(record,
+                                                           "permissions"),
+                                           "public"))
+           || ngx_http_tent_relation_is_peer(ctx, record, rel->peer_kind);
+}
+
+
+/*
+ * Load the relationship named by the route's parameter: an id, or an
+ * url-encoded entity URL (then Content-Location names it by id).  "next"
+ * gets the record, or NULL when there is none.
+ */
+
+ngx_int_t
+ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, ngx_str_t *param,
+    ngx_http_tent_relation_pt next)
+{
+    u_char                           *dst, *src;
+    ngx_str_t                         entity;
+    ngx_http_tent_relations_state_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->rel = rel;
+    st->next = next;
+    st->saved = ctx->state;
+    ctx->state = st;
+
+    if (param->len > 4 && ngx_strncmp(param->data, "http", 4) == 0) {
+        entity.data = ngx_pnalloc(r->pool, param->len);
+        if (entity.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        dst = entity.data;
+        src = param->data;
+        ngx_unescape_uri(&dst, &src, param->len, 0);
+        entity.len = dst - entity.data;
+
+        if (ngx_http_tent_entity_valid(&entity) != NGX_OK) {
+            ctx->state = st->saved;
+            return next(r, ctx, NULL);
+        }
+
+        st->entity = entity;
+        st->by_entity = 1;
+
+        return ngx_http_tent_store_get_request(r, rel->entity_table, &entity,
+                                             ngx_http_tent_relation_by_entity);
+    }
+
+    if (ngx_http_tent_relation_id_valid(param) != NGX_OK) {
+        ctx->state = st->saved;
+        return next(r, ctx, NULL);
+    }
+
+    return ngx_http_tent_store_get_request(r, rel->table, param,
+                                           ngx_http_tent_relation_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_relation_by_entity(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                         status;
+    ngx_str_t                         id;
+    ngx_http_tent_ctx_t              *ctx;
+    ngx_http_tent_relations_state_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ctx->state = st->saved;
+        return st->next(r, ctx, NULL);
+    }
+
+    ngx_http_tent_store_value(op, &id);
+
+    return ngx_http_tent_store_get_request(r, st->rel->table, &id,
+                                           ngx_http_tent_relation_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_relation_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    u_char                           *p;
+    json_t                           *record;
+    ngx_int_t                         status;
+    ngx_str_t                         value, id;
+    ngx_table_elt_t                  *h;
+    ngx_http_tent_ctx_t              *ctx;
+    ngx_http_tent_relations_state_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ctx->state = st->saved;
+        return st->next(r, ctx, NULL);
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    record = ngx_http_tent_json_load(r, &value);
+    if (record == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (st->by_entity
+        && ngx_http_tent_json_str(record, "id", &id) == NGX_OK
+        && ngx_http_tent_relation_visible(ctx, st->rel, record))
+    {
+        h = ngx_list_push(&r->headers_out.headers);
+        p = ngx_pnalloc(r->pool, ctx->origin.len + ctx->root_path.len
+                                 + st->rel->name.len + id.len + 4);
+        if (h == NULL || p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Content-Location");
+        h->value.data = p;
+        h->value.len = ngx_sprintf(p, "%V%V/%V/%V", &ctx->origin,
+                                   &ctx->root_path, &st->rel->name, &id)
+                       - p;
+    }
+
+    ctx->state = st->saved;
+
+    return st->next(r, ctx, record);
+}
+
+
+/* GET /followers/:id and /followings/:id */
+
+static ngx_int_t
+ngx_http_tent_relation_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *record)
+{
+    json_t                    *out;
+    ngx_http_tent_relation_t  *rel;
+
+    rel = ctx->state;
+
+    if (record == NULL || !ngx_http_tent_relation_visible(ctx, rel, record)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    out = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_relation_render(r, ctx, rel,
+                                                               record));
+    if (out == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+ngx_int_t
+ngx_http_tent_relation_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel)
+{
+    ctx->state = rel;
+
+    return ngx_http_tent_relation_load(r, ctx, rel, &ctx->params[0],
+                                       ngx_http_tent_relation_reply);
+}
+
+
+/*
+ * GET and HEAD /followers, /followings and their /count: newest first,
+ * since_id / before_id / until_id cursors, limit (50, at most 200),
+ * order=asc, entity=; prev/next Link headers, Count on HEAD.
+ */
+
+static ngx_int_t
+ngx_http_tent_relations_cursor(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    u_char table, const char *name, ngx_uint_t after, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   v;
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &v) != NGX_OK
+        || ngx_http_tent_relation_id_valid(&v) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, table, &v, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (after) {
+        /* the smallest key after it */
+        p = ngx_pnalloc(r->pool, key->len + 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, key->data, key->len);
+        p[key->len] = '\0';
+        key->data = p;
+        key->len++;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel)
+{
+    u_char                           *dst, *src;
+    ngx_int_t                         rc, limit;
+    ngx_str_t                         start, end, key, v;
+    ngx_uint_t                        count;
+    ngx_http_tent_store_op_t         *op;
+    ngx_http_tent_relations_state_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->rel = rel;
+    ctx->state = st;
+
+    count = ctx->api_path.len >= 6
+            && ngx_strncmp(ctx->api_path.data + ctx->api_path.len - 6,
+                           "/count", 6) == 0;
+
+    st->count = count || r->method == NGX_HTTP_HEAD;
+
+    limit = 50;
+
+    if (ngx_http_arg(r, (u_char *) "limit", 5, &v) == NGX_OK) {
+        limit = ngx_atoi(v.data, v.len);
+
+        if (limit <= 0) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                            "Invalid limit");
+        }
+
+        limit = ngx_min(limit, 200);
+    }
+
+    st->limit = limit;
+    st->reverse = 1;
+
+    if (ngx_http_arg(r, (u_char *) "order", 5, &v) == NGX_OK
+        && v.len == 3 && ngx_strncasecmp(v.data, (u_char *) "asc", 3) == 0)
+    {
+        st->reverse = 0;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "entity", 6, &v) == NGX_OK && v.len) {
+        st->entity.data = ngx_pnalloc(r->pool, v.len);
+        if (st->entity.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        dst = st->entity.data;
+        src = v.data;
+        ngx_unescape_uri(&dst, &src, v.len, 0);
+        st->entity.len = dst - st->entity.data;
+    }
+
+    if (ngx_http_tent_key_range(r->pool, &ctx->entity, rel->table, &start,
+                                &end)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!st->count) {
+        /* since_id and until_id: newer than; before_id: older than */
+
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "since_id",
+                                            1, &key);
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_OK) {
+            start = key;
+            st->since = st->reverse;
+        }
+
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "until_id",
+                                            1, &key);
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_OK) {
+            start = key;
+        }
+
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "before_id",
+                                            0, &key);
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_OK) {
+            end = key;
+        }
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    /* hidden rows are skipped after the scan: read some more than asked */
+
+    if (op == NULL
+        || ngx_http_tent_store_scan(op, &start, &end,
+                                    NGX_HTTP_TENT_RELATIONS_SCAN,
+                                    st->reverse && !st->since)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_relations_listed);
+}
+
+
+static ngx_int_t
+ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
+    ngx_uint_t limit)
+{
+    u_char           *p;
+    size_t            len;
+    ngx_str_t         newest, oldest;
+    ngx_table_elt_t  *h;
+
+    if (json_array_size(list) == 0
+        || ngx_http_tent_json_str(json_array_get(list, 0), "id", &newest)
+           != NGX_OK
+        || ngx_http_tent_json_str(json_array_get(list,
+                                                 json_array_size(list) - 1),
+                                  "id", &oldest)
+           != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    len = 2 * (r->uri.len + sizeof("<?since_id=&limit=>; rel=\"prev\", ")
+               + 32 + NGX_INT_T_LEN);
+
+    h = ngx_list_push(&r->headers_out.headers);
+    p = ngx_pnalloc(r->pool, len);
+    if (h == NULL || p == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Link");
+    h->value.data = p;
+
+    p = ngx_sprintf(p, "<%V?since_id=%V&limit=%ui>; rel=\"prev\"", &r->uri,
+                    &newest, limit);
+
+    if (json_array_size(list) >= limit) {
+        p = ngx_sprintf(p, ", <%V?before_id=%V&limit=%ui>; rel=\"next\"",
+                        &r->uri, &oldest, limit);
+    }
+
+    h->value.len = p - h->value.data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_relations_listed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    u_char                           *p;
+    json_t                           *list, *record, *out, *count;
+    ngx_int_t                         rc, status;
+    ngx_str_t                         key, value, entity;
+    ngx_uint_t                        n, i;
+    ngx_table_elt_t                  *h;
+    ngx_http_tent_ctx_t              *ctx;
+    ngx_http_tent_relations_state_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = 0;
+
+    while ((rc = ngx_http_tent_store_next(op, &key, &value)) == NGX_OK) {
+
+        record = ngx_http_tent_json_parse(&value, r->connection->log);
+        if (record == NULL) {
+            continue;
+        }
+
+        if (!ngx_http_tent_relation_visible(ctx, st->rel, record)
+            || (st->entity.len
+                && (ngx_http_tent_json_str(record, "entity", &entity)
+                    != NGX_OK
+                    || !ngx_http_tent_entity_eq(&entity, &st->entity))))
+        {
+            json_decref(record);
+            continue;
+        }
+
+        n++;
+
+        if (st->count) {
+            json_decref(record);
+            continue;
+        }
+
+        out = ngx_http_tent_relation_render(r, ctx, st->rel, record);
+        json_decref(record);
+
+        if (out == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        json_array_append_new(list, out);
+
+        if (n >= st->limit) {
+            break;
+        }
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (st->count) {
+        if (r->method == NGX_HTTP_HEAD) {
+            h = ngx_list_push(&r->headers_out.headers);
+            p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+            if (h == NULL || p == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            h->hash = 1;
+            ngx_str_set(&h->key, "Count");
+            h->value.data = p;
+            h->value.len = ngx_sprintf(p, "%ui", n) - p;
+        }
+
+        count = ngx_http_tent_json_own(r->pool, json_integer(n));
+        if (count == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
+    }
+
+    if (st->since) {
+        /* scanned upwards from the cursor: newest first again */
+
+        n = json_array_size(list);
+
+        for (i = 0; i < n / 2; i++) {
+            record = json_incref(json_array_get(list, i));
+            json_array_set(list, i, json_array_get(list, n - 1 - i));
+            json_array_set_new(list, n - 1 - i, record);
+        }
+    }
+
+    if (st->reverse
+        && ngx_http_tent_relations_link(r, list, st->limit) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+}

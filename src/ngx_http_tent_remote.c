@@ -1,0 +1,743 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Talking to other Tent servers on behalf of a request: discovery of an
+ * entity (spec 2.2: HEAD, then GET, the profile Link, the profile), and
+ * the mapping of outbound failures to the statuses the spec lists.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_MAX_LINKS     8
+
+
+static ngx_int_t ngx_http_tent_discover_step(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_discover_fetched(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_discover_profile(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d, ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_links_html(ngx_http_tent_discover_t *d,
+    ngx_str_t *html);
+
+
+#define NGX_HTTP_TENT_DISCOVER_HEAD     0
+#define NGX_HTTP_TENT_DISCOVER_GET      1
+#define NGX_HTTP_TENT_DISCOVER_PROFILE  2
+
+
+/* a fetch made with this server's outbound settings */
+
+ngx_http_tent_fetch_t *
+ngx_http_tent_remote_fetch(ngx_http_request_t *r, ngx_str_t *url,
+    const char *method)
+{
+    ngx_http_tent_fetch_t     *f;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    f = ngx_http_tent_fetch_create(r->pool, r->connection->log,
+                                   &scf->outbound);
+    if (f == NULL) {
+        return NULL;
+    }
+
+    f->url = *url;
+    f->method.data = (u_char *) method;
+    f->method.len = ngx_strlen(method);
+
+    return f;
+}
+
+
+/* sign a fetch with a relationship's credential record */
+
+ngx_int_t
+ngx_http_tent_remote_sign(ngx_http_tent_fetch_t *f, json_t *cred)
+{
+    if (ngx_http_tent_json_str(cred, "mac_key_id", &f->mac_id) != NGX_OK
+        || ngx_http_tent_json_str(cred, "mac_key", &f->mac_key) != NGX_OK
+        || ngx_http_tent_json_str(cred, "mac_algorithm", &f->mac_algorithm)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The HTTP status for a failed step towards another server: 403 when our
+ * own guard refused it, 504 for a timeout, 503 when it could not be
+ * reached, 502 when it answered something that is not usable HTTP.
+ */
+
+ngx_uint_t
+ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f)
+{
+    switch (f->result) {
+
+    case NGX_HTTP_TENT_FETCH_REFUSED:
+        return NGX_HTTP_FORBIDDEN;
+
+    case NGX_HTTP_TENT_FETCH_TIMEOUT:
+        return NGX_HTTP_GATEWAY_TIME_OUT;
+
+    case NGX_HTTP_TENT_FETCH_TOO_BIG:
+    case NGX_HTTP_TENT_FETCH_INVALID:
+        return NGX_HTTP_BAD_GATEWAY;
+
+    case NGX_HTTP_TENT_FETCH_ERROR:
+        return NGX_HTTP_BAD_REQUEST;
+
+    default:
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+}
+
+
+/* "<step> <url>: <why>" as a JSON error with the mapped status */
+
+ngx_int_t
+ngx_http_tent_remote_error(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
+    const char *step)
+{
+    u_char  *msg, *p;
+    size_t   len;
+
+    len = ngx_strlen(step) + f->url.len + 128;
+
+    msg = ngx_pnalloc(r->pool, len);
+    if (msg == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK) {
+        p = ngx_snprintf(msg, len - 1, "%s %V: it answered %ui", step,
+                         &f->url, f->status);
+
+    } else {
+        p = ngx_snprintf(msg, len - 1, "%s %V: %s", step, &f->url,
+                         ngx_http_tent_fetch_strerror(f->result));
+    }
+
+    *p = '\0';
+
+    return ngx_http_tent_send_error(r,
+                                    f->result == NGX_HTTP_TENT_FETCH_OK
+                                    ? NGX_HTTP_NOT_FOUND
+                                    : ngx_http_tent_remote_status(f),
+                                    (char *) msg);
+}
+
+
+/* an entity URL as the protocol accepts it: http(s), a host, no junk */
+
+ngx_int_t
+ngx_http_tent_entity_valid(ngx_str_t *url)
+{
+    u_char  *p, *host;
+
+    if (url->len > 2048) {
+        return NGX_ERROR;
+    }
+
+    if (url->len > 7 && ngx_strncmp(url->data, "http://", 7) == 0) {
+        host = url->data + 7;
+
+    } else if (url->len > 8 && ngx_strncmp(url->data, "https://", 8) == 0) {
+        host = url->data + 8;
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    if (host == url->data + url->len || *host == '/') {
+        return NGX_ERROR;
+    }
+
+    for (p = url->data; p < url->data + url->len; p++) {
+        if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '<' || *p == '>'
+            || *p == '\\' || *p == '`' || *p == '{' || *p == '}'
+            || *p == '|' || *p == '^' || *p == '#')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* entities compare equal up to one trailing slash (spec 14.7) */
+
+ngx_int_t
+ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b)
+{
+    size_t  la, lb;
+
+    la = a->len;
+    lb = b->len;
+
+    if (la && a->data[la - 1] == '/') {
+        la--;
+    }
+
+    if (lb && b->data[lb - 1] == '/') {
+        lb--;
+    }
+
+    return la == lb && ngx_strncmp(a->data, b->data, la) == 0;
+}
+
+
+/*
+ * Discovery: the handler "done" runs with d->status 0 and the profile,
+ * or d->status an HTTP status and d->error what failed.
+ */
+
+ngx_int_t
+ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_http_tent_discover_done_pt done, void *data)
+{
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_discover_t  *d;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    d = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_discover_t));
+    if (d == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_array_init(&d->links, r->pool, 2, sizeof(ngx_str_t)) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    d->entity = *entity;
+    d->done = done;
+    d->data = data;
+    d->saved_state = ctx->state;
+    ctx->state = d;
+
+    return ngx_http_tent_discover_step(r, d);
+}
+
+
+static ngx_int_t
+ngx_http_tent_discover_step(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d)
+{
+    ngx_str_t              *url;
+    ngx_http_tent_fetch_t  *f;
+
+    switch (d->stage) {
+
+    case NGX_HTTP_TENT_DISCOVER_HEAD:
+    case NGX_HTTP_TENT_DISCOVER_GET:
+        f = ngx_http_tent_remote_fetch(r, &d->entity,
+                                       d->stage == NGX_HTTP_TENT_DISCOVER_HEAD
+                                       ? "HEAD" : "GET");
+        if (f == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_str_set(&f->accept, "*/*");
+        f->redirects = 3;
+        f->max_response = ngx_min(f->max_response, 256 * 1024);
+        break;
+
+    default:
+        url = d->links.elts;
+
+        f = ngx_http_tent_remote_fetch(r, &url[d->next_link], "GET");
+        if (f == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        f->redirects = 3;
+        break;
+    }
+
+    f->data = d;
+
+    return ngx_http_tent_fetch_request(r, f, ngx_http_tent_discover_fetched);
+}
+
+
+static ngx_int_t
+ngx_http_tent_discover_finish(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d, ngx_uint_t status, const char *error,
+    ngx_http_tent_fetch_t *f)
+{
+    u_char               *msg, *p;
+    size_t                len;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->state = d->saved_state;
+
+    d->status = status;
+
+    if (status && f) {
+        len = d->entity.len + f->url.len + 256;
+
+        msg = ngx_pnalloc(r->pool, len);
+        if (msg == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (f->result == NGX_HTTP_TENT_FETCH_OK) {
+            p = ngx_snprintf(msg, len - 1, "Discovery of %V failed: %s "
+                             "(%V answered %ui)", &d->entity, error,
+                             &f->url, f->status);
+
+        } else {
+            p = ngx_snprintf(msg, len - 1, "Discovery of %V failed: %V: %s",
+                             &d->entity, &f->url,
+                             ngx_http_tent_fetch_strerror(f->result));
+        }
+
+        *p = '\0';
+        d->error = (char *) msg;
+
+    } else {
+        d->error = error;
+    }
+
+    return d->done(r, d);
+}
+
+
+/* the profile URLs of Link headers with rel="https://tent.io/rels/profile" */
+
+static void
+ngx_http_tent_links_header(ngx_http_tent_discover_t *d, ngx_str_t *value)
+{
+    u_char     *p, *last, *url, *url_end, *rel, *rel_end;
+    ngx_str_t  *link;
+
+    p = value->data;
+    last = p + value->len;
+
+    while (p < last && d->links.nelts < NGX_HTTP_TENT_MAX_LINKS) {
+
+        while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
+            p++;
+        }
+
+        if (p == last || *p != '<') {
+            return;
+        }
+
+        url = ++p;
+        url_end = ngx_strlchr(p, last, '>');
+        if (url_end == NULL) {
+            return;
+        }
+
+        p = url_end + 1;
+        rel = NULL;
+        rel_end = NULL;
+
+        /* parameters up to the next link: ; name="value" or name=token */
+
+        while (p < last && *p != ',') {
+            if (*p == ';' || *p == ' ' || *p == '\t') {
+                p++;
+                continue;
+            }
+
+            if (last - p > 4 && ngx_strncasecmp(p, (u_char *) "rel=", 4) == 0)
+            {
+                p += 4;
+
+                if (p < last && *p == '"') {
+                    rel = ++p;
+                    rel_end = ngx_strlchr(p, last, '"');
+                    if (rel_end == NULL) {
+                        return;
+                    }
+
+                    p = rel_end + 1;
+
+                } else {
+                    rel = p;
+                    while (p < last && *p != ';' && *p != ',') {
+                        p++;
+                    }
+
+                    rel_end = p;
+                }
+
+                continue;
+            }
+
+            /* another parameter: skip it, quoted strings whole */
+
+            while (p < last && *p != ';' && *p != ',') {
+                if (*p == '"') {
+                    p = ngx_strlchr(p + 1, last, '"');
+                    if (p == NULL) {
+                        return;
+                    }
+                }
+
+                p++;
+            }
+        }
+
+        if (rel && ngx_strlcasestrn(rel, rel_end,
+                                    (u_char *) NGX_HTTP_TENT_PROFILE_REL,
+                                    sizeof(NGX_HTTP_TENT_PROFILE_REL) - 2)
+                   != NULL
+            && url_end > url)
+        {
+            link = ngx_array_push(&d->links);
+            if (link == NULL) {
+                return;
+            }
+
+            link->data = url;
+            link->len = url_end - url;
+        }
+    }
+}
+
+
+/* absolute links as they are; "/x" on the entity's origin */
+
+static ngx_int_t
+ngx_http_tent_links_resolve(ngx_pool_t *pool, ngx_http_tent_discover_t *d)
+{
+    u_char      *p, *host, *end;
+    ngx_str_t   *link, url;
+    ngx_uint_t   i, n;
+
+    link = d->links.elts;
+    n = 0;
+
+    for (i = 0; i < d->links.nelts; i++) {
+
+        if ((link[i].len > 7
+             && ngx_strncasecmp(link[i].data, (u_char *) "http://", 7) == 0)
+            || (link[i].len > 8
+                && ngx_strncasecmp(link[i].data, (u_char *) "https://", 8)
+                   == 0))
+        {
+            link[n++] = link[i];
+            continue;
+        }
+
+        if (link[i].data[0] != '/' || (link[i].len > 1
+                                       && link[i].data[1] == '/'))
+        {
+            continue;
+        }
+
+        host = ngx_strlchr(d->entity.data, d->entity.data + d->entity.len,
+                           ':');
+        if (host == NULL || d->entity.data + d->entity.len - host < 3) {
+            continue;
+        }
+
+        end = ngx_strlchr(host + 3, d->entity.data + d->entity.len, '/');
+        if (end == NULL) {
+            end = d->entity.data + d->entity.len;
+        }
+
+        url.len = (end - d->entity.data) + link[i].len;
+        url.data = ngx_pnalloc(pool, url.len);
+        if (url.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(url.data, d->entity.data, end - d->entity.data);
+        ngx_memcpy(p, link[i].data, link[i].len);
+
+        link[n++] = url;
+    }
+
+    d->links.nelts = n;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_discover_fetched(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    ngx_str_t                 *ct;
+    ngx_uint_t                 i;
+    ngx_table_elt_t           *h;
+    ngx_http_tent_discover_t  *d;
+
+    d = f->data;
+
+    if (d->stage == NGX_HTTP_TENT_DISCOVER_PROFILE) {
+        return ngx_http_tent_discover_profile(r, d, f);
+    }
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK) {
+        return ngx_http_tent_discover_finish(r, d,
+                                             ngx_http_tent_remote_status(f),
+                                             NULL, f);
+    }
+
+    if (f->status >= 200 && f->status < 300) {
+        h = f->headers.elts;
+
+        for (i = 0; i < f->headers.nelts; i++) {
+            if (h[i].key.len == 4
+                && ngx_strncmp(h[i].lowcase_key, "link", 4) == 0)
+            {
+                ngx_http_tent_links_header(d, &h[i].value);
+            }
+        }
+
+        ct = ngx_http_tent_fetch_header(f, "content-type");
+
+        if (d->links.nelts == 0 && d->stage == NGX_HTTP_TENT_DISCOVER_GET
+            && ct && ct->len >= 9
+            && ngx_strncasecmp(ct->data, (u_char *) "text/html", 9) == 0)
+        {
+            ngx_http_tent_links_html(d, &f->body);
+        }
+
+        if (ngx_http_tent_links_resolve(r->pool, d) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    if (d->links.nelts) {
+        d->stage = NGX_HTTP_TENT_DISCOVER_PROFILE;
+        d->next_link = 0;
+        return ngx_http_tent_discover_step(r, d);
+    }
+
+    if (d->stage == NGX_HTTP_TENT_DISCOVER_HEAD) {
+        d->stage = NGX_HTTP_TENT_DISCOVER_GET;
+        return ngx_http_tent_discover_step(r, d);
+    }
+
+    return ngx_http_tent_discover_finish(r, d, NGX_HTTP_NOT_FOUND,
+                                         "no profile link", f);
+}
+
+
+static ngx_int_t
+ngx_http_tent_discover_profile(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d, ngx_http_tent_fetch_t *f)
+{
+    json_t     *profile, *core, *servers, *v;
+    size_t      i;
+    ngx_str_t  *ct, *url, type, base;
+    const char *key;
+    ngx_uint_t  status;
+    const char *error;
+
+    status = NGX_HTTP_NOT_FOUND;
+    error = "no usable profile";
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK) {
+        status = ngx_http_tent_remote_status(f);
+        goto next;
+    }
+
+    ct = ngx_http_tent_fetch_header(f, "content-type");
+
+    if (f->status != 200 || ct == NULL
+        || ct->len < sizeof(NGX_HTTP_TENT_MEDIA_TYPE) - 1
+        || ngx_strncasecmp(ct->data, (u_char *) NGX_HTTP_TENT_MEDIA_TYPE,
+                           sizeof(NGX_HTTP_TENT_MEDIA_TYPE) - 1)
+           != 0)
+    {
+        error = "the profile is not application/vnd.tent.v0+json";
+        goto next;
+    }
+
+    profile = ngx_http_tent_json_parse(&f->body, r->connection->log);
+
+    if (profile == NULL || ngx_http_tent_json_cleanup(r->pool, profile)
+                           != NGX_OK)
+    {
+        json_decref(profile);
+        error = "the profile is not JSON";
+        goto next;
+    }
+
+    /* the core section, by base: any version of info/core */
+
+    core = NULL;
+
+    json_object_foreach(profile, key, v) {
+        type.data = (u_char *) key;
+        type.len = ngx_strlen(key);
+
+        if (ngx_http_tent_type_base(&type, &base) == NGX_OK
+            && base.len == sizeof(NGX_HTTP_TENT_CORE_BASE) - 1
+            && ngx_strncmp(base.data, NGX_HTTP_TENT_CORE_BASE, base.len) == 0
+            && json_is_object(v))
+        {
+            core = v;
+            break;
+        }
+    }
+
+    if (core == NULL
+        || ngx_http_tent_json_str(core, "entity", &d->canonical) != NGX_OK
+        || ngx_http_tent_entity_valid(&d->canonical) != NGX_OK)
+    {
+        error = "the profile has no core section with an entity";
+        goto next;
+    }
+
+    servers = json_object_get(core, "servers");
+
+    if (!json_is_array(servers) || json_array_size(servers) == 0) {
+        error = "the profile lists no servers";
+        goto next;
+    }
+
+    json_array_foreach(servers, i, v) {
+        if (!json_is_string(v) || json_string_length(v) > 2048) {
+            error = "the profile lists an invalid server";
+            goto next;
+        }
+    }
+
+    d->profile = profile;
+    d->servers = servers;
+
+    /* the API root: the profile URL without "/profile" (spec 2.2) */
+
+    url = &f->url;
+    d->api_root = *url;
+
+    if (d->api_root.len > 8
+        && ngx_strncmp(d->api_root.data + d->api_root.len - 8, "/profile", 8)
+           == 0)
+    {
+        d->api_root.len -= 8;
+
+    } else {
+        d->api_root.data = (u_char *) json_string_value(
+                                          json_array_get(servers, 0));
+        d->api_root.len = json_string_length(json_array_get(servers, 0));
+    }
+
+    return ngx_http_tent_discover_finish(r, d, 0, NULL, NULL);
+
+next:
+
+    if (++d->next_link < d->links.nelts) {
+        return ngx_http_tent_discover_step(r, d);
+    }
+
+    return ngx_http_tent_discover_finish(r, d, status, error, f);
+}
+
+
+/*
+ * <link rel="https://tent.io/rels/profile" href="..."> in an HTML page:
+ * a scan for link tags and their two attributes, enough for what
+ * publishing tools write; no HTML parser is among our dependencies.
+ */
+
+static ngx_int_t
+ngx_http_tent_html_attr(u_char *tag, u_char *end, const char *name,
+    ngx_str_t *value)
+{
+    u_char  *p, q;
+    size_t   n;
+
+    n = ngx_strlen(name);
+
+    for (p = tag; p + n + 1 < end; p++) {
+        if ((p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n'
+             && p[-1] != '\r')
+            || ngx_strncasecmp(p, (u_char *) name, n) != 0
+            || p[n] != '=')
+        {
+            continue;
+        }
+
+        p += n + 1;
+        q = *p;
+
+        if (q != '"' && q != '\'') {
+            value->data = p;
+            while (p < end && *p != ' ' && *p != '>' && *p != '/') {
+                p++;
+            }
+
+            value->len = p - value->data;
+            return NGX_OK;
+        }
+
+        value->data = ++p;
+
+        while (p < end && *p != q) {
+            p++;
+        }
+
+        if (p == end) {
+            return NGX_ERROR;
+        }
+
+        value->len = p - value->data;
+        return NGX_OK;
+    }
+
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_tent_links_html(ngx_http_tent_discover_t *d, ngx_str_t *html)
+{
+    u_char     *p, *last, *end;
+    ngx_str_t   rel, href, *link;
+
+    p = html->data;
+    last = p + html->len;
+
+    while (p && p < last && d->links.nelts < NGX_HTTP_TENT_MAX_LINKS) {
+        p = ngx_strlcasestrn(p, last, (u_char *) "<link", 5 - 1);
+        if (p == NULL) {
+            return;
+        }
+
+        p += 5;
+
+        end = ngx_strlchr(p, last, '>');
+        if (end == NULL) {
+            return;
+        }
+
+        if (ngx_http_tent_html_attr(p, end, "rel", &rel) == NGX_OK
+            && ngx_http_tent_html_attr(p, end, "href", &href) == NGX_OK
+            && rel.len == sizeof(NGX_HTTP_TENT_PROFILE_REL) - 1
+            && ngx_strncmp(rel.data, NGX_HTTP_TENT_PROFILE_REL, rel.len) == 0
+            && href.len)
+        {
+            link = ngx_array_push(&d->links);
+            if (link == NULL) {
+                return;
+            }
+
+            *link = href;
+        }
+
+        p = end + 1;
+    }
+}
