@@ -31,7 +31,7 @@ static ngx_int_t ngx_http_tent_notification_body(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_notification_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_notification_write(ngx_http_request_t *r,
-    ngx_http_tent_received_t *st, json_t *current);
+    ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw);
 
 
 static ngx_int_t
@@ -183,7 +183,9 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, 422, "Invalid post id");
     }
 
-    v = json_object_get(post, "version");
+    /* validation keeps what a client may send: the version is the body's */
+
+    v = json_object_get(ctx->body, "version");
     st->version = json_is_integer(v) ? json_integer_value(v) : 1;
 
     if (st->version < 1 || st->version > 0x7fffffff) {
@@ -213,7 +215,7 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
     st->post = post;
     ctx->state = st;
 
-    return ngx_http_tent_notification_write(r, st, NULL);
+    return ngx_http_tent_notification_write(r, st, NULL, NULL);
 }
 
 
@@ -224,9 +226,9 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_tent_notification_write(ngx_http_request_t *r,
-    ngx_http_tent_received_t *st, json_t *current)
+    ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw)
 {
-    ngx_str_t                  key, value, expected;
+    ngx_str_t                  key, value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *op;
 
@@ -253,13 +255,7 @@ ngx_http_tent_notification_write(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (current) {
-        if (ngx_http_tent_json_dump(r->pool, current, &expected) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-
-    if (ngx_http_tent_store_cas(op, &key, current ? &expected : NULL, &value)
+    if (ngx_http_tent_store_cas(op, &key, raw, &value)
         != NGX_OK
         || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
                                   &st->id, st->version, &key)
@@ -316,5 +312,5 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
         return ngx_http_tent_reply_state_json(r, op);
     }
 
-    return ngx_http_tent_notification_write(r, st, current);
+    return ngx_http_tent_notification_write(r, st, current, &value);
 }

@@ -290,6 +290,7 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
     ngx_str_t                         value, id;
     ngx_table_elt_t                  *h;
     ngx_http_tent_ctx_t              *ctx;
+    ngx_http_tent_srv_conf_t         *scf;
     ngx_http_tent_relations_state_t  *st;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -316,8 +317,10 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
         && ngx_http_tent_json_str(record, "id", &id) == NGX_OK
         && ngx_http_tent_relation_visible(ctx, st->rel, record))
     {
+        scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
         h = ngx_list_push(&r->headers_out.headers);
-        p = ngx_pnalloc(r->pool, ctx->origin.len + ctx->root_path.len
+        p = ngx_pnalloc(r->pool, ctx->origin.len + scf->api_root.len
                                  + st->rel->name.len + id.len + 4);
         if (h == NULL || p == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -327,7 +330,7 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
         ngx_str_set(&h->key, "Content-Location");
         h->value.data = p;
         h->value.len = ngx_sprintf(p, "%V%V/%V/%V", &ctx->origin,
-                                   &ctx->root_path, &st->rel->name, &id)
+                                   &scf->api_root, &st->rel->name, &id)
                        - p;
     }
 

@@ -1,0 +1,392 @@
+# Federation between two real servers (spec 7.1-7.4, 9.1, 9.6): the
+# harness's nginx is entity A, a second nginx (Tent::Peer) entity B, both
+# with two workers, talking over loopback.  They follow each other
+# through the app API, notifications are checked for signature, replay
+# and sender, unfollow removes both sides, and A reloads in the middle.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx reload_nginx
+                  error_log_text);
+use Tent::Client;
+use Tent::MAC qw(signed_headers);
+use Tent::Peer;
+use JSON::PP;
+*uri_escape = \&Tent::Client::uri_escape;
+
+master_on();
+workers(2);
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $A_URL = "http://127.0.0.1:" . ($ENV{TEST_NGINX_SERVER_PORT} || 1984);
+my $a = Tent::Client->new;
+
+my $b_peer = Tent::Peer->start(
+    http_config => 'tent_store $SERVROOT/tent_temp;'
+                   . ' tent_outbound_allow 127.0.0.0/8;');
+my $B_URL = $b_peer->url;
+my $b = $b_peer->client;
+
+my ($a_app, $a_cred) = $a->authorized_app(
+    'read_followers,write_followers,read_followings,write_followings,'
+    . 'read_posts,read_secrets', post_types => 'all');
+my ($b_app, $b_cred) = $b_peer->authorized_app(
+    'read_followers,write_followers,read_followings,write_followings,'
+    . 'read_posts,read_secrets', post_types => 'all');
+my (undef, $b_weak) = $b_peer->authorized_app('read_posts');
+
+# --- B follows A ---------------------------------------------------------
+
+my $res = $b->request(POST => '/followings', cred => $b_weak,
+                      body => { entity => $A_URL });
+is($res->{status}, 403, 'following needs write_followings');
+
+$res = $b->request(POST => '/followings', cred => $b_cred,
+                   body => { entity => "$A_URL/" });
+is($res->{status}, 200, 'B follows A') or diag $res->{body};
+my $b_following = $res->{json};
+is($b_following->{entity}, $A_URL, 'the following is A, slash dropped');
+ok($b_following->{remote_id}, 'with the id A gave its follower');
+ok(!exists $b_following->{mac_key}, 'and no secrets in the answer');
+is($b_following->{profile}{'https://tent.io/types/info/core/v0.1.0'}{entity},
+   $A_URL, "and A's profile");
+
+$res = $b->request(POST => '/followings', cred => $b_cred,
+                   body => { entity => $A_URL });
+is($res->{status}, 409, 'following A again: 409 Already following');
+
+$res = $a->request(GET => '/followers');
+is($res->{status}, 200, 'A lists its followers');
+is(scalar @{ $res->{json} }, 1, 'one follower');
+is($res->{json}[0]{entity}, $B_URL, 'B');
+is($res->{json}[0]{id}, $b_following->{remote_id}, 'under the id B keeps');
+ok(!exists $res->{json}[0]{mac_key}, 'anonymous: no secrets');
+ok(!exists $res->{json}[0]{notification_path},
+   'anonymous: no notification path');
+
+my $fid = $b_following->{remote_id};
+
+$res = $a->request(GET => '/followers/' . uri_escape($B_URL));
+is($res->{status}, 200, 'A finds its follower by url-encoded entity');
+like($res->{headers}{'content-location'} // '', qr{/tent/followers/$fid$},
+     'with Content-Location by id') or diag join ",", %{ $res->{headers} };
+
+$res = $a->request(GET => '/followers/count');
+is($res->{body}, '1', 'A counts one follower');
+$res = $a->request(HEAD => '/followers');
+is($res->{headers}{count}, '1', 'HEAD /followers: Count: 1');
+
+$res = $a->request(GET => "/followers/$fid?secrets=true", cred => $a_cred);
+is($res->{status}, 200, 'A app reads the follower');
+like($res->{json}{mac_key_id} // '', qr/^s:/, 'secrets with read_secrets');
+is($res->{json}{notification_path}, "notifications/$b_following->{id}",
+   'the notification path points at B\'s following');
+my $s_cred = { mac_key_id => $res->{json}{mac_key_id},
+               mac_key => $res->{json}{mac_key},
+               mac_algorithm => $res->{json}{mac_algorithm} };
+
+$res = $b->request(GET => "/followings/$b_following->{id}?secrets=true",
+                   cred => $b_cred);
+is($res->{json}{mac_key_id}, $s_cred->{mac_key_id},
+   'both sides hold the same s: credential');
+
+$res = $b->request(GET => '/followings');
+is(scalar @{ $res->{json} }, 1, 'B lists A among its followings');
+
+$res = $b->request(GET => '/followings?entity=' . uri_escape($A_URL));
+is(scalar @{ $res->{json} }, 1, '?entity= finds it ("am I following?")');
+$res = $b->request(GET => '/followings?entity=' . uri_escape($B_URL));
+is(scalar @{ $res->{json} }, 0, 'and not another entity');
+
+# the follower itself, signed with s:, sees its own subscription
+$res = $a->request(GET => "/followers/$fid", cred => $s_cred);
+is_deeply($res->{json}{types}, ['all'], 'the follower sees its types');
+
+# the signed proxy: B's app reads A's profile through B (spec 7.3)
+$res = $b->request(GET => "/followings/$b_following->{id}/profile",
+                   cred => $b_cred);
+is($res->{status}, 200, 'GET /followings/:id/profile proxies to A');
+like($res->{body}, qr/\Q$A_URL\E/, 'with A\'s profile');
+
+# --- A follows B: mutual --------------------------------------------------
+
+$res = $a->request(POST => '/followings', cred => $a_cred,
+                   body => { entity => $B_URL });
+is($res->{status}, 200, 'A follows B') or diag $res->{body};
+my $a_following = $res->{json};
+
+$res = $b->request(GET => '/followers');
+is($res->{json}[0]{entity}, $A_URL, 'B has A as follower');
+
+$res = $a->request(POST => '/followers',
+                   body => { entity => $B_URL,
+                             notification_path => 'notifications/'
+                                                  . ('0' x 32) });
+is($res->{status}, 403, 'a challenge to an unknown following: refused');
+
+$res = $a->request(POST => '/followers',
+                   body => { entity => $A_URL,
+                             notification_path => 'x' });
+is($res->{status}, 406, 'following oneself: 406');
+
+# --- notifications into B, from A -----------------------------------------
+
+my $NOTE = "/notifications/$b_following->{id}";
+my $a_note_cred;
+$res = $b->request(GET => "/followings/$b_following->{id}?secrets=true",
+                   cred => $b_cred);
+$a_note_cred = { map { $_ => $res->{json}{$_} }
+                 qw(mac_key_id mac_key mac_algorithm) };
+
+my $post = { id => 'n0tifiedP0st', entity => $A_URL,
+             type => 'https://tent.io/types/post/status/v0.1.0',
+             content => { text => 'hello followers' },
+             permissions => { public => JSON::PP::true },
+             published_at => time, version => 1 };
+
+sub notify {
+    my (%o) = @_;
+    return $b->request(POST => $o{path} || $NOTE, body => $o{post} || $post,
+                       cred => $o{cred}, nonce => $o{nonce});
+}
+
+$res = notify();
+is($res->{status}, 401, 'an unsigned notification: 401');
+
+$res = notify(cred => { %$a_note_cred, mac_key => 'f' x 32 });
+is($res->{status}, 403, 'signed with a wrong key: 403');
+
+$res = notify(cred => $a_note_cred, path => '/notifications/' . ('1' x 32));
+is($res->{status}, 403, 'to another following\'s path: 403');
+
+$res = notify(cred => $a_note_cred,
+              post => { %$post, entity => 'https://mallory.example' });
+is($res->{status}, 403, 'a post of another entity: 403');
+
+$res = notify(cred => $b_cred);
+is($res->{status}, 401, 'an app credential cannot notify') or diag "$res->{status} $res->{body}";
+
+$res = notify(cred => $a_note_cred, nonce => 'once0nly');
+is($res->{status}, 200, 'a notification signed by A: 200')
+    or diag "$res->{status} $res->{body}";
+
+$res = notify(cred => $a_note_cred, nonce => 'once0nly');
+is($res->{status}, 401, 'the same request replayed: 401');
+like($res->{body}, qr/nonce/, 'nonce already used');
+
+$res = notify(cred => $a_note_cred);
+is($res->{status}, 200, 'the same post again (new nonce): accepted');
+
+$res = $b->request(GET => '/posts', cred => $b_cred);
+my @got = grep { $_->{id} eq 'n0tifiedP0st' } @{ $res->{json} || [] };
+is(scalar @got, 1, 'B\'s app sees the post once in its feed');
+is($got[0]{entity}, $A_URL, 'as A\'s');
+
+$res = $b->request(GET => '/posts');
+@got = grep { $_->{id} eq 'n0tifiedP0st' } @{ $res->{json} || [] };
+is(scalar @got, 0, 'anonymous readers of B do not see A\'s post');
+
+$res = $b->request(GET => '/posts/' . uri_escape($A_URL) . '/n0tifiedP0st',
+                   cred => $b_cred);
+is($res->{status}, 200, 'GET /posts/:entity/:id finds it');
+is($res->{json}{content}{text}, 'hello followers', 'as sent');
+
+$res = notify(cred => $a_note_cred,
+              post => { %$post, version => 2,
+                        content => { text => 'edited' } });
+is($res->{status}, 200, 'version 2 of the post');
+$res = $b->request(GET => '/posts/' . uri_escape($A_URL) . '/n0tifiedP0st',
+                   cred => $b_cred);
+is($res->{json}{content}{text}, 'edited', 'replaces the copy');
+$res = $b->request(GET => '/posts', cred => $b_cred);
+@got = grep { $_->{id} eq 'n0tifiedP0st' } @{ $res->{json} || [] };
+is(scalar @got, 1, 'still once in the feed');
+
+$res = notify(cred => $a_note_cred, post => { %$post, version => 1,
+                                              content => { text => 'old' } });
+is($res->{status}, 200, 'an older version is accepted');
+$res = $b->request(GET => '/posts/' . uri_escape($A_URL) . '/n0tifiedP0st',
+                   cred => $b_cred);
+is($res->{json}{content}{text}, 'edited', 'and ignored');
+
+# --- a reload of A in the middle -------------------------------------------
+
+reload_nginx();
+sleep 1;
+
+$res = $a->request(GET => '/followers/count');
+is($res->{body}, '1', 'after a reload A still has its follower');
+$res = $a->request(GET => '/followings', cred => $a_cred);
+is(scalar @{ $res->{json} }, 1, 'and its following');
+
+# --- unfollow --------------------------------------------------------------
+
+$res = $b->request(DELETE => "/followings/$b_following->{id}",
+                   cred => $b_weak);
+is($res->{status}, 403, 'unfollow needs write_followings');
+
+$res = $b->request(DELETE => "/followings/$b_following->{id}",
+                   cred => $b_cred);
+is($res->{status}, 200, 'B unfollows A');
+
+$res = $b->request(GET => '/followings');
+is(scalar @{ $res->{json} }, 0, 'B follows no one');
+$res = $a->request(GET => '/followers/count');
+is($res->{body}, '0', 'A was told: no follower left');
+$res = $a->request(GET => "/followers/$fid", cred => $a_cred);
+is($res->{status}, 404, 'the follower record is gone');
+
+$res = notify(cred => $a_note_cred);
+is($res->{status}, 401, 'the old credential notifies no more');
+
+# A blocks B (write_followers): the follower record goes, B is not told
+$res = $b->request(GET => '/followers', cred => $b_cred);
+my $bid = $res->{json}[0]{id};
+$res = $b->request(DELETE => "/followers/$bid", cred => $b_cred);
+is($res->{status}, 200, 'B removes its follower A');
+$res = $b->request(GET => '/followers/count');
+is($res->{body}, '0', 'B has no follower');
+
+# B follows A again after all that
+$res = $b->request(POST => '/followings', cred => $b_cred,
+                   body => { entity => $A_URL });
+is($res->{status}, 200, 'B can follow A again');
+my $b_again = $res->{json};
+$fid = $b_again->{remote_id};
+$res = $a->request(GET => "/followers/$fid?secrets=true", cred => $a_cred);
+$s_cred = { map { $_ => $res->{json}{$_} }
+            qw(mac_key_id mac_key mac_algorithm) };
+$res = $a->request(GET => '/followers/count');
+is($res->{body}, '1', 'A has its follower back');
+
+# --- credential reset: the follower asks again ---------------------------
+
+$res = $a->request(POST => '/followers',
+                   body => { entity => $B_URL, types => ['all'],
+                             notification_path =>
+                                 "notifications/$b_again->{id}" });
+is($res->{status}, 200, 'a follow request again') or diag $res->{body};
+is($res->{json}{id}, $fid, 'keeps the follower id');
+is($res->{json}{mac_key_id}, $s_cred->{mac_key_id}, 'and the key id');
+isnt($res->{json}{mac_key}, $s_cred->{mac_key}, 'with a new key');
+$res = $a->request(GET => '/followers/count');
+is($res->{body}, '1', 'still one follower');
+
+my $log = error_log_text() . $b_peer->error_log_text;
+unlike($log, qr/\[(?:alert|crit|emerg)\]|exited on signal/,
+       'no alert, no crash in either error log');
+
+$b_peer->stop;
+
+__DATA__
+
+=== TEST 1: entity A, at its real loopback URL
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/followers
+--- error_code: 200
+--- response_body: []
+
+
+
+=== TEST 2: a follow request without a body
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 400
+--- response_body_like: "error"
+
+
+
+=== TEST 3: a follow request with an absolute notification path
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"http://127.0.0.1:1","notification_path":"http://evil.example/x"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 422
+--- response_body_like: Invalid notification path
+
+
+
+=== TEST 4: a follow request for a non-http entity
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"file:///etc/passwd","notification_path":"n/1"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 422
+--- response_body_like: Invalid entity
+
+
+
+=== TEST 5: the challenge of an unknown following
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/notifications/00000000000000000000000000000000?challenge=abc
+--- error_code: 404
+
+
+
+=== TEST 6: a challenge that is not a token is not echoed
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/notifications/00000000000000000000000000000000?challenge=%3Cscript%3E
+--- error_code: 400
+--- response_body_unlike: script
+
+
+
+=== TEST 7: a follower id that is not one
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/followers/..%2F..%2Fetc
+--- error_code: 404
+
+
+
+=== TEST 8: the last block: A for the flows above
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/followings
+--- error_code: 200
+--- response_body: []
