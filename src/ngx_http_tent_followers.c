@@ -382,7 +382,8 @@ ngx_int_t
 ngx_http_tent_credential_row(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     const char *kind, json_t *record, ngx_str_t *key, ngx_str_t *value)
 {
-    json_t     *cred;
+    size_t      i;
+    json_t     *cred, *groups, *g;
     ngx_str_t   key_id;
 
     if (ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK) {
@@ -401,6 +402,17 @@ ngx_http_tent_credential_row(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     {
         json_decref(cred);
         return NGX_ERROR;
+    }
+
+    /* its groups' ids: one read authenticates and gives what it may see */
+
+    groups = json_array();
+    json_object_set_new(cred, "groups", groups);
+
+    json_array_foreach(json_object_get(record, "groups"), i, g) {
+        if (json_is_string(json_object_get(g, "id"))) {
+            json_array_append(groups, json_object_get(g, "id"));
+        }
     }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity,
@@ -672,6 +684,8 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
+    /* the credential row carries the groups: rewritten with the record */
+
     if (op == NULL
         || ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
@@ -679,6 +693,10 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
            != NGX_OK
         || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
         || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_credential_row(r, ctx, "follower", record, &key,
+                                        &value)
+           != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

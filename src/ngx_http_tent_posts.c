@@ -78,15 +78,70 @@ ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx, ngx_str_t *entity)
 }
 
 
+/* does a permission list name the principal's entity, or one of its groups */
+
+static ngx_int_t
+ngx_http_tent_post_names(ngx_http_tent_ctx_t *ctx, json_t *entities,
+    json_t *groups)
+{
+    size_t       i, j;
+    json_t      *v, *g, *mine;
+    const char  *key;
+    ngx_str_t   *e;
+
+    e = &ctx->principal.entity;
+
+    if (e->len) {
+        if (json_is_object(entities)) {
+            json_object_foreach(entities, key, v) {
+                if (ngx_strlen(key) == e->len
+                    && ngx_strncmp(key, e->data, e->len) == 0)
+                {
+                    return 1;
+                }
+            }
+
+        } else {
+            json_array_foreach(entities, i, v) {
+                if (json_is_string(v) && json_string_length(v) == e->len
+                    && ngx_strncmp(json_string_value(v), e->data, e->len)
+                       == 0)
+                {
+                    return 1;
+                }
+            }
+        }
+    }
+
+    mine = json_object_get(ctx->principal.credential, "groups");
+
+    json_array_foreach(groups, i, g) {
+        if (json_is_object(g)) {
+            g = json_object_get(g, "id");
+        }
+
+        json_array_foreach(mine, j, v) {
+            if (json_is_string(g) && json_equal(g, v)) {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
 /*
  * Who sees a post: an authorization with read_posts sees every post of
- * its types and public ones of other types; anyone else the entity's own
- * public posts.  (Followers come with federation.)
+ * its types and public ones of other types; another server, signing with
+ * the credential of its relationship to us, our public posts and those
+ * whose permissions name its entity or one of its groups; anyone else
+ * the entity's own public posts.
  */
 
 ngx_int_t
 ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx, ngx_str_t *type,
-    ngx_uint_t public, ngx_uint_t original)
+    ngx_uint_t public, ngx_uint_t original, json_t *entities, json_t *groups)
 {
     if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_POSTS)) {
         return public
@@ -96,14 +151,29 @@ ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx, ngx_str_t *type,
                       type);
     }
 
-    return public && original;
+    if (!original) {
+        return 0;
+    }
+
+    if (public) {
+        return 1;
+    }
+
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+        || ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING)
+    {
+        return ngx_http_tent_post_names(ctx, entities, groups);
+    }
+
+    return 0;
 }
 
 
 static ngx_int_t
 ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
 {
-    ngx_str_t  type, entity;
+    json_t     *perms;
+    ngx_str_t   type, entity;
 
     if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
         || ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK)
@@ -111,11 +181,13 @@ ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
         return 0;
     }
 
+    perms = json_object_get(post, "permissions");
+
     return ngx_http_tent_post_visible(ctx, &type,
-               json_is_true(json_object_get(json_object_get(post,
-                                                            "permissions"),
-                                            "public")),
-               ngx_http_tent_post_original(ctx, &entity));
+               json_is_true(json_object_get(perms, "public")),
+               ngx_http_tent_post_original(ctx, &entity),
+               json_object_get(perms, "entities"),
+               json_object_get(perms, "groups"));
 }
 
 
@@ -165,8 +237,10 @@ static json_t *
 ngx_http_tent_post_index_value(json_t *post)
 {
     size_t      i;
-    json_t     *value, *mentions, *m, *ents, *posts, *e, *p;
-    ngx_str_t   type, base;
+    json_t      *value, *mentions, *m, *ents, *posts, *e, *p, *perms,
+                *list;
+    ngx_str_t    type, base;
+    const char  *key;
 
     if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
         || ngx_http_tent_type_base(&type, &base) != NGX_OK)
@@ -196,13 +270,33 @@ ngx_http_tent_post_index_value(json_t *post)
         }
     }
 
+    perms = json_object_get(post, "permissions");
+
     value = json_pack("{s:s%, s:b, s:o, s:o}",
                       "t", base.data, base.len,
-                      "p", json_is_true(json_object_get(
-                               json_object_get(post, "permissions"),
-                               "public")),
+                      "p", json_is_true(json_object_get(perms, "public")),
                       "m", ents,
                       "mp", posts);
+
+    /* who else may see a post that is not public, to filter feeds */
+
+    if (value && !json_is_true(json_object_get(perms, "public"))) {
+        list = json_array();
+        json_object_foreach(json_object_get(perms, "entities"), key, e) {
+            json_array_append_new(list, json_string(key));
+        }
+
+        json_object_set_new(value, "e", list);
+
+        list = json_array();
+        json_array_foreach(json_object_get(perms, "groups"), i, e) {
+            if (json_is_string(json_object_get(e, "id"))) {
+                json_array_append(list, json_object_get(e, "id"));
+            }
+        }
+
+        json_object_set_new(value, "g", list);
+    }
 
     return value;
 }

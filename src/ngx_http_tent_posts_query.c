@@ -558,7 +558,9 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
 
     if (!ngx_http_tent_post_visible(ctx, &base,
                                     json_is_true(json_object_get(value, "p")),
-                                    ngx_http_tent_post_original(ctx, entity)))
+                                    ngx_http_tent_post_original(ctx, entity),
+                                    json_object_get(value, "e"),
+                                    json_object_get(value, "g")))
     {
         return 0;
     }

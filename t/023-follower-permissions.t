@@ -1,0 +1,155 @@
+# The permission matrix with followers (spec 6.2, 7.2): posts that are
+# public, addressed to one follower's entity, addressed to a group, or
+# private, read by anonymous callers, followers (signing with their s:
+# credential) in and out of the group, an unrelated follower, and apps
+# with and without read_posts — on every read route.  Zero leaks.
+# The followers are real: loopback receivers that answer the challenge.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Client;
+use Tent::Receiver;
+use JSON::PP;
+
+master_on();
+workers(2);
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $c = Tent::Client->new;
+my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
+
+my ($wapp, $owner) = $c->authorized_app(
+    'write_posts,read_posts,read_followers,write_followers,read_groups,'
+    . 'write_groups,read_secrets', post_types => 'all');
+my (undef, $noread) = $c->authorized_app('read_groups');
+
+# three followers, each a receiver acting as a Tent entity
+my %f;
+for my $name (qw(ingroup named other)) {
+    my $rx = Tent::Receiver->start;
+    my $res = $c->request(POST => '/followers',
+                          body => { entity => $rx->url, types => ['all'],
+                                    notification_path => 'notifications/x' });
+    is($res->{status}, 200, "$name follows") or diag $res->{body};
+    $f{$name} = { rx => $rx, id => $res->{json}{id},
+                  cred => { map { $_ => $res->{json}{$_} }
+                            qw(mac_key_id mac_key mac_algorithm) } };
+}
+
+my $res = $c->request(POST => '/groups', cred => $owner,
+                      body => { name => 'friends' });
+my $gid = $res->{json}{id};
+$res = $c->request(PUT => "/followers/$f{ingroup}{id}", cred => $owner,
+                   body => { groups => [{ id => $gid }] });
+is($res->{status}, 200, 'a follower put in a group');
+
+sub post {
+    my ($text, $perms) = @_;
+    my $r = $c->request(POST => '/posts', cred => $owner,
+                        body => { type => $STATUS, content => { text => $text },
+                                  permissions => $perms,
+                                  mentions => [{ entity => 'https://x.example' }] });
+    die "post: $r->{status} $r->{body}" unless $r->{status} == 200;
+    return $r->{json};
+}
+
+my %p = (
+    public => post('public', { public => JSON::PP::true }),
+    named => post('to one entity',
+                  { entities => { $f{named}{rx}->url => JSON::PP::true } }),
+    group => post('to a group', { groups => [{ id => $gid }] }),
+    private => post('private', {}),
+);
+
+my %principals = (
+    anonymous => undef,
+    'follower in the group' => $f{ingroup}{cred},
+    'follower named' => $f{named}{cred},
+    'follower unrelated' => $f{other}{cred},
+    'app with read_posts' => $owner,
+    'app without read_posts' => $noread,
+);
+
+my %sees = (
+    anonymous => [qw(public)],
+    'follower in the group' => [qw(public group)],
+    'follower named' => [qw(public named)],
+    'follower unrelated' => [qw(public)],
+    'app with read_posts' => [qw(public named group private)],
+    'app without read_posts' => [qw(public)],
+);
+
+for my $who (sort keys %principals) {
+    my @cr = $principals{$who} ? (cred => $principals{$who}) : ();
+    my %want = map { $_ => 1 } @{ $sees{$who} };
+
+    my $list = $c->request(GET => '/posts?limit=200', @cr)->{json} || [];
+    my %listed = map { $_->{id} => 1 } @$list;
+    my $count = $c->request(GET => '/posts/count', @cr)->{body};
+    my $head = $c->request(HEAD => '/posts', @cr)->{headers}{count};
+    my $mentioning = $c->request(
+        GET => '/posts?mentioned_entity=https%3A%2F%2Fx.example', @cr)->{json};
+
+    is($count, scalar @$list, "$who: /posts/count = the list's length");
+    is($head, $count, "$who: HEAD Count = the count");
+    is(scalar @$list, scalar keys %want, "$who: sees " . scalar(keys %want)
+       . ' posts');
+    is(scalar @$mentioning, scalar keys %want,
+       "$who: the same through ?mentioned_entity=");
+
+    for my $k (sort keys %p) {
+        my $id = $p{$k}{id};
+        my $w = $want{$k} ? 1 : 0;
+        is($listed{$id} ? 1 : 0, $w, "$who: feed shows '$k': $w");
+        is($c->request(GET => "/posts/$id", @cr)->{status},
+           $w ? 200 : 404, "$who: GET /posts/:id '$k'");
+        is($c->request(GET => "/posts/$id?version=1", @cr)->{status},
+           $w ? 200 : 404, "$who: ?version=1 '$k'");
+        is($c->request(GET => "/posts/$id/versions", @cr)->{status},
+           $w ? 200 : 404, "$who: versions '$k'");
+        is($c->request(GET => "/posts/$id/mentions", @cr)->{body},
+           $c->request(GET => '/posts/n0SuchP0st/mentions', @cr)->{body},
+           "$who: mentions of '$k' tell no more than of no post");
+        my $cur = $c->request(GET => "/posts?before_id=$id&limit=200", @cr);
+        my @leak = grep { my $id2 = $_->{id};
+                          my ($kk) = grep { $p{$_}{id} eq $id2 } keys %p;
+                          $kk && !$want{$kk} } @{ $cur->{json} || [] };
+        is(scalar @leak, 0, "$who: before_id='$k' leaks nothing");
+    }
+}
+
+# a follower leaves the group: the group's post is hidden from it again
+$res = $c->request(PUT => "/followers/$f{ingroup}{id}", cred => $owner,
+                   body => { groups => [] });
+is($c->request(GET => "/posts/$p{group}{id}",
+               cred => $f{ingroup}{cred})->{status}, 404,
+   'out of the group: the group post is hidden');
+
+# a removed follower's credential reads nothing more
+$res = $c->request(DELETE => "/followers/$f{named}{id}", cred => $owner);
+is($res->{status}, 200, 'the named follower is removed');
+is($c->request(GET => "/posts/$p{named}{id}",
+               cred => $f{named}{cred})->{status}, 401,
+   'its credential no longer authenticates');
+
+$f{$_}{rx}->stop for keys %f;
+
+__DATA__
+
+=== TEST 1: the server
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/posts
+--- error_code: 200
+--- response_body: []
