@@ -113,7 +113,7 @@ ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base)
  * post's place in it is fully determined by its own record.
  */
 
-static u_char *
+u_char *
 ngx_http_tent_put_u64(u_char *p, uint64_t v)
 {
     ngx_uint_t  i;

@@ -54,6 +54,8 @@ static ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
     ngx_str_t *path);
 static char *ngx_http_tent_skew_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_tent_delivery_retry_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 
 static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
@@ -190,6 +192,41 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_tent_main_conf_t, max_fetches),
+      NULL },
+
+    { ngx_string("tent_delivery"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, delivery_on),
+      NULL },
+
+    { ngx_string("tent_delivery_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, delivery_interval),
+      NULL },
+
+    { ngx_string("tent_delivery_concurrency"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, delivery_concurrency),
+      NULL },
+
+    { ngx_string("tent_delivery_attempts"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, delivery_attempts),
+      NULL },
+
+    { ngx_string("tent_delivery_retry"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_http_tent_delivery_retry_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("tent_profile_link"),
@@ -456,6 +493,19 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
+    mcf->delivery_on = NGX_CONF_UNSET;
+    mcf->delivery_interval = NGX_CONF_UNSET_MSEC;
+    mcf->delivery_concurrency = NGX_CONF_UNSET_UINT;
+    mcf->delivery_attempts = NGX_CONF_UNSET_UINT;
+    mcf->delivery_retry = NGX_CONF_UNSET_MSEC;
+    mcf->delivery_retry_max = NGX_CONF_UNSET_MSEC;
+
+    if (ngx_array_init(&mcf->entity_confs, cf->pool, 4,
+                       sizeof(ngx_http_tent_entity_conf_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
 
     return mcf;
 }
@@ -488,6 +538,44 @@ ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
 }
 
 
+/* tent_delivery_retry base [max]; */
+
+static char *
+ngx_http_tent_delivery_retry_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->delivery_retry != NGX_CONF_UNSET_MSEC) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    mcf->delivery_retry = ngx_parse_time(&value[1], 0);
+
+    if (mcf->delivery_retry == (ngx_msec_t) NGX_ERROR
+        || mcf->delivery_retry == 0)
+    {
+        return "has an invalid first delay";
+    }
+
+    if (cf->args->nelts == 3) {
+        mcf->delivery_retry_max = ngx_parse_time(&value[2], 0);
+
+        if (mcf->delivery_retry_max == (ngx_msec_t) NGX_ERROR
+            || mcf->delivery_retry_max < mcf->delivery_retry)
+        {
+            return "has an invalid longest delay (at least the first one)";
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* the SSRF guard's table, and TLS for outbound requests */
 
 static ngx_int_t
@@ -497,6 +585,22 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
 
     ngx_conf_init_value(mcf->ssl_verify, 1);
     ngx_conf_init_uint_value(mcf->max_fetches, 64);
+    ngx_conf_init_value(mcf->delivery_on, 1);
+    ngx_conf_init_msec_value(mcf->delivery_interval, 1000);
+    ngx_conf_init_uint_value(mcf->delivery_concurrency, 16);
+    ngx_conf_init_uint_value(mcf->delivery_attempts, 12);
+    ngx_conf_init_msec_value(mcf->delivery_retry, 30000);
+    ngx_conf_init_msec_value(mcf->delivery_retry_max, 6 * 3600 * 1000);
+
+    if (mcf->delivery_concurrency == 0
+        || mcf->delivery_concurrency > mcf->max_fetches)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_delivery_concurrency\" must be between 1 "
+                           "and \"tent_outbound_max_requests\" (%ui)",
+                           mcf->max_fetches);
+        return NGX_ERROR;
+    }
 
     if (mcf->trusted_certificate.data == NULL) {
         ngx_str_set(&mcf->trusted_certificate,
@@ -677,7 +781,9 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_tent_srv_conf_t *prev = parent;
     ngx_http_tent_srv_conf_t *conf = child;
 
-    ngx_http_tent_main_conf_t  *mcf;
+    u_char                       *p;
+    ngx_http_tent_main_conf_t    *mcf;
+    ngx_http_tent_entity_conf_t  *ent;
 
     ngx_conf_merge_ptr_value(conf->outbound.allow, prev->outbound.allow,
                              NULL);
@@ -704,6 +810,28 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     mcf->entities++;
+
+    /* a fixed entity gets background work: delivery to its followers */
+
+    if (conf->entity->lengths == NULL) {
+        ent = ngx_array_push(&mcf->entity_confs);
+        if (ent == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ent->entity = conf->entity->value;
+        ent->scf = conf;
+
+        p = (u_char *) ngx_strstr(ent->entity.data, "://");
+
+        if (p && ent->entity.len > 1
+            && ent->entity.data[ent->entity.len - 1] == '/'
+            && ngx_strlchr(p + 3, ent->entity.data + ent->entity.len, '/')
+               == ent->entity.data + ent->entity.len - 1)
+        {
+            ent->entity.len--;
+        }
+    }
 
     return NGX_CONF_OK;
 }
@@ -1625,6 +1753,10 @@ ngx_http_tent_init_process(ngx_cycle_t *cycle)
     if (ngx_http_tent_owner_start(mcf->store) != NGX_OK) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
                       "tent store: cannot start the store owner");
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_delivery_start(cycle, mcf) != NGX_OK) {
         return NGX_ERROR;
     }
 

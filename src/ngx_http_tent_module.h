@@ -314,6 +314,26 @@ struct ngx_http_tent_fetch_s {
 };
 
 
+/* an entity whose URL is fixed by the configuration: background work */
+typedef struct {
+    ngx_str_t                       entity;
+    struct ngx_http_tent_srv_conf_s *scf;
+} ngx_http_tent_entity_conf_t;
+
+
+typedef struct {
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_log_t                      *log;
+    ngx_event_t                     timer;
+    ngx_event_t                     step;
+    ngx_pool_t                     *pool;
+    ngx_queue_t                     tasks;
+    ngx_uint_t                      inflight;
+    ngx_uint_t                      next_entity;
+    unsigned                        busy:1;
+} ngx_http_tent_delivery_t;
+
+
 struct ngx_http_tent_main_conf_s {
     ngx_str_t                       store_path;
     ngx_str_t                       db_path;
@@ -335,10 +355,20 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      max_fetches;
     ngx_uint_t                      fetches;     /* this worker's */
     ngx_http_tent_resolver_t       *resolver;    /* this worker's */
+
+    /* delivery to followers */
+    ngx_array_t                     entity_confs;
+    ngx_flag_t                      delivery_on;
+    ngx_msec_t                      delivery_interval;
+    ngx_uint_t                      delivery_concurrency;
+    ngx_uint_t                      delivery_attempts;
+    ngx_msec_t                      delivery_retry;
+    ngx_msec_t                      delivery_retry_max;
+    ngx_http_tent_delivery_t       *delivery;    /* the owner's */
 };
 
 
-typedef struct {
+typedef struct ngx_http_tent_srv_conf_s {
     ngx_http_complex_value_t       *entity;
     ngx_str_t                       api_root;
     ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
@@ -602,6 +632,12 @@ ngx_int_t ngx_http_tent_following(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_following_proxy(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* ngx_http_tent_delivery.c */
+ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
+ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf);
+
 /* ngx_http_tent_notifications.c */
 ngx_int_t ngx_http_tent_notification_challenge(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
@@ -660,12 +696,16 @@ ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
 #define NGX_HTTP_TENT_TABLE_POST           't'
 #define NGX_HTTP_TENT_TABLE_POST_VERSION   'v'
 #define NGX_HTTP_TENT_TABLE_FOLLOWER       'f'
+#define NGX_HTTP_TENT_TABLE_OUTBOX         'o'
+#define NGX_HTTP_TENT_TABLE_JOB            'j'
+#define NGX_HTTP_TENT_TABLE_DEAD           'x'
 #define NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY 'e'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);
+u_char *ngx_http_tent_put_u64(u_char *p, uint64_t v);
 ngx_int_t ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *start, ngx_str_t *end);
 ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);

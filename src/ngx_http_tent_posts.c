@@ -689,10 +689,14 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* and, for a post of ours, its row in the followers' outbox */
+
     if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, 1, &key)
         != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || (ngx_http_tent_post_original(ctx, &entity)
+            && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -1369,7 +1373,9 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
         || ngx_http_tent_store_cas(op, &key, &st->raw, &value) != NGX_OK
         || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK
         || ngx_http_tent_post_index(r, ctx, op, st->post, 1) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || (ngx_http_tent_post_original(ctx, &st->post_entity)
+            && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -1577,6 +1583,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
            != NGX_OK
         || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK
         || ngx_http_tent_post_index(r, ctx, wop, del, 0) != NGX_OK
+        || ngx_http_tent_delivery_mark(r, ctx, wop, del) != NGX_OK
         || ngx_http_tent_store_write_del(wop, &cur) != NGX_OK
         || ngx_http_tent_post_index(r, ctx, wop, st->post, 1) != NGX_OK)
     {

@@ -1,0 +1,1032 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Delivery of our posts to followers (spec 9.2), from a queue in the
+ * store.  A post's create writes an outbox row "o" in its own synced
+ * batch, so no acknowledged post is ever without one.  The store owner
+ * (worker 0) runs this engine on a timer: it turns each outbox row into
+ * one job per follower that may see the post ("j <due ms><job id>"), in
+ * one batch that also deletes the row, then sends the due jobs through
+ * the outbound client, signed with each follower's credential.  A job
+ * leaves the queue when a follower's server takes it (2xx) or refuses it
+ * for good (400, 401, 403, 404, 410: then a dead letter "x" keeps it);
+ * otherwise it is put back with an exponential, jittered delay.  A crash
+ * or reload loses nothing: a job sent but not yet removed is sent again
+ * (receivers drop duplicates by entity, id and version).
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_OUTBOX_SCAN   16
+
+
+typedef struct {
+    ngx_pool_t                       *pool;
+    ngx_http_tent_delivery_t         *dl;
+    ngx_http_tent_entity_conf_t      *ent;
+    ngx_str_t                         key;       /* job or outbox row */
+    ngx_str_t                         raw;
+    json_t                           *job;
+    json_t                           *post;
+    json_t                           *follower;
+    ngx_uint_t                        server;
+    ngx_uint_t                        status;
+    ngx_queue_t                       queue;
+    ngx_event_t                       free;
+} ngx_http_tent_task_t;
+
+
+static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
+static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
+static void ngx_http_tent_delivery_step(ngx_event_t *ev);
+static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_expand_followers(
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
+    ngx_uint_t outcome);
+static void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+static void ngx_http_tent_task_free(ngx_event_t *ev);
+
+
+#define NGX_HTTP_TENT_DELIVERED    0
+#define NGX_HTTP_TENT_REFUSED      1
+#define NGX_HTTP_TENT_RETRY        2
+
+
+static uint64_t
+ngx_http_tent_now_ms(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (uint64_t) tp->sec * 1000 + tp->msec;
+}
+
+
+/*
+ * The outbox row of a post, into the post's own batch: the key orders
+ * rows by creation, the value names the post.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, json_t *post)
+{
+    u_char     *p;
+    json_t     *row;
+    ngx_str_t   id, rest, key, value;
+
+    if (ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rest.len = 8 + id.len;
+    rest.data = ngx_pnalloc(r->pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_http_tent_put_u64(rest.data, ngx_http_tent_now_us());
+    ngx_memcpy(p, id.data, id.len);
+
+    row = json_pack("{s:O, s:O}", "id", json_object_get(post, "id"),
+                    "version", json_object_get(post, "version"));
+
+    if (row == NULL || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK) {
+        json_decref(row);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_OUTBOX,
+                          &rest, &key)
+        != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* in the store owner, at start: the timer that drives everything */
+
+ngx_int_t
+ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_http_tent_delivery_t  *dl;
+
+    if (!mcf->delivery_on || mcf->entity_confs.nelts == 0) {
+        return NGX_OK;
+    }
+
+    dl = ngx_pcalloc(cycle->pool, sizeof(ngx_http_tent_delivery_t));
+    if (dl == NULL) {
+        return NGX_ERROR;
+    }
+
+    dl->mcf = mcf;
+    dl->log = cycle->log;
+    ngx_queue_init(&dl->tasks);
+
+    dl->timer.handler = ngx_http_tent_delivery_tick;
+    dl->timer.data = dl;
+    dl->timer.log = cycle->log;
+    dl->timer.cancelable = 1;
+
+    dl->step.handler = ngx_http_tent_delivery_step;
+    dl->step.data = dl;
+    dl->step.log = cycle->log;
+
+    mcf->delivery = dl;
+
+    ngx_add_timer(&dl->timer, 100);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_delivery_tick(ngx_event_t *ev)
+{
+    ngx_http_tent_delivery_t *dl = ev->data;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    if (dl->busy) {
+        ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
+        return;
+    }
+
+    dl->busy = 1;
+    dl->next_entity = 0;
+
+    ngx_http_tent_delivery_entity(dl);
+}
+
+
+/*
+ * The next entity, from the event loop: the current one's scan results
+ * live in dl->pool, which must not go while the store still holds them.
+ */
+
+static void
+ngx_http_tent_delivery_next(ngx_http_tent_delivery_t *dl)
+{
+    dl->next_entity++;
+    ngx_post_event(&dl->step, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_tent_delivery_step(ngx_event_t *ev)
+{
+    ngx_http_tent_delivery_entity(ev->data);
+}
+
+
+/* one entity after the other: its outbox, then its due jobs */
+
+static void
+ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
+{
+    ngx_pool_t                   *pool;
+    ngx_str_t                     start, end;
+    ngx_http_tent_store_op_t     *op;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    if (dl->pool) {
+        ngx_destroy_pool(dl->pool);
+        dl->pool = NULL;
+    }
+
+    if (dl->next_entity >= dl->mcf->entity_confs.nelts
+        || ngx_exiting || ngx_quit || ngx_terminate)
+    {
+        dl->busy = 0;
+
+        if (!(ngx_exiting || ngx_quit || ngx_terminate)) {
+            ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
+        }
+
+        return;
+    }
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    pool = ngx_create_pool(4096, dl->log);
+    if (pool == NULL) {
+        dl->busy = 0;
+        ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
+        return;
+    }
+
+    dl->pool = pool;
+
+    op = ngx_http_tent_store_op_create(pool, dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_key_range(pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_OUTBOX, &start, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(op, &start, &end,
+                                    NGX_HTTP_TENT_OUTBOX_SCAN, 0)
+           != NGX_OK)
+    {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    op->handler = ngx_http_tent_delivery_outbox;
+    op->data = dl;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    uint64_t                      now;
+    ngx_str_t                     key, value, start, end, due;
+    ngx_uint_t                    room;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+            ngx_http_tent_delivery_expand(dl, ent, &key, &value);
+        }
+    }
+
+    /* the due jobs, as many as there is room for */
+
+    room = dl->mcf->delivery_concurrency > dl->inflight
+           ? dl->mcf->delivery_concurrency - dl->inflight : 0;
+
+    if (room == 0) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+
+    due.data = ngx_pnalloc(dl->pool, 8);
+    if (due.data == NULL) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    due.len = ngx_http_tent_put_u64(due.data, now + 1) - due.data;
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_JOB, &start, &end)
+           != NGX_OK
+        || ngx_http_tent_key(dl->pool, &ent->entity, NGX_HTTP_TENT_TABLE_JOB,
+                             &due, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end,
+                                    room + dl->inflight, 0)
+           != NGX_OK)
+    {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_jobs;
+    scan->data = dl;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+static ngx_http_tent_task_t *
+ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
+{
+    ngx_pool_t            *pool;
+    ngx_http_tent_task_t  *t;
+
+    pool = ngx_create_pool(4096, dl->log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    t = ngx_pcalloc(pool, sizeof(ngx_http_tent_task_t));
+    if (t == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    t->pool = pool;
+    t->dl = dl;
+    t->ent = ent;
+
+    t->key.data = ngx_pstrdup(pool, key);
+    t->raw.data = ngx_pstrdup(pool, value);
+
+    if (t->key.data == NULL || t->raw.data == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    t->key.len = key->len;
+    t->raw.len = value->len;
+
+    t->free.handler = ngx_http_tent_task_free;
+    t->free.data = t;
+    t->free.log = dl->log;
+
+    dl->inflight++;
+    ngx_queue_insert_tail(&dl->tasks, &t->queue);
+
+    return t;
+}
+
+
+/* a job already on its way is not started twice */
+
+static ngx_int_t
+ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
+{
+    ngx_queue_t           *q;
+    ngx_http_tent_task_t  *t;
+
+    for (q = ngx_queue_head(&dl->tasks);
+         q != ngx_queue_sentinel(&dl->tasks);
+         q = ngx_queue_next(q))
+    {
+        t = ngx_queue_data(q, ngx_http_tent_task_t, queue);
+
+        if (t->key.len == key->len
+            && ngx_memcmp(t->key.data, key->data, key->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* an outbox row: read the post and every follower, then write the jobs */
+
+static void
+ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
+{
+    ngx_str_t                  id, pkey;
+    ngx_http_tent_task_t      *t;
+    ngx_http_tent_store_op_t  *op;
+
+    if (ngx_http_tent_task_running(dl, key)) {
+        return;
+    }
+
+    t = ngx_http_tent_task_create(dl, ent, key, value);
+    if (t == NULL) {
+        return;
+    }
+
+    t->job = ngx_http_tent_json_parse(&t->raw, dl->log);
+
+    if (t->job == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->job) != NGX_OK
+        || ngx_http_tent_json_str(t->job, "id", &id) != NGX_OK)
+    {
+        json_decref(t->job);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    op = ngx_http_tent_store_op_create(t->pool, dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity, &id,
+                                  -1, &pkey)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    op->handler = ngx_http_tent_delivery_expand_post;
+    op->data = t;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t                  value, start, end;
+    ngx_http_tent_store_op_t  *scan;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+
+        t->post = ngx_http_tent_json_parse(&value, t->dl->log);
+        if (t->post == NULL
+            || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+        {
+            json_decref(t->post);
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+    } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_http_tent_task_done(t);   /* the store: later */
+        return;
+    }
+
+    scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                   NGX_HTTP_TENT_TABLE_FOLLOWER, &start, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end, 1000000, 0)
+           != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_expand_followers;
+    scan->data = t;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+/*
+ * Who gets a post: followers subscribed to its type ("all", or its base)
+ * and, when it is not public, named by it: their entity, or one of their
+ * groups (tentd forgot group members, spec 14.22).
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
+{
+    size_t       i, j;
+    json_t      *perms, *g, *mine, *v;
+    ngx_str_t    type, entity;
+    const char  *key;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
+        || ngx_http_tent_json_str(follower, "entity", &entity) != NGX_OK
+        || !ngx_http_tent_type_allowed(json_object_get(follower, "types"),
+                                       &type))
+    {
+        return 0;
+    }
+
+    perms = json_object_get(post, "permissions");
+
+    if (json_is_true(json_object_get(perms, "public"))) {
+        return 1;
+    }
+
+    json_object_foreach(json_object_get(perms, "entities"), key, v) {
+        if (ngx_strlen(key) == entity.len
+            && ngx_strncmp(key, entity.data, entity.len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    mine = json_object_get(follower, "groups");
+
+    json_array_foreach(json_object_get(perms, "groups"), i, g) {
+        json_array_foreach(mine, j, v) {
+            if (json_equal(json_object_get(g, "id"), json_object_get(v, "id")))
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, uint64_t due,
+    ngx_str_t *id, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = 8 + id->len;
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_http_tent_put_u64(rest.data, due);
+    ngx_memcpy(p, id->data, id->len);
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_JOB, &rest,
+                             key);
+}
+
+
+static void
+ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    json_t                    *follower, *job;
+    uint64_t                   now;
+    ngx_str_t                  key, value, fid, pid, jid, jkey, jvalue;
+    ngx_uint_t                 n;
+    ngx_http_tent_store_op_t  *wop;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (wop == NULL
+        || ngx_http_tent_store_write(wop, 1) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+    n = 0;
+
+    /* a post deleted meanwhile goes to no one */
+
+    while (t->post && ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+
+        follower = ngx_http_tent_json_parse(&value, t->dl->log);
+        if (follower == NULL) {
+            continue;
+        }
+
+        if (!ngx_http_tent_delivery_wants(t->post, follower)
+            || ngx_http_tent_json_str(follower, "id", &fid) != NGX_OK
+            || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+        {
+            json_decref(follower);
+            continue;
+        }
+
+        jid.len = fid.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
+        jid.data = ngx_pnalloc(t->pool, jid.len);
+        if (jid.data == NULL) {
+            json_decref(follower);
+            break;
+        }
+
+        jid.len = ngx_sprintf(jid.data, "%V %V %L", &fid, &pid,
+                              (int64_t) json_integer_value(
+                                  json_object_get(t->job, "version")))
+                  - jid.data;
+
+        job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
+                        "follower", json_object_get(follower, "id"),
+                        "id", json_object_get(t->job, "id"),
+                        "version", json_object_get(t->job, "version"),
+                        "attempt", 0,
+                        "first", (json_int_t) (now / 1000));
+        json_decref(follower);
+
+        if (job == NULL
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
+            || ngx_http_tent_job_key(t->pool, &t->ent->entity, now, &jid,
+                                     &jkey)
+               != NGX_OK
+            || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &jkey, &jvalue) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        n++;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: %ui jobs for a post", n);
+
+    wop->handler = ngx_http_tent_delivery_written;
+    wop->data = t;
+
+    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+/* the due jobs of the entity: each loads its follower and post, then goes */
+
+static void
+ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    json_t                       *job;
+    ngx_str_t                     key, value, fid, pid, fkey, pkey;
+    ngx_http_tent_task_t         *t;
+    ngx_http_tent_store_op_t     *get;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    while (op->status == NGX_HTTP_TENT_STORE_OK
+           && dl->inflight < dl->mcf->delivery_concurrency
+           && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
+    {
+        if (ngx_http_tent_task_running(dl, &key)) {
+            continue;
+        }
+
+        t = ngx_http_tent_task_create(dl, ent, &key, &value);
+        if (t == NULL) {
+            break;
+        }
+
+        job = ngx_http_tent_json_parse(&t->raw, dl->log);
+
+        if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        {
+            json_decref(job);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            continue;
+        }
+
+        t->job = job;
+
+        get = ngx_http_tent_store_op_create(t->pool, dl->log);
+
+        if (get == NULL
+            || ngx_http_tent_json_str(job, "follower", &fid) != NGX_OK
+            || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
+            || ngx_http_tent_key(t->pool, &ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &fid, &fkey)
+               != NGX_OK
+            || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity,
+                                      &pid, -1, &pkey)
+               != NGX_OK
+            || ngx_http_tent_store_mget(get) != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            continue;
+        }
+
+        get->handler = ngx_http_tent_delivery_loaded;
+        get->data = t;
+
+        if (ngx_http_tent_store_submit(get) != NGX_OK) {
+            ngx_http_tent_task_done(t);
+        }
+    }
+
+    ngx_http_tent_delivery_next(dl);
+}
+
+
+static void
+ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t   value;
+    ngx_uint_t  found;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    /* a follower gone, or a post deleted: nothing to send */
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->follower = ngx_http_tent_json_parse(&value, t->dl->log))
+           == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK
+        || ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    t->server = 0;
+
+    ngx_http_tent_delivery_send(t);
+}
+
+
+/* the post as a follower sees it */
+
+static json_t *
+ngx_http_tent_delivery_body(json_t *post)
+{
+    size_t   i;
+    json_t  *out, *a;
+
+    out = json_deep_copy(post);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    json_object_del(out, "rus");
+    json_object_del(out, "received_at");
+
+    json_array_foreach(json_object_get(out, "attachments"), i, a) {
+        json_object_del(a, "digest");
+    }
+
+    json_object_set_new(out, "permissions",
+                        json_pack("{s:b}", "public",
+                                  json_is_true(json_object_get(
+                                      json_object_get(post, "permissions"),
+                                      "public"))));
+
+    return out;
+}
+
+
+static void
+ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
+{
+    u_char                 *p;
+    json_t                 *server, *body;
+    ngx_str_t               base, path, url;
+    ngx_http_tent_fetch_t  *f;
+
+    server = json_array_get(json_object_get(t->follower, "servers"),
+                            t->server);
+
+    if (!json_is_string(server)
+        || ngx_http_tent_json_str(t->follower, "notification_path", &path)
+           != NGX_OK)
+    {
+        ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
+                                                   : NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    base.data = (u_char *) json_string_value(server);
+    base.len = json_string_length(server);
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    url.len = base.len + 1 + path.len;
+    url.data = ngx_pnalloc(t->pool, url.len);
+    if (url.data == NULL) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    p = ngx_sprintf(url.data, "%V/%V", &base, &path);
+    url.len = p - url.data;
+
+    f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
+    body = ngx_http_tent_delivery_body(t->post);
+
+    if (f == NULL || body == NULL
+        || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK
+        || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK
+        || ngx_http_tent_remote_sign(f, t->follower) != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    f->url = url;
+    ngx_str_set(&f->method, "POST");
+    ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
+    f->max_response = 64 * 1024;
+    f->handler = ngx_http_tent_delivery_sent;
+    f->data = t;
+
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_task_t *t = f->data;
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && f->status >= 200 && f->status <= 299)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && (f->status == 400 || f->status == 401 || f->status == 403
+            || f->status == 404 || f->status == 410))
+    {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: %V refused the post (%ui): "
+                      "not retried", &f->url, f->status);
+        t->status = f->status;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                  "tent delivery: POST %V: %s, status %ui", &f->url,
+                  ngx_http_tent_fetch_strerror(f->result), f->status);
+
+    /* the follower's next server, at once; after the last, later */
+
+    if (f->result != NGX_HTTP_TENT_FETCH_REFUSED
+        && json_is_string(json_array_get(json_object_get(t->follower,
+                                                         "servers"),
+                                         t->server + 1)))
+    {
+        t->server++;
+        ngx_http_tent_delivery_send(t);
+        return;
+    }
+
+    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+}
+
+
+/*
+ * The job leaves the queue, or comes back later: base * 2^attempt, at
+ * most the cap, half of it random so that failed jobs spread out.
+ */
+
+static void
+ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
+{
+    uint64_t                    delay, due;
+    ngx_int_t                   attempt;
+    ngx_str_t                   id, key, value;
+    ngx_http_tent_store_op_t   *wop;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = t->dl->mcf;
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (wop == NULL
+        || ngx_http_tent_store_write(wop, 1) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    attempt = t->job ? json_integer_value(json_object_get(t->job, "attempt"))
+                     : 0;
+
+    if (outcome == NGX_HTTP_TENT_RETRY
+        && (ngx_uint_t) attempt + 1 >= mcf->delivery_attempts)
+    {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: giving up after %i attempts",
+                      attempt + 1);
+        outcome = NGX_HTTP_TENT_REFUSED;
+    }
+
+    /* the job's id: the key without its entity, table and due time */
+
+    id.data = t->key.data + t->ent->entity.len + 2 + 8;
+    id.len = t->key.len - (t->ent->entity.len + 2 + 8);
+
+    if (outcome == NGX_HTTP_TENT_RETRY) {
+        delay = (uint64_t) mcf->delivery_retry << ngx_min(attempt, 30);
+        if (delay > mcf->delivery_retry_max) {
+            delay = mcf->delivery_retry_max;
+        }
+
+        delay = delay / 2 + (uint64_t) ngx_random() % (delay / 2 + 1);
+        due = ngx_http_tent_now_ms() + delay;
+
+        json_object_set_new(t->job, "attempt", json_integer(attempt + 1));
+
+        if (ngx_http_tent_job_key(t->pool, &t->ent->entity, due, &id, &key)
+            != NGX_OK
+            || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+    } else if (outcome == NGX_HTTP_TENT_REFUSED && t->job) {
+
+        /* a dead letter, for the operator */
+
+        json_object_set_new(t->job, "status", json_integer(t->status));
+        json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
+
+        if (ngx_http_tent_key(t->pool, &t->ent->entity,
+                              NGX_HTTP_TENT_TABLE_DEAD, &id, &key)
+            != NGX_OK
+            || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+    }
+
+    wop->handler = ngx_http_tent_delivery_written;
+    wop->data = t;
+
+    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: the queue could not be updated; "
+                      "the job runs again");
+    }
+
+    ngx_http_tent_task_done(t);
+}
+
+
+/* a task is over: it leaves the running list now, its memory soon */
+
+static void
+ngx_http_tent_task_done(ngx_http_tent_task_t *t)
+{
+    ngx_queue_remove(&t->queue);
+    t->dl->inflight--;
+
+    ngx_post_event(&t->free, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_tent_task_free(ngx_event_t *ev)
+{
+    ngx_http_tent_task_t *t = ev->data;
+
+    ngx_destroy_pool(t->pool);
+}
