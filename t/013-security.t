@@ -216,6 +216,26 @@ for my $bad (["\xff\xfe", 'bytes that are never UTF-8'],
              qr/^400$/, "POST /groups, $what");
 }
 
+for my $q ('entity=%FF', 'mentioned_entity=%C0%AF',
+           'post_types=%ED%A0%80', 'since_id=%FF%FE', 'before_id=a%80',
+           'mentioned_post=%F4%90%80%80',
+           'since_id=x&since_id_entity=https%3A%2F%2Fa.example%FF')
+{
+    json_4xx($c->request(GET => "/posts?$q", cred => $all), qr/^400$/,
+             "GET /posts?$q");
+}
+json_4xx($c->request(GET => '/posts/count?entity=%FF', cred => $all),
+         qr/^400$/, 'GET /posts/count?entity=%FF');
+{
+    my $app = $c->register_app(name => 'UTF-8 App');
+    for my $st ('%FF', '%C0%AF', '%ED%A0%80') {
+        my $q = $c->authorize_query($app) . "&state=$st";
+        $q =~ s/&state=st4te//;
+        my $r = $c->request(GET => "/oauth/authorize?$q");
+        is($r->{status}, 400, "the authorize page, state=$st: 400");
+    }
+}
+
 no_crash('bad UTF-8');
 
 # ---- 3. a signed write replayed through the other worker
