@@ -71,9 +71,13 @@ BEGIN {
     $ENV{TEST_NGINX_RO} = $RO;
 
     # worker_rlimit_nofile: as high as the hard limit lets the workers go
+    # (valgrind refuses any change of the limit: there the workers keep
+    # the one this process has)
     my ($hard) = `sh -c 'ulimit -Hn'` =~ /(\d+|unlimited)/;
-    $ENV{TEST_NGINX_NOFILE} = !$hard || $hard eq 'unlimited' || $hard > 25000
-                              ? 25000 : $hard;
+    my $n = !$hard || $hard eq 'unlimited' || $hard > 25000 ? 25000 : $hard;
+    $ENV{TEST_NGINX_RLIMIT} = $ENV{TEST_NGINX_USE_VALGRIND}
+        ? '# no worker_rlimit_nofile under valgrind'
+        : "worker_rlimit_nofile $n;";
 
     # the idle connections' server and the slow clients' server
     for my $name (qw(IDLE SLOW)) {
@@ -438,7 +442,9 @@ no_crash('the end');
 __DATA__
 
 === TEST 1: a store on a read-only mount: nginx says so and does not start
---- skip_eval: 1: $main::NS_SKIP
+(not under valgrind: there a start that fails in the master is reported
+at times as a start, at times as valgrind's exit code 99)
+--- skip_eval: 2: $main::NS_SKIP || $ENV{TEST_NGINX_USE_VALGRIND}
 --- http_config
     tent_store $TEST_NGINX_RO/store;
     tent_store_socket $TEST_NGINX_SERVER_ROOT/store.sock;
@@ -452,7 +458,7 @@ qr/\[emerg\].*chown\(".*store"\) failed \(30: Read-only file system\)/
 
 === TEST 2: the server the tests above run against
 --- main_config
-    worker_rlimit_nofile $TEST_NGINX_NOFILE;
+    $TEST_NGINX_RLIMIT
 --- http_config
     tent_store $TEST_NGINX_DISK/store;
     tent_store_socket $TEST_NGINX_SERVER_ROOT/store.sock;
