@@ -432,6 +432,7 @@ typedef struct {
 ngx_http_tent_ctx_t *ngx_http_tent_get_ctx(ngx_http_request_t *r);
 ngx_uint_t ngx_http_tent_next_item(u_char **p, u_char *last,
     ngx_str_t *item);
+ngx_uint_t ngx_http_tent_utf8_valid(u_char *p, size_t len);
 ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,

@@ -145,7 +145,9 @@ ngx_http_tent_oauth_params(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
             }
         }
 
-        if (f->dst->len > 2048) {
+        if (f->dst->len > 2048
+            || !ngx_http_tent_utf8_valid(f->dst->data, f->dst->len))
+        {
             return NGX_DECLINED;
         }
     }

@@ -440,6 +440,14 @@ ngx_http_tent_post_attachments(ngx_http_request_t *r,
             return NGX_DECLINED;
         }
 
+        /* the type is sent back as Content-Type: no bare CR or LF in it */
+
+        for (p = type.data; p < type.data + type.len; p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                return NGX_DECLINED;
+            }
+        }
+
         if (EVP_Digest(part[i].data.data, part[i].data.len, digest, &dlen,
                        EVP_sha256(), NULL)
             != 1)

@@ -99,6 +99,51 @@ ngx_http_tent_query_arg(ngx_http_request_t *r, const char *name,
 }
 
 
+/*
+ * Every argument, decoded, is text: UTF-8 without NUL.  Anything else is
+ * a 400 rather than an argument quietly ignored or matching nothing.
+ */
+
+static ngx_int_t
+ngx_http_tent_query_args_valid(ngx_http_request_t *r)
+{
+    u_char  *p, *last, *end, *buf, *dst, *src;
+
+    if (r->args.len == 0) {
+        return NGX_OK;
+    }
+
+    buf = ngx_pnalloc(r->pool, r->args.len);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = r->args.data;
+    last = p + r->args.len;
+
+    while (p < last) {
+        end = ngx_strlchr(p, last, '&');
+        if (end == NULL) {
+            end = last;
+        }
+
+        dst = buf;
+        src = p;
+        ngx_unescape_uri(&dst, &src, end - p, 0);
+
+        if (ngx_strlchr(buf, dst, '\0')
+            || !ngx_http_tent_utf8_valid(buf, dst - buf))
+        {
+            return NGX_DECLINED;
+        }
+
+        p = end + 1;
+    }
+
+    return NGX_OK;
+}
+
+
 /* "a,b,c" into an array of strings, or of type bases */
 
 static ngx_int_t
@@ -155,6 +200,11 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     q->column = 'r';
     q->limit = NGX_HTTP_TENT_LIMIT_DEFAULT;
+
+    n = ngx_http_tent_query_args_valid(r);
+    if (n != NGX_OK) {
+        return n;
+    }
 
     if (ngx_array_init(&q->bases, r->pool, 4, sizeof(ngx_str_t)) != NGX_OK
         || ngx_array_init(&q->entities, r->pool, 2, sizeof(ngx_str_t))

@@ -17,6 +17,7 @@
 
 #include <leveldb/c.h>
 #include <pthread.h>
+#include <sys/statvfs.h>
 
 
 /*
@@ -37,6 +38,22 @@ typedef struct {
     pthread_mutex_t             cas_lock[NGX_HTTP_TENT_CAS_STRIPES];
     char                       *path;
     char                       *error;
+
+    /*
+     * A failed write (a full disk, a read-only file system) may leave
+     * half a record at the end of LevelDB's log, and records written
+     * after it could not be read back when the log is replayed.  So once
+     * a write fails no other write is tried: the database is reopened
+     * (the replay drops the half record) as soon as there is room.
+     * write_failed is set by pool threads.
+     */
+    volatile ngx_atomic_t       write_failed;
+    ngx_thread_task_t          *probe_task;
+    ngx_thread_task_t          *reopen_task;
+    ngx_event_t                 reopen_timer;
+    ngx_uint_t                  room;
+    unsigned                    probing:1;
+    unsigned                    reopen_pending:1;
 } ngx_http_tent_ldb_t;
 
 
@@ -75,6 +92,11 @@ static void ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_exec_done(ngx_event_t *ev);
 static void ngx_http_tent_owner_reject(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_owner_free_result(void *data);
+static void ngx_http_tent_owner_reopen_timer(ngx_event_t *ev);
+static void ngx_http_tent_owner_probe_thread(void *data, ngx_log_t *log);
+static void ngx_http_tent_owner_probed(ngx_event_t *ev);
+static void ngx_http_tent_owner_reopen(ngx_http_tent_store_t *store);
+static void ngx_http_tent_owner_reopen_thread(void *data, ngx_log_t *log);
 
 
 ngx_int_t
@@ -134,6 +156,35 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
     task->event.handler = ngx_http_tent_owner_closed;
     task->event.data = task;
     store->close_task = task;
+
+    task = ngx_thread_task_alloc(ngx_cycle->pool, 0);
+    if (task == NULL) {
+        return NGX_ERROR;
+    }
+
+    task->ctx = store;
+    task->handler = ngx_http_tent_owner_probe_thread;
+    task->event.handler = ngx_http_tent_owner_probed;
+    task->event.data = task;
+    ldb->probe_task = task;
+
+    /* a reopen ends as an open does */
+
+    task = ngx_thread_task_alloc(ngx_cycle->pool, 0);
+    if (task == NULL) {
+        return NGX_ERROR;
+    }
+
+    task->ctx = store;
+    task->handler = ngx_http_tent_owner_reopen_thread;
+    task->event.handler = ngx_http_tent_owner_opened;
+    task->event.data = task;
+    ldb->reopen_task = task;
+
+    ldb->reopen_timer.handler = ngx_http_tent_owner_reopen_timer;
+    ldb->reopen_timer.data = store;
+    ldb->reopen_timer.log = store->log;
+    ldb->reopen_timer.cancelable = 1;
 
     store->ldb = ldb;
     store->owner = 1;
@@ -344,6 +395,10 @@ ngx_http_tent_owner_resign(ngx_http_tent_store_t *store)
         ngx_del_timer(&store->open_timer);
     }
 
+    if (((ngx_http_tent_ldb_t *) store->ldb)->reopen_timer.timer_set) {
+        ngx_del_timer(&((ngx_http_tent_ldb_t *) store->ldb)->reopen_timer);
+    }
+
     ngx_http_tent_ipc_stop_listening(store);
 
     while (!ngx_queue_empty(&store->waiting)) {
@@ -512,6 +567,7 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     ngx_thread_task_t *task = ev->data;
 
     ngx_pool_cleanup_t        *cln;
+    ngx_http_tent_ldb_t       *ldb;
     ngx_http_tent_store_t     *store;
     ngx_http_tent_exec_ctx_t  *ctx;
     ngx_http_tent_store_op_t  *op;
@@ -519,8 +575,20 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     ctx = task->ctx;
     op = ctx->op;
     store = ctx->store;
+    ldb = store->ldb;
 
     store->inflight--;
+
+    if (ctx->res && ctx->res[0] == NGX_HTTP_TENT_STORE_UNAVAILABLE
+        && ctx->res_len > 1)
+    {
+        /* the write that failed; the ones refused after it say nothing */
+
+        ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                      "tent store: a write failed, writes are refused "
+                      "until \"%V\" is reopened: %*s", &store->db_path,
+                      ctx->res_len - 1, ctx->res + 1);
+    }
 
     if (ctx->res == NULL) {
         ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
@@ -548,7 +616,195 @@ done:
 
     if (store->state == NGX_HTTP_TENT_OWNER_CLOSING && store->inflight == 0) {
         ngx_http_tent_owner_close(store);
+        return;
     }
+
+    if (ldb->write_failed && store->state == NGX_HTTP_TENT_OWNER_OPEN
+        && !ldb->probing && !ldb->reopen_timer.timer_set)
+    {
+        ngx_add_timer(&ldb->reopen_timer, 100);
+    }
+
+    if (ldb->reopen_pending && store->state == NGX_HTTP_TENT_OWNER_OPENING
+        && store->inflight == 0)
+    {
+        ngx_http_tent_owner_reopen(store);
+    }
+}
+
+
+/*
+ * After a failed write: reads go on, writes are refused (503), and every
+ * second a pool thread looks whether the directory takes files again and
+ * the file system has room for what a reopen writes (the memtable,
+ * replayed from the log, as a table file).
+ * Then operations wait while the running ones finish, and the database
+ * is closed and opened again on the pool; ngx_http_tent_owner_opened()
+ * takes it from there, with its backoff if the open fails.
+ */
+
+static void
+ngx_http_tent_owner_reopen_timer(ngx_event_t *ev)
+{
+    ngx_http_tent_ldb_t    *ldb;
+    ngx_http_tent_store_t  *store;
+
+    store = ev->data;
+    ldb = store->ldb;
+
+    if (store->state == NGX_HTTP_TENT_OWNER_OPENING && ldb->reopen_pending) {
+        if (store->inflight == 0) {
+            ngx_http_tent_owner_reopen(store);
+        }
+
+        return;
+    }
+
+    if (store->state != NGX_HTTP_TENT_OWNER_OPEN || !ldb->write_failed
+        || ldb->probing)
+    {
+        return;
+    }
+
+    if (ngx_thread_task_post(store->thread_pool, ldb->probe_task) != NGX_OK) {
+        ngx_add_timer(&ldb->reopen_timer, 1000);
+        return;
+    }
+
+    ldb->probing = 1;
+}
+
+
+static void
+ngx_http_tent_owner_probe_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_tent_store_t *store = data;
+
+    DIR                  *dir;
+    off_t                 need;
+    size_t                len;
+    u_char                file[NGX_MAX_PATH];
+    struct stat           st;
+    struct statvfs        vfs;
+    struct dirent        *de;
+    ngx_http_tent_ldb_t  *ldb;
+
+    ldb = store->ldb;
+    ldb->room = 0;
+
+    /* the logs are replayed into a table file: room for them, and 1 MB */
+
+    need = 1024 * 1024;
+
+    dir = opendir(ldb->path);
+    if (dir == NULL) {
+        return;
+    }
+
+    while ((de = readdir(dir)) != NULL) {
+        len = ngx_strlen(de->d_name);
+
+        if (len < 4 || ngx_strcmp(de->d_name + len - 4, ".log") != 0) {
+            continue;
+        }
+
+        ngx_snprintf(file, sizeof(file), "%s/%s%Z", ldb->path, de->d_name);
+
+        if (stat((char *) file, &st) == 0) {
+            need += st.st_size;
+        }
+    }
+
+    (void) closedir(dir);
+
+    /* and the directory must take new files (read-only, immutable) */
+
+    if (access(ldb->path, W_OK) == 0
+        && statvfs(ldb->path, &vfs) == 0
+        && (off_t) vfs.f_bavail * (off_t) vfs.f_frsize >= need)
+    {
+        ldb->room = 1;
+    }
+}
+
+
+static void
+ngx_http_tent_owner_probed(ngx_event_t *ev)
+{
+    ngx_thread_task_t *task = ev->data;
+
+    ngx_http_tent_ldb_t    *ldb;
+    ngx_http_tent_store_t  *store;
+
+    store = task->ctx;
+    ldb = store->ldb;
+
+    ldb->probing = 0;
+
+    if (store->state != NGX_HTTP_TENT_OWNER_OPEN || !ldb->write_failed) {
+        return;
+    }
+
+    if (!ldb->room) {
+        ngx_add_timer(&ldb->reopen_timer, 1000);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, store->log, 0,
+                  "tent store: reopening \"%V\" after a failed write",
+                  &store->db_path);
+
+    store->state = NGX_HTTP_TENT_OWNER_OPENING;
+    store->open_started = ngx_current_msec;
+    store->open_attempts = 0;
+    store->open_backoff = 25;
+    ldb->reopen_pending = 1;
+
+    if (store->inflight == 0) {
+        ngx_http_tent_owner_reopen(store);
+    }
+}
+
+
+static void
+ngx_http_tent_owner_reopen(ngx_http_tent_store_t *store)
+{
+    ngx_http_tent_ldb_t  *ldb;
+
+    ldb = store->ldb;
+
+    if (ngx_thread_task_post(store->thread_pool, ldb->reopen_task) != NGX_OK)
+    {
+        if (!ldb->reopen_timer.timer_set) {
+            ngx_add_timer(&ldb->reopen_timer, 1000);
+        }
+
+        return;
+    }
+
+    ldb->reopen_pending = 0;
+    store->open_attempts++;
+    store->inflight++;
+}
+
+
+static void
+ngx_http_tent_owner_reopen_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_tent_store_t *store = data;
+
+    ngx_http_tent_ldb_t  *ldb;
+
+    ldb = store->ldb;
+
+    if (ldb->db) {
+        leveldb_close(ldb->db);
+        ldb->db = NULL;
+    }
+
+    ldb->write_failed = 0;
+
+    ngx_http_tent_owner_open_thread(data, log);
 }
 
 
@@ -637,6 +893,19 @@ static void
 ngx_http_tent_out_error(ngx_http_tent_out_t *out, const char *message)
 {
     ngx_http_tent_out_status(out, NGX_HTTP_TENT_STORE_ERROR);
+    ngx_http_tent_out_put(out, message, ngx_strlen(message));
+}
+
+
+/* a write that failed answers 503, and no other is tried (see the ldb) */
+
+static void
+ngx_http_tent_out_write_failed(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_out_t *out, const char *message)
+{
+    ldb->write_failed = 1;
+
+    ngx_http_tent_out_status(out, NGX_HTTP_TENT_STORE_UNAVAILABLE);
     ngx_http_tent_out_put(out, message, ngx_strlen(message));
 }
 
@@ -847,7 +1116,7 @@ ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
                   batch, &err);
 
     if (err) {
-        ngx_http_tent_out_error(out, err);
+        ngx_http_tent_out_write_failed(ldb, out, err);
         leveldb_free(err);
     }
 
@@ -893,7 +1162,7 @@ ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
                   batch, &err);
 
     if (err) {
-        ngx_http_tent_out_error(out, err);
+        ngx_http_tent_out_write_failed(ldb, out, err);
         leveldb_free(err);
     }
 
@@ -1066,7 +1335,10 @@ ngx_http_tent_store_exec(void *data, u_char *req, size_t len, u_char **res,
         goto done;
     }
 
-    if (ldb == NULL || ldb->db == NULL) {
+    if (ldb == NULL || ldb->db == NULL
+        || (ldb->write_failed
+            && (op == NGX_HTTP_TENT_OP_CAS || op == NGX_HTTP_TENT_OP_WRITE)))
+    {
         ngx_http_tent_out_status(&out, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         goto done;
     }
