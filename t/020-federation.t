@@ -32,7 +32,7 @@ my $b = $b_peer->client;
 
 my ($a_app, $a_cred) = $a->authorized_app(
     'read_followers,write_followers,read_followings,write_followings,'
-    . 'read_posts,read_secrets', post_types => 'all');
+    . 'read_posts,write_posts,read_secrets', post_types => 'all');
 my ($b_app, $b_cred) = $b_peer->authorized_app(
     'read_followers,write_followers,read_followings,write_followings,'
     . 'read_posts,read_secrets', post_types => 'all');
@@ -262,6 +262,24 @@ $s_cred = { map { $_ => $res->{json}{$_} }
 $res = $a->request(GET => '/followers/count');
 is($res->{body}, '1', 'A has its follower back');
 
+# --- a post of A reaches B's feed: delivery through the queue --------
+
+$res = $a->request(POST => '/posts', cred => $a_cred,
+                   body => { type => 'https://tent.io/types/post/status/v0.1.0',
+                             content => { text => 'from A, pushed' },
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'A posts');
+my $pushed = $res->{json}{id};
+my $seen;
+for (1 .. 150) {
+    $res = $b->request(GET => '/posts?entity=' . uri_escape($A_URL),
+                       cred => $b_cred);
+    last if ($seen) = grep { $_->{id} eq $pushed } @{ $res->{json} || [] };
+    select undef, undef, undef, 0.1;
+}
+ok($seen, "A's post arrived in B's feed");
+is($seen && $seen->{content}{text}, 'from A, pushed', 'as A wrote it');
+
 # --- credential reset: the follower asks again ---------------------------
 
 $res = $a->request(POST => '/followers',
@@ -381,6 +399,7 @@ GET /tent/followers/..%2F..%2Fetc
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;
+    tent_delivery_interval 200ms;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize {
