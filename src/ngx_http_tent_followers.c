@@ -510,7 +510,11 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
         || ngx_http_tent_credential_row(r, ctx, "follower", record, &key,
                                         &value)
            != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || (st->old == NULL
+            && ngx_http_tent_relation_post(r, ctx, op, "follower", record,
+                                           "create")
+               != NGX_OK))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -539,7 +543,7 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
     ctx->state = out;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_reply_state_json);
+                                              ngx_http_tent_relation_written);
 }
 
 
@@ -621,7 +625,10 @@ ngx_http_tent_follower_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
            != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_relation_post(r, ctx, op, "follower", record,
+                                       "delete")
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -629,7 +636,7 @@ ngx_http_tent_follower_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ctx->state = NULL;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_reply_state_json);
+                                              ngx_http_tent_relation_written);
 }
 
 

@@ -427,7 +427,10 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
                              NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
                              &st->found->canonical, &key)
            != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &st->id) != NGX_OK)
+        || ngx_http_tent_store_write_put(op, &key, &st->id) != NGX_OK
+        || ngx_http_tent_relation_post(r, ctx, op, "following", record,
+                                       "create")
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -455,6 +458,8 @@ ngx_http_tent_following_stored(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
                    "The remote's credential id is already in use here");
     }
+
+    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
 
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
@@ -607,7 +612,10 @@ ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
            != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_relation_post(r, ctx, op, "following", record,
+                                       "delete")
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -615,7 +623,7 @@ ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
     ctx->state = NULL;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_reply_state_json);
+                                              ngx_http_tent_relation_written);
 }
 
 

@@ -21,6 +21,7 @@ typedef struct {
     ngx_str_t                       entity;
     ngx_str_t                       id;
     json_int_t                      version;
+    ngx_str_t                       deletes;    /* a delete post's target */
 } ngx_http_tent_received_t;
 
 
@@ -32,6 +33,8 @@ static ngx_int_t ngx_http_tent_notification_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_notification_write(ngx_http_request_t *r,
     ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw);
+static ngx_int_t ngx_http_tent_notification_target(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 
 static ngx_int_t
@@ -146,6 +149,7 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
     json_t                    *post, *v;
+    ngx_str_t                  type;
     const char                *error;
     ngx_http_tent_received_t  *st;
 
@@ -210,6 +214,18 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
 
     if (json_object_get(post, "attachments") == NULL) {
         json_object_set_new(post, "attachments", json_array());
+    }
+
+    /* a delete post: our copy of the post it deletes goes (spec 7.4) */
+
+    if (ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+        && ngx_http_tent_post_type_is(&type, "delete")
+        && ngx_http_tent_json_str(json_object_get(post, "content"), "id",
+                                  &st->deletes)
+           == NGX_OK
+        && ngx_http_tent_token_valid(&st->deletes, 64) != NGX_OK)
+    {
+        st->deletes.len = 0;
     }
 
     st->post = post;
@@ -277,8 +293,9 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
 {
     json_t                    *current;
     ngx_int_t                  status;
-    ngx_str_t                  value;
+    ngx_str_t                  value, key;
     ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *get;
     ngx_http_tent_received_t  *st;
 
     status = ngx_http_tent_store_http_status(op);
@@ -291,6 +308,23 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
         ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+
+        if (st->deletes.len) {
+            get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+            if (get == NULL
+                || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                          &st->deletes, -1, &key)
+                   != NGX_OK
+                || ngx_http_tent_store_get(get, &key) != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            return ngx_http_tent_store_submit_request(r, get,
+                                        ngx_http_tent_notification_target);
+        }
+
         ctx->state = NULL;
         return ngx_http_tent_reply_state_json(r, op);
     }
@@ -313,4 +347,68 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
     }
 
     return ngx_http_tent_notification_write(r, st, current, &value);
+}
+
+
+/* the copy a delete post names: it and its feed rows go, its versions too */
+
+static ngx_int_t
+ngx_http_tent_notification_target(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *copy;
+    ngx_int_t                  status, v;
+    ngx_str_t                  value, key;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *wop;
+    ngx_http_tent_received_t  *st;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+    ctx->state = NULL;
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        op->status = NGX_HTTP_TENT_STORE_OK;
+        return ngx_http_tent_reply_state_json(r, op);
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    copy = ngx_http_tent_json_load(r, &value);
+    if (copy == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                  &st->deletes, -1, &key)
+           != NGX_OK
+        || ngx_http_tent_store_cas(wop, &key, &value, &value) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &key) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, wop, copy, 1) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (v = 1; v <= json_integer_value(json_object_get(copy, "version"))
+                && v <= 1000; v++)
+    {
+        if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                   &st->deletes, v, &key)
+            != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_relation_written);
 }

@@ -695,3 +695,82 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
 }
+
+
+/*
+ * The post a relationship change makes (spec 7.1, 7.2, 7.3): "follower"
+ * or "following", {id, entity, action}, public as the relationship is,
+ * written into the caller's batch with its versions, feed index and
+ * outbox rows, so followers hear of it as of any post.
+ */
+
+ngx_int_t
+ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, const char *kind, json_t *record,
+    const char *action)
+{
+    json_t     *post;
+    ngx_str_t   id, key, value;
+
+    if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    post = json_pack("{s:o, s:o, s:s++, s:{s:O, s:O, s:s}, s:{s:b},"
+                     " s:I, s:I, s:I, s:i, s:I, s:[]}",
+                     "id", ngx_http_tent_json_string(&id),
+                     "entity", ngx_http_tent_json_string(&ctx->entity),
+                     "type", "https://tent.io/types/post/", kind, "/v0.1.0",
+                     "content",
+                         "id", json_object_get(record, "id"),
+                         "entity", json_object_get(record, "entity"),
+                         "action", action,
+                     "permissions", "public",
+                         json_is_true(json_object_get(
+                             json_object_get(record, "permissions"),
+                             "public")),
+                     "published_at", (json_int_t) ngx_time(),
+                     "received_at", (json_int_t) ngx_time(),
+                     "updated_at", (json_int_t) ngx_time(),
+                     "version", 1,
+                     "rus", (json_int_t) ngx_http_tent_now_us(),
+                     "attachments");
+
+    if (post == NULL
+        || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK)
+    {
+        json_decref(post);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &ctx->entity, &id,
+                                  -1, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &ctx->entity, &id,
+                                  1, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* after a write that made a post: cached feeds are stale, then reply */
+
+ngx_int_t
+ngx_http_tent_relation_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+    }
+
+    return ngx_http_tent_reply_state_json(r, op);
+}

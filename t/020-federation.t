@@ -101,6 +101,18 @@ is(scalar @{ $res->{json} }, 1, '?entity= finds it ("am I following?")');
 $res = $b->request(GET => '/followings?entity=' . uri_escape($B_URL));
 is(scalar @{ $res->{json} }, 0, 'and not another entity');
 
+# the relationship posts (spec 7.1, 7.3): A's follower post, B's following
+my $FOLLOWER_T = 'https://tent.io/types/post/follower/v0.1.0';
+my $FOLLOWING_T = 'https://tent.io/types/post/following/v0.1.0';
+$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
+is(scalar(grep { $_->{content}{entity} eq $B_URL
+                 && $_->{content}{action} eq 'create' } @{ $res->{json} }),
+   1, 'A made a public follower post for B');
+$res = $b->request(GET => '/posts?post_types=' . uri_escape($FOLLOWING_T));
+is(scalar(grep { $_->{content}{entity} eq $A_URL
+                 && $_->{content}{action} eq 'create' } @{ $res->{json} }),
+   1, 'B made a following post for A');
+
 # the follower itself, signed with s:, sees its own subscription
 $res = $a->request(GET => "/followers/$fid", cred => $s_cred);
 is_deeply($res->{json}{types}, ['all'], 'the follower sees its types');
@@ -212,6 +224,21 @@ $res = $b->request(GET => '/posts/' . uri_escape($A_URL) . '/n0tifiedP0st',
                    cred => $b_cred);
 is($res->{json}{content}{text}, 'edited', 'and ignored');
 
+# a delete post from A removes B's copy of the post it names
+$res = notify(cred => $a_note_cred,
+              post => { id => 'de1etePost', entity => $A_URL,
+                        type => 'https://tent.io/types/post/delete/v0.1.0',
+                        content => { id => 'n0tifiedP0st' },
+                        permissions => { public => JSON::PP::true },
+                        published_at => time, version => 1 });
+is($res->{status}, 200, 'a delete post from A') or diag $res->{body};
+$res = $b->request(GET => '/posts/' . uri_escape($A_URL) . '/n0tifiedP0st',
+                   cred => $b_cred);
+is($res->{status}, 404, 'B\'s copy of the deleted post is gone');
+$res = $b->request(GET => '/posts', cred => $b_cred);
+ok(!grep({ $_->{id} eq 'n0tifiedP0st' } @{ $res->{json} || [] }),
+   'and out of its feed');
+
 # --- a reload of A in the middle -------------------------------------------
 
 reload_nginx();
@@ -241,6 +268,10 @@ is($res->{status}, 404, 'the follower record is gone');
 
 $res = notify(cred => $a_note_cred);
 is($res->{status}, 401, 'the old credential notifies no more');
+$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
+is(scalar(grep { $_->{content}{entity} eq $B_URL
+                 && $_->{content}{action} eq 'delete' } @{ $res->{json} }),
+   1, 'A made a follower post (delete) when B left');
 
 # A blocks B (write_followers): the follower record goes, B is not told
 $res = $b->request(GET => '/followers', cred => $b_cred);

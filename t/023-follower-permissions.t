@@ -87,10 +87,12 @@ for my $who (sort keys %principals) {
     my @cr = $principals{$who} ? (cred => $principals{$who}) : ();
     my %want = map { $_ => 1 } @{ $sees{$who} };
 
-    my $list = $c->request(GET => '/posts?limit=200', @cr)->{json} || [];
+    # the status posts made here (follows made follower posts too)
+    my $q = 'post_types=' . Tent::Client::uri_escape($STATUS);
+    my $list = $c->request(GET => "/posts?limit=200&$q", @cr)->{json} || [];
     my %listed = map { $_->{id} => 1 } @$list;
-    my $count = $c->request(GET => '/posts/count', @cr)->{body};
-    my $head = $c->request(HEAD => '/posts', @cr)->{headers}{count};
+    my $count = $c->request(GET => "/posts/count?$q", @cr)->{body};
+    my $head = $c->request(HEAD => "/posts?$q", @cr)->{headers}{count};
     my $mentioning = $c->request(
         GET => '/posts?mentioned_entity=https%3A%2F%2Fx.example', @cr)->{json};
 
