@@ -609,6 +609,9 @@ ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
 ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
+ngx_int_t ngx_http_tent_internal_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
+    json_t *content, ngx_uint_t public);
 ngx_int_t ngx_http_tent_relation_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
     json_t *record, const char *action);

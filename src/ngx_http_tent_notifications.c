@@ -22,6 +22,9 @@ typedef struct {
     ngx_str_t                       id;
     json_int_t                      version;
     ngx_str_t                       deletes;    /* a delete post's target */
+    ngx_uint_t                      profile;    /* a profile post */
+    json_t                         *following;
+    ngx_str_t                       raw;
 } ngx_http_tent_received_t;
 
 
@@ -34,6 +37,12 @@ static ngx_int_t ngx_http_tent_notification_stored(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_notification_write(ngx_http_request_t *r,
     ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw);
 static ngx_int_t ngx_http_tent_notification_target(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_notification_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_notification_profile(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_notification_refreshed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
@@ -228,6 +237,8 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
         st->deletes.len = 0;
     }
 
+    st->profile = ngx_http_tent_post_type_is(&type, "profile");
+
     st->post = post;
     ctx->state = st;
 
@@ -325,6 +336,15 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
                                         ngx_http_tent_notification_target);
         }
 
+        /* a profile post: read the sender's profile again (spec 9.4) */
+
+        if (st->profile) {
+            return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWING,
+                                        &ctx->principal.auth_id,
+                                        ngx_http_tent_notification_following);
+        }
+
         ctx->state = NULL;
         return ngx_http_tent_reply_state_json(r, op);
     }
@@ -411,4 +431,183 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_relation_written);
+}
+
+
+static ngx_int_t
+ngx_http_tent_notification_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    u_char                    *p;
+    json_t                    *server;
+    ngx_str_t                  base, url;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_fetch_t     *f;
+    ngx_http_tent_received_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK
+        || op->status != NGX_HTTP_TENT_STORE_OK)
+    {
+        goto done;
+    }
+
+    ngx_http_tent_store_value(op, &st->raw);
+
+    st->following = ngx_http_tent_json_load(r, &st->raw);
+    if (st->following == NULL) {
+        goto done;
+    }
+
+    server = json_array_get(json_object_get(st->following, "servers"), 0);
+    if (!json_is_string(server)) {
+        goto done;
+    }
+
+    base.data = (u_char *) json_string_value(server);
+    base.len = json_string_length(server);
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    url.len = base.len + sizeof("/profile") - 1;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(url.data, base.data, base.len);
+    ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
+
+    f = ngx_http_tent_remote_fetch(r, &url, "GET");
+    if (f == NULL || ngx_http_tent_remote_sign(f, st->following) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    f->max_response = 256 * 1024;
+
+    return ngx_http_tent_fetch_request(r, f,
+                                       ngx_http_tent_notification_profile);
+
+done:
+
+    ctx->state = NULL;
+    op->status = NGX_HTTP_TENT_STORE_OK;
+    return ngx_http_tent_reply_state_json(r, op);
+}
+
+
+/*
+ * The profile read again replaces the one kept with the following, if it
+ * is still this entity's; the notification is acknowledged either way.
+ */
+
+static ngx_int_t
+ngx_http_tent_notification_profile(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f)
+{
+    json_t                    *profile, *core, *servers, *v;
+    ngx_str_t                  type, base, entity, id, key, value, *ct;
+    const char                *name;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *wop;
+    ngx_http_tent_received_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+    ctx->state = NULL;
+
+    ct = ngx_http_tent_fetch_header(f, "content-type");
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK || f->status != 200
+        || ct == NULL || ct->len < sizeof(NGX_HTTP_TENT_MEDIA_TYPE) - 1
+        || ngx_strncasecmp(ct->data, (u_char *) NGX_HTTP_TENT_MEDIA_TYPE,
+                           sizeof(NGX_HTTP_TENT_MEDIA_TYPE) - 1) != 0)
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent: profile refresh GET %V: %s, status %ui",
+                      &f->url, ngx_http_tent_fetch_strerror(f->result),
+                      f->status);
+        goto done;
+    }
+
+    profile = ngx_http_tent_json_parse(&f->body, r->connection->log);
+    if (profile == NULL
+        || ngx_http_tent_json_cleanup(r->pool, profile) != NGX_OK)
+    {
+        json_decref(profile);
+        goto done;
+    }
+
+    core = NULL;
+
+    json_object_foreach(profile, name, v) {
+        type.data = (u_char *) name;
+        type.len = ngx_strlen(name);
+
+        if (ngx_http_tent_type_base(&type, &base) == NGX_OK
+            && base.len == sizeof(NGX_HTTP_TENT_CORE_BASE) - 1
+            && ngx_strncmp(base.data, NGX_HTTP_TENT_CORE_BASE, base.len) == 0
+            && json_is_object(v))
+        {
+            core = v;
+        }
+    }
+
+    servers = json_object_get(core, "servers");
+
+    if (core == NULL
+        || ngx_http_tent_json_str(core, "entity", &entity) != NGX_OK
+        || !ngx_http_tent_entity_eq(&entity, &ctx->principal.entity)
+        || !json_is_array(servers) || json_array_size(servers) == 0
+        || !json_is_string(json_array_get(servers, 0)))
+    {
+        goto done;
+    }
+
+    json_object_set(st->following, "profile", profile);
+    json_object_set(st->following, "servers", servers);
+    json_object_set_new(st->following, "updated_at", json_integer(ngx_time()));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_json_str(st->following, "id", &id) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, st->following, &value) != NGX_OK
+        || ngx_http_tent_store_cas(wop, &key, &st->raw, &value) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a concurrent change of the following wins: this is only a refresh */
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                        ngx_http_tent_notification_refreshed);
+
+done:
+
+    return ngx_http_tent_notification_refreshed(r, NULL);
+}
+
+
+static ngx_int_t
+ngx_http_tent_notification_refreshed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = 0;
+    r->header_only = 1;
+    ctx->own_reply = 1;
+
+    return ngx_http_send_header(r);
 }

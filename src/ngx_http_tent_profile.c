@@ -855,7 +855,7 @@ ngx_http_tent_profile_permissions(json_t *given, json_t *old)
 static ngx_int_t
 ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    json_t                    *content, *record, *perms, *old_perms;
+    json_t                    *content, *record, *perms, *old_perms, *post;
     json_int_t                 v;
     ngx_str_t                  key, value, old_key;
     ngx_uint_t                 changed;
@@ -938,6 +938,23 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+    }
+
+    /* a profile post tells followers to read the profile again (9.4) */
+
+    post = json_pack("{s:[o], s:s}",
+                     "types", ngx_http_tent_json_string(&pr->type),
+                     "action", "update");
+
+    if (post == NULL
+        || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK
+        || ngx_http_tent_internal_post(r, ctx, cas, "profile", post,
+               ngx_http_tent_is_core(&pr->base)
+               || json_is_true(json_object_get(
+                      json_object_get(record, "permissions"), "public")))
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     return ngx_http_tent_store_submit_request(r, cas,

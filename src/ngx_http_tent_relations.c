@@ -698,16 +698,15 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 
 
 /*
- * The post a relationship change makes (spec 7.1, 7.2, 7.3): "follower"
- * or "following", {id, entity, action}, public as the relationship is,
- * written into the caller's batch with its versions, feed index and
- * outbox rows, so followers hear of it as of any post.
+ * A post the server itself makes (a follow, a profile change): of our
+ * entity, written into the caller's batch with its versions, feed index
+ * and outbox rows, so followers hear of it as of any post.
  */
 
 ngx_int_t
-ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_http_tent_store_op_t *op, const char *kind, json_t *record,
-    const char *action)
+ngx_http_tent_internal_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, const char *kind, json_t *content,
+    ngx_uint_t public)
 {
     json_t     *post;
     ngx_str_t   id, key, value;
@@ -716,19 +715,13 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    post = json_pack("{s:o, s:o, s:s++, s:{s:O, s:O, s:s}, s:{s:b},"
-                     " s:I, s:I, s:I, s:i, s:I, s:[]}",
+    post = json_pack("{s:o, s:o, s:s++, s:O, s:{s:b}, s:I, s:I, s:I, s:i,"
+                     " s:I, s:[]}",
                      "id", ngx_http_tent_json_string(&id),
                      "entity", ngx_http_tent_json_string(&ctx->entity),
                      "type", "https://tent.io/types/post/", kind, "/v0.1.0",
-                     "content",
-                         "id", json_object_get(record, "id"),
-                         "entity", json_object_get(record, "entity"),
-                         "action", action,
-                     "permissions", "public",
-                         json_is_true(json_object_get(
-                             json_object_get(record, "permissions"),
-                             "public")),
+                     "content", content,
+                     "permissions", "public", (int) public,
                      "published_at", (json_int_t) ngx_time(),
                      "received_at", (json_int_t) ngx_time(),
                      "updated_at", (json_int_t) ngx_time(),
@@ -759,6 +752,34 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/* "follower" or "following" {id, entity, action} (spec 7.1, 7.2, 7.3) */
+
+ngx_int_t
+ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, const char *kind, json_t *record,
+    const char *action)
+{
+    json_t  *content;
+
+    content = json_pack("{s:O, s:O, s:s}",
+                        "id", json_object_get(record, "id"),
+                        "entity", json_object_get(record, "entity"),
+                        "action", action);
+
+    if (content == NULL
+        || ngx_http_tent_json_cleanup(r->pool, content) != NGX_OK)
+    {
+        json_decref(content);
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_internal_post(r, ctx, op, kind, content,
+               json_is_true(json_object_get(json_object_get(record,
+                                                            "permissions"),
+                                            "public")));
 }
 
 

@@ -32,7 +32,8 @@ my $b = $b_peer->client;
 
 my ($a_app, $a_cred) = $a->authorized_app(
     'read_followers,write_followers,read_followings,write_followings,'
-    . 'read_posts,write_posts,read_secrets', post_types => 'all');
+    . 'read_posts,write_posts,read_secrets,write_profile',
+    post_types => 'all', info_types => 'all');
 my ($b_app, $b_cred) = $b_peer->authorized_app(
     'read_followers,write_followers,read_followings,write_followings,'
     . 'read_posts,read_secrets', post_types => 'all');
@@ -310,6 +311,22 @@ for (1 .. 150) {
 }
 ok($seen, "A's post arrived in B's feed");
 is($seen && $seen->{content}{text}, 'from A, pushed', 'as A wrote it');
+
+# --- A changes its profile: B reads it again (spec 9.4) ------------------
+
+my $INFO = 'https://example.org/types/info/mood/v0.1.0';
+$res = $a->request(PUT => '/profile/' . uri_escape($INFO), cred => $a_cred,
+                   body => { mood => 'federated',
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'A changes its profile') or diag $res->{body};
+my $fresh;
+for (1 .. 150) {
+    $res = $b->request(GET => "/followings/$b_again->{id}", cred => $b_cred);
+    last if $fresh = $res->{json}{profile}{$INFO};
+    select undef, undef, undef, 0.1;
+}
+is($fresh && $fresh->{mood}, 'federated',
+   'B\'s following of A holds the new section');
 
 # --- credential reset: the follower asks again ---------------------------
 
