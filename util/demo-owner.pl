@@ -2,7 +2,7 @@
 # For the demo: an owner app with every scope, made the way any app gets
 # one (register, the owner approves on the authorize page, the code
 # exchange), and saved to demo/owner.json for bin/tent-curl --cred.
-#   util/demo-owner.pl PORT DEMO_DIR
+#   util/demo-owner.pl PORT DEMO_DIR [FILE]
 use strict;
 use warnings;
 use FindBin;
@@ -10,8 +10,8 @@ use lib "$FindBin::Bin/../t/lib";
 use JSON::PP;
 use Tent::Client;
 
-my ($port, $dir) = @ARGV;
-my $file = "$dir/owner.json";
+my ($port, $dir, $name) = @ARGV;
+my $file = "$dir/" . ($name || 'owner.json');
 my $c = Tent::Client->new(port => $port, host => "127.0.0.1:$port");
 my $json = JSON::PP->new->canonical->pretty;
 

@@ -66,6 +66,11 @@ http {
 
     tent_store  $demo/store;
 
+    # Both demo entities live on loopback, which the SSRF guard refuses
+    # by default: the demo opens it.  Never do this on a public server.
+    tent_outbound_allow    127.0.0.0/8;
+    tent_delivery_interval 300ms;
+
     server {
         listen       127.0.0.1:$port;
         server_name  localhost;
@@ -84,6 +89,20 @@ http {
 
         location / {
             root  $demo/html;
+        }
+    }
+
+    # a second entity, to follow and be followed
+    server {
+        listen       127.0.0.1:$((port + 1));
+        server_name  localhost;
+
+        tent_entity    http://127.0.0.1:$((port + 1));
+
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  "demo owner";
         }
     }
 }
@@ -108,6 +127,11 @@ owner=$(perl "$top/util/demo-owner.pl" "$port" "$demo") || {
     exit 1
 }
 
+bob=$(perl "$top/util/demo-owner.pl" "$((port + 1))" "$demo" bob.json) || {
+    echo "could not make the second entity's app; see $demo/logs/error.log" >&2
+    exit 1
+}
+
 cat <<MSG
 The demo entity http://127.0.0.1:$port is up (nginx, 2 workers, store in
 $demo/store).  Try:
@@ -121,6 +145,17 @@ An owner app with every scope is in $owner; sign requests with it:
     bin/tent-curl --cred $owner -X PUT \\
         http://127.0.0.1:$port/tent/profile/https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0 \\
         -- -d '{"name":"Demo","permissions":{"public":true}}'
+
+A second entity, http://127.0.0.1:$((port + 1)), has its app in $bob.
+Let it follow the first, then post on the first and read the second's
+feed (the post is pushed within a second):
+
+    bin/tent-curl --cred $bob -X POST http://127.0.0.1:$((port + 1))/tent/followings \\
+        -- -d '{"entity":"http://127.0.0.1:$port"}'
+    bin/tent-curl --cred $owner -X POST http://127.0.0.1:$port/tent/posts \\
+        -- -d '{"type":"https://tent.io/types/post/status/v0.1.0",
+               "content":{"text":"hello"},"permissions":{"public":true}}'
+    bin/tent-curl --cred $bob http://127.0.0.1:$((port + 1))/tent/posts
 
 Stop it with: make stop
 MSG
