@@ -95,7 +95,15 @@ ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
     f->timer.handler = ngx_http_tent_fetch_timeout;
     f->timer.data = f;
     f->timer.log = log;
-    f->timer.cancelable = 1;
+
+    /*
+     * Not cancelable: a worker shutting down (reload) waits for fetches
+     * in flight, as for proxied requests; each is bounded by its
+     * deadline.  With a cancelable timer the worker left at once, with
+     * the client's and the remote's sockets open ("open socket left in
+     * connection", "aborting") and the pending request dropped.
+     */
+    f->timer.cancelable = 0;
 
     f->done.handler = ngx_http_tent_fetch_done_event;
     f->done.data = f;
