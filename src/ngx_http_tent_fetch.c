@@ -826,6 +826,12 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
         return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
     }
 
+    /* nginx's parser takes any three digits: "000" is not a status */
+
+    if (status.code < 100) {
+        return NGX_ERROR;
+    }
+
     f->status = status.code;
     f->content_length = -1;
     f->chunked = 0;
