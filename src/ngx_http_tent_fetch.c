@@ -779,9 +779,11 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
 
     have = f->in.last - (f->in.start + f->body_offset);
 
-    if (have > (off_t) f->max_response) {
-        return NGX_DECLINED;
-    }
+    /*
+     * With a Content-Length (checked against the limit above) bytes after
+     * the body are not the body: whether they came in the same read must
+     * not make the answer "too large"
+     */
 
     if (f->content_length >= 0) {
         if (have < f->content_length) {
@@ -789,6 +791,9 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
         }
 
         have = f->content_length;
+
+    } else if (have > (off_t) f->max_response) {
+        return NGX_DECLINED;
 
     } else if (!eof) {
         return NGX_AGAIN;
