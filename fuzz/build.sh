@@ -22,7 +22,7 @@ cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
         -fno-sanitize-recover=undefined -W -Wall -Wno-unused-parameter
         -Wno-unused-function -Werror ${FUZZ_CFLAGS:-}"
 
-libs="-ljansson -lleveldb -lcrypto -lpthread"
+libs="-ljansson -lleveldb -lssl -lcrypto -lcares -lpthread"
 
 targets=${*:-$(cd "$fuzz" && ls fuzz_*.c | sed 's/\.c$//')}
 
@@ -44,6 +44,7 @@ for t in $targets; do
 
     # rebuilt when the target, the stubs or any module source is newer
     if [ -f "$out" ] && [ -z "$(find "$fuzz/$t.c" "$stubs" "$fuzz/fuzz.h" \
+                                  "$fuzz/nginx-copy.c" \
                                   "$top/src" -newer "$out" -print -quit)" ]
     then
         continue

@@ -95,7 +95,15 @@ ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
     f->timer.handler = ngx_http_tent_fetch_timeout;
     f->timer.data = f;
     f->timer.log = log;
-    f->timer.cancelable = 1;
+
+    /*
+     * Not cancelable: a worker shutting down (reload) waits for fetches
+     * in flight, as for proxied requests; each is bounded by its
+     * deadline.  With a cancelable timer the worker left at once, with
+     * the client's and the remote's sockets open ("open socket left in
+     * connection", "aborting") and the pending request dropped.
+     */
+    f->timer.cancelable = 0;
 
     f->done.handler = ngx_http_tent_fetch_done_event;
     f->done.data = f;
@@ -771,9 +779,11 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
 
     have = f->in.last - (f->in.start + f->body_offset);
 
-    if (have > (off_t) f->max_response) {
-        return NGX_DECLINED;
-    }
+    /*
+     * With a Content-Length (checked against the limit above) bytes after
+     * the body are not the body: whether they came in the same read must
+     * not make the answer "too large"
+     */
 
     if (f->content_length >= 0) {
         if (have < f->content_length) {
@@ -781,6 +791,9 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
         }
 
         have = f->content_length;
+
+    } else if (have > (off_t) f->max_response) {
+        return NGX_DECLINED;
 
     } else if (!eof) {
         return NGX_AGAIN;
@@ -816,6 +829,12 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
 
     if (rc != NGX_OK) {
         return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
+    }
+
+    /* nginx's parser takes any three digits: "000" is not a status */
+
+    if (status.code < 100) {
+        return NGX_ERROR;
     }
 
     f->status = status.code;

@@ -164,8 +164,10 @@ ngx_http_tent_guard_embedded(struct sockaddr_in6 *sin6,
         return NGX_OK;
     }
 
+    /* ::a.b.c.d, all but :: and ::1, which the IPv6 ranges cover */
+
     if (ngx_memn2cmp(p, (u_char *) "\0\0\0\0\0\0\0\0\0\0\0\0", 12, 12) == 0
-        && (p[12] | p[13] | p[14]) != 0)
+        && ((p[12] | p[13] | p[14]) != 0 || p[15] > 1))
     {
         ngx_memcpy(&sin->sin_addr, p + 12, 4);
         return NGX_OK;

@@ -131,6 +131,10 @@ ngx_http_tent_resolve_t *
 ngx_http_tent_resolve(ngx_http_tent_resolver_t *res, u_char *host,
     ngx_http_tent_resolved_pt handler, void *data)
 {
+    struct in_addr              a4;
+#if (NGX_HAVE_INET6)
+    struct in6_addr             a6;
+#endif
     struct ares_addrinfo_hints  hints;
     ngx_http_tent_resolve_t    *q;
 
@@ -150,6 +154,25 @@ ngx_http_tent_resolve(ngx_http_tent_resolver_t *res, u_char *host,
     ngx_memzero(&hints, sizeof(struct ares_addrinfo_hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+
+    /*
+     * An address literal is no name: c-ares 1.18 given AF_UNSPEC asks the
+     * DNS servers about "127.0.0.1" before it answers, so a slow or
+     * unreachable server stalled requests to literals (and told it every
+     * address we were about to connect).  With the family and
+     * ARES_AI_NUMERICHOST it answers at once, without a query.
+     */
+
+    if (inet_pton(AF_INET, (char *) host, &a4) == 1) {
+        hints.ai_family = AF_INET;
+        hints.ai_flags = ARES_AI_NUMERICHOST;
+
+#if (NGX_HAVE_INET6)
+    } else if (inet_pton(AF_INET6, (char *) host, &a6) == 1) {
+        hints.ai_family = AF_INET6;
+        hints.ai_flags = ARES_AI_NUMERICHOST;
+#endif
+    }
 
     ares_getaddrinfo(res->channel, (char *) host, NULL, &hints,
                      ngx_http_tent_resolved, q);

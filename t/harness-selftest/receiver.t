@@ -106,8 +106,22 @@ is($res->{status}, 200, 'chunked request answered');
 my ($last) = reverse $rx->requests;
 is($last->{body}, "hello$bin", 'chunked body recorded dechunked, bytes kept');
 
+ok($rx->connections >= 1, 'connections are counted');
 $rx->clear;
 is(scalar(my @none = $rx->requests), 0, 'clear');
+is($rx->connections, 0, 'clear: no connections');
+{
+    # a connection that sends nothing is counted, not recorded
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port)
+        or die "connect: $!";
+    my $end = time + 5;
+    select(undef, undef, undef, 0.05) while $rx->connections == 0
+                                            && time < $end;
+    is($rx->connections, 1, 'a silent connection is counted');
+    is(scalar(my @r = $rx->requests), 0, 'and not recorded as a request');
+    close $s;
+    $rx->clear;
+}
 
 # ---- rules
 

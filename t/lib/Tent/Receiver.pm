@@ -74,6 +74,7 @@ sub start {
     $self->rules($a{rules} || []);
     _write_atomic("$dir/requests.jsonl", '');
     _write_atomic("$dir/followers.jsonl", '');
+    _write_atomic("$dir/connections.log", '');
 
     my $pid = fork;
     die "Tent::Receiver: fork: $!\n" unless defined $pid;
@@ -147,7 +148,15 @@ sub wait_requests {
 sub clear {
     my ($self) = @_;
     _locked_append("$self->{dir}/requests.jsonl", undef, 1);
+    _locked_append("$self->{dir}/connections.log", undef, 1);
     return;
+}
+
+# how many connections were accepted (since start or clear), whether or
+# not a request came on them: 0 proves nothing connected
+sub connections {
+    my ($self) = @_;
+    return scalar _lines("$self->{dir}/connections.log");
 }
 
 # the followers the default POST /followers created, each with the
@@ -235,6 +244,8 @@ sub _serve {
         next unless $sel->can_read(0.5);
         my $c = $lsock->accept or next;
         $serial++;
+        # every accepted connection, before anything is read from it
+        _locked_append("$dir/connections.log", $serial);
         my $pid = fork;
         if (!defined $pid) { close $c; next }
         if ($pid == 0) {
