@@ -118,6 +118,38 @@ is(scalar(grep { $_->{content}{entity} eq $A_URL
 $res = $a->request(GET => "/followers/$fid", cred => $s_cred);
 is_deeply($res->{json}{types}, ['all'], 'the follower sees its types');
 
+# the follower changes its own subscription, signed with s:
+$res = $a->request(PUT => "/followers/$fid", cred => $s_cred,
+                   body => { types => ['https://tent.io/types/post/status/v0.1.0',
+                                       'all'],
+                             permissions => { public => JSON::PP::false } });
+is($res->{status}, 200, 'the follower updates its types itself');
+is(scalar @{ $res->{json}{types} }, 2, 'two types now');
+$res = $a->request(GET => "/followers/$fid", cred => $a_cred);
+ok($res->{json}{permissions}{public}, 'but it cannot make itself private');
+$res = $a->request(PUT => "/followers/$fid", cred => $b_cred,
+                   body => { types => ['all'] });
+is($res->{status}, 401, 'another server\'s app key is unknown here');
+$res = $a->request(PUT => "/followers/$fid", body => { types => ['all'] });
+is($res->{status}, 403, 'anonymous: 403');
+$res = $a->request(PUT => "/followers/$fid", cred => $s_cred,
+                   body => { types => ['all'] });
+
+# followings by url-encoded entity, and PUT by the app
+$res = $b->request(GET => '/followings/' . uri_escape($A_URL));
+is($res->{status}, 200, 'B finds its following by url-encoded entity');
+like($res->{headers}{'content-location'} // '',
+     qr{/tent/followings/$b_following->{id}$}, 'with Content-Location');
+$res = $b->request(PUT => "/followings/$b_following->{id}", cred => $b_cred,
+                   body => { permissions => { public => JSON::PP::false } });
+is($res->{status}, 200, 'B makes its following private');
+$res = $b->request(GET => '/followings/count');
+is($res->{body}, '0', 'anonymous readers no longer see it');
+$res = $b->request(GET => '/followings/count', cred => $b_cred);
+is($res->{body}, '1', 'the app with read_followings does');
+$res = $b->request(PUT => "/followings/$b_following->{id}", cred => $b_cred,
+                   body => { permissions => { public => JSON::PP::true } });
+
 # the signed proxy: B's app reads A's profile through B (spec 7.3)
 $res = $b->request(GET => "/followings/$b_following->{id}/profile",
                    cred => $b_cred);

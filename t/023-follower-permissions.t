@@ -124,6 +124,23 @@ for my $who (sort keys %principals) {
     }
 }
 
+# the followers list walks by Link, both ways, no gaps or repeats
+my (@walk, $url) = ();
+$url = '/followers?limit=1';
+for (1 .. 10) {
+    my $r = $c->request(GET => $url);
+    push @walk, map { $_->{id} } @{ $r->{json} || [] };
+    my ($next) = ($r->{headers}{link} // '') =~ /<([^>]+)>; rel="next"/;
+    last unless $next;
+    ($url = $next) =~ s{^/tent}{};
+}
+my %seen;
+is(scalar(grep { !$seen{$_}++ } @walk), 3, 'three followers, one a page');
+is(scalar @walk, 3, 'none twice');
+my $r = $c->request(GET => "/followers?limit=2&since_id=$walk[-1]");
+is(join(',', map { $_->{id} } @{ $r->{json} }), join(',', @walk[0, 1]),
+   'since_id walks back to the newer ones, newest first');
+
 # a follower leaves the group: the group's post is hidden from it again
 $res = $c->request(PUT => "/followers/$f{ingroup}{id}", cred => $owner,
                    body => { groups => [] });
