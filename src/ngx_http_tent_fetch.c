@@ -816,9 +816,11 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
 
     ngx_memzero(&b, sizeof(ngx_buf_t));
     b.start = f->in.start;
-    b.pos = f->in.start;
+    b.pos = f->in.start + f->interim;
     b.last = f->in.last;
     b.end = f->in.end;
+
+again:
 
     ngx_memzero(f->hr, sizeof(ngx_http_request_t));
     f->hr->connection = f->peer.connection;
@@ -917,14 +919,20 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
         f->content_length = -1;
     }
 
+    /* "100 Continue", "103 Early Hints": the answer comes after them */
+
+    if (f->status < 200) {
+        f->interim = b.pos - f->in.start;
+        goto again;
+    }
+
     f->header_done = 1;
     f->body_offset = b.pos - f->in.start;
     f->chunk_offset = f->body_offset;
 
     f->no_body = (f->method.len == 4
                   && ngx_strncmp(f->method.data, "HEAD", 4) == 0)
-                 || f->status == 204 || f->status == 304
-                 || f->status < 200;
+                 || f->status == 204 || f->status == 304;
 
     return NGX_OK;
 }
@@ -1053,6 +1061,7 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
 
     f->url = url;
     f->header_done = 0;
+    f->interim = 0;
     f->sent = 0;
     f->status = 0;
     f->body.data = NULL;

@@ -10,6 +10,7 @@ use Tent::Util qw(start_last_nginx stop_last_nginx reload_nginx
 use Tent::Client;
 use Tent::MAC qw(signed_headers);
 use Tent::Peer;
+use Tent::Receiver;
 use JSON::PP;
 *uri_escape = \&Tent::Client::uri_escape;
 
@@ -372,6 +373,21 @@ is($res->{json}{mac_key_id}, $s_cred->{mac_key_id}, 'and the key id');
 isnt($res->{json}{mac_key}, $s_cred->{mac_key}, 'with a new key');
 $res = $a->request(GET => '/followers/count');
 is($res->{body}, '1', 'still one follower');
+
+# interim answers (103 Early Hints, 100 Continue) come before the real one
+my $rx = Tent::Receiver->start;
+my $link = '<' . $rx->url . '/tent/profile>; rel="https://tent.io/rels/profile"';
+$rx->rules([{ method => 'HEAD', path => '^/$',
+              action => { do => 'garbage', bytes =>
+                  "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                  . "HTTP/1.1 100 Continue\r\n\r\n"
+                  . "HTTP/1.1 200 OK\r\nLink: $link\r\nContent-Length: 0\r\n\r\n" } },
+            { method => 'GET', path => '^/$', action => { status => 404 } }]);
+$res = $a->request(POST => '/followings', cred => $a_cred,
+                   body => { entity => $rx->url });
+is($res->{status}, 200, 'discovery through 1xx interim answers')
+    or diag $res->{body};
+$rx->stop;
 
 my $log = error_log_text() . $b_peer->error_log_text;
 unlike($log, qr/\[(?:alert|crit|emerg)\]|exited on signal/,
