@@ -24,6 +24,8 @@ typedef struct {
     ngx_str_t                       id;
     ngx_http_tent_discover_t       *found;
     json_t                         *record;
+    ngx_uint_t                      err_status;   /* once the row is gone */
+    char                           *err_msg;
 } ngx_http_tent_following_t;
 
 
@@ -47,6 +49,10 @@ static ngx_int_t ngx_http_tent_following_pending(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_following_answered(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_following_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_following_abandon(ngx_http_request_t *r,
+    ngx_http_tent_following_t *st, ngx_uint_t status, char *msg);
+static ngx_int_t ngx_http_tent_following_abandoned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_following_change(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record);
@@ -313,10 +319,22 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     ctx->state = st;
 
-    /* the unconfirmed row stays behind on failure: lists never show it */
+    /* on failure the unconfirmed row goes before the error is sent */
 
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
-        return ngx_http_tent_remote_error(r, f, "The follow request to");
+        len = f->url.len + 128;
+        msg = ngx_pnalloc(r->pool, len);
+        if (msg == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = ngx_snprintf(msg, len - 1, "The follow request to %V: %s",
+                         &f->url, ngx_http_tent_fetch_strerror(f->result));
+        *p = '\0';
+
+        return ngx_http_tent_following_abandon(r, st,
+                                             ngx_http_tent_remote_status(f),
+                                             (char *) msg);
     }
 
     res = NULL;
@@ -347,7 +365,7 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
                          ngx_min(error.len, 512), error.data);
         *p = '\0';
 
-        return ngx_http_tent_send_error(r,
+        return ngx_http_tent_following_abandon(r, st,
                                         f->status >= 400 && f->status < 600
                                         ? f->status : NGX_HTTP_BAD_GATEWAY,
                                         (char *) msg);
@@ -367,7 +385,7 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
              || (algorithm.len == 10
                  && ngx_strncmp(algorithm.data, "hmac-sha-1", 10) == 0)))
     {
-        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
+        return ngx_http_tent_following_abandon(r, st, NGX_HTTP_BAD_GATEWAY,
                    "The follow request was accepted, but the answer holds "
                    "no usable credentials");
     }
@@ -471,6 +489,50 @@ ngx_http_tent_following_stored(ngx_http_request_t *r,
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_abandon(ngx_http_request_t *r,
+    ngx_http_tent_following_t *st, ngx_uint_t status, char *msg)
+{
+    ngx_str_t                  key;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    st->err_status = status;
+    st->err_msg = msg;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write(op, 0) != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, status, msg);
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                        ngx_http_tent_following_abandoned);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_abandoned(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_following_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    return ngx_http_tent_send_error(r, st->err_status, st->err_msg);
 }
 
 

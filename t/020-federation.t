@@ -389,6 +389,20 @@ is($res->{status}, 200, 'discovery through 1xx interim answers')
     or diag $res->{body};
 $rx->stop;
 
+# a refused follow leaves no unconfirmed following behind
+my $rx2 = Tent::Receiver->start;
+$rx2->rules([{ method => 'POST', path => '/tent/followers',
+               action => { status => 500, body => '{"error":"nope"}' } }]);
+$res = $a->request(POST => '/followings', cred => $a_cred,
+                   body => { entity => $rx2->url });
+is($res->{status}, 500, 'the remote\'s 500 is passed on');
+like($res->{body}, qr/nope/, 'with its error');
+my ($asked) = $rx2->requests(method => 'POST');
+my $np = eval { decode_json($asked->{body})->{notification_path} } // 'x';
+$res = $a->request(GET => "/$np?challenge=abc");
+is($res->{status}, 404, 'the pending following was removed');
+$rx2->stop;
+
 my $log = error_log_text() . $b_peer->error_log_text;
 unlike($log, qr/\[(?:alert|crit|emerg)\]|exited on signal/,
        'no alert, no crash in either error log');
