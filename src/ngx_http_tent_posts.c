@@ -231,6 +231,249 @@ ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
 }
 
 
+/*
+ * One JSON pointer (RFC 6901) into a post's content: the value, or NULL;
+ * "key" is its last token, unescaped.  NGX_DECLINED: not a pointer.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_pointer(ngx_pool_t *pool, json_t *doc, json_t *pointer,
+    json_t **value, ngx_str_t *key)
+{
+    u_char      *p, *last, *t, *tok;
+    size_t       len;
+    ngx_int_t    index;
+    const char  *s;
+
+    if (!json_is_string(pointer)) {
+        return NGX_DECLINED;
+    }
+
+    s = json_string_value(pointer);
+    len = json_string_length(pointer);
+
+    if (len == 0 || s[0] != '/' || ngx_strlchr((u_char *) s,
+                                               (u_char *) s + len, '\0'))
+    {
+        return NGX_DECLINED;
+    }
+
+    tok = ngx_pnalloc(pool, len + 1);
+    if (tok == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = (u_char *) s + 1;
+    last = (u_char *) s + len;
+
+    for ( ;; ) {
+
+        /* the next token, "~1" read as "/" and "~0" as "~" */
+
+        for (t = tok; p < last && *p != '/'; p++) {
+            if (*p == '~' && p + 1 < last && (p[1] == '0' || p[1] == '1')) {
+                *t++ = (p[1] == '0') ? '~' : '/';
+                p++;
+                continue;
+            }
+
+            *t++ = *p;
+        }
+
+        *t = '\0';
+
+        if (json_is_object(doc)) {
+            doc = json_object_get(doc, (char *) tok);
+
+        } else if (json_is_array(doc) && t > tok
+                   && (tok[0] != '0' || t - tok == 1))
+        {
+            index = ngx_atoi(tok, t - tok);
+            doc = (index == NGX_ERROR) ? NULL
+                                       : json_array_get(doc, (size_t) index);
+
+        } else {
+            doc = NULL;
+        }
+
+        if (p == last) {
+            break;
+        }
+
+        p++;
+    }
+
+    key->data = tok;
+    key->len = t - tok;
+    *value = doc;
+
+    return NGX_OK;
+}
+
+
+/* does an attachment match a view's selector: category, name, type */
+
+static ngx_int_t
+ngx_http_tent_post_selects(json_t *attachment, json_t *selector)
+{
+    json_t      *v;
+    ngx_uint_t   i, some;
+
+    static const char  *fields[] = { "category", "name", "type" };
+
+    if (!json_is_object(selector)) {
+        return 0;
+    }
+
+    some = 0;
+
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        v = json_object_get(selector, fields[i]);
+
+        if (v == NULL) {
+            continue;
+        }
+
+        if (!json_equal(v, json_object_get(attachment, fields[i]))) {
+            return 0;
+        }
+
+        some = 1;
+    }
+
+    /* a selector of none of the three selects nothing */
+
+    return some;
+}
+
+
+/*
+ * ?view=name, as tentd's serializer does it, on what the principal may
+ * see already (so a view never shows more than the full post):
+ *
+ *  - a view of the post's "views": "content" (JSON pointers) makes the
+ *    content {last token: value or null}, "attachments" (selectors, ORed)
+ *    keeps the attachments one of them matches; without "attachments"
+ *    all of them stay, without "content" the content is {};
+ *  - otherwise "full" changes nothing, "meta" drops content and
+ *    attachments, and any other name leaves an empty content.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_view(ngx_http_request_t *r, json_t *out)
+{
+    u_char      *dst, *src;
+    size_t       i, j;
+    json_t      *view, *pointers, *selectors, *content, *list, *a, *s, *v;
+    ngx_str_t    raw, name, key;
+    ngx_uint_t   full, meta;
+
+    if (ngx_http_arg(r, (u_char *) "view", 4, &raw) != NGX_OK
+        || raw.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    name.data = ngx_pnalloc(r->pool, raw.len + 1);
+    if (name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    dst = name.data;
+    src = raw.data;
+    ngx_unescape_uri(&dst, &src, raw.len, 0);
+    name.len = dst - name.data;
+    *dst = '\0';
+
+    full = (name.len == 4 && ngx_strncmp(name.data, "full", 4) == 0);
+    meta = (name.len == 4 && ngx_strncmp(name.data, "meta", 4) == 0);
+
+    view = NULL;
+
+    if (ngx_strlen(name.data) == name.len) {
+        view = json_object_get(json_object_get(out, "views"),
+                               (char *) name.data);
+    }
+
+    pointers = json_object_get(view, "content");
+    selectors = json_object_get(view, "attachments");
+
+    if (json_is_array(selectors)) {
+        list = json_array();
+        if (list == NULL) {
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(json_object_get(out, "attachments"), i, a) {
+            json_array_foreach(selectors, j, s) {
+                if (ngx_http_tent_post_selects(a, s)) {
+                    json_array_append(list, a);
+                    break;
+                }
+            }
+        }
+
+        json_object_set_new(out, "attachments", list);
+
+    } else if (meta) {
+        json_object_del(out, "attachments");
+    }
+
+    if (json_is_array(pointers)) {
+        content = json_object();
+        if (content == NULL) {
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(pointers, i, s) {
+            switch (ngx_http_tent_post_pointer(r->pool,
+                                               json_object_get(out, "content"),
+                                               s, &v, &key))
+            {
+            case NGX_ERROR:
+                json_decref(content);
+                return NGX_ERROR;
+
+            case NGX_DECLINED:
+                continue;
+            }
+
+            json_object_set_new(content, (char *) key.data,
+                                v ? json_incref(v) : json_null());
+        }
+
+        json_object_set_new(out, "content", content);
+
+    } else if (meta) {
+        json_object_del(out, "content");
+
+    } else if (!full) {
+        json_object_set_new(out, "content", json_object());
+    }
+
+    return NGX_OK;
+}
+
+
+/* the post as this principal sees it, in the request's ?view= */
+
+json_t *
+ngx_http_tent_post_render_view(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    json_t  *out;
+
+    out = ngx_http_tent_post_render(ctx, post);
+
+    if (out && ngx_http_tent_post_view(r, out) != NGX_OK) {
+        json_decref(out);
+        return NULL;
+    }
+
+    return out;
+}
+
+
 /* what a feed scan needs to filter without reading the post */
 
 static json_t *
@@ -956,7 +1199,7 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (st == NULL || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        out = ngx_http_tent_post_render(ctx, post);
+        out = ngx_http_tent_post_render_view(r, ctx, post);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
         {
