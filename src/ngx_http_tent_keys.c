@@ -247,3 +247,19 @@ ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
 
     return NGX_OK;
 }
+
+
+/*
+ * An attachment's reference count: "B <SHA-256, hex>", beside its bytes
+ * "b <SHA-256, hex>" (docs/store.md).
+ */
+
+#define NGX_HTTP_TENT_TABLE_BLOB_COUNT  'B'
+
+ngx_int_t
+ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *digest, ngx_str_t *key)
+{
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_BLOB_COUNT,
+                             digest, key);
+}

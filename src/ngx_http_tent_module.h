@@ -527,6 +527,11 @@ ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
     json_t *entities, json_t *groups);
 json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
+json_t *ngx_http_tent_post_render_view(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
+/* in ngx_http_tent_keys.c: an attachment's reference count */
+ngx_int_t ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *digest, ngx_str_t *key);
 ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,
     ngx_uint_t del);

@@ -864,13 +864,69 @@ ngx_http_tent_post_app(json_t *given, json_t **out, const char **error)
 }
 
 
+/*
+ * views: {name: {"content": [JSON pointers], "attachments": [{"category",
+ * "name", "type"}]}}, both optional (spec 6.1); ?view= reads them.
+ */
+
+static const char *
+ngx_http_tent_post_views(json_t *views)
+{
+    size_t       i;
+    json_t      *view, *list, *v;
+    const char  *name;
+
+    json_object_foreach(views, name, view) {
+        if (!json_is_object(view)) {
+            return "a view must be an object";
+        }
+
+        list = json_object_get(view, "content");
+
+        if (!ngx_http_tent_post_absent(list)) {
+            if (!json_is_array(list)) {
+                return "a view's content must be an array of JSON pointers";
+            }
+
+            json_array_foreach(list, i, v) {
+                if (!json_is_string(v)
+                    || (json_string_length(v)
+                        && json_string_value(v)[0] != '/'))
+                {
+                    return "a view's content must be an array of "
+                           "JSON pointers";
+                }
+            }
+        }
+
+        list = json_object_get(view, "attachments");
+
+        if (!ngx_http_tent_post_absent(list)) {
+            if (!json_is_array(list)) {
+                return "a view's attachments must be an array of objects";
+            }
+
+            json_array_foreach(list, i, v) {
+                if (!json_is_object(v)) {
+                    return "a view's attachments must be an array of "
+                           "objects";
+                }
+            }
+        }
+    }
+
+    return NULL;
+}
+
+
 /* checks that need no allocation; NULL when all is well */
 
 static const char *
 ngx_http_tent_post_check(json_t *post, ngx_uint_t import)
 {
-    json_t     *type, *content, *v;
-    ngx_str_t   t;
+    json_t      *type, *content, *v;
+    ngx_str_t    t;
+    const char  *error;
 
     if (!json_is_object(post)) {
         return "a post must be a JSON object";
@@ -907,8 +963,15 @@ ngx_http_tent_post_check(json_t *post, ngx_uint_t import)
 
     v = json_object_get(post, "views");
 
-    if (!ngx_http_tent_post_absent(v) && !json_is_object(v)) {
-        return "views must be an object";
+    if (!ngx_http_tent_post_absent(v)) {
+        if (!json_is_object(v)) {
+            return "views must be an object";
+        }
+
+        error = ngx_http_tent_post_views(v);
+        if (error) {
+            return error;
+        }
     }
 
     v = json_object_get(post, "permissions");

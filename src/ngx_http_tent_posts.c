@@ -21,6 +21,14 @@
 #define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
 
 
+/* references a change adds to (or drops from) one digest's bytes */
+typedef struct {
+    ngx_str_t                       digest;
+    ngx_str_t                       bytes;       /* uploaded, or null */
+    ngx_int_t                       count;
+} ngx_http_tent_blob_ref_t;
+
+
 typedef struct {
     json_t                         *post;
     ngx_str_t                       raw;
@@ -30,6 +38,18 @@ typedef struct {
     ngx_uint_t                      versions;
     ngx_str_t                       attachment;
     ngx_str_t                       attachment_type;
+
+    /* the post's write, sent once its references are taken */
+    ngx_http_tent_store_op_t       *write;
+    ngx_http_tent_request_done_pt   write_done;
+
+    /* references being taken (sign 1) or given back (-1), one by one */
+    ngx_array_t                    *refs;
+    ngx_uint_t                      ref;
+    ngx_int_t                       sign;
+    ngx_uint_t                      tries;
+    ngx_http_tent_route_pt          after;
+    unsigned                        conflict:1;
 } ngx_http_tent_post_state_t;
 
 
@@ -47,6 +67,12 @@ static ngx_int_t ngx_http_tent_post_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_post_blob(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
+static ngx_int_t ngx_http_tent_post_submit(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_post_found(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_post_reply(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
@@ -231,6 +257,249 @@ ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
 }
 
 
+/*
+ * One JSON pointer (RFC 6901) into a post's content: the value, or NULL;
+ * "key" is its last token, unescaped.  NGX_DECLINED: not a pointer.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_pointer(ngx_pool_t *pool, json_t *doc, json_t *pointer,
+    json_t **value, ngx_str_t *key)
+{
+    u_char      *p, *last, *t, *tok;
+    size_t       len;
+    ngx_int_t    index;
+    const char  *s;
+
+    if (!json_is_string(pointer)) {
+        return NGX_DECLINED;
+    }
+
+    s = json_string_value(pointer);
+    len = json_string_length(pointer);
+
+    if (len == 0 || s[0] != '/' || ngx_strlchr((u_char *) s,
+                                               (u_char *) s + len, '\0'))
+    {
+        return NGX_DECLINED;
+    }
+
+    tok = ngx_pnalloc(pool, len + 1);
+    if (tok == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = (u_char *) s + 1;
+    last = (u_char *) s + len;
+
+    for ( ;; ) {
+
+        /* the next token, "~1" read as "/" and "~0" as "~" */
+
+        for (t = tok; p < last && *p != '/'; p++) {
+            if (*p == '~' && p + 1 < last && (p[1] == '0' || p[1] == '1')) {
+                *t++ = (p[1] == '0') ? '~' : '/';
+                p++;
+                continue;
+            }
+
+            *t++ = *p;
+        }
+
+        *t = '\0';
+
+        if (json_is_object(doc)) {
+            doc = json_object_get(doc, (char *) tok);
+
+        } else if (json_is_array(doc) && t > tok
+                   && (tok[0] != '0' || t - tok == 1))
+        {
+            index = ngx_atoi(tok, t - tok);
+            doc = (index == NGX_ERROR) ? NULL
+                                       : json_array_get(doc, (size_t) index);
+
+        } else {
+            doc = NULL;
+        }
+
+        if (p == last) {
+            break;
+        }
+
+        p++;
+    }
+
+    key->data = tok;
+    key->len = t - tok;
+    *value = doc;
+
+    return NGX_OK;
+}
+
+
+/* does an attachment match a view's selector: category, name, type */
+
+static ngx_int_t
+ngx_http_tent_post_selects(json_t *attachment, json_t *selector)
+{
+    json_t      *v;
+    ngx_uint_t   i, some;
+
+    static const char  *fields[] = { "category", "name", "type" };
+
+    if (!json_is_object(selector)) {
+        return 0;
+    }
+
+    some = 0;
+
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        v = json_object_get(selector, fields[i]);
+
+        if (v == NULL) {
+            continue;
+        }
+
+        if (!json_equal(v, json_object_get(attachment, fields[i]))) {
+            return 0;
+        }
+
+        some = 1;
+    }
+
+    /* a selector of none of the three selects nothing */
+
+    return some;
+}
+
+
+/*
+ * ?view=name, as tentd's serializer does it, on what the principal may
+ * see already (so a view never shows more than the full post):
+ *
+ *  - a view of the post's "views": "content" (JSON pointers) makes the
+ *    content {last token: value or null}, "attachments" (selectors, ORed)
+ *    keeps the attachments one of them matches; without "attachments"
+ *    all of them stay, without "content" the content is {};
+ *  - otherwise "full" changes nothing, "meta" drops content and
+ *    attachments, and any other name leaves an empty content.
+ */
+
+static ngx_int_t
+ngx_http_tent_post_view(ngx_http_request_t *r, json_t *out)
+{
+    u_char      *dst, *src;
+    size_t       i, j;
+    json_t      *view, *pointers, *selectors, *content, *list, *a, *s, *v;
+    ngx_str_t    raw, name, key;
+    ngx_uint_t   full, meta;
+
+    if (ngx_http_arg(r, (u_char *) "view", 4, &raw) != NGX_OK
+        || raw.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    name.data = ngx_pnalloc(r->pool, raw.len + 1);
+    if (name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    dst = name.data;
+    src = raw.data;
+    ngx_unescape_uri(&dst, &src, raw.len, 0);
+    name.len = dst - name.data;
+    *dst = '\0';
+
+    full = (name.len == 4 && ngx_strncmp(name.data, "full", 4) == 0);
+    meta = (name.len == 4 && ngx_strncmp(name.data, "meta", 4) == 0);
+
+    view = NULL;
+
+    if (ngx_strlen(name.data) == name.len) {
+        view = json_object_get(json_object_get(out, "views"),
+                               (char *) name.data);
+    }
+
+    pointers = json_object_get(view, "content");
+    selectors = json_object_get(view, "attachments");
+
+    if (json_is_array(selectors)) {
+        list = json_array();
+        if (list == NULL) {
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(json_object_get(out, "attachments"), i, a) {
+            json_array_foreach(selectors, j, s) {
+                if (ngx_http_tent_post_selects(a, s)) {
+                    json_array_append(list, a);
+                    break;
+                }
+            }
+        }
+
+        json_object_set_new(out, "attachments", list);
+
+    } else if (meta) {
+        json_object_del(out, "attachments");
+    }
+
+    if (json_is_array(pointers)) {
+        content = json_object();
+        if (content == NULL) {
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(pointers, i, s) {
+            switch (ngx_http_tent_post_pointer(r->pool,
+                                               json_object_get(out, "content"),
+                                               s, &v, &key))
+            {
+            case NGX_ERROR:
+                json_decref(content);
+                return NGX_ERROR;
+
+            case NGX_DECLINED:
+                continue;
+            }
+
+            json_object_set_new(content, (char *) key.data,
+                                v ? json_incref(v) : json_null());
+        }
+
+        json_object_set_new(out, "content", content);
+
+    } else if (meta) {
+        json_object_del(out, "content");
+
+    } else if (!full) {
+        json_object_set_new(out, "content", json_object());
+    }
+
+    return NGX_OK;
+}
+
+
+/* the post as this principal sees it, in the request's ?view= */
+
+json_t *
+ngx_http_tent_post_render_view(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    json_t  *out;
+
+    out = ngx_http_tent_post_render(ctx, post);
+
+    if (out && ngx_http_tent_post_view(r, out) != NGX_OK) {
+        json_decref(out);
+        return NULL;
+    }
+
+    return out;
+}
+
+
 /* what a feed scan needs to filter without reading the post */
 
 static json_t *
@@ -381,19 +650,422 @@ ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
 
 /*
+ * Attachment bytes are kept once per SHA-256 ("b" rows), whichever posts
+ * list them, so each digest has a count of the post versions that list
+ * it ("B" rows; docs/store.md has the design and its race analysis).  A
+ * change takes its references before the version that holds them is
+ * written and gives them back once that version is gone, or was never
+ * written; the last one takes the bytes with it.  Each step is a
+ * compare-and-set on the count, the bytes written or deleted in its
+ * batch, so the count and the bytes never disagree.  A failure leaves a
+ * count too high: bytes kept for nothing, never bytes lost.
+ */
+
+static ngx_int_t ngx_http_tent_blob_step(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_blob_counted(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_blob_probed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_blob_cas(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *count, ngx_uint_t legacy);
+static ngx_int_t ngx_http_tent_blob_set(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+#define NGX_HTTP_TENT_BLOB_TRIES  32
+
+
+/* one more reference to a digest; its bytes when they were uploaded */
+
+static ngx_int_t
+ngx_http_tent_blob_ref(ngx_pool_t *pool, ngx_array_t *refs,
+    ngx_str_t *digest, ngx_str_t *bytes)
+{
+    ngx_uint_t                 i;
+    ngx_http_tent_blob_ref_t  *ref;
+
+    ref = refs->elts;
+
+    for (i = 0; i < refs->nelts; i++) {
+        if (ref[i].digest.len == digest->len
+            && ngx_strncmp(ref[i].digest.data, digest->data, digest->len)
+               == 0)
+        {
+            ref[i].count++;
+
+            if (bytes) {
+                ref[i].bytes = *bytes;
+            }
+
+            return NGX_OK;
+        }
+    }
+
+    ref = ngx_array_push(refs);
+    if (ref == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref->digest.data = ngx_pstrdup(pool, digest);
+    if (ref->digest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref->digest.len = digest->len;
+    ref->count = 1;
+
+    if (bytes) {
+        ref->bytes = *bytes;
+
+    } else {
+        ngx_str_null(&ref->bytes);
+    }
+
+    return NGX_OK;
+}
+
+
+/* the references a post version holds: its attachments' digests */
+
+static ngx_int_t
+ngx_http_tent_blob_refs(ngx_pool_t *pool, ngx_array_t *refs, json_t *post)
+{
+    size_t      i;
+    json_t     *a;
+    ngx_str_t   digest;
+
+    json_array_foreach(json_object_get(post, "attachments"), i, a) {
+        if (ngx_http_tent_json_str(a, "digest", &digest) == NGX_OK
+            && ngx_http_tent_blob_ref(pool, refs, &digest, NULL) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the references of a stored version (a scan's value) */
+
+static ngx_int_t
+ngx_http_tent_blob_refs_raw(ngx_http_request_t *r, ngx_array_t *refs,
+    ngx_str_t *raw)
+{
+    json_t     *post;
+    ngx_int_t   rc;
+
+    post = ngx_http_tent_json_parse(raw, r->connection->log);
+    if (post == NULL) {
+        /* a damaged record: its bytes are kept */
+        return NGX_OK;
+    }
+
+    rc = ngx_http_tent_blob_refs(r->pool, refs, post);
+
+    json_decref(post);
+
+    return rc;
+}
+
+
+/* take (sign 1) or give back (-1) st->refs, then run "after" */
+
+static ngx_int_t
+ngx_http_tent_blobs_adjust(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_int_t sign, ngx_http_tent_route_pt after)
+{
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    st->sign = sign;
+    st->ref = 0;
+    st->tries = 0;
+    st->after = after;
+
+    return ngx_http_tent_blob_step(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blob_step(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                    key;
+    ngx_http_tent_blob_ref_t    *ref;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    if (st->refs == NULL || st->ref >= st->refs->nelts) {
+        return st->after(r, ctx);
+    }
+
+    ref = st->refs->elts;
+    ref = &ref[st->ref];
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_blob_count_key(r->pool, &ctx->entity, &ref->digest,
+                                        &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_blob_counted);
+}
+
+
+/*
+ * A step that failed: taking references stops the request (the ones
+ * taken stay, too high: kept bytes); giving back goes on with the next.
+ */
+
+static ngx_int_t
+ngx_http_tent_blob_failed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_int_t status)
+{
+    ngx_http_tent_blob_ref_t    *ref;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    if (st->sign > 0) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ref = st->refs->elts;
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "tent: the bytes of attachment %V are kept: "
+                  "their reference count could not be lowered",
+                  &ref[st->ref].digest);
+
+    st->ref++;
+    st->tries = 0;
+
+    return ngx_http_tent_blob_step(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blob_counted(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                    status;
+    ngx_str_t                    value;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_blob_ref_t    *ref;
+    ngx_http_tent_post_state_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_blob_failed(r, ctx, status);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+        return ngx_http_tent_blob_cas(r, ctx, &value, 0);
+    }
+
+    if (st->sign < 0) {
+        /* no count: bytes stored before counts were kept stay for good */
+        st->ref++;
+        st->tries = 0;
+        return ngx_http_tent_blob_step(r, ctx);
+    }
+
+    /* no count yet: are there bytes of a post stored before counts? */
+
+    ref = st->refs->elts;
+
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_BLOB,
+                                           &ref[st->ref].digest,
+                                           ngx_http_tent_blob_probed);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blob_probed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t             status;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_blob_failed(r, ctx, status);
+    }
+
+    return ngx_http_tent_blob_cas(r, ctx, NULL,
+                                  op->status == NGX_HTTP_TENT_STORE_OK);
+}
+
+
+/*
+ * The count is {"n": N}, with "legacy": true when the bytes were there
+ * before any count (posts stored before counts were kept hold them
+ * uncounted): those bytes are never reclaimed.  "count" is the record
+ * read, NULL when there was none.
+ */
+
+static ngx_int_t
+ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *count, ngx_uint_t legacy)
+{
+    json_t                      *rec;
+    json_int_t                   n;
+    ngx_str_t                    key, bkey, value;
+    ngx_http_tent_blob_ref_t    *ref;
+    ngx_http_tent_store_op_t    *op;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+    ref = st->refs->elts;
+    ref = &ref[st->ref];
+
+    n = 0;
+
+    if (count) {
+        rec = ngx_http_tent_json_parse(count, r->connection->log);
+        if (rec == NULL) {
+            return ngx_http_tent_blob_failed(r, ctx,
+                                             NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+
+        n = json_integer_value(json_object_get(rec, "n"));
+        legacy = json_is_true(json_object_get(rec, "legacy"));
+        json_decref(rec);
+    }
+
+    n += st->sign * ref->count;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_blob_count_key(r->pool, &ctx->entity, &ref->digest,
+                                        &key)
+           != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_BLOB,
+                             &ref->digest, &bkey)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (n <= 0 && !legacy) {
+
+        if (count == NULL) {
+            /* nothing to give back */
+            st->ref++;
+            st->tries = 0;
+            return ngx_http_tent_blob_step(r, ctx);
+        }
+
+        /* the last reference: the count and the bytes go together */
+
+        if (ngx_http_tent_store_cas(op, &key, count, count) != NGX_OK
+            || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+            || ngx_http_tent_store_write_del(op, &bkey) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+    } else {
+        value.data = ngx_pnalloc(r->pool, sizeof("{\"n\":,\"legacy\":true}")
+                                          + NGX_INT64_LEN);
+        if (value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        value.len = ngx_sprintf(value.data, "{\"n\":%L%s}",
+                                (int64_t) ngx_max(n, 0),
+                                legacy ? ",\"legacy\":true" : "")
+                    - value.data;
+
+        if (ngx_http_tent_store_cas(op, &key, count, &value) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        /* the first reference brings the bytes */
+
+        if (count == NULL && !legacy && ref->bytes.data
+            && ngx_http_tent_store_write_put(op, &bkey, &ref->bytes)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_store_submit_request(r, op, ngx_http_tent_blob_set);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blob_set(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                    status;
+    ngx_str_t                    value;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_post_state_t  *st;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_blob_failed(r, ctx, status);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        st->ref++;
+        st->tries = 0;
+        return ngx_http_tent_blob_step(r, ctx);
+    }
+
+    /* another change moved the count meanwhile: again from what it is */
+
+    if (++st->tries > NGX_HTTP_TENT_BLOB_TRIES) {
+        return ngx_http_tent_blob_failed(r, ctx,
+                                         NGX_HTTP_SERVICE_UNAVAILABLE);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+        ngx_http_tent_store_value(op, &value);
+        return ngx_http_tent_blob_cas(r, ctx, &value, 0);
+    }
+
+    /* the count went away meanwhile: read it again */
+
+    return ngx_http_tent_blob_step(r, ctx);
+}
+
+
+/*
  * The files of a multipart post: each becomes {"category", "type",
  * "name", "size"} in the post (the form name without "[n]", the file
- * name, its Content-Type, its length), its bytes a record of their own
- * under their SHA-256, written in the post's batch.
+ * name, its Content-Type, its length), and a reference, with its bytes,
+ * to its SHA-256: the bytes are stored when that is taken.
  */
 
 static ngx_int_t
 ngx_http_tent_post_attachments(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *post, ngx_http_tent_store_op_t *op)
+    ngx_http_tent_ctx_t *ctx, json_t *post, ngx_array_t *refs)
 {
     u_char                    *p, digest[32];
     json_t                    *list, *a;
-    ngx_str_t                  category, name, type, hex, key;
+    ngx_str_t                  category, name, type, hex;
     ngx_uint_t                 i;
     unsigned int               dlen;
     ngx_http_tent_part_t      *part;
@@ -474,11 +1146,8 @@ ngx_http_tent_post_attachments(ngx_http_request_t *r,
             return NGX_DECLINED;
         }
 
-        if (ngx_http_tent_key(r->pool, &ctx->entity,
-                              NGX_HTTP_TENT_TABLE_BLOB, &hex, &key)
-            != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &part[i].data)
-               != NGX_OK)
+        if (ngx_http_tent_blob_ref(r->pool, refs, &hex, &part[i].data)
+            != NGX_OK)
         {
             return NGX_ERROR;
         }
@@ -499,8 +1168,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_uint_t                   import;
     const char                  *error;
     ngx_table_elt_t             *h;
+    ngx_array_t                 *refs;
     ngx_list_part_t             *part;
-    ngx_http_tent_store_op_t    *op, *blobs;
+    ngx_http_tent_store_op_t    *op;
     ngx_http_tent_post_state_t  *st;
 
     import = ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS);
@@ -567,14 +1237,12 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         json_object_set_new(post, "attachments", json_array());
     }
 
-    /* the blobs go first into the batch; the CAS leads it once made */
-
-    blobs = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (blobs == NULL || ngx_http_tent_store_write(blobs, 1) != NGX_OK) {
+    refs = ngx_array_create(r->pool, 2, sizeof(ngx_http_tent_blob_ref_t));
+    if (refs == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_tent_post_attachments(r, ctx, post, blobs);
+    rc = ngx_http_tent_post_attachments(r, ctx, post, refs);
 
     if (rc == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
         return ngx_http_tent_send_error(r, rc, "An attachment is too large");
@@ -661,6 +1329,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     st->post = post;
     st->post_entity = entity;
     st->id = id;
+    st->refs = refs;
+    st->write = op;
+    st->write_done = ngx_http_tent_post_created;
     ctx->state = st;
 
     if (idem.len) {
@@ -709,14 +1380,20 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* and the attachments' bytes, in the same batch */
+    /* the attachments' references (and bytes) first, then the post */
 
-    if (ngx_http_tent_store_batch_append(op, blobs) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    return ngx_http_tent_blobs_adjust(r, ctx, 1, ngx_http_tent_post_submit);
+}
 
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_post_created);
+
+static ngx_int_t
+ngx_http_tent_post_submit(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    return ngx_http_tent_store_submit_request(r, st->write, st->write_done);
 }
 
 
@@ -724,11 +1401,9 @@ static ngx_int_t
 ngx_http_tent_post_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                      *out, *prev;
+    json_t                      *out;
     ngx_int_t                    status;
-    ngx_str_t                    value, entity, id, key;
     ngx_http_tent_ctx_t         *ctx;
-    ngx_http_tent_store_op_t    *get;
     ngx_http_tent_post_state_t  *st;
 
     status = ngx_http_tent_store_http_status(op);
@@ -756,9 +1431,25 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
 
     /* the key existed: an import of a post we have, or a retry */
 
-    ngx_http_tent_store_value(op, &value);
+    ngx_http_tent_store_value(op, &st->raw);
 
-    prev = ngx_http_tent_json_load(r, &value);
+    return ngx_http_tent_blobs_adjust(r, ctx, -1, ngx_http_tent_post_found);
+}
+
+
+/* the post a retry or an import found: this one's references given back */
+
+static ngx_int_t
+ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                      *out, *prev;
+    ngx_str_t                    entity, id, key;
+    ngx_http_tent_store_op_t    *get;
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    prev = ngx_http_tent_json_load(r, &st->raw);
     if (prev == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -956,7 +1647,7 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (st == NULL || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        out = ngx_http_tent_post_render(ctx, post);
+        out = ngx_http_tent_post_render_view(r, ctx, post);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
         {
@@ -991,6 +1682,8 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     st->raw = value;
 
     if (r->method == NGX_HTTP_PUT) {
+        /* with attachments, the new version comes as multipart */
+        ctx->multipart = 1;
         return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_update);
     }
 
@@ -1218,6 +1911,7 @@ static ngx_int_t
 ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     json_t                      *v, *valid, *post, *probe;
+    ngx_int_t                    rc;
     json_int_t                   n;
     ngx_str_t                    key;
     const char                  *error;
@@ -1228,7 +1922,9 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     v = json_object_get(ctx->body, "version");
 
-    if (json_object_size(ctx->body) == 1 && json_is_integer(v)) {
+    if (json_object_size(ctx->body) == 1 && json_is_integer(v)
+        && (ctx->parts == NULL || ctx->parts->nelts == 0))
+    {
         n = json_integer_value(v);
 
         if (n <= 0 || n > 0x7fffffff) {
@@ -1301,6 +1997,31 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         json_object_set(post, "views", json_object_get(valid, "views"));
     }
 
+    /* uploaded files replace the attachments; otherwise they stay */
+
+    if (ctx->parts && ctx->parts->nelts) {
+        st->refs = ngx_array_create(r->pool, 2,
+                                    sizeof(ngx_http_tent_blob_ref_t));
+        if (st->refs == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        rc = ngx_http_tent_post_attachments(r, ctx, post, st->refs);
+
+        if (rc == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+            return ngx_http_tent_send_error(r, rc,
+                                            "An attachment is too large");
+        }
+
+        if (rc == NGX_DECLINED) {
+            return ngx_http_tent_send_error(r, 422, "Invalid attachment");
+        }
+
+        if (rc != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
     return ngx_http_tent_post_write_version(r, ctx, post);
 }
 
@@ -1346,6 +2067,13 @@ ngx_http_tent_post_revert(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         json_object_set(post, "views", json_object_get(old, "views"));
     }
 
+    /* and its attachments: version n's bytes are still referenced */
+
+    if (json_is_array(json_object_get(old, "attachments"))) {
+        json_object_set(post, "attachments",
+                        json_object_get(old, "attachments"));
+    }
+
     return ngx_http_tent_post_write_version(r, ctx, post);
 }
 
@@ -1389,16 +2117,33 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
     }
 
     st->made = post;
+    st->write = op;
+    st->write_done = ngx_http_tent_post_changed;
 
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_post_changed);
+    /* the new version's references: its uploads, or the ones it keeps */
+
+    if (st->refs == NULL) {
+        st->refs = ngx_array_create(r->pool, 2,
+                                    sizeof(ngx_http_tent_blob_ref_t));
+        if (st->refs == NULL
+            || ngx_http_tent_blob_refs(r->pool, st->refs, post) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    return ngx_http_tent_blobs_adjust(r, ctx, 1, ngx_http_tent_post_submit);
 }
 
+
+/*
+ * A change written: a new version's references stay taken, a deleted
+ * version's are given back.  Refused: the new version's are given back.
+ */
 
 static ngx_int_t
 ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    json_t                      *out;
     ngx_int_t                    status;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_post_state_t  *st;
@@ -1408,15 +2153,40 @@ ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
-                   "The post changed meanwhile: send the request again");
+        st->conflict = 1;
+
+        return st->made ? ngx_http_tent_blobs_adjust(r, ctx, -1,
+                                                     ngx_http_tent_post_reply)
+                        : ngx_http_tent_post_reply(r, ctx);
     }
 
     ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
 
-    ctx = ngx_http_tent_get_ctx(r);
+    if (st->made == NULL) {
+        return ngx_http_tent_blobs_adjust(r, ctx, -1,
+                                          ngx_http_tent_post_reply);
+    }
+
+    return ngx_http_tent_post_reply(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                      *out;
+    ngx_http_tent_post_state_t  *st;
+
     st = ctx->state;
+
+    if (st->conflict) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The post changed meanwhile: send the request again");
+    }
 
     if (st->made == NULL) {
         /* a DELETE */
@@ -1451,7 +2221,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     uint64_t                     ms;
     ngx_int_t                    status, version, current, n, count;
     ngx_str_t                    key, value, k, v, id, cur, newest_key,
-                                 newest_raw;
+                                 newest_raw, gone;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_post_state_t  *st;
@@ -1493,6 +2263,14 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     ngx_str_null(&newest_key);
     ngx_str_null(&newest_raw);
     ngx_str_null(&key);
+    ngx_str_null(&gone);
+
+    /* the references the deleted versions give back once they are gone */
+
+    st->refs = ngx_array_create(r->pool, 2, sizeof(ngx_http_tent_blob_ref_t));
+    if (st->refs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
         n = (k.data[k.len - 4] << 24) | (k.data[k.len - 3] << 16)
@@ -1501,6 +2279,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         if (n == version) {
             key = k;
+            gone = v;
 
         } else if (newest_key.data == NULL) {
             newest_key = k;
@@ -1515,6 +2294,10 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     if (version > 0 && count > 1) {
 
         /* one version of several: the post stays */
+
+        if (ngx_http_tent_blob_refs_raw(r, st->refs, &gone) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
 
         if (ngx_http_tent_store_cas(wop, &cur, &st->raw,
                                     version == current ? &newest_raw
@@ -1603,7 +2386,9 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     op->cursor = op->res.data;
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
-        if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK) {
+        if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK
+            || ngx_http_tent_blob_refs_raw(r, st->refs, &v) != NGX_OK)
+        {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
     }

@@ -842,7 +842,7 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
                             "type", json_object_get(post, "type"));
 
         } else {
-            out = ngx_http_tent_post_render(ctx, post);
+            out = ngx_http_tent_post_render_view(r, ctx, post);
         }
 
         json_decref(post);
