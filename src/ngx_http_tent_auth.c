@@ -31,6 +31,7 @@ typedef struct {
     ngx_str_t                       mac;
     ngx_str_t                       ext;
     ngx_http_tent_route_pt          next;
+    ngx_atomic_uint_t               generation;
 } ngx_http_tent_auth_state_t;
 
 
@@ -39,7 +40,27 @@ typedef struct {
     ngx_rbtree_node_t               sentinel;
     ngx_queue_t                     queue;
     ngx_atomic_t                    generation;
+    ngx_atomic_t                    credentials; /* their generation */
 } ngx_http_tent_nonce_sh_t;
+
+
+/*
+ * Each worker keeps the credential records it read, by key id, while the
+ * credentials' generation in shared memory has not moved: every write of
+ * a credential row, in any worker, moves it (the store does that).  So a
+ * signed request costs no store read, and a revoked key fails at once.
+ */
+
+#define NGX_HTTP_TENT_CRED_SLOTS   1024
+#define NGX_HTTP_TENT_CRED_MAX_AGE 30
+
+typedef struct {
+    u_char                         *id;         /* id, then value */
+    size_t                          id_len;
+    size_t                          value_len;
+    ngx_atomic_uint_t               generation;
+    time_t                          stored;
+} ngx_http_tent_cred_slot_t;
 
 
 typedef struct {
@@ -67,6 +88,14 @@ typedef struct {
 
 static ngx_int_t ngx_http_tent_auth_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_auth_verify(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *record);
+static ngx_atomic_uint_t ngx_http_tent_credential_generation(
+    ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_tent_credential_cached(
+    ngx_http_tent_auth_state_t *st, ngx_str_t *value);
+static void ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
+    ngx_str_t *value);
 static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
 static ngx_int_t ngx_http_tent_mac_text(ngx_http_request_t *r,
@@ -338,6 +367,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)
 {
     ngx_int_t                    rc;
+    ngx_str_t                    value;
     ngx_table_elt_t             *h;
     ngx_http_tent_auth_state_t  *st;
 
@@ -369,6 +399,15 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->next = next;
     ctx->state = st;
 
+    /* read before the store is, so a change racing us leaves it stale */
+
+    st->generation = ngx_http_tent_credential_generation(
+                         (ngx_cycle_t *) ngx_cycle);
+
+    if (ngx_http_tent_credential_cached(st, &value) == NGX_OK) {
+        return ngx_http_tent_auth_verify(r, ctx, &value);
+    }
+
     return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_CREDENTIAL,
                                            &st->id, ngx_http_tent_auth_loaded);
 }
@@ -377,15 +416,9 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    size_t                       len;
-    u_char                       mac[64];
-    json_t                      *cred, *v;
-    time_t                       ts, now, skew;
     ngx_int_t                    status;
-    ngx_str_t                    value, algorithm, key, text, nonce_key,
-                                 kind;
+    ngx_str_t                    value;
     ngx_http_tent_ctx_t         *ctx;
-    ngx_http_tent_loc_conf_t    *lcf;
     ngx_http_tent_auth_state_t  *st;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -402,6 +435,28 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     ngx_http_tent_store_value(op, &value);
+
+    ngx_http_tent_credential_keep(st, &value);
+
+    return ngx_http_tent_auth_verify(r, ctx, &value);
+}
+
+
+static ngx_int_t
+ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *record)
+{
+    size_t                       len;
+    u_char                       mac[64];
+    json_t                      *cred, *v;
+    time_t                       ts, now, skew;
+    ngx_str_t                    value, algorithm, key, text, nonce_key,
+                                 kind;
+    ngx_http_tent_loc_conf_t    *lcf;
+    ngx_http_tent_auth_state_t  *st;
+
+    st = ctx->state;
+    value = *record;
 
     cred = ngx_http_tent_json_parse(&value, r->connection->log);
     if (cred == NULL) {
@@ -936,4 +991,150 @@ ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
     ctx = mcf->nonce_zone->data;
 
     (void) ngx_atomic_fetch_add(&ctx->sh->generation, 1);
+}
+
+
+static ngx_atomic_uint_t
+ngx_http_tent_credential_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return 0;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    return ctx->sh->credentials;
+}
+
+
+void
+ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    (void) ngx_atomic_fetch_add(&ctx->sh->credentials, 1);
+}
+
+
+static ngx_http_tent_cred_slot_t *
+ngx_http_tent_credential_slot(ngx_str_t *id, ngx_uint_t create)
+{
+    ngx_http_tent_cred_slot_t  *slots;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                              ngx_http_tent_module);
+
+    if (mcf->credentials == NULL) {
+        if (!create) {
+            return NULL;
+        }
+
+        mcf->credentials = ngx_calloc(NGX_HTTP_TENT_CRED_SLOTS
+                                      * sizeof(ngx_http_tent_cred_slot_t),
+                                      ngx_cycle->log);
+        if (mcf->credentials == NULL) {
+            return NULL;
+        }
+    }
+
+    slots = mcf->credentials;
+
+    return &slots[ngx_crc32_short(id->data, id->len)
+                  % NGX_HTTP_TENT_CRED_SLOTS];
+}
+
+
+static ngx_int_t
+ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st,
+    ngx_str_t *value)
+{
+    ngx_http_tent_cred_slot_t  *slot;
+
+    slot = ngx_http_tent_credential_slot(&st->id, 0);
+
+    if (slot == NULL || slot->id == NULL
+        || slot->generation != st->generation
+        || ngx_time() - slot->stored > NGX_HTTP_TENT_CRED_MAX_AGE
+        || slot->id_len != st->id.len
+        || ngx_memcmp(slot->id, st->id.data, st->id.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    value->data = slot->id + slot->id_len;
+    value->len = slot->value_len;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
+    ngx_str_t *value)
+{
+    u_char                     *p;
+    ngx_http_tent_cred_slot_t  *slot;
+
+    slot = ngx_http_tent_credential_slot(&st->id, 1);
+    if (slot == NULL || value->len > 64 * 1024) {
+        return;
+    }
+
+    p = ngx_alloc(st->id.len + value->len, ngx_cycle->log);
+    if (p == NULL) {
+        return;
+    }
+
+    ngx_memcpy(p, st->id.data, st->id.len);
+    ngx_memcpy(p + st->id.len, value->data, value->len);
+
+    if (slot->id) {
+        ngx_free(slot->id);
+    }
+
+    slot->id = p;
+    slot->id_len = st->id.len;
+    slot->value_len = value->len;
+    slot->generation = st->generation;
+    slot->stored = ngx_time();
+}
+
+
+/* at worker exit: the cache's memory */
+
+void
+ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_uint_t                  i;
+    ngx_http_tent_cred_slot_t  *slots;
+
+    slots = mcf->credentials;
+
+    if (slots == NULL) {
+        return;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_CRED_SLOTS; i++) {
+        if (slots[i].id) {
+            ngx_free(slots[i].id);
+        }
+    }
+
+    ngx_free(slots);
+    mcf->credentials = NULL;
 }

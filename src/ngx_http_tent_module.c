@@ -1779,6 +1779,7 @@ ngx_http_tent_exit_process(ngx_cycle_t *cycle)
     ngx_http_tent_cache_exit(mcf->store);
     ngx_http_tent_resolver_destroy(mcf->resolver);
     mcf->resolver = NULL;
+    ngx_http_tent_credential_cache_exit(mcf);
 
     if (mcf->store->owner) {
         ngx_http_tent_owner_exit(mcf->store);

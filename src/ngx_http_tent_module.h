@@ -138,6 +138,7 @@ struct ngx_http_tent_store_op_s {
     u_char                         *result;
     size_t                          result_len;
     unsigned                        failed_encoding:1;
+    unsigned                        credential:1;
 };
 
 
@@ -356,6 +357,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      max_fetches;
     ngx_uint_t                      fetches;     /* this worker's */
     ngx_http_tent_resolver_t       *resolver;    /* this worker's */
+    void                           *credentials; /* this worker's cache */
 
     /* delivery to followers */
     ngx_array_t                     entity_confs;
@@ -458,6 +460,8 @@ ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,
     ngx_str_t *hex);
 ngx_atomic_uint_t ngx_http_tent_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_generation_bump(ngx_cycle_t *cycle);
+void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
+void ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf);
 
 /* ngx_http_tent_apps.c */
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,

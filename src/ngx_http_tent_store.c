@@ -204,11 +204,34 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
  * win.
  */
 
+/*
+ * A write that touches a credential row ("c") makes the workers' caches
+ * of credentials stale once it is done: the key says so (entity, zero
+ * byte, table).
+ */
+
+static void
+ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
+{
+    u_char  *z;
+
+    z = ngx_strlchr(key->data, key->data + key->len, '\0');
+
+    if (z && z + 1 < key->data + key->len
+        && z[1] == NGX_HTTP_TENT_TABLE_CREDENTIAL)
+    {
+        op->credential = 1;
+    }
+}
+
+
 ngx_int_t
 ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     ngx_str_t *expected, ngx_str_t *value)
 {
     size_t  size;
+
+    ngx_http_tent_store_note_key(op, key);
 
     size = 4 + key->len + 1 + 4 + value->len
            + (expected ? 4 + expected->len : 0);
@@ -286,6 +309,8 @@ ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
         return NGX_ERROR;
     }
 
+    ngx_http_tent_store_note_key(op, key);
+
     ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_PUT);
     ngx_http_tent_store_put_str(op, key);
     ngx_http_tent_store_put_str(op, value);
@@ -304,6 +329,8 @@ ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
         op->failed_encoding = 1;
         return NGX_ERROR;
     }
+
+    ngx_http_tent_store_note_key(op, key);
 
     ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_DEL);
     ngx_http_tent_store_put_str(op, key);
@@ -329,6 +356,8 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     {
         return NGX_ERROR;
     }
+
+    op->credential |= other->credential;
 
     start = other->count_pos + 4;
     len = other->req_len - start;
@@ -570,6 +599,12 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     op->res.data = data;
     op->res.len = len;
     op->cursor = data;
+
+    /* done or not (it may have happened): cached credentials are stale */
+
+    if (op->credential) {
+        ngx_http_tent_credential_bump((ngx_cycle_t *) ngx_cycle);
+    }
 
     op->handler(op);
 }
