@@ -21,7 +21,6 @@
 
 
 #include "../src/ngx_http_tent_fetch.c"
-#include "nginx-copy.c"
 
 #include "fuzz.h"
 

@@ -18,7 +18,6 @@
 
 
 #include "../src/ngx_http_tent_guard.c"
-#include "nginx-copy.c"
 
 #include "fuzz.h"
 
