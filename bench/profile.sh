@@ -45,11 +45,20 @@ burl=http://127.0.0.1:$bport
 
 # --- the module ----------------------------------------------------------
 # No location: GET/HEAD / falls through to the module's entity-root page
-# (prefix/html exists and has no index.html).
+# (prefix/html exists and has no index.html).  The entity root answers
+# only when no index page is there, which the index module checks with
+# two stat()s per request; nginx's open_file_cache keeps their answers,
+# as docs/directives.md recommends (OPEN_FILE_CACHE=off measures without).
+ofc=""
+if [ "${OPEN_FILE_CACHE:-on}" = on ]; then
+    ofc="open_file_cache max=1000 inactive=120s; open_file_cache_valid 60s;
+         open_file_cache_errors on;"
+fi
 mprefix=$(bench_prefix module)
 bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     "load_module $BENCH_MODULE;" \
 "        root           $mprefix/html;
+        $ofc
         tent_entity    $murl;
         tent_api_root  /tent;" \
 "    tent_store  $mprefix/store;"

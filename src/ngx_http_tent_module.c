@@ -782,6 +782,7 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_tent_srv_conf_t *conf = child;
 
     u_char                       *p;
+    ngx_http_tent_ctx_t          *fixed;
     ngx_http_tent_main_conf_t    *mcf;
     ngx_http_tent_entity_conf_t  *ent;
 
@@ -810,6 +811,43 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     mcf->entities++;
+
+    /* a fixed entity: its URL's parts once, not on every request */
+
+    if (conf->entity->lengths == NULL) {
+        fixed = ngx_pcalloc(cf->pool, sizeof(ngx_http_tent_ctx_t));
+        if (fixed == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        fixed->entity = conf->entity->value;
+
+        if (ngx_http_tent_check_url(&fixed->entity, &fixed->origin,
+                                    &fixed->root_path)
+            == NGX_OK)
+        {
+            if (fixed->root_path.len == 1
+                && fixed->entity.data[fixed->entity.len - 1] == '/')
+            {
+                fixed->entity.len--;
+            }
+
+            fixed->profile_url.len = fixed->origin.len + conf->api_root.len
+                                     + sizeof("/profile") - 1;
+            fixed->profile_url.data = ngx_pnalloc(cf->pool,
+                                                  fixed->profile_url.len);
+            if (fixed->profile_url.data == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            p = ngx_cpymem(fixed->profile_url.data, fixed->origin.data,
+                           fixed->origin.len);
+            p = ngx_cpymem(p, conf->api_root.data, conf->api_root.len);
+            ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
+
+            conf->fixed = fixed;
+        }
+    }
 
     /* a fixed entity gets background work: delivery to its followers */
 
@@ -1199,6 +1237,16 @@ ngx_http_tent_get_ctx(ngx_http_request_t *r)
     ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
 
     ctx->evaluated = 1;
+
+    /* a fixed entity: what it gives was worked out once, at start */
+
+    if (scf->fixed) {
+        ctx->entity = scf->fixed->entity;
+        ctx->origin = scf->fixed->origin;
+        ctx->root_path = scf->fixed->root_path;
+        ctx->profile_url = scf->fixed->profile_url;
+        return ctx;
+    }
 
     if (ngx_http_complex_value(r, scf->entity, &entity) != NGX_OK
         || ngx_http_tent_check_url(&entity, &ctx->origin, &ctx->root_path)

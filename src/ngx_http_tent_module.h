@@ -376,6 +376,7 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_str_t                       api_root;
     ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
     ngx_http_tent_outbound_conf_t   outbound;
+    struct ngx_http_tent_ctx_s     *fixed;       /* a fixed entity's parts */
     ngx_str_t                       file;
     ngx_uint_t                      line;
 } ngx_http_tent_srv_conf_t;
@@ -390,7 +391,7 @@ typedef struct {
 
 
 /* per request state: what the request's entity evaluated to, the route */
-typedef struct {
+typedef struct ngx_http_tent_ctx_s {
     ngx_str_t                       entity;
     ngx_str_t                       origin;
     ngx_str_t                       root_path;
