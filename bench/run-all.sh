@@ -40,6 +40,7 @@ done
 run "[rss workers=${RSS_WORKERS:-2}]" env WORKERS="${RSS_WORKERS:-2}" "$here/rss.sh"
 run "[posts-write]" "$here/posts-write.sh"
 run "[posts-read]" "$here/posts-read.sh"
+run "[delivery]" "$here/delivery.sh"
 
 echo "=== summary (best of rounds; figures vary from run to run, see" \
      "docs/bench.md; wrk/ab share the $(nproc) cores with nginx)"

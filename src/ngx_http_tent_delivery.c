@@ -16,7 +16,9 @@
  * for good (400, 401, 403, 404, 410: then a dead letter "x" keeps it);
  * otherwise it is put back with an exponential, jittered delay.  A crash
  * or reload loses nothing: a job sent but not yet removed is sent again
- * (receivers drop duplicates by entity, id and version).
+ * (receivers drop duplicates by entity, id and version).  So the queue's
+ * own writes need no fsync: one lost in a crash leaves the row or job it
+ * would have removed, which runs again; only the post's batch is synced.
  */
 
 
@@ -590,7 +592,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (wop == NULL
-        || ngx_http_tent_store_write(wop, 1) != NGX_OK
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK
         || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
     {
         ngx_http_tent_task_done(t);
@@ -925,7 +927,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
     wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (wop == NULL
-        || ngx_http_tent_store_write(wop, 1) != NGX_OK
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK
         || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
     {
         ngx_http_tent_task_done(t);
@@ -1011,15 +1013,31 @@ ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
 }
 
 
-/* a task is over: it leaves the running list now, its memory soon */
+/*
+ * A task is over: it leaves the running list now, its memory soon; and
+ * its place goes to the next due job at once, not at the next tick.
+ */
 
 static void
 ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 {
+    ngx_http_tent_delivery_t  *dl;
+
+    dl = t->dl;
+
     ngx_queue_remove(&t->queue);
-    t->dl->inflight--;
+    dl->inflight--;
 
     ngx_post_event(&t->free, &ngx_posted_events);
+
+    /* ngx_add_timer() alone ignores a change of less than 300 ms */
+
+    if (!dl->busy && dl->timer.timer_set
+        && !(ngx_exiting || ngx_quit || ngx_terminate))
+    {
+        ngx_del_timer(&dl->timer);
+        ngx_add_timer(&dl->timer, 1);
+    }
 }
 
 

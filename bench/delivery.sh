@@ -1,0 +1,154 @@
+#!/bin/bash
+# bench/delivery.sh: how fast posts reach followers through the delivery
+# queue (store owner, outbound client, signed POSTs), against how fast the
+# same receiver takes POSTs from wrk.
+#
+# Starts, on 127.0.0.1:
+#   receiver  plain nginx acting as FOLLOWERS Tent entities
+#             (http://127.0.0.1:R/f<i>): the Link header, a profile, the
+#             challenge echoed, and 200 to every notification POST, which
+#             its access log counts;
+#   module    ngx_http_tent_module with tent_outbound_allow 127.0.0.0/8,
+#             tent_delivery_interval 50ms; the FOLLOWERS entities follow
+#             it (POST /tent/followers, discovery and challenge for real).
+# Then POSTS public posts are created (signed, durable), and the clock
+# runs until the receiver has logged FOLLOWERS x POSTS notifications (at
+# most TIMEOUT s).  Baseline: wrk POSTing the same size of body to the
+# receiver for DURATION s, keep-alive.  Last line:
+#   delivery: module D deliveries/s, receiver B POST/s, ratio R
+#
+# Environment (defaults): FOLLOWERS=100 POSTS=100 WORKERS=1
+#   CONCURRENCY=32 (tent_delivery_concurrency) TIMEOUT=120 DURATION=5
+set -e
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+FOLLOWERS=${FOLLOWERS:-100}
+POSTS=${POSTS:-100}
+WORKERS=${WORKERS:-1}
+CONCURRENCY=${CONCURRENCY:-32}
+TIMEOUT=${TIMEOUT:-120}
+DURATION=${DURATION:-5}
+
+bench_init
+bench_ensure_module
+command -v perl >/dev/null || bench_die "perl is not installed"
+
+mport=$(bench_free_port 18081)
+rport=$(bench_free_port $((mport + 1)))
+murl=http://127.0.0.1:$mport
+rurl=http://127.0.0.1:$rport
+
+# --- the receiver: FOLLOWERS entities in one plain nginx --------------------
+rprefix=$(bench_prefix receiver)
+core='{"https://tent.io/types/info/core/v0.1.0":{"entity":"'$rurl'/$1",'
+core=$core'"licenses":[],"servers":["'$rurl'/$1/tent"]}}'
+bench_write_conf "$rprefix" "$rport" 1 "" \
+"        location = /ok {
+            return 200 'ok';
+        }
+
+        location ~ ^/(f[0-9]+)\$ {
+            add_header  Link '</\$1/tent/profile>; rel=\"https://tent.io/rels/profile\"';
+            return      200 'follower';
+        }
+
+        location ~ ^/(f[0-9]+)/tent/profile\$ {
+            default_type  application/vnd.tent.v0+json;
+            return        200 '$core';
+        }
+
+        location ~ ^/f[0-9]+/tent/notifications/ {
+            access_log    $rprefix/logs/notes.log notes;
+            default_type  text/plain;
+            if (\$request_method = GET) {
+                return 200 \$arg_challenge;
+            }
+            return 200 '';
+        }" \
+"    log_format  notes  '\$request_method';"
+bench_nginx_start "$rprefix" "$rurl/ok"
+
+# --- the module --------------------------------------------------------------
+mprefix=$(bench_prefix module)
+bench_write_conf "$mprefix" "$mport" "$WORKERS" \
+    "load_module $BENCH_MODULE;" \
+"        tent_entity    $murl;
+        tent_mac_skew  30m;
+
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }" \
+"    tent_store                 $mprefix/store;
+    tent_outbound_allow        127.0.0.0/8;
+    tent_delivery_interval     50ms;
+    tent_delivery_concurrency  $CONCURRENCY;"
+bench_nginx_start "$mprefix" "$murl/tent/profile"
+
+cred=$(perl "$BENCH_TOP/util/demo-owner.pl" "$mport" "$mprefix") \
+    || bench_die "could not make an owner app on the module"
+
+bench_log "making $FOLLOWERS followers (discovery and challenge each)"
+for i in $(seq 1 "$FOLLOWERS"); do
+    code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \
+        -H 'Content-Type: application/vnd.tent.v0+json' \
+        -d '{"entity":"'$rurl'/f'$i'","types":["all"],"notification_path":"notifications/n"}' \
+        "$murl/tent/followers")
+    [ "$code" = 200 ] || bench_die "follower $i: POST /tent/followers gave $code"
+done
+
+# the follower posts these follows made are delivered too: let them land
+sleep 2
+before=$(grep -c '^POST' "$rprefix/logs/notes.log" 2>/dev/null || true)
+
+bench_log "posting $POSTS posts; waiting for $((FOLLOWERS * POSTS)) deliveries"
+start=$(date +%s.%N)
+perl -I"$BENCH_TOP/t/lib" -MTent::Client -MJSON::PP -e '
+    my ($port, $credfile, $n) = @ARGV;
+    my $c = Tent::Client->new(port => $port, host => "127.0.0.1:$port");
+    open my $fh, "<", $credfile or die "$credfile: $!\n";
+    my $cred = decode_json(do { local $/; <$fh> });
+    for my $i (1 .. $n) {
+        my $r = $c->request(POST => "/posts", cred => $cred, body => {
+            type => "https://tent.io/types/post/status/v0.1.0",
+            content => { text => "delivery bench $i" },
+            permissions => { public => JSON::PP::true } });
+        die "POST: $r->{status} $r->{body}\n" if $r->{status} != 200;
+    }
+' "$mport" "$cred" "$POSTS" || bench_die "posting failed"
+
+want=$((before + FOLLOWERS * POSTS))
+deadline=$(( $(date +%s) + TIMEOUT ))
+got=0
+while :; do
+    got=$(grep -c '^POST' "$rprefix/logs/notes.log" 2>/dev/null || true)
+    [ "$got" -ge "$want" ] && break
+    [ "$(date +%s)" -ge "$deadline" ] && break
+    sleep 0.05
+done
+end=$(date +%s.%N)
+done_n=$((got - before))
+secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+rate=$(awk -v n="$done_n" -v s="$secs" 'BEGIN { printf "%d", n / s }')
+bench_log "$done_n of $((FOLLOWERS * POSTS)) deliveries in $(printf %.2f "$secs") s"
+
+# --- the baseline: wrk POSTing to the same receiver ------------------------
+body=$(printf '{"id":"x","entity":"%s","type":"https://tent.io/types/post/status/v0.1.0","content":{"text":"delivery bench 000"},"permissions":{"public":true},"published_at":1,"version":1}' "$murl")
+cat > "$BENCH_TMP/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/vnd.tent.v0+json"
+LUA
+base=$(timeout $((DURATION + 10)) wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" \
+           -s "$BENCH_TMP/post.lua" "$rurl/f1/tent/notifications/n" \
+       | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+base=${base%.*}
+
+[ "$done_n" -ge $((FOLLOWERS * POSTS)) ] \
+    || echo "delivery: only $done_n of $((FOLLOWERS * POSTS)) arrived within ${TIMEOUT} s"
+echo "delivery: module $rate deliveries/s, receiver ${base:-?} POST/s," \
+     "ratio $(bench_ratio "$rate" "${base:-0}")" \
+     "($FOLLOWERS followers x $POSTS posts, signed, a new connection each)"
