@@ -26,6 +26,7 @@
 
 
 #define NGX_HTTP_TENT_OUTBOX_SCAN   16
+#define NGX_HTTP_TENT_FOLLOWER_SCAN 500
 
 
 typedef struct {
@@ -39,6 +40,8 @@ typedef struct {
     json_t                           *follower;
     ngx_uint_t                        server;
     ngx_uint_t                        status;
+    ngx_str_t                         start;     /* followers left */
+    ngx_str_t                         end;
     ngx_queue_t                       queue;
     ngx_event_t                       free;
 } ngx_http_tent_task_t;
@@ -52,6 +55,9 @@ static void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_expand_followers(
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
@@ -459,8 +465,7 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_task_t *t = op->data;
 
-    ngx_str_t                  value, start, end;
-    ngx_http_tent_store_op_t  *scan;
+    ngx_str_t                  value;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
         ngx_http_tent_store_value(op, &value);
@@ -479,13 +484,31 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         return;
     }
 
+    if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                NGX_HTTP_TENT_TABLE_FOLLOWER, &t->start,
+                                &t->end)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    ngx_http_tent_delivery_followers(t);
+}
+
+
+/* the followers, a batch at a time: a row may hold a 64 KB profile */
+
+static void
+ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_store_op_t  *scan;
+
     scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (scan == NULL
-        || ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                   NGX_HTTP_TENT_TABLE_FOLLOWER, &start, &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end, 1000000, 0)
+        || ngx_http_tent_store_scan(scan, &t->start, &t->end,
+                                    NGX_HTTP_TENT_FOLLOWER_SCAN, 0)
            != NGX_OK)
     {
         ngx_http_tent_task_done(t);
@@ -580,8 +603,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     json_t                    *follower, *job;
     uint64_t                   now;
-    ngx_str_t                  key, value, fid, pid, jid, jkey, jvalue;
-    ngx_uint_t                 n;
+    ngx_str_t                  key, value, fid, pid, jid, jkey, jvalue, last;
+    ngx_uint_t                 n, rows;
     ngx_http_tent_store_op_t  *wop;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -591,20 +614,22 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
-    if (wop == NULL
-        || ngx_http_tent_store_write(wop, 0) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
-    {
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
         ngx_http_tent_task_done(t);
         return;
     }
 
     now = ngx_http_tent_now_ms();
     n = 0;
+    rows = 0;
+    last.len = 0;
 
     /* a post deleted meanwhile goes to no one */
 
     while (t->post && ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+
+        rows++;
+        last = key;
 
         follower = ngx_http_tent_json_parse(&value, t->dl->log);
         if (follower == NULL) {
@@ -657,12 +682,52 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                    "tent delivery: %ui jobs for a post", n);
 
-    wop->handler = ngx_http_tent_delivery_written;
+    /*
+     * More followers: these jobs now, the rest after them; the outbox row
+     * goes with the last batch (a crash between makes some jobs twice).
+     */
+
+    if (rows == NGX_HTTP_TENT_FOLLOWER_SCAN) {
+        t->start.data = ngx_pnalloc(t->pool, last.len + 1);
+        if (t->start.data == NULL) {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        ngx_memcpy(t->start.data, last.data, last.len);
+        t->start.data[last.len] = '\0';
+        t->start.len = last.len + 1;
+
+        wop->handler = ngx_http_tent_delivery_next_followers;
+
+    } else {
+        if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        wop->handler = ngx_http_tent_delivery_written;
+    }
+
     wop->data = t;
 
     if (ngx_http_tent_store_submit(wop) != NGX_OK) {
         ngx_http_tent_task_done(t);
     }
+}
+
+
+static void
+ngx_http_tent_delivery_next_followers(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        return;
+    }
+
+    ngx_http_tent_delivery_followers(t);
 }
 
 

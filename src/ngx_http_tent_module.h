@@ -24,6 +24,9 @@
 
 #define NGX_HTTP_TENT_MAX_PARAMS    4
 
+/* another entity's profile, as discovered and kept */
+#define NGX_HTTP_TENT_PROFILE_MAX   (64 * 1024)
+
 #define NGX_HTTP_TENT_LINK_OFF      0
 #define NGX_HTTP_TENT_LINK_ABSOLUTE 1
 #define NGX_HTTP_TENT_LINK_RELATIVE 2

@@ -487,7 +487,7 @@ ngx_http_tent_notification_following(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    f->max_response = 256 * 1024;
+    f->max_response = NGX_HTTP_TENT_PROFILE_MAX;
 
     return ngx_http_tent_fetch_request(r, f,
                                        ngx_http_tent_notification_profile);

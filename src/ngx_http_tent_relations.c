@@ -15,7 +15,8 @@
 #include "ngx_http_tent_module.h"
 
 
-#define NGX_HTTP_TENT_RELATIONS_SCAN  1000
+/* a page is read with some more rows than asked, for those hidden */
+#define NGX_HTTP_TENT_RELATIONS_SCAN  250
 
 
 typedef struct {
@@ -29,6 +30,9 @@ typedef struct {
     ngx_uint_t                      since;      /* scanned up from since */
     ngx_uint_t                      by_entity;
     json_t                         *list;
+    ngx_uint_t                      n;
+    ngx_str_t                       start;      /* what is left to scan */
+    ngx_str_t                       end;
 } ngx_http_tent_relations_state_t;
 
 
@@ -38,6 +42,8 @@ static ngx_int_t ngx_http_tent_relation_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_relations_listed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_relations_scan(ngx_http_request_t *r,
+    ngx_http_tent_relations_state_t *st);
 
 
 ngx_int_t
@@ -425,7 +431,6 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_int_t                         rc, limit;
     ngx_str_t                         start, end, key, v;
     ngx_uint_t                        count;
-    ngx_http_tent_store_op_t         *op;
     ngx_http_tent_relations_state_t  *st;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
@@ -518,12 +523,30 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         }
     }
 
+    st->start = start;
+    st->end = end;
+
+    st->list = ngx_http_tent_json_own(r->pool, json_array());
+    if (st->list == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_relations_scan(r, st);
+}
+
+
+/* a batch of rows; hidden ones are skipped after it, so batches go on */
+
+static ngx_int_t
+ngx_http_tent_relations_scan(ngx_http_request_t *r,
+    ngx_http_tent_relations_state_t *st)
+{
+    ngx_http_tent_store_op_t  *op;
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    /* hidden rows are skipped after the scan: read some more than asked */
-
     if (op == NULL
-        || ngx_http_tent_store_scan(op, &start, &end,
+        || ngx_http_tent_store_scan(op, &st->start, &st->end,
                                     NGX_HTTP_TENT_RELATIONS_SCAN,
                                     st->reverse && !st->since)
            != NGX_OK)
@@ -590,8 +613,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
     u_char                           *p;
     json_t                           *list, *record, *out, *count;
     ngx_int_t                         rc, status;
-    ngx_str_t                         key, value, entity;
-    ngx_uint_t                        n, i;
+    ngx_str_t                         key, value, entity, last;
+    ngx_uint_t                        n, i, rows;
     ngx_table_elt_t                  *h;
     ngx_http_tent_ctx_t              *ctx;
     ngx_http_tent_relations_state_t  *st;
@@ -604,14 +627,15 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
-    list = ngx_http_tent_json_own(r->pool, json_array());
-    if (list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    n = 0;
+    list = st->list;
+    n = st->n;
+    rows = 0;
+    last.len = 0;
 
     while ((rc = ngx_http_tent_store_next(op, &key, &value)) == NGX_OK) {
+
+        rows++;
+        last = key;
 
         record = ngx_http_tent_json_parse(&value, r->connection->log);
         if (record == NULL) {
@@ -651,6 +675,34 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 
     if (rc == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a full batch and room left: the next one, after the last row */
+
+    if (rows == NGX_HTTP_TENT_RELATIONS_SCAN && (st->count || n < st->limit))
+    {
+        st->n = n;
+
+        if (st->reverse && !st->since) {
+            st->end.data = ngx_pstrdup(r->pool, &last);
+            st->end.len = last.len;
+
+            if (st->end.data == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+        } else {
+            st->start.data = ngx_pnalloc(r->pool, last.len + 1);
+            if (st->start.data == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            ngx_memcpy(st->start.data, last.data, last.len);
+            st->start.data[last.len] = '\0';
+            st->start.len = last.len + 1;
+        }
+
+        return ngx_http_tent_relations_scan(r, st);
     }
 
     if (st->count) {

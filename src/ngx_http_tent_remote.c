@@ -264,6 +264,10 @@ ngx_http_tent_discover_step(ngx_http_request_t *r,
         }
 
         f->redirects = 3;
+
+        /* kept with the relationship and listed with it: keep it small */
+        f->max_response = ngx_min(f->max_response,
+                                  NGX_HTTP_TENT_PROFILE_MAX);
         break;
     }
 
