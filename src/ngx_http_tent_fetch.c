@@ -59,7 +59,8 @@ static char  *ngx_http_tent_fetch_errors[] = {
     "the TLS handshake or certificate check failed",
     "too many outbound requests in flight",
     "internal error",
-    "too many redirects"
+    "the URL is not one to fetch (scheme, host, or a numeric host that "
+    "is not a dotted quad)"
 };
 
 
@@ -206,6 +207,62 @@ ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f, const char *name)
 }
 
 
+/*
+ * A host whose last label is a number must be a plain dotted quad:
+ * "2130706433", "0x7f.1", "0177.0.0.1" mean different addresses to
+ * different programs (c-ares reads the last as 177.0.0.1, browsers as
+ * 127.0.0.1), so they are refused rather than guessed.
+ */
+
+static ngx_int_t
+ngx_http_tent_fetch_numeric(ngx_str_t *name)
+{
+    u_char      *p, *last, *label;
+    ngx_uint_t   parts, digits, value;
+
+    last = name->data + name->len;
+
+    if (last > name->data && last[-1] == '.') {
+        last--;
+    }
+
+    label = last;
+    while (label > name->data && label[-1] != '.') {
+        label--;
+    }
+
+    if (label == last || !(*label >= '0' && *label <= '9')) {
+        return NGX_OK;
+    }
+
+    parts = 0;
+    digits = 0;
+    value = 0;
+
+    for (p = name->data; p <= last; p++) {
+        if (p == last || *p == '.') {
+            if (digits == 0 || value > 255) {
+                return NGX_ERROR;
+            }
+
+            parts++;
+            digits = 0;
+            value = 0;
+            continue;
+        }
+
+        if (*p < '0' || *p > '9' || (digits == 1 && value == 0)) {
+            return NGX_ERROR;
+        }
+
+        value = value * 10 + (*p - '0');
+        digits++;
+    }
+
+    return parts == 4 ? NGX_OK : NGX_ERROR;
+}
+
+
 /* one hop: parse the URL, then resolve its host */
 
 static void
@@ -232,7 +289,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
         rest.len -= 8;
 
     } else {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
         return;
     }
 
@@ -255,7 +312,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     {
         ngx_log_error(NGX_LOG_INFO, f->log, 0,
                       "tent: invalid outbound URL \"%V\"", &f->url);
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
         return;
     }
 
@@ -298,6 +355,14 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
         ngx_memcpy(host, f->host.data, f->host.len);
         host[f->host.len] = '\0';
         f->name = f->host;
+
+        if (ngx_http_tent_fetch_numeric(&f->name) != NGX_OK) {
+            ngx_log_error(NGX_LOG_INFO, f->log, 0,
+                          "tent: \"%V\" is not a dotted-quad address",
+                          &f->name);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
+            return;
+        }
     }
 
     if (ngx_http_tent_fetch_build(f) != NGX_OK) {

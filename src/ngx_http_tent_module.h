@@ -213,6 +213,7 @@ struct ngx_http_tent_store_s {
 #define NGX_HTTP_TENT_FETCH_TLS          7
 #define NGX_HTTP_TENT_FETCH_BUSY         8
 #define NGX_HTTP_TENT_FETCH_ERROR        9
+#define NGX_HTTP_TENT_FETCH_BAD_URL      10
 
 
 typedef struct ngx_http_tent_resolver_s  ngx_http_tent_resolver_t;

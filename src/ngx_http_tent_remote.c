@@ -95,8 +95,11 @@ ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f)
     case NGX_HTTP_TENT_FETCH_INVALID:
         return NGX_HTTP_BAD_GATEWAY;
 
-    case NGX_HTTP_TENT_FETCH_ERROR:
+    case NGX_HTTP_TENT_FETCH_BAD_URL:
         return NGX_HTTP_BAD_REQUEST;
+
+    case NGX_HTTP_TENT_FETCH_ERROR:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     default:
         return NGX_HTTP_SERVICE_UNAVAILABLE;
