@@ -879,6 +879,10 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
     ngx_table_elt_t    *h;
     ngx_http_status_t   status;
 
+    if (f->in.start == NULL) {
+        return NGX_AGAIN;
+    }
+
     ngx_memzero(&b, sizeof(ngx_buf_t));
     b.start = f->in.start;
     b.pos = f->in.start + f->interim;
