@@ -59,8 +59,7 @@ static char  *ngx_http_tent_fetch_errors[] = {
     "the TLS handshake or certificate check failed",
     "too many outbound requests in flight",
     "internal error",
-    "the URL is not one to fetch (scheme, host, or a numeric host that "
-    "is not a dotted quad)"
+    "not a URL to fetch (scheme, host, or a number not a dotted quad)"
 };
 
 
