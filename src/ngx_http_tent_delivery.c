@@ -42,6 +42,7 @@ typedef struct {
     ngx_uint_t                        status;
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
+    ngx_uint_t                        followings; /* then followings */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
 } ngx_http_tent_task_t;
@@ -575,6 +576,25 @@ ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
 }
 
 
+/*
+ * A following hears of our public profile changes only (spec 9.4: tentd
+ * sent profile posts to every following, at its "posts").
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_following(json_t *post, json_t *following)
+{
+    ngx_str_t  type;
+
+    return ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+           && ngx_http_tent_post_type_is(&type, "profile")
+           && json_is_true(json_object_get(json_object_get(post,
+                                                           "permissions"),
+                                           "public"))
+           && json_is_true(json_object_get(following, "confirmed"));
+}
+
+
 static ngx_int_t
 ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, uint64_t due,
     ngx_str_t *id, ngx_str_t *key)
@@ -636,7 +656,9 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        if (!ngx_http_tent_delivery_wants(t->post, follower)
+        if (!(t->followings
+              ? ngx_http_tent_delivery_wants_following(t->post, follower)
+              : ngx_http_tent_delivery_wants(t->post, follower))
             || ngx_http_tent_json_str(follower, "id", &fid) != NGX_OK
             || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
         {
@@ -644,20 +666,22 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        jid.len = fid.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
+        jid.len = 1 + fid.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
         if (jid.data == NULL) {
             json_decref(follower);
             break;
         }
 
-        jid.len = ngx_sprintf(jid.data, "%V %V %L", &fid, &pid,
+        jid.len = ngx_sprintf(jid.data, "%s%V %V %L",
+                              t->followings ? "F" : "", &fid, &pid,
                               (int64_t) json_integer_value(
                                   json_object_get(t->job, "version")))
                   - jid.data;
 
         job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
-                        "follower", json_object_get(follower, "id"),
+                        t->followings ? "following" : "follower",
+                        json_object_get(follower, "id"),
                         "id", json_object_get(t->job, "id"),
                         "version", json_object_get(t->job, "version"),
                         "attempt", 0,
@@ -697,6 +721,25 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         ngx_memcpy(t->start.data, last.data, last.len);
         t->start.data[last.len] = '\0';
         t->start.len = last.len + 1;
+
+        wop->handler = ngx_http_tent_delivery_next_followers;
+
+    } else if (!t->followings && t->post
+               && ngx_http_tent_json_str(t->post, "type", &pid) == NGX_OK
+               && ngx_http_tent_post_type_is(&pid, "profile"))
+    {
+        /* a profile post: the followings next */
+
+        t->followings = 1;
+
+        if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                    NGX_HTTP_TENT_TABLE_FOLLOWING, &t->start,
+                                    &t->end)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
 
         wop->handler = ngx_http_tent_delivery_next_followers;
 
@@ -740,6 +783,7 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
 
     json_t                       *job;
     ngx_str_t                     key, value, fid, pid, fkey, pkey;
+    ngx_uint_t                    following;
     ngx_http_tent_task_t         *t;
     ngx_http_tent_store_op_t     *get;
     ngx_http_tent_entity_conf_t  *ent;
@@ -773,11 +817,16 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
 
         get = ngx_http_tent_store_op_create(t->pool, dl->log);
 
+        following = ngx_http_tent_json_str(job, "following", &fid) == NGX_OK;
+
         if (get == NULL
-            || ngx_http_tent_json_str(job, "follower", &fid) != NGX_OK
+            || (!following
+                && ngx_http_tent_json_str(job, "follower", &fid) != NGX_OK)
             || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
             || ngx_http_tent_key(t->pool, &ent->entity,
-                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &fid, &fkey)
+                                 following ? NGX_HTTP_TENT_TABLE_FOLLOWING
+                                           : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                 &fid, &fkey)
                != NGX_OK
             || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity,
                                       &pid, -1, &pkey)
@@ -878,10 +927,19 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     server = json_array_get(json_object_get(t->follower, "servers"),
                             t->server);
 
-    if (!json_is_string(server)
-        || ngx_http_tent_json_str(t->follower, "notification_path", &path)
-           != NGX_OK)
+    /* a follower's notification path; a following's "posts" (spec 9.3) */
+
+    if (json_object_get(t->job, "following")) {
+        ngx_str_set(&path, "posts");
+
+    } else if (ngx_http_tent_json_str(t->follower, "notification_path",
+                                      &path)
+               != NGX_OK)
     {
+        path.len = 0;
+    }
+
+    if (!json_is_string(server) || path.len == 0) {
         ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
                                                    : NGX_HTTP_TENT_REFUSED);
         return;

@@ -667,6 +667,8 @@ ngx_int_t ngx_http_tent_notification_challenge(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_notification_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_notification_relayed(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_discovery.c */
 ngx_int_t ngx_http_tent_discovery_init(ngx_conf_t *cf);

@@ -69,6 +69,16 @@ ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
 }
 
 
+/* the sender's relationship: a server we follow, or one that follows us */
+
+static u_char
+ngx_http_tent_notification_table(ngx_http_tent_ctx_t *ctx)
+{
+    return ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+           ? NGX_HTTP_TENT_TABLE_FOLLOWER : NGX_HTTP_TENT_TABLE_FOLLOWING;
+}
+
+
 /* GET /notifications/:id?challenge=X: X back if the following exists */
 
 ngx_int_t
@@ -149,6 +159,20 @@ ngx_http_tent_notification_post(ngx_http_request_t *r,
                    "The credential is not this following's");
     }
 
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
+}
+
+
+/*
+ * POST /posts signed with a relationship's credential (spec 9.3, 9.4):
+ * tentd sends a following's posts there, and a follower's profile
+ * changes.  Taken as a notification from that entity.
+ */
+
+ngx_int_t
+ngx_http_tent_notification_relayed(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
 }
 
@@ -340,7 +364,7 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
 
         if (st->profile) {
             return ngx_http_tent_store_get_request(r,
-                                        NGX_HTTP_TENT_TABLE_FOLLOWING,
+                                        ngx_http_tent_notification_table(ctx),
                                         &ctx->principal.auth_id,
                                         ngx_http_tent_notification_following);
         }
@@ -577,7 +601,8 @@ ngx_http_tent_notification_profile(ngx_http_request_t *r,
     if (wop == NULL
         || ngx_http_tent_json_str(st->following, "id", &id) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+                             ngx_http_tent_notification_table(ctx), &id,
+                             &key)
            != NGX_OK
         || ngx_http_tent_json_dump(r->pool, st->following, &value) != NGX_OK
         || ngx_http_tent_store_cas(wop, &key, &st->raw, &value) != NGX_OK)

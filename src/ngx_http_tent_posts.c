@@ -635,6 +635,14 @@ ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 ngx_int_t
 ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
+    /* another server's post, signed with our relationship's credential */
+
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+        || ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING)
+    {
+        return ngx_http_tent_notification_relayed(r, ctx);
+    }
+
     if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_POSTS)
         && !ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS))
     {

@@ -37,7 +37,8 @@ my ($a_app, $a_cred) = $a->authorized_app(
     post_types => 'all', info_types => 'all');
 my ($b_app, $b_cred) = $b_peer->authorized_app(
     'read_followers,write_followers,read_followings,write_followings,'
-    . 'read_posts,read_secrets', post_types => 'all');
+    . 'read_posts,read_secrets,write_profile', post_types => 'all',
+    info_types => 'all');
 my (undef, $b_weak) = $b_peer->authorized_app('read_posts');
 
 # --- B follows A ---------------------------------------------------------
@@ -360,6 +361,28 @@ for (1 .. 150) {
 }
 is($fresh && $fresh->{mood}, 'federated',
    'B\'s following of A holds the new section');
+
+# --- B, a follower of A, changes its profile: A hears of it at /posts,
+# signed with the relationship's credential (spec 9.3, 9.4)
+
+$res = $b->request(PUT => '/profile/' . uri_escape($INFO), cred => $b_cred,
+                   body => { mood => 'following',
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'B changes its profile') or diag $res->{body};
+$fresh = undef;
+for (1 .. 150) {
+    $res = $a->request(GET => "/followers/$b_again->{remote_id}",
+                       cred => $a_cred);
+    last if $fresh = $res->{json}{profile}{$INFO};
+    select undef, undef, undef, 0.1;
+}
+is($fresh && $fresh->{mood}, 'following',
+   'A\'s follower record of B holds B\'s new section');
+$res = $a->request(GET => '/posts?entity=' . uri_escape($B_URL)
+                          . '&post_types='
+                          . uri_escape('https://tent.io/types/post/profile/v0.1.0'),
+                   cred => $a_cred);
+ok(scalar @{ $res->{json} || [] } >= 1, 'and B\'s profile post is in A\'s feed');
 
 # --- credential reset: the follower asks again ---------------------------
 
