@@ -919,9 +919,8 @@ ngx_http_tent_delivery_body(json_t *post)
 static void
 ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 {
-    u_char                 *p;
     json_t                 *server, *body;
-    ngx_str_t               base, path, url;
+    ngx_str_t               path, url;
     ngx_http_tent_fetch_t  *f;
 
     server = json_array_get(json_object_get(t->follower, "servers"),
@@ -945,22 +944,12 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
         return;
     }
 
-    base.data = (u_char *) json_string_value(server);
-    base.len = json_string_length(server);
-
-    while (base.len && base.data[base.len - 1] == '/') {
-        base.len--;
-    }
-
-    url.len = base.len + 1 + path.len;
-    url.data = ngx_pnalloc(t->pool, url.len);
-    if (url.data == NULL) {
+    if (ngx_http_tent_server_url(t->pool, server, &path, NULL, &url)
+        != NGX_OK)
+    {
         ngx_http_tent_task_done(t);
         return;
     }
-
-    p = ngx_sprintf(url.data, "%V/%V", &base, &path);
-    url.len = p - url.data;
 
     f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
     body = ngx_http_tent_delivery_body(t->post);

@@ -220,33 +220,25 @@ static ngx_int_t
 ngx_http_tent_follow_challenge(ngx_http_request_t *r,
     ngx_http_tent_follow_t *st)
 {
-    u_char                 *p;
-    json_t                 *server;
-    ngx_str_t               url, base;
+    ngx_str_t               url, query;
     ngx_http_tent_fetch_t  *f;
 
-    server = json_array_get(st->found->servers, st->server);
-
-    base.data = (u_char *) json_string_value(server);
-    base.len = json_string_length(server);
-
-    while (base.len && base.data[base.len - 1] == '/') {
-        base.len--;
-    }
-
-    url.len = base.len + 1 + st->path.len + sizeof("&challenge=") - 1
-              + st->challenge.len;
-    url.data = ngx_pnalloc(r->pool, url.len);
-    if (url.data == NULL) {
+    query.len = sizeof("challenge=") - 1 + st->challenge.len;
+    query.data = ngx_pnalloc(r->pool, query.len);
+    if (query.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(url.data, "%V/%V%c", &base, &st->path,
-                    ngx_strlchr(st->path.data, st->path.data + st->path.len,
-                                '?')
-                    ? '&' : '?');
-    p = ngx_sprintf(p, "challenge=%V", &st->challenge);
-    url.len = p - url.data;
+    ngx_sprintf(query.data, "challenge=%V", &st->challenge);
+
+    if (ngx_http_tent_server_url(r->pool,
+                                 json_array_get(st->found->servers,
+                                                st->server),
+                                 &st->path, &query, &url)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
     if (f == NULL) {

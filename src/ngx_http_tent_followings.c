@@ -575,7 +575,7 @@ ngx_http_tent_following_change(ngx_http_request_t *r,
 {
     u_char                 *p;
     json_t                 *servers;
-    ngx_str_t               remote_id, base, url;
+    ngx_str_t               remote_id, path, url;
     ngx_http_tent_fetch_t  *f;
 
     if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
@@ -601,23 +601,23 @@ ngx_http_tent_following_change(ngx_http_request_t *r,
         return ngx_http_tent_following_unfollowed(r, NULL);
     }
 
-    base.data = (u_char *) json_string_value(json_array_get(servers, 0));
-    base.len = json_string_length(json_array_get(servers, 0));
-
-    while (base.len && base.data[base.len - 1] == '/') {
-        base.len--;
-    }
-
-    url.len = base.len + sizeof("/followers/") - 1 + 3 * remote_id.len;
-    url.data = ngx_pnalloc(r->pool, url.len);
-    if (url.data == NULL) {
+    path.data = ngx_pnalloc(r->pool, sizeof("followers/") - 1
+                                     + 3 * remote_id.len);
+    if (path.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(url.data, "%V/followers/", &base);
+    p = ngx_cpymem(path.data, "followers/", sizeof("followers/") - 1);
     p = (u_char *) ngx_escape_uri(p, remote_id.data, remote_id.len,
                                   NGX_ESCAPE_URI_COMPONENT);
-    url.len = p - url.data;
+    path.len = p - path.data;
+
+    if (ngx_http_tent_server_url(r->pool, json_array_get(servers, 0), &path,
+                                 NULL, &url)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     f = ngx_http_tent_remote_fetch(r, &url, "DELETE");
     if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {
@@ -768,9 +768,8 @@ static ngx_int_t
 ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record)
 {
-    u_char                 *p;
-    json_t                 *server;
-    ngx_str_t               base, url, *path;
+    ngx_int_t               rc;
+    ngx_str_t               url;
     ngx_http_tent_fetch_t  *f;
 
     if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
@@ -778,34 +777,20 @@ ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
-    server = json_array_get(json_object_get(record, "servers"), 0);
-    if (!json_is_string(server)) {
+    rc = ngx_http_tent_server_url(r->pool,
+                                  json_array_get(json_object_get(record,
+                                                                 "servers"),
+                                                 0),
+                                  &ctx->params[1], &r->args, &url);
+
+    if (rc == NGX_DECLINED) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
                                         "The following has no server");
     }
 
-    base.data = (u_char *) json_string_value(server);
-    base.len = json_string_length(server);
-
-    while (base.len && base.data[base.len - 1] == '/') {
-        base.len--;
-    }
-
-    path = &ctx->params[1];
-
-    url.len = base.len + 1 + path->len + 1 + r->args.len;
-    url.data = ngx_pnalloc(r->pool, url.len);
-    if (url.data == NULL) {
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    p = ngx_sprintf(url.data, "%V/%V", &base, path);
-
-    if (r->args.len) {
-        p = ngx_sprintf(p, "?%V", &r->args);
-    }
-
-    url.len = p - url.data;
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
     if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {

@@ -588,6 +588,8 @@ const char *ngx_http_tent_fetch_strerror(ngx_uint_t result);
 /* ngx_http_tent_remote.c */
 ngx_http_tent_fetch_t *ngx_http_tent_remote_fetch(ngx_http_request_t *r,
     ngx_str_t *url, const char *method);
+ngx_int_t ngx_http_tent_server_url(ngx_pool_t *pool, json_t *server,
+    ngx_str_t *path, ngx_str_t *query, ngx_str_t *url);
 ngx_int_t ngx_http_tent_remote_sign(ngx_http_tent_fetch_t *f, json_t *cred);
 ngx_uint_t ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f);
 ngx_int_t ngx_http_tent_remote_error(ngx_http_request_t *r,

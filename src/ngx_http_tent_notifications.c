@@ -462,9 +462,8 @@ static ngx_int_t
 ngx_http_tent_notification_following(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    u_char                    *p;
-    json_t                    *server;
-    ngx_str_t                  base, url;
+    ngx_int_t                  rc;
+    ngx_str_t                  path, url;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_fetch_t     *f;
     ngx_http_tent_received_t  *st;
@@ -485,26 +484,21 @@ ngx_http_tent_notification_following(ngx_http_request_t *r,
         goto done;
     }
 
-    server = json_array_get(json_object_get(st->following, "servers"), 0);
-    if (!json_is_string(server)) {
+    ngx_str_set(&path, "profile");
+
+    rc = ngx_http_tent_server_url(r->pool,
+                                  json_array_get(json_object_get(st->following,
+                                                                 "servers"),
+                                                 0),
+                                  &path, NULL, &url);
+
+    if (rc == NGX_DECLINED) {
         goto done;
     }
 
-    base.data = (u_char *) json_string_value(server);
-    base.len = json_string_length(server);
-
-    while (base.len && base.data[base.len - 1] == '/') {
-        base.len--;
-    }
-
-    url.len = base.len + sizeof("/profile") - 1;
-    url.data = ngx_pnalloc(r->pool, url.len);
-    if (url.data == NULL) {
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    p = ngx_cpymem(url.data, base.data, base.len);
-    ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
     if (f == NULL || ngx_http_tent_remote_sign(f, st->following) != NGX_OK) {

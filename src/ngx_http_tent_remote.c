@@ -57,6 +57,50 @@ ngx_http_tent_remote_fetch(ngx_http_request_t *r, ngx_str_t *url,
 }
 
 
+/*
+ * "{server}/{path}[?{query}]" for a server URL out of a profile, one
+ * slash between whatever the server ends with; the query joins a query
+ * the path may already have.  NGX_DECLINED: the server is no string.
+ */
+
+ngx_int_t
+ngx_http_tent_server_url(ngx_pool_t *pool, json_t *server, ngx_str_t *path,
+    ngx_str_t *query, ngx_str_t *url)
+{
+    u_char     *p;
+    ngx_str_t   base;
+
+    if (!json_is_string(server)) {
+        return NGX_DECLINED;
+    }
+
+    base.data = (u_char *) json_string_value(server);
+    base.len = json_string_length(server);
+
+    while (base.len && base.data[base.len - 1] == '/') {
+        base.len--;
+    }
+
+    url->data = ngx_pnalloc(pool, base.len + path->len + 2
+                                  + (query ? query->len : 0));
+    if (url->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(url->data, "%V/%V", &base, path);
+
+    if (query && query->len) {
+        *p++ = ngx_strlchr(path->data, path->data + path->len, '?')
+               ? '&' : '?';
+        p = ngx_cpymem(p, query->data, query->len);
+    }
+
+    url->len = p - url->data;
+
+    return NGX_OK;
+}
+
+
 /* sign a fetch with a relationship's credential record */
 
 ngx_int_t
