@@ -175,6 +175,8 @@ struct ngx_http_tent_store_s {
     ngx_thread_task_t              *open_task;
     ngx_thread_task_t              *close_task;
     ngx_uint_t                      inflight;
+    ngx_queue_t                     cas_queue;   /* the next group */
+    ngx_uint_t                      cas_running;
     ngx_queue_t                     waiting;
     ngx_uint_t                      nwaiting;
     ngx_event_t                     open_timer;

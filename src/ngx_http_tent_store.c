@@ -51,6 +51,7 @@ ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
     store->log = cycle->log;
 
     ngx_queue_init(&store->waiting);
+    ngx_queue_init(&store->cas_queue);
     ngx_queue_init(&store->conns);
     ngx_queue_init(&store->unsent);
     ngx_rbtree_init(&store->sent, &store->sent_sentinel,

@@ -65,6 +65,28 @@ typedef struct {
 } ngx_http_tent_exec_ctx_t;
 
 
+/*
+ * Compare-and-sets go one group at a time: every one queued while the
+ * previous group ran is read and compared in turn, and those that hold
+ * are written in one synced batch, so one fsync serves them all instead
+ * of one each.  An operation whose key an earlier one of the group
+ * writes waits for the next group, so every comparison sees all that
+ * was written before it.
+ */
+
+#define NGX_HTTP_TENT_CAS_GROUP  256
+
+typedef struct {
+    ngx_thread_task_t           task;
+    ngx_http_tent_store_t      *store;
+    ngx_uint_t                  n;
+    ngx_uint_t                  ran;        /* the rest go back */
+    ngx_http_tent_store_op_t   *ops[NGX_HTTP_TENT_CAS_GROUP];
+    u_char                     *res[NGX_HTTP_TENT_CAS_GROUP];
+    size_t                      res_len[NGX_HTTP_TENT_CAS_GROUP];
+} ngx_http_tent_cas_group_t;
+
+
 typedef struct {
     u_char                     *data;
     size_t                      len;
@@ -90,6 +112,10 @@ static void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_exec_done(ngx_event_t *ev);
+static void ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store);
+static void ngx_http_tent_owner_cas_thread(void *data, ngx_log_t *log);
+static void ngx_http_tent_owner_cas_done(ngx_event_t *ev);
+static void ngx_http_tent_owner_after(ngx_http_tent_store_t *store);
 static void ngx_http_tent_owner_reject(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_owner_free_result(void *data);
 static void ngx_http_tent_owner_reopen_timer(ngx_event_t *ev);
@@ -519,6 +545,18 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_thread_task_t         *task;
     ngx_http_tent_exec_ctx_t  *ctx;
 
+    if (op->req_len > 2 && op->req[0] == NGX_HTTP_TENT_OP_CAS) {
+        ngx_queue_insert_tail(&store->cas_queue, &op->queue);
+        op->where = NGX_HTTP_TENT_WHERE_RUNNING;
+        store->inflight++;
+
+        if (!store->cas_running) {
+            ngx_http_tent_owner_cas_start(store);
+        }
+
+        return;
+    }
+
     task = ngx_thread_task_alloc(op->pool, sizeof(ngx_http_tent_exec_ctx_t));
     if (task == NULL) {
         ngx_http_tent_owner_reject(op);
@@ -567,7 +605,6 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     ngx_thread_task_t *task = ev->data;
 
     ngx_pool_cleanup_t        *cln;
-    ngx_http_tent_ldb_t       *ldb;
     ngx_http_tent_store_t     *store;
     ngx_http_tent_exec_ctx_t  *ctx;
     ngx_http_tent_store_op_t  *op;
@@ -575,7 +612,6 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     ctx = task->ctx;
     op = ctx->op;
     store = ctx->store;
-    ldb = store->ldb;
 
     store->inflight--;
 
@@ -614,6 +650,19 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
 
 done:
 
+    ngx_http_tent_owner_after(store);
+}
+
+
+/* after operations came back: close, reopen, or watch for room */
+
+static void
+ngx_http_tent_owner_after(ngx_http_tent_store_t *store)
+{
+    ngx_http_tent_ldb_t  *ldb;
+
+    ldb = store->ldb;
+
     if (store->state == NGX_HTTP_TENT_OWNER_CLOSING && store->inflight == 0) {
         ngx_http_tent_owner_close(store);
         return;
@@ -630,6 +679,122 @@ done:
     {
         ngx_http_tent_owner_reopen(store);
     }
+}
+
+
+/* the queued compare-and-sets, as one group on a pool thread */
+
+static void
+ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
+{
+    ngx_uint_t                  i;
+    ngx_queue_t                *q;
+    ngx_http_tent_cas_group_t  *g;
+    ngx_http_tent_store_op_t   *op;
+
+    g = ngx_calloc(sizeof(ngx_http_tent_cas_group_t), store->log);
+
+    if (g != NULL) {
+        g->store = store;
+        g->task.ctx = g;
+        g->task.handler = ngx_http_tent_owner_cas_thread;
+        g->task.event.handler = ngx_http_tent_owner_cas_done;
+        g->task.event.data = g;
+
+        while (g->n < NGX_HTTP_TENT_CAS_GROUP
+               && !ngx_queue_empty(&store->cas_queue))
+        {
+            q = ngx_queue_head(&store->cas_queue);
+            ngx_queue_remove(q);
+            g->ops[g->n++] = ngx_queue_data(q, ngx_http_tent_store_op_t,
+                                            queue);
+        }
+
+        if (ngx_thread_task_post(store->thread_pool, &g->task) == NGX_OK) {
+            store->cas_running = 1;
+            return;
+        }
+
+        /* not posted: they wait no more, they fail */
+
+        for (i = 0; i < g->n; i++) {
+            ngx_queue_insert_tail(&store->cas_queue, &g->ops[i]->queue);
+        }
+
+        ngx_free(g);
+    }
+
+    while (!ngx_queue_empty(&store->cas_queue)) {
+        q = ngx_queue_head(&store->cas_queue);
+        ngx_queue_remove(q);
+        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+
+        store->inflight--;
+        ngx_http_tent_owner_reject(op);
+    }
+}
+
+
+static void
+ngx_http_tent_owner_cas_done(ngx_event_t *ev)
+{
+    ngx_http_tent_cas_group_t *g = ev->data;
+
+    ngx_uint_t                 i;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_tent_store_t     *store;
+    ngx_http_tent_store_op_t  *op;
+
+    store = g->store;
+    store->cas_running = 0;
+
+    /* those the group left go first in the next one, in their order */
+
+    for (i = g->n; i > g->ran; i--) {
+        ngx_queue_insert_head(&store->cas_queue, &g->ops[i - 1]->queue);
+    }
+
+    for (i = 0; i < g->ran; i++) {
+        op = g->ops[i];
+        store->inflight--;
+
+        if (g->res[i] == NULL) {
+            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
+                                       (u_char *) "out of memory", 13);
+            continue;
+        }
+
+        if (g->res[i][0] == NGX_HTTP_TENT_STORE_UNAVAILABLE
+            && g->res_len[i] > 1)
+        {
+            ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                          "tent store: a write failed, writes are refused "
+                          "until \"%V\" is reopened: %*s", &store->db_path,
+                          g->res_len[i] - 1, g->res[i] + 1);
+        }
+
+        cln = ngx_pool_cleanup_add(op->pool, 0);
+        if (cln == NULL) {
+            ngx_free(g->res[i]);
+            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
+                                       (u_char *) "out of memory", 13);
+            continue;
+        }
+
+        cln->handler = ngx_http_tent_owner_free_result;
+        cln->data = g->res[i];
+
+        ngx_http_tent_store_finish(op, g->res[i][0], g->res[i] + 1,
+                                   g->res_len[i] - 1);
+    }
+
+    ngx_free(g);
+
+    if (!ngx_queue_empty(&store->cas_queue)) {
+        ngx_http_tent_owner_cas_start(store);
+    }
+
+    ngx_http_tent_owner_after(store);
 }
 
 
@@ -1128,6 +1293,247 @@ done:
 
     if (v) {
         leveldb_free(v);
+    }
+}
+
+
+/* has an earlier member of the group written this key */
+
+static ngx_int_t
+ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n, ngx_str_t *key)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (keys[i].len == key->len
+            && ngx_memcmp(keys[i].data, key->data, key->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* a batch's keys, for the check above (NULL: not a batch we can read) */
+
+static ngx_int_t
+ngx_http_tent_cas_keys(ngx_http_tent_in_t *in, ngx_array_t *keys)
+{
+    ngx_str_t            key, value, *k;
+    uint32_t             n, i;
+    ngx_uint_t           kind;
+    ngx_http_tent_in_t   copy;
+
+    copy = *in;
+
+    if (ngx_http_tent_in_u32(&copy, &n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (ngx_http_tent_in_u8(&copy, &kind) != NGX_OK
+            || ngx_http_tent_in_str(&copy, &key) != NGX_OK
+            || (kind == NGX_HTTP_TENT_WRITE_PUT
+                && ngx_http_tent_in_str(&copy, &value) != NGX_OK))
+        {
+            return NGX_ERROR;
+        }
+
+        k = ngx_array_push(keys);
+        if (k == NULL) {
+            return NGX_ERROR;
+        }
+
+        *k = key;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_owner_cas_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_tent_cas_group_t *g = data;
+
+    char                      *err, *v;
+    size_t                     vlen;
+    ngx_str_t                  key, expected, value;
+    ngx_uint_t                 i, j, op, flags, has, first, accepted;
+    ngx_pool_t                *pool;
+    ngx_array_t                keys;
+    ngx_http_tent_in_t         in;
+    ngx_http_tent_out_t        out[NGX_HTTP_TENT_CAS_GROUP];
+    ngx_http_tent_ldb_t       *ldb;
+    leveldb_writebatch_t      *batch, *one;
+
+    ldb = g->store->ldb;
+    accepted = 0;
+    batch = NULL;
+
+    ngx_memzero(out, sizeof(out));
+
+    pool = ngx_create_pool(4096, log);
+    if (pool == NULL
+        || ngx_array_init(&keys, pool, 64, sizeof(ngx_str_t)) != NGX_OK
+        || (batch = leveldb_writebatch_create()) == NULL)
+    {
+        goto failed;
+    }
+
+    for (i = 0; i < g->n; i++) {
+        ngx_http_tent_out_put(&out[i], "\0", 1);
+
+        in.pos = g->ops[i]->req;
+        in.last = in.pos + g->ops[i]->req_len;
+
+        if (out[i].failed
+            || ngx_http_tent_in_u8(&in, &op) != NGX_OK
+            || ngx_http_tent_in_u8(&in, &flags) != NGX_OK
+            || ngx_http_tent_in_str(&in, &key) != NGX_OK
+            || ngx_http_tent_in_u8(&in, &has) != NGX_OK
+            || (has && ngx_http_tent_in_str(&in, &expected) != NGX_OK)
+            || ngx_http_tent_in_str(&in, &value) != NGX_OK)
+        {
+            ngx_http_tent_out_error(&out[i], "malformed cas");
+            continue;
+        }
+
+        /* an earlier member writes this key: the next group reads it */
+
+        if (ngx_http_tent_cas_written(keys.elts, keys.nelts, &key)) {
+            break;
+        }
+
+        if (ldb == NULL || ldb->db == NULL || ldb->write_failed) {
+            ngx_http_tent_out_status(&out[i],
+                                     NGX_HTTP_TENT_STORE_UNAVAILABLE);
+            continue;
+        }
+
+        err = NULL;
+        v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len,
+                        &vlen, &err);
+
+        if (err) {
+            ngx_http_tent_out_error(&out[i], err);
+            leveldb_free(err);
+            continue;
+        }
+
+        if (v == NULL && has) {
+            ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_NOT_FOUND);
+            continue;
+        }
+
+        if (v && (!has || ngx_http_tent_key_cmp(v, vlen, &expected) != 0)) {
+            ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_CONFLICT);
+            ngx_http_tent_out_put(&out[i], v, vlen);
+            leveldb_free(v);
+            continue;
+        }
+
+        if (v) {
+            leveldb_free(v);
+        }
+
+        /* it holds: its value and batch join the group's write */
+
+        first = keys.nelts;
+
+        one = leveldb_writebatch_create();
+
+        if (one == NULL
+            || ngx_http_tent_cas_keys(&in, &keys) != NGX_OK)
+        {
+            if (one) {
+                leveldb_writebatch_destroy(one);
+            }
+
+            keys.nelts = first;
+            ngx_http_tent_out_error(&out[i], "malformed cas");
+            continue;
+        }
+
+        leveldb_writebatch_put(one, (char *) key.data, key.len,
+                               (char *) value.data, value.len);
+
+        if (ngx_http_tent_in_batch(&in, one) != NGX_OK) {
+            leveldb_writebatch_destroy(one);
+            keys.nelts = first;
+            ngx_http_tent_out_error(&out[i], "malformed cas");
+            continue;
+        }
+
+        if (ngx_array_push(&keys) == NULL) {
+            leveldb_writebatch_destroy(one);
+            goto failed;
+        }
+
+        ((ngx_str_t *) keys.elts)[keys.nelts - 1] = key;
+
+        leveldb_writebatch_append(batch, one);
+        leveldb_writebatch_destroy(one);
+
+        ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_OK);
+        accepted++;
+    }
+
+    g->ran = i;
+
+    if (accepted) {
+        err = NULL;
+        leveldb_write(ldb->db, ldb->write_sync, batch, &err);
+
+        if (err) {
+            for (j = 0; j < g->ran; j++) {
+                if (out[j].len == 1 && out[j].data[0] == NGX_HTTP_TENT_STORE_OK)
+                {
+                    ngx_http_tent_out_write_failed(ldb, &out[j], err);
+                }
+            }
+
+            leveldb_free(err);
+        }
+    }
+
+    for (j = 0; j < g->ran; j++) {
+        g->res[j] = out[j].failed ? NULL : out[j].data;
+        g->res_len[j] = out[j].len;
+
+        if (out[j].failed) {
+            free(out[j].data);
+        }
+    }
+
+    for (j = g->ran; j < g->n; j++) {
+        free(out[j].data);
+    }
+
+    leveldb_writebatch_destroy(batch);
+    ngx_destroy_pool(pool);
+
+    return;
+
+failed:
+
+    /* no memory for the group: each gets an error, none is written */
+
+    for (j = 0; j < g->n; j++) {
+        free(out[j].data);
+        g->res[j] = NULL;
+    }
+
+    g->ran = g->n;
+
+    if (batch) {
+        leveldb_writebatch_destroy(batch);
+    }
+
+    if (pool) {
+        ngx_destroy_pool(pool);
     }
 }
 
