@@ -746,7 +746,12 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     ngx_http_tent_store_op_t  *op;
 
     store = g->store;
-    store->cas_running = 0;
+
+    /*
+     * cas_running stays set while the results are delivered: a handler
+     * that submits another compare-and-set only queues it, so no second
+     * group ever runs beside this one's successor.
+     */
 
     /* those the group left go first in the next one, in their order */
 
@@ -789,6 +794,8 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     }
 
     ngx_free(g);
+
+    store->cas_running = 0;
 
     if (!ngx_queue_empty(&store->cas_queue)) {
         ngx_http_tent_owner_cas_start(store);
