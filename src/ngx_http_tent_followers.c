@@ -39,6 +39,7 @@ typedef struct {
 
 ngx_http_tent_relation_t  ngx_http_tent_followers_rel = {
     ngx_string("followers"),
+    "follower",
     NGX_HTTP_TENT_TABLE_FOLLOWER,
     NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
     NGX_HTTP_TENT_READ_FOLLOWERS,
@@ -568,9 +569,7 @@ static ngx_int_t
 ngx_http_tent_follower_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *record)
 {
-    ngx_int_t                  self;
-    ngx_str_t                  id, entity, key_id, key;
-    ngx_http_tent_store_op_t  *op;
+    ngx_int_t  self;
 
     if (record == NULL) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
@@ -594,41 +593,9 @@ ngx_http_tent_follower_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     /* DELETE: an unfollow (the follower) or a block (an app) */
 
-    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
-        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_store_write(op, 1) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &entity,
-                             &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, "follower", record,
-                                       "delete")
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->state = NULL;
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_relation_written);
+    return ngx_http_tent_relation_remove(r, ctx,
+                                         &ngx_http_tent_followers_rel,
+                                         record);
 }
 
 

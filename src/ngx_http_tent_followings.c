@@ -31,6 +31,7 @@ typedef struct {
 
 ngx_http_tent_relation_t  ngx_http_tent_followings_rel = {
     ngx_string("followings"),
+    "following",
     NGX_HTTP_TENT_TABLE_FOLLOWING,
     NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
     NGX_HTTP_TENT_READ_FOLLOWINGS,
@@ -635,10 +636,8 @@ static ngx_int_t
 ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f)
 {
-    json_t                    *record;
-    ngx_str_t                  id, entity, key_id, key;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_store_op_t  *op;
+    json_t               *record;
+    ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
     record = ctx->state;
@@ -651,41 +650,9 @@ ngx_http_tent_following_unfollowed(ngx_http_request_t *r,
                       ngx_http_tent_fetch_strerror(f->result), f->status);
     }
 
-    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
-        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_store_write(op, 1) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &entity,
-                             &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, "following", record,
-                                       "delete")
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->state = NULL;
-
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_relation_written);
+    return ngx_http_tent_relation_remove(r, ctx,
+                                         &ngx_http_tent_followings_rel,
+                                         record);
 }
 
 

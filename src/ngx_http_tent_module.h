@@ -604,6 +604,7 @@ ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
 /* ngx_http_tent_relations.c: what followers and followings share */
 typedef struct {
     ngx_str_t                       name;        /* "followers" */
+    const char                     *kind;        /* its posts' type */
     u_char                          table;
     u_char                          entity_table;
     ngx_uint_t                      read_scope;
@@ -636,6 +637,8 @@ ngx_int_t ngx_http_tent_relation_post(ngx_http_request_t *r,
     json_t *record, const char *action);
 ngx_int_t ngx_http_tent_relation_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_relation_remove(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, json_t *record);
 
 /* ngx_http_tent_followers.c */
 ngx_int_t ngx_http_tent_string_list(json_t *body, const char *name,

@@ -847,3 +847,51 @@ ngx_http_tent_relation_written(ngx_http_request_t *r,
 
     return ngx_http_tent_reply_state_json(r, op);
 }
+
+
+/*
+ * Forget a relationship: its row, its entity row and its credential go,
+ * and a post says so, in one synced batch; the answer is 200, empty.
+ */
+
+ngx_int_t
+ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, json_t *record)
+{
+    ngx_str_t                  id, entity, key_id, key;
+    ngx_http_tent_store_op_t  *op;
+
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity, rel->table, &id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity, rel->entity_table,
+                             &entity, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+        || ngx_http_tent_relation_post(r, ctx, op, rel->kind, record,
+                                       "delete")
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = NULL;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_relation_written);
+}
