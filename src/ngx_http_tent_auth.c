@@ -958,8 +958,8 @@ ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
  * the nonce zone, which every worker maps anyway.
  */
 
-ngx_atomic_uint_t
-ngx_http_tent_generation(ngx_cycle_t *cycle)
+static ngx_http_tent_nonce_sh_t *
+ngx_http_tent_shared(ngx_cycle_t *cycle)
 {
     ngx_http_tent_nonce_ctx_t  *ctx;
     ngx_http_tent_main_conf_t  *mcf;
@@ -967,66 +967,60 @@ ngx_http_tent_generation(ngx_cycle_t *cycle)
     mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
 
     if (mcf == NULL || mcf->nonce_zone == NULL) {
-        return 0;
+        return NULL;
     }
 
     ctx = mcf->nonce_zone->data;
 
-    return ctx->sh->generation;
+    return ctx->sh;
+}
+
+
+ngx_atomic_uint_t
+ngx_http_tent_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->generation : 0;
 }
 
 
 void
 ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
 {
-    ngx_http_tent_nonce_ctx_t  *ctx;
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_nonce_sh_t  *sh;
 
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+    sh = ngx_http_tent_shared(cycle);
 
-    if (mcf == NULL || mcf->nonce_zone == NULL) {
-        return;
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
-
-    ctx = mcf->nonce_zone->data;
-
-    (void) ngx_atomic_fetch_add(&ctx->sh->generation, 1);
 }
 
 
 static ngx_atomic_uint_t
 ngx_http_tent_credential_generation(ngx_cycle_t *cycle)
 {
-    ngx_http_tent_nonce_ctx_t  *ctx;
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_nonce_sh_t  *sh;
 
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+    sh = ngx_http_tent_shared(cycle);
 
-    if (mcf == NULL || mcf->nonce_zone == NULL) {
-        return 0;
-    }
-
-    ctx = mcf->nonce_zone->data;
-
-    return ctx->sh->credentials;
+    return sh ? sh->credentials : 0;
 }
 
 
 void
 ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
 {
-    ngx_http_tent_nonce_ctx_t  *ctx;
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_nonce_sh_t  *sh;
 
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+    sh = ngx_http_tent_shared(cycle);
 
-    if (mcf == NULL || mcf->nonce_zone == NULL) {
-        return;
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->credentials, 1);
     }
-
-    ctx = mcf->nonce_zone->data;
-
-    (void) ngx_atomic_fetch_add(&ctx->sh->credentials, 1);
 }
 
 

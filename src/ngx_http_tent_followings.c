@@ -662,22 +662,13 @@ static ngx_int_t
 ngx_http_tent_following_update(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
-    json_t                    *record, *v, *out;
+    json_t                    *record, *out;
     ngx_str_t                  id, key, value;
     ngx_http_tent_store_op_t  *op;
 
     record = ctx->state;
 
-    v = json_object_get(json_object_get(ctx->body, "permissions"), "public");
-    if (json_is_boolean(v)) {
-        json_object_set_new(record, "permissions",
-                            json_pack("{s:O}", "public", v));
-    }
-
-    v = json_object_get(ctx->body, "groups");
-    if (json_is_array(v) && json_array_size(v) <= 100) {
-        json_object_set(record, "groups", v);
-    }
+    ngx_http_tent_relation_update(record, ctx->body);
 
     json_object_set_new(record, "updated_at", json_integer(ngx_time()));
 

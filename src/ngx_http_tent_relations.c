@@ -895,3 +895,23 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_relation_written);
 }
+
+
+/* PUT by an app: the public flag and the groups, when given and sound */
+
+void
+ngx_http_tent_relation_update(json_t *record, json_t *body)
+{
+    json_t  *v;
+
+    v = json_object_get(json_object_get(body, "permissions"), "public");
+    if (json_is_boolean(v)) {
+        json_object_set_new(record, "permissions",
+                            json_pack("{s:O}", "public", v));
+    }
+
+    v = json_object_get(body, "groups");
+    if (json_is_array(v) && json_array_size(v) <= 100) {
+        json_object_set(record, "groups", v);
+    }
+}
