@@ -21,6 +21,9 @@
 #   HEAD_REQUESTS=300000  requests of each ab run
 #   CONNECTIONS=64     concurrent connections (wrk and ab)
 #   WARMUP=1           seconds of wrk warm-up per URL and server
+#   ENTITY_PAGE=on     `location = / { tent_entity_page; }` in the module's
+#                      config; off: / falls through the index module
+#   OPEN_FILE_CACHE=on with ENTITY_PAGE=off, nginx's open_file_cache
 #   KEEP=1             keep the temp dir (configs, logs)
 set -e
 
@@ -44,21 +47,30 @@ murl=http://127.0.0.1:$mport
 burl=http://127.0.0.1:$bport
 
 # --- the module ----------------------------------------------------------
-# No location: GET/HEAD / falls through to the module's entity-root page
-# (prefix/html exists and has no index.html).  The entity root answers
-# only when no index page is there, which the index module checks with
-# two stat()s per request; nginx's open_file_cache keeps their answers,
-# as docs/directives.md recommends (OPEN_FILE_CACHE=off measures without).
+# GET/HEAD / is the entity's page.  By default the module's config says so
+# the way the baseline says `return 200`, in `location = /`:
+# `tent_entity_page;` makes the page that location's content handler.
+# ENTITY_PAGE=off leaves the location out: / then falls through to the
+# page after the index module has looked for index.html (two stat()s per
+# request); nginx's open_file_cache keeps their answers, as
+# docs/directives.md recommends (OPEN_FILE_CACHE=off measures without).
+ENTITY_PAGE=${ENTITY_PAGE:-on}
 ofc=""
 if [ "${OPEN_FILE_CACHE:-on}" = on ]; then
     ofc="open_file_cache max=1000 inactive=120s; open_file_cache_valid 60s;
          open_file_cache_errors on;"
+fi
+page=""
+if [ "$ENTITY_PAGE" = on ]; then
+    page="location = / { tent_entity_page; }"
+    ofc=""
 fi
 mprefix=$(bench_prefix module)
 bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     "load_module $BENCH_MODULE;" \
 "        root           $mprefix/html;
         $ofc
+        $page
         tent_entity    $murl;
         tent_api_root  /tent;" \
 "    tent_store  $mprefix/store;"

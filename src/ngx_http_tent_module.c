@@ -56,6 +56,8 @@ static char *ngx_http_tent_skew_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_tent_delivery_retry_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_tent_entity_page_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 
 static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
@@ -235,6 +237,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_tent_loc_conf_t, link),
       &ngx_http_tent_link_forms },
+
+    { ngx_string("tent_entity_page"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_tent_entity_page_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
 
       ngx_null_command
 };
@@ -539,6 +548,36 @@ ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
 
 
 /* tent_delivery_retry base [max]; */
+
+/*
+ * "location = / { tent_entity_page; }": the entity's page is this
+ * location's content handler, so no index file is looked for (two
+ * stat() calls a request otherwise).  Other URIs of the location go on
+ * to the usual content handlers: the handler declines them.
+ */
+
+static char *
+ngx_http_tent_entity_page_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_tent_root_handler) {
+        return "is duplicate";
+    }
+
+    if (clcf->handler) {
+        return "conflicts with another handler of the location "
+               "(proxy_pass, return...)";
+    }
+
+    clcf->handler = ngx_http_tent_root_handler;
+
+    return NGX_CONF_OK;
+}
+
 
 static char *
 ngx_http_tent_delivery_retry_directive(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -179,3 +179,42 @@ invalid value "sideways"
 --- must_die
 --- error_log
 "tent_entity" directive is duplicate
+
+
+
+=== TEST 15: tent_entity_page takes no argument
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / { tent_entity_page on; }
+--- must_die
+--- error_log
+invalid number of arguments in "tent_entity_page" directive
+
+
+
+=== TEST 16: tent_entity_page beside another content handler
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / {
+        proxy_pass http://127.0.0.1:$TEST_NGINX_SERVER_PORT/x;
+        tent_entity_page;
+    }
+--- must_die
+--- error_log
+"tent_entity_page" directive conflicts with another handler
+
+
+
+=== TEST 17: tent_entity_page is only for a location
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_entity_page;
+--- must_die
+--- error_log
+"tent_entity_page" directive is not allowed here

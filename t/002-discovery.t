@@ -242,3 +242,91 @@ X-Entity: evil.example>; rel="x", <https://x
 !Link
 --- error_log
 tent_entity evaluated to an invalid URL
+
+
+
+=== TEST 15: tent_entity_page answers the root without looking for an index file
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / { tent_entity_page; }
+--- user_files
+>>> index.html
+<html>home</html>
+--- request
+GET /
+--- error_code: 200
+--- response_headers_like
+Link: ^<http://localhost:\d+/tent/profile>; rel="https://tent\.io/rels/profile"$
+Content-Type: ^text/plain
+--- response_body
+Tent!
+
+
+
+=== TEST 16: HEAD of the root through tent_entity_page: headers, no body
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / { tent_entity_page; }
+--- request
+HEAD /
+--- error_code: 200
+--- response_headers
+Content-Length: 6
+--- response_headers_like
+Link: ^<http://localhost:\d+/tent/profile>; rel=
+--- response_body eval
+""
+
+
+
+=== TEST 17: other URIs of a tent_entity_page location go to the static module
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location / { tent_entity_page; }
+--- user_files
+>>> about.txt
+about alice
+--- request
+GET /about.txt
+--- error_code: 200
+--- response_headers_like
+Link: ^<http://localhost:\d+/tent/profile>; rel=
+--- response_body
+about alice
+
+
+
+=== TEST 18: a POST to the page is left to nginx (a directory: 403)
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / { tent_entity_page; }
+--- request
+POST /
+hello
+--- error_code: 403
+
+
+
+=== TEST 19: tent_entity_page in a server without tent_entity does nothing
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    location = / { tent_entity_page; }
+--- user_files
+>>> index.html
+<html>home</html>
+--- request
+GET /
+--- error_code: 200
+--- response_headers
+!Link
+--- response_body
+<html>home</html>

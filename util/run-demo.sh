@@ -87,6 +87,11 @@ http {
             tent_owner  "demo owner";
         }
 
+        # the entity's page, without looking for an index file first
+        location = / {
+            tent_entity_page;
+        }
+
         location / {
             root  $demo/html;
         }
