@@ -8,7 +8,8 @@
 #       pre-signed requests, a nonce cache big enough for a run), starts
 #       it, and makes an owner app with every scope the way any app gets
 #       one (util/demo-owner.pl: register, approve, code exchange):
-#       its credential is PREFIX/owner.json
+#       its credential is PREFIX/owner.json; MODULE_HTTP_CONF adds
+#       http-level directives (e.g. "tent_delivery off;")
 #   posts_count URL               anonymous GET URL/tent/posts/count
 #   posts_sign CRED PORT N FILES OUT TAG
 #                                 bench/posts-sign.pl: N signed POSTs
@@ -36,7 +37,8 @@ posts_module_start() {
             tent_owner  \"bench owner\";
         }" \
 "    tent_store            $prefix/store;
-    tent_mac_nonce_cache  $NONCE_CACHE;"
+    tent_mac_nonce_cache  $NONCE_CACHE;
+    ${MODULE_HTTP_CONF:-}"
     bench_nginx_start "$prefix" "$url/tent/profile"
     perl "$BENCH_TOP/util/demo-owner.pl" "$port" "$prefix" > /dev/null \
         || bench_die "could not make an owner app; see $prefix/logs/error.log"

@@ -25,7 +25,8 @@
 #include "ngx_http_tent_module.h"
 
 
-#define NGX_HTTP_TENT_OUTBOX_SCAN   16
+#define NGX_HTTP_TENT_OUTBOX_SCAN   256
+#define NGX_HTTP_TENT_OUTBOX_EXPAND 16
 #define NGX_HTTP_TENT_FOLLOWER_SCAN 500
 
 
@@ -52,6 +53,14 @@ static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *key);
+static ngx_int_t ngx_http_tent_delivery_plain(ngx_str_t *value);
+static void ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t table);
+static void ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
@@ -113,8 +122,11 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     p = ngx_http_tent_put_u64(rest.data, ngx_http_tent_now_us());
     ngx_memcpy(p, id.data, id.len);
 
-    row = json_pack("{s:O, s:O}", "id", json_object_get(post, "id"),
-                    "version", json_object_get(post, "version"));
+    /* the type tells the engine whether followings get it too */
+
+    row = json_pack("{s:O, s:O, s:O}", "id", json_object_get(post, "id"),
+                    "version", json_object_get(post, "version"),
+                    "type", json_object_get(post, "type"));
 
     if (row == NULL || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK) {
         json_decref(row);
@@ -275,27 +287,217 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 }
 
 
+/*
+ * The outbox rows of an entity.  Most posts of a server go to no one (no
+ * follower yet): one scan, limited to a row, tells, and then all the rows
+ * of this pass go in one write, without reading a post or starting a task
+ * for each.  A follower whose row is there when we look was there when
+ * the post was made, or came later: it misses nothing it would have got.
+ */
+
 static void
 ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    uint64_t                      now;
-    ngx_str_t                     key, value, start, end, due;
-    ngx_uint_t                    room;
+    ngx_str_t  key, value, *row;
+
+    if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
+        != NGX_OK)
+    {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    dl->profile_rows = 0;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+            if (ngx_http_tent_task_running(dl, &key)) {
+                continue;
+            }
+
+            row = ngx_array_push(&dl->rows);
+            if (row == NULL) {
+                break;
+            }
+
+            row[0] = key;
+            row[1] = value;
+
+            if (!ngx_http_tent_delivery_plain(&value)) {
+                dl->profile_rows = 1;
+            }
+        }
+    }
+
+    if (dl->rows.nelts == 0) {
+        ngx_http_tent_delivery_due(dl);
+        return;
+    }
+
+    ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWER);
+}
+
+
+/*
+ * Whether an outbox row is surely not a profile post (which goes to the
+ * followings too): rows written before the type was kept in them count
+ * as maybe.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_plain(ngx_str_t *value)
+{
+    json_t     *row;
+    ngx_str_t   type;
+    ngx_int_t   plain;
+
+    row = ngx_http_tent_json_parse(value, NULL);
+    if (row == NULL) {
+        return 0;
+    }
+
+    plain = ngx_http_tent_json_str(row, "type", &type) == NGX_OK
+            && !ngx_http_tent_post_type_is(&type, "profile");
+
+    json_decref(row);
+
+    return plain;
+}
+
+
+/* is there anyone at all in the followers (or followings) table? */
+
+static void
+ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
+{
+    ngx_str_t                     start, end;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_entity_conf_t  *ent;
 
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
           + dl->next_entity;
 
-    if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-            ngx_http_tent_delivery_expand(dl, ent, &key, &value);
+    dl->census = table;
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity, table, &start,
+                                   &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end, 1, 0) != NGX_OK)
+    {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_counted;
+    scan->data = dl;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    ngx_str_t                     key, value, *row;
+    ngx_uint_t                    i;
+    ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_delivery_next(dl);    /* the rows stay: later */
+        return;
+    }
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    row = dl->rows.elts;
+
+    if (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+
+        /* someone may get these posts: each row becomes a task */
+
+        for (i = 0; i < dl->rows.nelts && i < NGX_HTTP_TENT_OUTBOX_EXPAND;
+             i++)
+        {
+            ngx_http_tent_delivery_expand(dl, ent, &row[2 * i],
+                                          &row[2 * i + 1]);
+        }
+
+        ngx_http_tent_delivery_due(dl);
+        return;
+    }
+
+    if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER && dl->profile_rows) {
+        ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWING);
+        return;
+    }
+
+    /* no one to send them to: the rows go, unsynced (see the top) */
+
+    wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    for (i = 0; i < dl->rows.nelts; i++) {
+        if (ngx_http_tent_store_write_del(wop, &row[2 * i]) != NGX_OK) {
+            ngx_http_tent_delivery_next(dl);
+            return;
         }
     }
 
-    /* the due jobs, as many as there is room for */
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: %ui posts for no one", dl->rows.nelts);
+
+    wop->handler = ngx_http_tent_delivery_cleared;
+    wop->data = dl;
+
+    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, dl->log, 0,
+                      "tent delivery: the outbox could not be cleared; "
+                      "its rows are looked at again");
+    }
+
+    ngx_http_tent_delivery_due(dl);
+}
+
+
+/* the due jobs, as many as there is room for */
+
+static void
+ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
+{
+    uint64_t                      now;
+    ngx_str_t                     start, end, due;
+    ngx_uint_t                    room;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
 
     room = dl->mcf->delivery_concurrency > dl->inflight
            ? dl->mcf->delivery_concurrency - dl->inflight : 0;

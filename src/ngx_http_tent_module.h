@@ -338,6 +338,9 @@ typedef struct {
     ngx_queue_t                     tasks;
     ngx_uint_t                      inflight;
     ngx_uint_t                      next_entity;
+    ngx_array_t                     rows;        /* key, value: outbox */
+    ngx_uint_t                      census;      /* the table looked at */
+    unsigned                        profile_rows:1;
     unsigned                        busy:1;
 } ngx_http_tent_delivery_t;
 
