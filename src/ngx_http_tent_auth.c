@@ -55,9 +55,9 @@ typedef struct {
 #define NGX_HTTP_TENT_CRED_MAX_AGE 30
 
 typedef struct {
-    u_char                         *id;         /* id, then value */
+    u_char                         *id;
     size_t                          id_len;
-    size_t                          value_len;
+    json_t                         *record;     /* parsed: read-only */
     ngx_atomic_uint_t               generation;
     time_t                          stored;
 } ngx_http_tent_cred_slot_t;
@@ -89,13 +89,13 @@ typedef struct {
 static ngx_int_t ngx_http_tent_auth_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_auth_verify(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *record);
+    ngx_http_tent_ctx_t *ctx, json_t *cred);
 static ngx_atomic_uint_t ngx_http_tent_credential_generation(
     ngx_cycle_t *cycle);
-static ngx_int_t ngx_http_tent_credential_cached(
-    ngx_http_tent_auth_state_t *st, ngx_str_t *value);
+static json_t *ngx_http_tent_credential_cached(
+    ngx_http_tent_auth_state_t *st);
 static void ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
-    ngx_str_t *value);
+    json_t *cred, size_t size);
 static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
 static ngx_int_t ngx_http_tent_mac_text(ngx_http_request_t *r,
@@ -366,8 +366,8 @@ ngx_int_t
 ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)
 {
+    json_t                      *cred;
     ngx_int_t                    rc;
-    ngx_str_t                    value;
     ngx_table_elt_t             *h;
     ngx_http_tent_auth_state_t  *st;
 
@@ -404,8 +404,9 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->generation = ngx_http_tent_credential_generation(
                          (ngx_cycle_t *) ngx_cycle);
 
-    if (ngx_http_tent_credential_cached(st, &value) == NGX_OK) {
-        return ngx_http_tent_auth_verify(r, ctx, &value);
+    cred = ngx_http_tent_credential_cached(st);
+    if (cred) {
+        return ngx_http_tent_auth_verify(r, ctx, cred);
     }
 
     return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_CREDENTIAL,
@@ -416,6 +417,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
+    json_t                      *cred;
     ngx_int_t                    status;
     ngx_str_t                    value;
     ngx_http_tent_ctx_t         *ctx;
@@ -436,35 +438,37 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_store_value(op, &value);
 
-    ngx_http_tent_credential_keep(st, &value);
-
-    return ngx_http_tent_auth_verify(r, ctx, &value);
-}
-
-
-static ngx_int_t
-ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *record)
-{
-    size_t                       len;
-    u_char                       mac[64];
-    json_t                      *cred, *v;
-    time_t                       ts, now, skew;
-    ngx_str_t                    value, algorithm, key, text, nonce_key,
-                                 kind;
-    ngx_http_tent_loc_conf_t    *lcf;
-    ngx_http_tent_auth_state_t  *st;
-
-    st = ctx->state;
-    value = *record;
-
     cred = ngx_http_tent_json_parse(&value, r->connection->log);
     if (cred == NULL) {
         return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                         NULL);
     }
 
-    /* the principal keeps the record: freed with the request */
+    ngx_http_tent_credential_keep(st, cred, value.len);
+
+    return ngx_http_tent_auth_verify(r, ctx, cred);
+}
+
+
+static ngx_int_t
+ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *cred)
+{
+    size_t                       len;
+    u_char                       mac[64];
+    json_t                      *v;
+    time_t                       ts, now, skew;
+    ngx_str_t                    algorithm, key, text, nonce_key, kind;
+    ngx_http_tent_loc_conf_t    *lcf;
+    ngx_http_tent_auth_state_t  *st;
+
+    st = ctx->state;
+
+    /*
+     * The principal holds a reference to the record until the request
+     * ends; the record may be the worker's cached one, so nothing may
+     * change it.
+     */
 
     ctx->principal.credential = cred;
 
@@ -1053,9 +1057,8 @@ ngx_http_tent_credential_slot(ngx_str_t *id, ngx_uint_t create)
 }
 
 
-static ngx_int_t
-ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st,
-    ngx_str_t *value)
+static json_t *
+ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st)
 {
     ngx_http_tent_cred_slot_t  *slot;
 
@@ -1067,43 +1070,42 @@ ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st,
         || slot->id_len != st->id.len
         || ngx_memcmp(slot->id, st->id.data, st->id.len) != 0)
     {
-        return NGX_DECLINED;
+        return NULL;
     }
 
-    value->data = slot->id + slot->id_len;
-    value->len = slot->value_len;
-
-    return NGX_OK;
+    return json_incref(slot->record);
 }
 
 
+/* the record, parsed: a cache hit costs no parse either */
+
 static void
-ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
-    ngx_str_t *value)
+ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st, json_t *cred,
+    size_t size)
 {
     u_char                     *p;
     ngx_http_tent_cred_slot_t  *slot;
 
     slot = ngx_http_tent_credential_slot(&st->id, 1);
-    if (slot == NULL || value->len > 64 * 1024) {
+    if (slot == NULL || size > 64 * 1024) {
         return;
     }
 
-    p = ngx_alloc(st->id.len + value->len, ngx_cycle->log);
+    p = ngx_alloc(st->id.len, ngx_cycle->log);
     if (p == NULL) {
         return;
     }
 
     ngx_memcpy(p, st->id.data, st->id.len);
-    ngx_memcpy(p + st->id.len, value->data, value->len);
 
     if (slot->id) {
         ngx_free(slot->id);
+        json_decref(slot->record);
     }
 
     slot->id = p;
     slot->id_len = st->id.len;
-    slot->value_len = value->len;
+    slot->record = json_incref(cred);
     slot->generation = st->generation;
     slot->stored = ngx_time();
 }
@@ -1126,6 +1128,7 @@ ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf)
     for (i = 0; i < NGX_HTTP_TENT_CRED_SLOTS; i++) {
         if (slots[i].id) {
             ngx_free(slots[i].id);
+            json_decref(slots[i].record);
         }
     }
 

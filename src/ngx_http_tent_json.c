@@ -60,25 +60,77 @@ ngx_http_tent_status_text(ngx_uint_t status)
 }
 
 
+/*
+ * One pass of the encoder into a buffer that grows: json_dumpb() would
+ * need two, one to learn the size and one to write, and encoding is a
+ * large part of what a write costs.
+ */
+
+typedef struct {
+    ngx_pool_t  *pool;
+    u_char      *start;
+    u_char      *pos;
+    u_char      *end;
+} ngx_http_tent_dump_t;
+
+
+static int
+ngx_http_tent_json_dump_piece(const char *buf, size_t size, void *data)
+{
+    ngx_http_tent_dump_t *d = data;
+
+    size_t   n, used;
+    u_char  *p;
+
+    if ((size_t) (d->end - d->pos) < size) {
+        used = d->pos - d->start;
+        n = ngx_max(2 * (size_t) (d->end - d->start), used + size);
+
+        p = ngx_pnalloc(d->pool, n);
+        if (p == NULL) {
+            return -1;
+        }
+
+        ngx_memcpy(p, d->start, used);
+        (void) ngx_pfree(d->pool, d->start);
+
+        d->start = p;
+        d->pos = p + used;
+        d->end = p + n;
+    }
+
+    d->pos = ngx_cpymem(d->pos, buf, size);
+
+    return 0;
+}
+
+
 ngx_int_t
 ngx_http_tent_json_dump(ngx_pool_t *pool, json_t *json, ngx_str_t *out)
 {
-    size_t  size;
+    ngx_http_tent_dump_t  d;
 
-    size = json_dumpb(json, NULL, 0, NGX_HTTP_TENT_JSON_FLAGS);
-    if (size == 0) {
+    d.pool = pool;
+    d.start = ngx_pnalloc(pool, 1024);
+    if (d.start == NULL) {
         return NGX_ERROR;
     }
 
-    out->data = ngx_pnalloc(pool, size);
-    if (out->data == NULL) {
+    d.pos = d.start;
+    d.end = d.start + 1024;
+
+    if (json_dump_callback(json, ngx_http_tent_json_dump_piece, &d,
+                           NGX_HTTP_TENT_JSON_FLAGS)
+        != 0
+        || d.pos == d.start)
+    {
         return NGX_ERROR;
     }
 
-    out->len = json_dumpb(json, (char *) out->data, size,
-                          NGX_HTTP_TENT_JSON_FLAGS);
+    out->data = d.start;
+    out->len = d.pos - d.start;
 
-    return (out->len == size) ? NGX_OK : NGX_ERROR;
+    return NGX_OK;
 }
 
 
