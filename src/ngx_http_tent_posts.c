@@ -227,17 +227,39 @@ json_t *
 ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post)
 {
     size_t   i;
-    json_t  *out, *perms, *a;
+    json_t  *out, *perms, *a, *list, *copy;
 
-    out = json_deep_copy(post);
+    /*
+     * A copy of the top level only: what is taken away or replaced is at
+     * the top, or in the attachments, which are copied one level too.
+     * The rest is shared with the post, and neither changes it.
+     */
+
+    out = json_copy(post);
     if (out == NULL) {
         return NULL;
     }
 
     json_object_del(out, "rus");
 
-    json_array_foreach(json_object_get(out, "attachments"), i, a) {
-        json_object_del(a, "digest");
+    if (json_array_size(json_object_get(post, "attachments"))) {
+        list = json_array();
+
+        json_array_foreach(json_object_get(post, "attachments"), i, a) {
+            copy = json_copy(a);
+            json_object_del(copy, "digest");
+
+            if (json_array_append_new(list, copy) != 0) {
+                json_decref(list);
+                json_decref(out);
+                return NULL;
+            }
+        }
+
+        if (json_object_set_new(out, "attachments", list) != 0) {
+            json_decref(out);
+            return NULL;
+        }
     }
 
     if (ctx->principal.kind != NGX_HTTP_TENT_AUTHORIZATION) {
