@@ -1098,7 +1098,7 @@ ngx_http_tent_versions_list(ngx_http_request_t *r,
             continue;
         }
 
-        out = ngx_http_tent_post_render(ctx, post);
+        out = ngx_http_tent_post_render_view(r, ctx, post);
         json_decref(post);
 
         if (out) {

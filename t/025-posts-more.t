@@ -311,6 +311,14 @@ ok(exists view('summary', cred => $reader)->{json}{received_at},
 
 $res = $c->request(GET => "/posts/$eid?view=summary&version=1");
 is_deeply($res->{json}{content}{title}, 'T', 'a view of ?version=n');
+$res = $c->request(GET => "/posts/$eid/versions?view=summary");
+is($res->{status}, 200, 'GET /posts/:id/versions in a view');
+is_deeply([map { $_->{content} } @{ $res->{json} || [] }],
+          [{ title => 'T', excerpt => '<p>e</p>', missing => undef }],
+          'each version in the view: its pointers only');
+$res = $c->request(GET => "/posts/$eid/versions?view=meta");
+ok(@{ $res->{json} || [] } && !grep({ exists $_->{content} } @{ $res->{json} }),
+   'versions in view=meta: no content');
 
 # the feed
 $res = $c->request(GET => '/posts?view=meta&post_types='
