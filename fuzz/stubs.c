@@ -34,6 +34,7 @@ ngx_log_t                 ngx_fuzz_log;
 
 static ngx_cycle_t        ngx_fuzz_cycle;
 static ngx_time_t         ngx_fuzz_time;
+static ngx_uint_t         ngx_fuzz_log_print;
 
 volatile ngx_cycle_t     *ngx_cycle = &ngx_fuzz_cycle;
 volatile ngx_time_t      *ngx_cached_time = &ngx_fuzz_time;
@@ -68,6 +69,9 @@ ngx_fuzz_init(void)
     ngx_fuzz_cycle.log = &ngx_fuzz_log;
     ngx_fuzz_time.sec = NGX_FUZZ_NOW;
     ngx_current_msec = (ngx_msec_t) NGX_FUZZ_NOW * 1000;
+
+    /* read once: getenv() on every message was a cost of its own */
+    ngx_fuzz_log_print = (getenv("NGX_FUZZ_LOG") != NULL);
 }
 
 
@@ -118,7 +122,45 @@ ngx_fuzz_request(ngx_pool_t *pool)
 /*
  * Pools: every allocation is its own malloc(), chained on pool->large,
  * so that ASan reports an overflow of any one of them at its exact end.
+ * The chain's links are the harness's, never seen by the code under
+ * test: they are kept on a free list and reused, not malloc()ed each
+ * time: one call into ASan's allocator per allocation, not two.
  */
+
+static ngx_pool_large_t  *ngx_fuzz_free_links;
+
+
+static ngx_pool_large_t *
+ngx_fuzz_link(void)
+{
+    ngx_pool_large_t  *l;
+
+    l = ngx_fuzz_free_links;
+
+    if (l) {
+        ngx_fuzz_free_links = l->next;
+        return l;
+    }
+
+    return malloc(sizeof(ngx_pool_large_t));
+}
+
+
+static void
+ngx_fuzz_free_large(ngx_pool_large_t *l)
+{
+    ngx_pool_large_t  *next;
+
+    for ( /* void */ ; l; l = next) {
+        next = l->next;
+        free(l->alloc);
+
+        l->alloc = NULL;
+        l->next = ngx_fuzz_free_links;
+        ngx_fuzz_free_links = l;
+    }
+}
+
 
 ngx_pool_t *
 ngx_create_pool(size_t size, ngx_log_t *log)
@@ -139,7 +181,6 @@ ngx_create_pool(size_t size, ngx_log_t *log)
 void
 ngx_destroy_pool(ngx_pool_t *pool)
 {
-    ngx_pool_large_t    *l, *next;
     ngx_pool_cleanup_t  *c;
 
     for (c = pool->cleanup; c; c = c->next) {
@@ -148,11 +189,7 @@ ngx_destroy_pool(ngx_pool_t *pool)
         }
     }
 
-    for (l = pool->large; l; l = next) {
-        next = l->next;
-        free(l->alloc);
-        free(l);
-    }
+    ngx_fuzz_free_large(pool->large);
 
     free(pool);
 }
@@ -161,13 +198,7 @@ ngx_destroy_pool(ngx_pool_t *pool)
 void
 ngx_reset_pool(ngx_pool_t *pool)
 {
-    ngx_pool_large_t  *l, *next;
-
-    for (l = pool->large; l; l = next) {
-        next = l->next;
-        free(l->alloc);
-        free(l);
-    }
+    ngx_fuzz_free_large(pool->large);
 
     pool->large = NULL;
 }
@@ -179,14 +210,15 @@ ngx_palloc(ngx_pool_t *pool, size_t size)
     void              *p;
     ngx_pool_large_t  *l;
 
-    l = malloc(sizeof(ngx_pool_large_t));
+    l = ngx_fuzz_link();
     if (l == NULL) {
         return NULL;
     }
 
     p = malloc(size ? size : 1);
     if (p == NULL) {
-        free(l);
+        l->next = ngx_fuzz_free_links;
+        ngx_fuzz_free_links = l;
         return NULL;
     }
 
@@ -272,7 +304,7 @@ ngx_log_error_core(ngx_uint_t level, ngx_log_t *log, ngx_err_t err,
     p = ngx_vslprintf(errstr, errstr + sizeof(errstr), fmt, args);
     va_end(args);
 
-    if (getenv("NGX_FUZZ_LOG")) {
+    if (ngx_fuzz_log_print) {
         fprintf(stderr, "log[%u]: %.*s\n", (unsigned) level,
                 (int) (p - errstr), errstr);
     }
