@@ -35,7 +35,9 @@ static void ngx_http_tent_fetch_send(ngx_event_t *ev);
 static void ngx_http_tent_fetch_recv(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f,
     ngx_uint_t eof);
-static ngx_int_t ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_block(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f,
+    ngx_uint_t eof);
 static ngx_int_t ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f);
@@ -808,7 +810,7 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
     ngx_int_t   rc;
 
     if (!f->header_done) {
-        rc = ngx_http_tent_fetch_headers(f);
+        rc = ngx_http_tent_fetch_headers(f, eof);
 
         if (rc == NGX_AGAIN) {
             if (f->in.last - f->in.start >= NGX_HTTP_TENT_FETCH_HEADER_MAX) {
@@ -870,8 +872,52 @@ ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
 }
 
 
+/*
+ * Whether a whole header block (up to its empty line) is there after the
+ * 1xx blocks already skipped.  Until it is, the block is not parsed: a
+ * server that sends its headers a few bytes at a time would otherwise
+ * have them parsed, and copied into the pool, once per read: the square
+ * of their size in time and memory (1.7 GB for 16 KB sent byte by byte).
+ * The bytes are looked at once; a block must start as a status line does.
+ */
+
 static ngx_int_t
-ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
+ngx_http_tent_fetch_block(ngx_http_tent_fetch_t *f)
+{
+    u_char  *p, *last, *start;
+    size_t   n;
+
+    start = f->in.start + f->interim;
+    last = f->in.last;
+
+    n = ngx_min((size_t) (last - start), sizeof("HTTP/") - 1);
+
+    if (ngx_strncmp(start, "HTTP/", n) != 0) {
+        return NGX_ERROR;
+    }
+
+    p = f->in.start + ngx_max(f->interim, f->scanned);
+
+    for ( /* void */ ; p < last; p++) {
+        if (*p == LF
+            && ((p + 1 < last && p[1] == LF)
+                || (p + 2 < last && p[1] == CR && p[2] == LF)))
+        {
+            return NGX_OK;
+        }
+    }
+
+    /* the last two bytes may begin the empty line */
+
+    n = last - f->in.start;
+    f->scanned = n > 2 ? n - 2 : 0;
+
+    return NGX_AGAIN;
+}
+
+
+static ngx_int_t
+ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
 {
     ngx_int_t           rc;
     ngx_buf_t           b;
@@ -880,6 +926,14 @@ ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f)
 
     if (f->in.start == NULL) {
         return NGX_AGAIN;
+    }
+
+    if (!eof) {
+        rc = ngx_http_tent_fetch_block(f);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
     ngx_memzero(&b, sizeof(ngx_buf_t));
@@ -1130,6 +1184,7 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
     f->url = url;
     f->header_done = 0;
     f->interim = 0;
+    f->scanned = 0;
     f->sent = 0;
     f->status = 0;
     f->body.data = NULL;

@@ -305,6 +305,7 @@ struct ngx_http_tent_fetch_s {
     ngx_http_request_t             *hr;          /* for nginx's parsers */
     off_t                           content_length;
     size_t                          interim;     /* 1xx blocks skipped */
+    size_t                          scanned;     /* no header end before */
     size_t                          body_offset;
     size_t                          chunk_offset;
     ngx_http_chunked_t              chunked_state;

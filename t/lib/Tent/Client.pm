@@ -45,7 +45,8 @@ sub request {
     }
 
     my $res = http_request(method => $method, path => $path, headers => \%h,
-                           body => $body, port => $o{port} || $self->{port});
+                           body => $body, port => $o{port} || $self->{port},
+                           ($o{timeout} ? (timeout => $o{timeout}) : ()));
     $res->{json} = eval { $JSON->decode($res->{body}) }
         if defined $res->{body} && length $res->{body};
     return $res;
