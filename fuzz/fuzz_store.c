@@ -114,15 +114,21 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
 
-    /* as ngx_http_tent_owner_start() sets them up */
+    /*
+     * as ngx_http_tent_owner_start() sets them up, but for a smaller
+     * write buffer: the database is reset often, and a small one keeps
+     * the resets cheap
+     */
 
     ngx_fuzz_ldb.path = ngx_fuzz_dir;
     ngx_fuzz_ldb.options = leveldb_options_create();
+    ngx_fuzz_ldb.bloom = leveldb_filterpolicy_create_bloom(10);
     ngx_fuzz_ldb.read = leveldb_readoptions_create();
     ngx_fuzz_ldb.write_sync = leveldb_writeoptions_create();
     ngx_fuzz_ldb.write_async = leveldb_writeoptions_create();
 
     leveldb_options_set_create_if_missing(ngx_fuzz_ldb.options, 1);
+    leveldb_options_set_filter_policy(ngx_fuzz_ldb.options, ngx_fuzz_ldb.bloom);
     leveldb_options_set_write_buffer_size(ngx_fuzz_ldb.options, 1 << 20);
     leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_sync, 1);
     leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_async, 0);
