@@ -67,9 +67,19 @@ FUZZ_SECONDS ?= 5
 fuzz: test-deps $(MODULE)
 	fuzz/run.sh $(FUZZ_SECONDS)
 
-# every target 10 minutes, some 10M executions each
+# every target to 10M executions (30 minutes at most each), in two
+# halves side by side (one per core): some 25 minutes on 2 cores
+FUZZ_HALF1 = fuzz_fetch fuzz_type fuzz_ipc fuzz_mac fuzz_guard fuzz_url
+FUZZ_HALF2 = fuzz_form fuzz_store fuzz_apps fuzz_multipart fuzz_links \
+             fuzz_route fuzz_post
+
 fuzz-long: test-deps $(MODULE)
-	fuzz/run.sh 600
+	fuzz/build.sh && mkdir -p fuzz/out
+	FUZZ_RUNS=10000000 fuzz/run.sh 1800 $(FUZZ_HALF1) > fuzz/out/half1.txt \
+	    2>&1 & pid=$$!; \
+	FUZZ_RUNS=10000000 fuzz/run.sh 1800 $(FUZZ_HALF2); rc=$$?; \
+	wait $$pid; rc1=$$?; cat fuzz/out/half1.txt; \
+	[ $$rc -eq 0 ] && [ $$rc1 -eq 0 ]
 
 bench-deps:
 	@util/install-deps.sh --bench

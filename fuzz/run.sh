@@ -1,6 +1,8 @@
 #!/bin/bash
 # Runs every fuzz target for SECONDS each (default 10), one after another.
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]
+#   FUZZ_RUNS=10000000 fuzz/run.sh 1800   (each target 10M executions,
+#                                          30 min at most)
 # Each target starts from a copy of fuzz/corpus/<target>/ in fuzz/out/,
 # so the seed corpus stays as committed; crash inputs land in
 # fuzz/out/<target>/crashes/, logs in fuzz/out/<target>.log.
@@ -44,7 +46,9 @@ for t in $targets; do
     mkdir -p "$work/corpus" "$work/crashes"
     cp -r "$fuzz/corpus/$t/." "$work/corpus/" 2>/dev/null
 
-    "$fuzz/bin/$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 \
+    # FUZZ_RUNS=N: stop after N executions (SECONDS still bounds the run)
+    "$fuzz/bin/$t" -max_total_time="$secs" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
+        -timeout=5 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$work/crashes/" \
         "$work/corpus" > "$log" 2>&1
     rc=$?
