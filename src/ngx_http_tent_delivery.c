@@ -19,6 +19,8 @@
  * (receivers drop duplicates by entity, id and version).  So the queue's
  * own writes need no fsync: one lost in a crash leaves the row or job it
  * would have removed, which runs again; only the post's batch is synced.
+ * A new post's mentions (spec 9.2 step 4, 9.3) of a follower that did not
+ * get it, or of an entity we follow, become jobs too.
  */
 
 
@@ -28,6 +30,7 @@
 #define NGX_HTTP_TENT_OUTBOX_SCAN   256
 #define NGX_HTTP_TENT_OUTBOX_EXPAND 16
 #define NGX_HTTP_TENT_FOLLOWER_SCAN 500
+#define NGX_HTTP_TENT_MENTION_MAX   32
 
 
 typedef struct {
@@ -44,6 +47,9 @@ typedef struct {
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
     ngx_uint_t                        followings; /* then followings */
+    ngx_uint_t                        mentions;   /* then mentions */
+    ngx_array_t                      *got;        /* entities with a job */
+    ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
 } ngx_http_tent_task_t;
@@ -69,6 +75,11 @@ static void ngx_http_tent_delivery_expand_followers(
 static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
+    json_t *record);
+static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
@@ -687,10 +698,11 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                NGX_HTTP_TENT_TABLE_FOLLOWER, &t->start,
-                                &t->end)
-        != NGX_OK)
+    if (ngx_http_tent_delivery_mentions(t) != NGX_OK
+        || ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                   NGX_HTTP_TENT_TABLE_FOLLOWER, &t->start,
+                                   &t->end)
+           != NGX_OK)
     {
         ngx_http_tent_task_done(t);
         return;
@@ -728,24 +740,19 @@ ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
 
 
 /*
- * Who gets a post: followers subscribed to its type ("all", or its base)
- * and, when it is not public, named by it: their entity, or one of their
- * groups (tentd forgot group members, spec 14.22).
+ * Whether a post is for a relationship: public, or naming its entity or
+ * one of its groups (tentd forgot group members, spec 14.22).
  */
 
 static ngx_int_t
-ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
+ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
 {
     size_t       i, j;
     json_t      *perms, *g, *mine, *v;
-    ngx_str_t    type, entity;
+    ngx_str_t    entity;
     const char  *key;
 
-    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
-        || ngx_http_tent_json_str(follower, "entity", &entity) != NGX_OK
-        || !ngx_http_tent_type_allowed(json_object_get(follower, "types"),
-                                       &type))
-    {
+    if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
         return 0;
     }
 
@@ -763,7 +770,7 @@ ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
         }
     }
 
-    mine = json_object_get(follower, "groups");
+    mine = json_object_get(record, "groups");
 
     json_array_foreach(json_object_get(perms, "groups"), i, g) {
         json_array_foreach(mine, j, v) {
@@ -775,6 +782,20 @@ ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
     }
 
     return 0;
+}
+
+
+/* who gets a post: followers subscribed to its type, and permitted */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
+{
+    ngx_str_t  type;
+
+    return ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+           && ngx_http_tent_type_allowed(json_object_get(follower, "types"),
+                                         &type)
+           && ngx_http_tent_delivery_permitted(post, follower);
 }
 
 
@@ -868,6 +889,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             continue;
         }
 
+        ngx_http_tent_delivery_got(t, follower);
+
         jid.len = 1 + fid.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
         if (jid.data == NULL) {
@@ -945,6 +968,13 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         wop->handler = ngx_http_tent_delivery_next_followers;
 
+    } else if (!t->mentions && t->mentioned && t->mentioned->nelts) {
+
+        /* the mentioned entities that got nothing yet */
+
+        t->mentions = 1;
+        wop->handler = ngx_http_tent_delivery_lookup;
+
     } else {
         if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
             ngx_http_tent_task_done(t);
@@ -954,6 +984,268 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         wop->handler = ngx_http_tent_delivery_written;
     }
 
+    wop->data = t;
+
+    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+/*
+ * A new post's mentions (spec 9.2 step 4): the entities it names, but
+ * ours, each once, at most NGX_HTTP_TENT_MENTION_MAX of them.  A later
+ * version notifies no one again, as in tentd.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
+{
+    size_t       i;
+    json_t      *m;
+    ngx_str_t    entity, *e;
+    ngx_uint_t   j;
+
+    if (t->post == NULL
+        || json_integer_value(json_object_get(t->job, "version")) != 1
+        || json_array_size(json_object_get(t->post, "mentions")) == 0)
+    {
+        return NGX_OK;
+    }
+
+    t->mentioned = ngx_array_create(t->pool, 4, sizeof(ngx_str_t));
+    if (t->mentioned == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(json_object_get(t->post, "mentions"), i, m) {
+
+        if (ngx_http_tent_json_str(m, "entity", &entity) != NGX_OK
+            || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
+        {
+            continue;
+        }
+
+        e = t->mentioned->elts;
+
+        for (j = 0; j < t->mentioned->nelts; j++) {
+            if (ngx_http_tent_entity_eq(&entity, &e[j])) {
+                break;
+            }
+        }
+
+        if (j < t->mentioned->nelts) {
+            continue;
+        }
+
+        if (t->mentioned->nelts == NGX_HTTP_TENT_MENTION_MAX) {
+            ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                          "tent delivery: a post mentions more than "
+                          ngx_value(NGX_HTTP_TENT_MENTION_MAX)
+                          " entities; the others are not told");
+            break;
+        }
+
+        e = ngx_array_push(t->mentioned);
+        if (e == NULL) {
+            return NGX_ERROR;
+        }
+
+        *e = entity;    /* t->post lives as long as the task */
+    }
+
+    return NGX_OK;
+}
+
+
+/* a relationship got the post as a subscriber: its mention is void */
+
+static void
+ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
+{
+    ngx_str_t   entity, *e;
+    ngx_uint_t  i;
+
+    if (t->mentioned == NULL
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK)
+    {
+        return;
+    }
+
+    e = t->mentioned->elts;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+        if (ngx_http_tent_entity_eq(&entity, &e[i])) {
+            e[i] = e[t->mentioned->nelts - 1];
+            t->mentioned->nelts--;
+            return;
+        }
+    }
+}
+
+
+/* the mentioned entities: a follower of ours, or one we follow? */
+
+static void
+ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t                 *e, key;
+    ngx_uint_t                 i;
+    ngx_http_tent_store_op_t  *get;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        return;
+    }
+
+    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    e = t->mentioned->elts;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+        if (ngx_http_tent_key(t->pool, &t->ent->entity,
+                              NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &e[i],
+                              &key)
+            != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK
+            || ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &e[i],
+                                 &key)
+               != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+    }
+
+    get->handler = ngx_http_tent_delivery_mentioned;
+    get->data = t;
+
+    if (ngx_http_tent_store_submit(get) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+/*
+ * A job per mentioned relationship, the follower first (spec 9.3); its
+ * permissions are checked when it is sent.  An entity with no
+ * relationship is not told: that needs discovery and an unsigned POST.
+ */
+
+static void
+ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    json_t                    *job;
+    uint64_t                   now;
+    ngx_str_t                  value, id, pid, jid, jkey, jvalue, *e;
+    ngx_uint_t                 i, found, n, kind;
+    ngx_http_tent_store_op_t  *wop;
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || wop == NULL
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK
+        || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+    e = t->mentioned->elts;
+    n = 0;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+
+        /* 0: no one, 1: a follower, 2: a following */
+
+        kind = 0;
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        if (found) {
+            id = value;
+            kind = 1;
+        }
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        if (found && kind == 0) {
+            id = value;
+            kind = 2;
+        }
+
+        if (kind == 0) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                           "tent delivery: %V is mentioned, but neither "
+                           "follows nor is followed: not told", &e[i]);
+            continue;
+        }
+
+        jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
+        jid.data = ngx_pnalloc(t->pool, jid.len);
+        if (jid.data == NULL) {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        jid.len = ngx_sprintf(jid.data, "m%s%V %V %L",
+                              kind == 2 ? "F" : "", &id, &pid,
+                              (int64_t) json_integer_value(
+                                  json_object_get(t->job, "version")))
+                  - jid.data;
+
+        job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
+                        kind == 2 ? "following" : "follower",
+                        ngx_http_tent_json_string(&id),
+                        "mention", 1,
+                        "id", json_object_get(t->job, "id"),
+                        "version", json_object_get(t->job, "version"),
+                        "attempt", 0,
+                        "first", (json_int_t) (now / 1000));
+
+        if (job == NULL
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
+            || ngx_http_tent_job_key(t->pool, &t->ent->entity, now, &jid,
+                                     &jkey)
+               != NGX_OK
+            || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &jkey, &jvalue) != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        n++;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: %ui jobs for mentions", n);
+
+    if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    wop->handler = ngx_http_tent_delivery_written;
     wop->data = t;
 
     if (ngx_http_tent_store_submit(wop) != NGX_OK) {
@@ -1077,6 +1369,17 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         || !found
         || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
         || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /* a mention goes only where the post may be read, as it is now */
+
+    if (json_is_true(json_object_get(t->job, "mention"))
+        && (!ngx_http_tent_delivery_permitted(t->post, t->follower)
+            || (json_object_get(t->job, "following")
+                && !json_is_true(json_object_get(t->follower, "confirmed")))))
     {
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
