@@ -32,6 +32,10 @@
 #define NGX_HTTP_TENT_FOLLOWER_SCAN 500
 #define NGX_HTTP_TENT_MENTION_MAX   32
 
+/* what an outbox row says of its post, before the post is read */
+#define NGX_HTTP_TENT_ROW_PROFILE   1   /* maybe for the followings too */
+#define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
+
 
 typedef struct {
     ngx_pool_t                       *pool;
@@ -48,6 +52,7 @@ typedef struct {
     ngx_str_t                         end;
     ngx_uint_t                        followings; /* then followings */
     ngx_uint_t                        mentions;   /* then mentions */
+    ngx_uint_t                        stranger;   /* no relationship */
     ngx_array_t                      *got;        /* entities with a job */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_queue_t                       queue;
@@ -61,7 +66,7 @@ static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
-static ngx_int_t ngx_http_tent_delivery_plain(ngx_str_t *value);
+static ngx_uint_t ngx_http_tent_delivery_row(ngx_str_t *value);
 static void ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl,
     ngx_uint_t table);
 static void ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op);
@@ -82,6 +87,9 @@ static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
@@ -133,7 +141,11 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     p = ngx_http_tent_put_u64(rest.data, ngx_http_tent_now_us());
     ngx_memcpy(p, id.data, id.len);
 
-    /* the type tells the engine whether followings get it too */
+    /*
+     * The type tells the engine whether followings get it too, and
+     * "mentions" whether a new post names someone to tell, whoever
+     * follows us.
+     */
 
     row = json_pack("{s:O, s:O, s:O}", "id", json_object_get(post, "id"),
                     "version", json_object_get(post, "version"),
@@ -142,6 +154,12 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (row == NULL || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK) {
         json_decref(row);
         return NGX_ERROR;
+    }
+
+    if (json_integer_value(json_object_get(post, "version")) == 1
+        && json_array_size(json_object_get(post, "mentions")))
+    {
+        json_object_set_new(row, "mentions", json_true());
     }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_OUTBOX,
@@ -336,7 +354,9 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
             row[0] = key;
             row[1] = value;
 
-            if (!ngx_http_tent_delivery_plain(&value)) {
+            if (ngx_http_tent_delivery_row(&value)
+                & NGX_HTTP_TENT_ROW_PROFILE)
+            {
                 dl->profile_rows = 1;
             }
         }
@@ -352,29 +372,37 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 
 
 /*
- * Whether an outbox row is surely not a profile post (which goes to the
- * followings too): rows written before the type was kept in them count
- * as maybe.
+ * What an outbox row says: rows written before the type was kept in them
+ * count as maybe profile posts.
  */
 
-static ngx_int_t
-ngx_http_tent_delivery_plain(ngx_str_t *value)
+static ngx_uint_t
+ngx_http_tent_delivery_row(ngx_str_t *value)
 {
-    json_t     *row;
-    ngx_str_t   type;
-    ngx_int_t   plain;
+    json_t      *row;
+    ngx_str_t    type;
+    ngx_uint_t   flags;
 
     row = ngx_http_tent_json_parse(value, NULL);
     if (row == NULL) {
-        return 0;
+        return NGX_HTTP_TENT_ROW_PROFILE;
     }
 
-    plain = ngx_http_tent_json_str(row, "type", &type) == NGX_OK
-            && !ngx_http_tent_post_type_is(&type, "profile");
+    flags = 0;
+
+    if (ngx_http_tent_json_str(row, "type", &type) != NGX_OK
+        || ngx_http_tent_post_type_is(&type, "profile"))
+    {
+        flags |= NGX_HTTP_TENT_ROW_PROFILE;
+    }
+
+    if (json_is_true(json_object_get(row, "mentions"))) {
+        flags |= NGX_HTTP_TENT_ROW_MENTIONS;
+    }
 
     json_decref(row);
 
-    return plain;
+    return flags;
 }
 
 
@@ -419,7 +447,7 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     ngx_http_tent_delivery_t *dl = op->data;
 
     ngx_str_t                     key, value, *row;
-    ngx_uint_t                    i;
+    ngx_uint_t                    i, n;
     ngx_http_tent_store_op_t     *wop;
     ngx_http_tent_entity_conf_t  *ent;
 
@@ -453,7 +481,10 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    /* no one to send them to: the rows go, unsynced (see the top) */
+    /*
+     * No one to send them to: the rows go, unsynced (see the top), but
+     * those of new posts that mention someone, who may be told anyway.
+     */
 
     wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
@@ -462,7 +493,20 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         return;
     }
 
+    n = 0;
+
     for (i = 0; i < dl->rows.nelts; i++) {
+        if (ngx_http_tent_delivery_row(&row[2 * i + 1])
+            & NGX_HTTP_TENT_ROW_MENTIONS)
+        {
+            if (n++ < NGX_HTTP_TENT_OUTBOX_EXPAND) {
+                ngx_http_tent_delivery_expand(dl, ent, &row[2 * i],
+                                              &row[2 * i + 1]);
+            }
+
+            continue;
+        }
+
         if (ngx_http_tent_store_write_del(wop, &row[2 * i]) != NGX_OK) {
             ngx_http_tent_delivery_next(dl);
             return;
@@ -470,7 +514,12 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: %ui posts for no one", dl->rows.nelts);
+                   "tent delivery: %ui posts for no one", dl->rows.nelts - n);
+
+    if (n == dl->rows.nelts) {
+        ngx_http_tent_delivery_due(dl);
+        return;
+    }
 
     wop->handler = ngx_http_tent_delivery_cleared;
     wop->data = dl;
@@ -1136,9 +1185,10 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
 
 
 /*
- * A job per mentioned relationship, the follower first (spec 9.3); its
- * permissions are checked when it is sent.  An entity with no
- * relationship is not told: that needs discovery and an unsigned POST.
+ * A job per mentioned entity (spec 9.3): to the follower, else to the
+ * following, whose permissions are checked when it is sent; with no
+ * relationship, for a public post only, to the entity's discovered
+ * servers, unsigned.
  */
 
 static void
@@ -1193,11 +1243,18 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
             kind = 2;
         }
 
+        /* no relationship: a public post only, to a discovered server */
+
         if (kind == 0) {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                           "tent delivery: %V is mentioned, but neither "
-                           "follows nor is followed: not told", &e[i]);
-            continue;
+            if (!json_is_true(json_object_get(json_object_get(t->post,
+                                                              "permissions"),
+                                              "public"))
+                || ngx_http_tent_entity_valid(&e[i]) != NGX_OK)
+            {
+                continue;
+            }
+
+            id = e[i];
         }
 
         jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
@@ -1208,13 +1265,15 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         }
 
         jid.len = ngx_sprintf(jid.data, "m%s%V %V %L",
-                              kind == 2 ? "F" : "", &id, &pid,
+                              kind == 2 ? "F" : (kind == 0 ? "E" : ""),
+                              &id, &pid,
                               (int64_t) json_integer_value(
                                   json_object_get(t->job, "version")))
                   - jid.data;
 
         job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
-                        kind == 2 ? "following" : "follower",
+                        kind == 2 ? "following"
+                                  : (kind == 0 ? "entity" : "follower"),
                         ngx_http_tent_json_string(&id),
                         "mention", 1,
                         "id", json_object_get(t->job, "id"),
@@ -1312,21 +1371,26 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
         get = ngx_http_tent_store_op_create(t->pool, dl->log);
 
         following = ngx_http_tent_json_str(job, "following", &fid) == NGX_OK;
+        t->stranger = json_object_get(job, "entity") != NULL;
+
+        /* the relationship's record and the post; a stranger's: the post */
 
         if (get == NULL
-            || (!following
+            || (!following && !t->stranger
                 && ngx_http_tent_json_str(job, "follower", &fid) != NGX_OK)
             || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
-            || ngx_http_tent_key(t->pool, &ent->entity,
-                                 following ? NGX_HTTP_TENT_TABLE_FOLLOWING
-                                           : NGX_HTTP_TENT_TABLE_FOLLOWER,
-                                 &fid, &fkey)
-               != NGX_OK
             || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity,
                                       &pid, -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget(get) != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK
+            || (!t->stranger
+                && (ngx_http_tent_key(t->pool, &ent->entity,
+                                      following
+                                      ? NGX_HTTP_TENT_TABLE_FOLLOWING
+                                      : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                      &fid, &fkey)
+                    != NGX_OK
+                    || ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK))
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
         {
             ngx_http_tent_task_done(t);
@@ -1358,6 +1422,11 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         return;
     }
 
+    if (t->stranger) {
+        ngx_http_tent_delivery_stranger(t, op);
+        return;
+    }
+
     /* a follower gone, or a post deleted: nothing to send */
 
     if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
@@ -1382,6 +1451,78 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
                 && !json_is_true(json_object_get(t->follower, "confirmed")))))
     {
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    t->server = 0;
+
+    ngx_http_tent_delivery_send(t);
+}
+
+
+/*
+ * A mentioned entity with no relationship: the post, if it is still
+ * public, goes to the servers its profile lists, found again for every
+ * attempt (they may move).
+ */
+
+static void
+ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t   value, entity;
+    ngx_uint_t  found;
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK
+        || !json_is_true(json_object_get(json_object_get(t->post,
+                                                         "permissions"),
+                                         "public"))
+        || ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    if (ngx_http_tent_discover_start(t->pool, t->dl->log,
+                                     &t->ent->scf->outbound, &entity,
+                                     ngx_http_tent_delivery_discovered, t)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
+{
+    ngx_http_tent_task_t *t = d->data;
+
+    if (d->status) {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: a mention: %s", d->error);
+
+        /* no profile there, or one our guard refuses: not again */
+
+        t->status = d->status;
+        ngx_http_tent_delivery_settle(t, d->status == NGX_HTTP_NOT_FOUND
+                                         || d->status == NGX_HTTP_FORBIDDEN
+                                         || d->status == NGX_HTTP_BAD_REQUEST
+                                         ? NGX_HTTP_TENT_REFUSED
+                                         : NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    t->follower = json_pack("{s:O}", "servers", d->servers);
+
+    if (t->follower == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
+    {
+        json_decref(t->follower);
+        ngx_http_tent_task_done(t);
         return;
     }
 
@@ -1431,9 +1572,12 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     server = json_array_get(json_object_get(t->follower, "servers"),
                             t->server);
 
-    /* a follower's notification path; a following's "posts" (spec 9.3) */
+    /*
+     * A follower's notification path; "posts" for a following, signed,
+     * and for an entity with no relationship, unsigned (spec 9.3).
+     */
 
-    if (json_object_get(t->job, "following")) {
+    if (json_object_get(t->job, "following") || t->stranger) {
         ngx_str_set(&path, "posts");
 
     } else if (ngx_http_tent_json_str(t->follower, "notification_path",
@@ -1462,7 +1606,8 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     if (f == NULL || body == NULL
         || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK
         || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK
-        || ngx_http_tent_remote_sign(f, t->follower) != NGX_OK)
+        || (!t->stranger
+            && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK))
     {
         ngx_http_tent_task_done(t);
         return;

@@ -230,9 +230,18 @@ typedef ngx_int_t (*ngx_http_tent_fetch_done_pt)(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 
 
+/* per server: where and how outbound requests may go */
+typedef struct {
+    ngx_array_t                    *allow;       /* ngx_cidr_t */
+    ngx_msec_t                      timeout;
+    size_t                          max_response;
+} ngx_http_tent_outbound_conf_t;
+
+
 typedef struct ngx_http_tent_discover_s  ngx_http_tent_discover_t;
 typedef ngx_int_t (*ngx_http_tent_discover_done_pt)(ngx_http_request_t *r,
     ngx_http_tent_discover_t *d);
+typedef void (*ngx_http_tent_discovered_pt)(ngx_http_tent_discover_t *d);
 
 struct ngx_http_tent_discover_s {
     ngx_str_t                       entity;
@@ -245,20 +254,17 @@ struct ngx_http_tent_discover_s {
     void                           *data;
 
     /* private */
+    ngx_http_request_t             *request;     /* or NULL: no request */
+    ngx_pool_t                     *pool;
+    ngx_log_t                      *log;
+    ngx_http_tent_outbound_conf_t  *outbound;
     ngx_http_tent_discover_done_pt  done;
+    ngx_http_tent_discovered_pt     discovered;
     void                           *saved_state;
     ngx_array_t                     links;
     ngx_uint_t                      next_link;
     ngx_uint_t                      stage;
 };
-
-
-/* per server: where and how outbound requests may go */
-typedef struct {
-    ngx_array_t                    *allow;       /* ngx_cidr_t */
-    ngx_msec_t                      timeout;
-    size_t                          max_response;
-} ngx_http_tent_outbound_conf_t;
 
 
 struct ngx_http_tent_fetch_s {
@@ -604,6 +610,9 @@ ngx_int_t ngx_http_tent_entity_valid(ngx_str_t *url);
 ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
 ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_http_tent_discover_done_pt done, void *data);
+ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
+    ngx_http_tent_discovered_pt discovered, void *data);
 
 /* ngx_http_tent_relations.c: what followers and followings share */
 typedef struct {

@@ -5,9 +5,10 @@
 
 
 /*
- * Talking to other Tent servers on behalf of a request: discovery of an
- * entity (spec 2.2: HEAD, then GET, the profile Link, the profile), and
- * the mapping of outbound failures to the statuses the spec lists.
+ * Talking to other Tent servers: discovery of an entity (spec 2.2: HEAD,
+ * then GET, the profile Link, the profile), for a request or for the
+ * delivery engine, and the mapping of outbound failures to the statuses
+ * the spec lists.
  */
 
 
@@ -17,12 +18,17 @@
 #define NGX_HTTP_TENT_MAX_LINKS     8
 
 
-static ngx_int_t ngx_http_tent_discover_step(ngx_http_request_t *r,
-    ngx_http_tent_discover_t *d);
-static ngx_int_t ngx_http_tent_discover_fetched(ngx_http_request_t *r,
+static ngx_http_tent_discover_t *ngx_http_tent_discover_create(
+    ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity, void *data);
+static ngx_int_t ngx_http_tent_discover_step(ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_discover_request_fetched(
+    ngx_http_request_t *r, ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_discover_event_fetched(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_discover_fetched(ngx_http_tent_discover_t *d,
     ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_discover_profile(ngx_http_request_t *r,
-    ngx_http_tent_discover_t *d, ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
+    ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_links_html(ngx_http_tent_discover_t *d,
     ngx_str_t *html);
 
@@ -257,44 +263,98 @@ ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
 {
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_discover_t  *d;
+    ngx_http_tent_srv_conf_t  *scf;
 
     ctx = ngx_http_tent_get_ctx(r);
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
-    d = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_discover_t));
+    d = ngx_http_tent_discover_create(r->pool, r->connection->log,
+                                      &scf->outbound, entity, data);
     if (d == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_array_init(&d->links, r->pool, 2, sizeof(ngx_str_t)) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    d->entity = *entity;
+    d->request = r;
     d->done = done;
-    d->data = data;
     d->saved_state = ctx->state;
     ctx->state = d;
 
-    return ngx_http_tent_discover_step(r, d);
+    return ngx_http_tent_discover_step(d);
 }
 
 
+/*
+ * The same without a request, for the delivery engine: "discovered"
+ * runs from the event loop, never before this returns NGX_OK.
+ */
+
+ngx_int_t
+ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
+    ngx_http_tent_discovered_pt discovered, void *data)
+{
+    ngx_http_tent_discover_t  *d;
+
+    d = ngx_http_tent_discover_create(pool, log, outbound, entity, data);
+    if (d == NULL) {
+        return NGX_ERROR;
+    }
+
+    d->discovered = discovered;
+
+    return ngx_http_tent_discover_step(d) == NGX_OK ? NGX_OK : NGX_ERROR;
+}
+
+
+static ngx_http_tent_discover_t *
+ngx_http_tent_discover_create(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity, void *data)
+{
+    ngx_http_tent_discover_t  *d;
+
+    d = ngx_pcalloc(pool, sizeof(ngx_http_tent_discover_t));
+    if (d == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&d->links, pool, 2, sizeof(ngx_str_t)) != NGX_OK) {
+        return NULL;
+    }
+
+    d->entity = *entity;
+    d->data = data;
+    d->pool = pool;
+    d->log = log;
+    d->outbound = outbound;
+
+    return d;
+}
+
+
+/* NGX_OK or NGX_DONE when a fetch is on its way; with a request, a status */
+
 static ngx_int_t
-ngx_http_tent_discover_step(ngx_http_request_t *r,
-    ngx_http_tent_discover_t *d)
+ngx_http_tent_discover_step(ngx_http_tent_discover_t *d)
 {
     ngx_str_t              *url;
     ngx_http_tent_fetch_t  *f;
+
+    f = ngx_http_tent_fetch_create(d->pool, d->log, d->outbound);
+    if (f == NULL) {
+        return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+    }
 
     switch (d->stage) {
 
     case NGX_HTTP_TENT_DISCOVER_HEAD:
     case NGX_HTTP_TENT_DISCOVER_GET:
-        f = ngx_http_tent_remote_fetch(r, &d->entity,
-                                       d->stage == NGX_HTTP_TENT_DISCOVER_HEAD
-                                       ? "HEAD" : "GET");
-        if (f == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        f->url = d->entity;
+
+        if (d->stage == NGX_HTTP_TENT_DISCOVER_HEAD) {
+            ngx_str_set(&f->method, "HEAD");
+
+        } else {
+            ngx_str_set(&f->method, "GET");
         }
 
         ngx_str_set(&f->accept, "*/*");
@@ -305,11 +365,8 @@ ngx_http_tent_discover_step(ngx_http_request_t *r,
     default:
         url = d->links.elts;
 
-        f = ngx_http_tent_remote_fetch(r, &url[d->next_link], "GET");
-        if (f == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
+        f->url = url[d->next_link];
+        ngx_str_set(&f->method, "GET");
         f->redirects = 3;
 
         /* kept with the relationship and listed with it: keep it small */
@@ -320,30 +377,56 @@ ngx_http_tent_discover_step(ngx_http_request_t *r,
 
     f->data = d;
 
-    return ngx_http_tent_fetch_request(r, f, ngx_http_tent_discover_fetched);
+    if (d->request) {
+        return ngx_http_tent_fetch_request(d->request, f,
+                                      ngx_http_tent_discover_request_fetched);
+    }
+
+    f->handler = ngx_http_tent_discover_event_fetched;
+
+    return ngx_http_tent_fetch_start(f);
 }
 
 
 static ngx_int_t
-ngx_http_tent_discover_finish(ngx_http_request_t *r,
-    ngx_http_tent_discover_t *d, ngx_uint_t status, const char *error,
+ngx_http_tent_discover_request_fetched(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f)
+{
+    return ngx_http_tent_discover_fetched(f->data, f);
+}
+
+
+/* without a request a step that cannot start ends the discovery */
+
+static void
+ngx_http_tent_discover_event_fetched(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_discover_t *d = f->data;
+
+    if (ngx_http_tent_discover_fetched(d, f) == NGX_ERROR) {
+        d->status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        d->error = "discovery failed";
+        d->discovered(d);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_discover_finish(ngx_http_tent_discover_t *d,
+    ngx_uint_t status, const char *error, ngx_http_tent_fetch_t *f)
 {
     u_char               *msg, *p;
     size_t                len;
     ngx_http_tent_ctx_t  *ctx;
-
-    ctx = ngx_http_tent_get_ctx(r);
-    ctx->state = d->saved_state;
 
     d->status = status;
 
     if (status && f) {
         len = d->entity.len + f->url.len + 256;
 
-        msg = ngx_pnalloc(r->pool, len);
+        msg = ngx_pnalloc(d->pool, len);
         if (msg == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
         }
 
         if (f->result == NGX_HTTP_TENT_FETCH_OK) {
@@ -364,7 +447,15 @@ ngx_http_tent_discover_finish(ngx_http_request_t *r,
         d->error = error;
     }
 
-    return d->done(r, d);
+    if (d->request == NULL) {
+        d->discovered(d);
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_tent_get_ctx(d->request);
+    ctx->state = d->saved_state;
+
+    return d->done(d->request, d);
 }
 
 
@@ -524,22 +615,19 @@ ngx_http_tent_links_resolve(ngx_pool_t *pool, ngx_http_tent_discover_t *d)
 
 
 static ngx_int_t
-ngx_http_tent_discover_fetched(ngx_http_request_t *r,
+ngx_http_tent_discover_fetched(ngx_http_tent_discover_t *d,
     ngx_http_tent_fetch_t *f)
 {
     ngx_str_t                 *ct;
     ngx_uint_t                 i;
     ngx_table_elt_t           *h;
-    ngx_http_tent_discover_t  *d;
-
-    d = f->data;
 
     if (d->stage == NGX_HTTP_TENT_DISCOVER_PROFILE) {
-        return ngx_http_tent_discover_profile(r, d, f);
+        return ngx_http_tent_discover_profile(d, f);
     }
 
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
-        return ngx_http_tent_discover_finish(r, d,
+        return ngx_http_tent_discover_finish(d,
                                              ngx_http_tent_remote_status(f),
                                              NULL, f);
     }
@@ -564,30 +652,30 @@ ngx_http_tent_discover_fetched(ngx_http_request_t *r,
             ngx_http_tent_links_html(d, &f->body);
         }
 
-        if (ngx_http_tent_links_resolve(r->pool, d) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (ngx_http_tent_links_resolve(d->pool, d) != NGX_OK) {
+            return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
         }
     }
 
     if (d->links.nelts) {
         d->stage = NGX_HTTP_TENT_DISCOVER_PROFILE;
         d->next_link = 0;
-        return ngx_http_tent_discover_step(r, d);
+        return ngx_http_tent_discover_step(d);
     }
 
     if (d->stage == NGX_HTTP_TENT_DISCOVER_HEAD) {
         d->stage = NGX_HTTP_TENT_DISCOVER_GET;
-        return ngx_http_tent_discover_step(r, d);
+        return ngx_http_tent_discover_step(d);
     }
 
-    return ngx_http_tent_discover_finish(r, d, NGX_HTTP_NOT_FOUND,
+    return ngx_http_tent_discover_finish(d, NGX_HTTP_NOT_FOUND,
                                          "no profile link", f);
 }
 
 
 static ngx_int_t
-ngx_http_tent_discover_profile(ngx_http_request_t *r,
-    ngx_http_tent_discover_t *d, ngx_http_tent_fetch_t *f)
+ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
+    ngx_http_tent_fetch_t *f)
 {
     json_t     *profile, *core, *servers, *v;
     size_t      i;
@@ -616,9 +704,9 @@ ngx_http_tent_discover_profile(ngx_http_request_t *r,
         goto next;
     }
 
-    profile = ngx_http_tent_json_parse(&f->body, r->connection->log);
+    profile = ngx_http_tent_json_parse(&f->body, d->log);
 
-    if (profile == NULL || ngx_http_tent_json_cleanup(r->pool, profile)
+    if (profile == NULL || ngx_http_tent_json_cleanup(d->pool, profile)
                            != NGX_OK)
     {
         json_decref(profile);
@@ -686,15 +774,15 @@ ngx_http_tent_discover_profile(ngx_http_request_t *r,
         d->api_root.len = json_string_length(json_array_get(servers, 0));
     }
 
-    return ngx_http_tent_discover_finish(r, d, 0, NULL, NULL);
+    return ngx_http_tent_discover_finish(d, 0, NULL, NULL);
 
 next:
 
     if (++d->next_link < d->links.nelts) {
-        return ngx_http_tent_discover_step(r, d);
+        return ngx_http_tent_discover_step(d);
     }
 
-    return ngx_http_tent_discover_finish(r, d, status, error, f);
+    return ngx_http_tent_discover_finish(d, status, error, f);
 }
 
 

@@ -147,6 +147,34 @@ is($res->{body}, '0', 'no follower stored');
 $res = $client->request(GET => '/followings', cred => $cred);
 is_deeply($res->{json}, [], 'no following listed');
 
+# ---- mentions: the delivery engine discovers a mentioned stranger with
+# the same guard (spec 9.3): a public post naming every refused address
+
+my (undef, $writer) = $peer->authorized_app('write_posts',
+                                            post_types => 'all');
+$res = $client->request(POST => '/posts', cred => $writer, body => {
+    type => 'https://tent.io/types/post/status/v0.1.0',
+    content => { text => 'hello, strangers' },
+    permissions => { public => JSON::PP::true },
+    mentions => [map { { entity => $_ } } @refused] });
+is($res->{status}, 200, 'a public post mentions every refused address')
+    or diag($res->{body});
+
+my $mentions = sub {
+    my @l = $peer->error_log_text
+            =~ /tent delivery: a mention: Discovery of (\S+) failed: \S+: (.*)/g;
+    return @l;
+};
+my $end = time + 20;
+sleep 0.2 while time < $end && $mentions->() < 2 * @refused;
+my %why = $mentions->();
+is(scalar keys %why, scalar @refused, 'each mentioned address was tried')
+    or diag(join ', ', sort keys %why);
+is(scalar(grep { !/refused|tent_outbound_allow/ } values %why), 0,
+   'and each was refused by the guard') or diag(join "\n", values %why);
+settle();
+is(connections(), 0, 'no mention reached any loopback receiver');
+
 # ---- with the loopback ranges allowed, the same targets are reached
 
 ok($peer->reload(server_config => server_config(

@@ -1,9 +1,11 @@
 # Mentions (spec 9.2 step 4, 9.3): a new post of ours that mentions a
 # follower who did not get it as a subscriber, or an entity we follow,
 # goes to that entity too, signed with the relationship's credential,
-# when its permissions let that entity read it.  Receivers on loopback
-# play followers; a second nginx (Tent::Peer) is an entity we follow and
-# that does not follow us, and must end up with the post.
+# when its permissions let that entity read it; a public one that
+# mentions an entity with no relationship goes, unsigned, to the servers
+# discovery finds for it.  Receivers on loopback play followers and
+# strangers; a second nginx (Tent::Peer) is an entity we follow and that
+# does not follow us, and must end up with the post.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -73,6 +75,16 @@ my $stranger = Tent::Receiver->start;  # no relationship at all
 follow($essays, $ESSAY);
 follow($all, 'all');
 
+# the stranger's server fails the first delivery: it is tried again
+$stranger->rules([{ method => 'POST', path => '^/tent/posts$', times => 1,
+                    action => { status => 503, body => 'busy' } }]);
+
+sub posted {
+    my ($rx, $id) = @_;
+    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
+           $rx->requests(method => 'POST', path => qr{^/tent/posts$});
+}
+
 # --- followers --------------------------------------------------------
 
 my $pub = post(type => $STATUS, content => { text => 'hi @essays @all' },
@@ -132,8 +144,47 @@ sleep 1;
 is(scalar got($essays, $secret->{id}), 0,
    'a private post the mentioned follower may not read is not sent to it');
 is(scalar got($essays, $pub->{id}), 1, 'version 2 is not sent for the mention');
-is(scalar $stranger->requests, 0,
-   'an entity without a relationship is not contacted');
+
+# --- an entity with no relationship ---------------------------------------
+
+$end = time + 20;
+sleep 0.1 while time < $end && posted($stranger, $pub->{id}) < 2;
+my @s = posted($stranger, $pub->{id});
+is(scalar @s, 2, 'the public post goes to a mentioned stranger, again '
+               . 'after a 503');
+ok(!exists $s[-1]{headers}{authorization}, 'unsigned');
+# a job reads the post when it runs: a retry may carry version 2
+is(eval { decode_json($s[-1]{body})->{entity} } // '', $A_URL,
+   'the post itself, of our entity');
+ok(scalar $stranger->requests(path => qr{^/tent/profile$}),
+   "after reading the stranger's profile");
+
+my $hush = post(type => $STATUS, content => { text => 'psst @stranger' },
+                permissions => { entities => { $all->url => JSON::PP::true } },
+                mentions => [{ entity => $stranger->url }]);
+my $loud = post(type => $STATUS, content => { text => 'hey @stranger' },
+                permissions => { public => JSON::PP::true },
+                mentions => [{ entity => $stranger->url }]);
+$end = time + 15;
+sleep 0.1 while time < $end && !posted($stranger, $loud->{id});
+is(scalar posted($stranger, $loud->{id}), 1, 'a later public one arrives');
+sleep 1;
+is(scalar posted($stranger, $hush->{id}), 0,
+   'a private post is never sent to an entity with no relationship');
+
+# an entity whose server has no profile: a dead letter, nothing posted
+my $nobody = Tent::Receiver->start(
+    rules => [{ path => '^/', action => { status => 404, body => 'no' } }]);
+my $lost = post(type => $STATUS, content => { text => 'hello @nobody' },
+                permissions => { public => JSON::PP::true },
+                mentions => [{ entity => $nobody->url }]);
+$end = time + 15;
+sleep 0.1 while time < $end
+    && !$nobody->requests(method => 'GET');
+ok(scalar $nobody->requests(method => 'GET'), 'discovery is tried');
+sleep 1;
+is(scalar $nobody->requests(method => 'POST'), 0,
+   'but with no profile nothing is posted');
 
 # --- an entity we follow, which does not follow us ----------------------
 
