@@ -681,6 +681,10 @@ ngx_int_t ngx_http_tent_notification_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_notification_relayed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_notification_store(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *body, ngx_str_t *entity,
+    ngx_uint_t mention);
+ngx_int_t ngx_http_tent_token_valid(ngx_str_t *s, size_t max);
 
 /* ngx_http_tent_discovery.c */
 ngx_int_t ngx_http_tent_discovery_init(ngx_conf_t *cf);
