@@ -370,7 +370,9 @@ ngx_http_tent_read_json(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-static ngx_int_t
+/* the request body in one piece, NUL-terminated, in the request's pool */
+
+ngx_int_t
 ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
 {
     u_char       *p;

@@ -690,6 +690,14 @@ ngx_int_t ngx_http_tent_notification_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_notification_relayed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_notification_store(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *body, ngx_str_t *entity,
+    ngx_uint_t mention);
+ngx_int_t ngx_http_tent_token_valid(ngx_str_t *s, size_t max);
+
+/* ngx_http_tent_mentions.c */
+ngx_int_t ngx_http_tent_mention_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_discovery.c */
 ngx_int_t ngx_http_tent_discovery_init(ngx_conf_t *cf);
@@ -727,6 +735,7 @@ ngx_int_t ngx_http_tent_read_json(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
+ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
 
 /* ngx_http_tent_keys.c */
 #define NGX_HTTP_TENT_TABLE_APP            'a'

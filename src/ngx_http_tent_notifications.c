@@ -25,6 +25,7 @@ typedef struct {
     ngx_uint_t                      profile;    /* a profile post */
     json_t                         *following;
     ngx_str_t                       raw;
+    json_t                         *reply;      /* NULL: an empty 200 */
 } ngx_http_tent_received_t;
 
 
@@ -46,7 +47,9 @@ static ngx_int_t ngx_http_tent_notification_refreshed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
-static ngx_int_t
+/* a post or relationship id, a challenge: [A-Za-z0-9_-], 1 to max bytes */
+
+ngx_int_t
 ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
 {
     size_t  i;
@@ -181,6 +184,24 @@ static ngx_int_t
 ngx_http_tent_notification_body(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
+    return ngx_http_tent_notification_store(r, ctx, ctx->body,
+                                            &ctx->principal.entity, 0);
+}
+
+
+/*
+ * Stores a post of "entity" received from elsewhere, as in
+ * POST /notifications/:id.  A mention (spec 9.3, an entity with no
+ * relationship) is a post we fetched ourselves: it has no effect beyond
+ * the copy (no delete, no profile refresh: there is no relationship to
+ * refresh) and is answered {}.
+ */
+
+ngx_int_t
+ngx_http_tent_notification_store(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *body, ngx_str_t *entity,
+    ngx_uint_t mention)
+{
     json_t                    *post, *v;
     ngx_str_t                  type;
     const char                *error;
@@ -191,8 +212,15 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (mention) {
+        st->reply = ngx_http_tent_json_own(r->pool, json_object());
+        if (st->reply == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
     error = NULL;
-    post = ngx_http_tent_post_validate(ctx->body, 1, &error);
+    post = ngx_http_tent_post_validate(body, 1, &error);
 
     if (post == NULL) {
         if (error == NULL) {
@@ -208,7 +236,7 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_json_str(post, "entity", &st->entity) != NGX_OK
-        || !ngx_http_tent_entity_eq(&st->entity, &ctx->principal.entity))
+        || !ngx_http_tent_entity_eq(&st->entity, entity))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                    "The post's entity is not the followed entity");
@@ -222,7 +250,7 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
 
     /* validation keeps what a client may send: the version is the body's */
 
-    v = json_object_get(ctx->body, "version");
+    v = json_object_get(body, "version");
     st->version = json_is_integer(v) ? json_integer_value(v) : 1;
 
     if (st->version < 1 || st->version > 0x7fffffff) {
@@ -262,6 +290,11 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
     }
 
     st->profile = ngx_http_tent_post_type_is(&type, "profile");
+
+    if (mention) {
+        st->deletes.len = 0;
+        st->profile = 0;
+    }
 
     st->post = post;
     ctx->state = st;
@@ -369,7 +402,7 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
                                         ngx_http_tent_notification_following);
         }
 
-        ctx->state = NULL;
+        ctx->state = st->reply;
         return ngx_http_tent_reply_state_json(r, op);
     }
 
@@ -385,7 +418,7 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
     if (json_integer_value(json_object_get(current, "version"))
         >= st->version)
     {
-        ctx->state = NULL;
+        ctx->state = st->reply;
         op->status = NGX_HTTP_TENT_STORE_OK;
         return ngx_http_tent_reply_state_json(r, op);
     }

@@ -665,6 +665,12 @@ ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_notification_relayed(r, ctx);
     }
 
+    /* unsigned: maybe a mention from an entity we do not know (spec 9.3) */
+
+    if (ctx->principal.kind == NGX_HTTP_TENT_ANONYMOUS) {
+        return ngx_http_tent_mention_post(r, ctx);
+    }
+
     if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_POSTS)
         && !ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_IMPORT_POSTS))
     {
