@@ -230,6 +230,28 @@ $res = $b->request(GET => '/posts/' . uri_escape($A_URL) . "/$hidden->{id}",
                    cred => $b_read);
 is($res->{status}, 404, 'a private post that does not name B is not sent');
 
+# --- an entity with no relationship that is a Tent server too ----------
+# It reads the post again at our server before it keeps it (t/031).
+
+my $c_peer = Tent::Peer->start(
+    http_config => 'tent_store $SERVROOT/tent_temp;'
+                   . ' tent_outbound_allow 127.0.0.0/8;');
+my (undef, $c_read) = $c_peer->authorized_app('read_posts',
+                                              post_types => 'all');
+my $to_c = post(type => $STATUS, content => { text => 'hello @C' },
+                permissions => { public => JSON::PP::true },
+                mentions => [{ entity => $c_peer->url }]);
+$path = '/posts/' . uri_escape($A_URL) . "/$to_c->{id}";
+$end = time + 15;
+do { $res = $c_peer->client->request(GET => $path, cred => $c_read) }
+    while $res->{status} != 200 && time < $end && sleep 0.1;
+is($res->{status}, 200, 'a server we have no relationship with keeps the '
+                        . 'public post that mentions it') or diag $res->{body};
+is($res->{json}{content}{text}, 'hello @C', 'as our server serves it');
+$res = $c_peer->client->request(GET => $path);
+isnt($res->{status}, 200, 'which it does not show to anonymous readers');
+
+$c_peer->stop;
 $b_peer->stop;
 
 __DATA__
