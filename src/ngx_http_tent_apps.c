@@ -35,6 +35,9 @@ typedef struct {
 } ngx_http_tent_apps_state_t;
 
 
+static ngx_int_t ngx_http_tent_subscription_put(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, ngx_str_t *rest,
+    json_t *auth);
 static ngx_int_t ngx_http_tent_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -335,6 +338,49 @@ ngx_http_tent_auth_credential(json_t *auth)
                      "profile_info_types",
                          json_object_get(auth, "profile_info_types"),
                      "expires_at", json_object_get(auth, "expires_at"));
+}
+
+
+/*
+ * An authorization with a notification URL subscribes its app to posts
+ * (spec 9.2): an "n" row, written and removed in the authorization's own
+ * batches, holds what the delivery engine needs to choose and sign.
+ */
+
+static ngx_int_t
+ngx_http_tent_subscription_put(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, ngx_str_t *rest,
+    json_t *auth)
+{
+    json_t     *sub;
+    ngx_str_t   url;
+
+    if (ngx_http_tent_json_str(auth, "notification_url", &url) != NGX_OK
+        || ngx_http_tent_entity_valid(&url) != NGX_OK)
+    {
+        return ngx_http_tent_del_key(r, op, &ctx->entity,
+                                     NGX_HTTP_TENT_TABLE_SUBSCRIPTION, rest);
+    }
+
+    sub = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O?}",
+                    "app", json_object_get(auth, "app_id"),
+                    "authorization", json_object_get(auth, "id"),
+                    "notification_url",
+                        json_object_get(auth, "notification_url"),
+                    "scopes", json_object_get(auth, "scopes"),
+                    "post_types", json_object_get(auth, "post_types"),
+                    "mac_key_id", json_object_get(auth, "mac_key_id"),
+                    "mac_key", json_object_get(auth, "mac_key"),
+                    "mac_algorithm", json_object_get(auth, "mac_algorithm"),
+                    "expires_at", json_object_get(auth, "expires_at"));
+
+    if (sub == NULL || ngx_http_tent_json_cleanup(r->pool, sub) != NGX_OK) {
+        json_decref(sub);
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_put_json(r, op, &ctx->entity,
+                                  NGX_HTTP_TENT_TABLE_SUBSCRIPTION, rest, sub);
 }
 
 
@@ -981,7 +1027,7 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *auth;
     ngx_int_t                    status;
-    ngx_str_t                    key, value, s, *id;
+    ngx_str_t                    key, value, s, rest, *id;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_apps_state_t  *st;
@@ -1017,10 +1063,15 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        if ((ngx_http_tent_json_str(auth, "mac_key_id", &s) == NGX_OK
-             && ngx_http_tent_del_key(r, wop, &ctx->entity,
-                                      NGX_HTTP_TENT_TABLE_CREDENTIAL, &s)
-                != NGX_OK)
+        if (ngx_http_tent_json_str(auth, "id", &s) != NGX_OK
+            || ngx_http_tent_auth_rest(r->pool, id, &s, &rest) != NGX_OK
+            || ngx_http_tent_del_key(r, wop, &ctx->entity,
+                                     NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest)
+               != NGX_OK
+            || (ngx_http_tent_json_str(auth, "mac_key_id", &s) == NGX_OK
+                && ngx_http_tent_del_key(r, wop, &ctx->entity,
+                                         NGX_HTTP_TENT_TABLE_CREDENTIAL, &s)
+                   != NGX_OK)
             || (ngx_http_tent_json_str(auth, "token_code", &s) == NGX_OK
                 && ngx_http_tent_del_key(r, wop, &ctx->entity,
                                          NGX_HTTP_TENT_TABLE_CODE, &s)
@@ -1170,7 +1221,8 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
         || ngx_http_tent_put_json(r, op, &ctx->entity,
                                   NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
                                   cred)
-           != NGX_OK)
+           != NGX_OK
+        || ngx_http_tent_subscription_put(r, ctx, op, &rest, auth) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -1574,6 +1626,9 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
         || ngx_http_tent_del_key(r, wop, &ctx->entity,
                                  NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest)
            != NGX_OK
+        || ngx_http_tent_del_key(r, wop, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest)
+           != NGX_OK
         || (ngx_http_tent_json_str(auth, "mac_key_id", &s) == NGX_OK
             && ngx_http_tent_del_key(r, wop, &ctx->entity,
                                      NGX_HTTP_TENT_TABLE_CREDENTIAL, &s)
@@ -1630,6 +1685,8 @@ ngx_http_tent_authorization_write(ngx_http_request_t *r,
         || ngx_http_tent_put_json(r, wop, &ctx->entity,
                                   NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
                                   cred)
+           != NGX_OK
+        || ngx_http_tent_subscription_put(r, ctx, wop, &rest, st->auth)
            != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -19,8 +19,9 @@
  * (receivers drop duplicates by entity, id and version).  So the queue's
  * own writes need no fsync: one lost in a crash leaves the row or job it
  * would have removed, which runs again; only the post's batch is synced.
- * A new post's mentions (spec 9.2 step 4, 9.3) of a follower that did not
- * get it, or of an entity we follow, become jobs too.
+ * A new post's mentions (spec 9.2 step 4, 9.3) become jobs too, and so do
+ * apps subscribed through a notification URL, which also hear of the
+ * posts we receive.
  */
 
 
@@ -51,8 +52,10 @@ typedef struct {
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
     ngx_uint_t                        followings; /* then followings */
+    ngx_uint_t                        apps;       /* then app subscribers */
     ngx_uint_t                        mentions;   /* then mentions */
     ngx_uint_t                        stranger;   /* no relationship */
+    ngx_str_t                         entity;     /* of a received post */
     ngx_array_t                      *got;        /* entities with a job */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_queue_t                       queue;
@@ -85,6 +88,8 @@ static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
 static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
+    json_t *job, ngx_str_t *key);
 static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
@@ -97,6 +102,9 @@ static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
 static void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
+
+
+static ngx_str_t  ngx_http_tent_empty = ngx_null_string;
 
 
 #define NGX_HTTP_TENT_DELIVERED    0
@@ -126,7 +134,7 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 {
     u_char     *p;
     json_t     *row;
-    ngx_str_t   id, rest, key, value;
+    ngx_str_t   id, rest, key, value, entity;
 
     if (ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
         return NGX_ERROR;
@@ -156,8 +164,15 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    if (json_integer_value(json_object_get(post, "version")) == 1
-        && json_array_size(json_object_get(post, "mentions")))
+    /* a post received from another entity goes to apps only */
+
+    if (ngx_http_tent_json_str(post, "entity", &entity) == NGX_OK
+        && !ngx_http_tent_entity_eq(&entity, &ctx->entity))
+    {
+        json_object_set(row, "entity", json_object_get(post, "entity"));
+
+    } else if (json_integer_value(json_object_get(post, "version")) == 1
+               && json_array_size(json_object_get(post, "mentions")))
     {
         json_object_set_new(row, "mentions", json_true());
     }
@@ -406,7 +421,7 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
 }
 
 
-/* is there anyone at all in the followers (or followings) table? */
+/* is there anyone at all in the followers (or another) table? */
 
 static void
 ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
@@ -476,7 +491,14 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER && dl->profile_rows) {
+    /* no follower: an app subscribed?  For a profile post, a following? */
+
+    if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER) {
+        ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
+        return;
+    }
+
+    if (dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION && dl->profile_rows) {
         ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWING);
         return;
     }
@@ -702,10 +724,14 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
         return;
     }
 
+    if (ngx_http_tent_json_str(t->job, "entity", &t->entity) != NGX_OK) {
+        t->entity = ent->entity;
+    }
+
     op = ngx_http_tent_store_op_create(t->pool, dl->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity, &id,
+        || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity, &id,
                                   -1, &pkey)
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
@@ -747,10 +773,18 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         return;
     }
 
+    /* a received post: to the apps, not to our followers (spec 9.2) */
+
+    if (t->entity.data != t->ent->entity.data) {
+        t->followings = 1;
+        t->apps = 1;
+    }
+
     if (ngx_http_tent_delivery_mentions(t) != NGX_OK
         || ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                   NGX_HTTP_TENT_TABLE_FOLLOWER, &t->start,
-                                   &t->end)
+                                   t->apps ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                           : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                   &t->start, &t->end)
            != NGX_OK)
     {
         ngx_http_tent_task_done(t);
@@ -867,6 +901,45 @@ ngx_http_tent_delivery_wants_following(json_t *post, json_t *following)
 }
 
 
+/*
+ * An app subscribed through an authorization's notification URL: posts
+ * of its types, our public ones, or any with read_posts (spec 9.2).
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
+    ngx_uint_t original)
+{
+    size_t      i;
+    json_t     *v;
+    ngx_str_t   type;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
+        || !ngx_http_tent_type_allowed(json_object_get(sub, "post_types"),
+                                       &type))
+    {
+        return 0;
+    }
+
+    if (original
+        && json_is_true(json_object_get(json_object_get(post, "permissions"),
+                                        "public")))
+    {
+        return 1;
+    }
+
+    json_array_foreach(json_object_get(sub, "scopes"), i, v) {
+        if (json_is_string(v)
+            && ngx_strcmp(json_string_value(v), "read_posts") == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 static ngx_int_t
 ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, uint64_t due,
     ngx_str_t *id, ngx_str_t *key)
@@ -928,10 +1001,16 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        if (!(t->followings
+        if (!(t->apps
+              ? ngx_http_tent_delivery_wants_app(t->post, follower,
+                                        t->entity.data == t->ent->entity.data)
+              : t->followings
               ? ngx_http_tent_delivery_wants_following(t->post, follower)
               : ngx_http_tent_delivery_wants(t->post, follower))
-            || ngx_http_tent_json_str(follower, "id", &fid) != NGX_OK
+            || ngx_http_tent_json_str(follower,
+                                      t->apps ? "authorization" : "id",
+                                      &fid)
+               != NGX_OK
             || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
         {
             json_decref(follower);
@@ -940,26 +1019,49 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         ngx_http_tent_delivery_got(t, follower);
 
-        jid.len = 1 + fid.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
+        jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
+                  + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
         if (jid.data == NULL) {
             json_decref(follower);
             break;
         }
 
-        jid.len = ngx_sprintf(jid.data, "%s%V %V %L",
-                              t->followings ? "F" : "", &fid, &pid,
+        /* "<kind><record id> [<post entity> ]<post id> <version>" */
+
+        jid.len = ngx_sprintf(jid.data, "%s%V %V%s%V %L",
+                              t->apps ? "A" : (t->followings ? "F" : ""),
+                              &fid,
+                              t->entity.data == t->ent->entity.data
+                              ? &ngx_http_tent_empty : &t->entity,
+                              t->entity.data == t->ent->entity.data
+                              ? "" : " ",
+                              &pid,
                               (int64_t) json_integer_value(
                                   json_object_get(t->job, "version")))
                   - jid.data;
 
-        job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
-                        t->followings ? "following" : "follower",
-                        json_object_get(follower, "id"),
-                        "id", json_object_get(t->job, "id"),
-                        "version", json_object_get(t->job, "version"),
-                        "attempt", 0,
-                        "first", (json_int_t) (now / 1000));
+        if (t->apps) {
+            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
+                            "subscription",
+                            json_object_get(follower, "authorization"),
+                            "app", json_object_get(follower, "app"),
+                            "id", json_object_get(t->job, "id"),
+                            "version", json_object_get(t->job, "version"),
+                            "attempt", 0,
+                            "first", (json_int_t) (now / 1000),
+                            "post_entity", json_object_get(t->job, "entity"));
+
+        } else {
+            job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
+                            t->followings ? "following" : "follower",
+                            json_object_get(follower, "id"),
+                            "id", json_object_get(t->job, "id"),
+                            "version", json_object_get(t->job, "version"),
+                            "attempt", 0,
+                            "first", (json_int_t) (now / 1000));
+        }
+
         json_decref(follower);
 
         if (job == NULL
@@ -998,7 +1100,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         wop->handler = ngx_http_tent_delivery_next_followers;
 
-    } else if (!t->followings && t->post
+    } else if (!t->followings && !t->apps && t->post
                && ngx_http_tent_json_str(t->post, "type", &pid) == NGX_OK
                && ngx_http_tent_post_type_is(&pid, "profile"))
     {
@@ -1009,6 +1111,23 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
                                     NGX_HTTP_TENT_TABLE_FOLLOWING, &t->start,
                                     &t->end)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);
+            return;
+        }
+
+        wop->handler = ngx_http_tent_delivery_next_followers;
+
+    } else if (!t->apps) {
+
+        /* the apps subscribed through a notification URL next */
+
+        t->apps = 1;
+
+        if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                    NGX_HTTP_TENT_TABLE_SUBSCRIPTION,
+                                    &t->start, &t->end)
             != NGX_OK)
         {
             ngx_http_tent_task_done(t);
@@ -1056,6 +1175,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
     ngx_uint_t   j;
 
     if (t->post == NULL
+        || t->entity.data != t->ent->entity.data
         || json_integer_value(json_object_get(t->job, "version")) != 1
         || json_array_size(json_object_get(t->post, "mentions")) == 0)
     {
@@ -1327,6 +1447,51 @@ ngx_http_tent_delivery_next_followers(ngx_http_tent_store_op_t *op)
 }
 
 
+/* the key of the record a job goes to; none for a stranger */
+
+static ngx_int_t
+ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
+    ngx_str_t *key)
+{
+    ngx_str_t  id, app, rest;
+
+    if (t->stranger) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_json_str(job, "following", &id) == NGX_OK) {
+        return ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWING, &id, key);
+    }
+
+    if (ngx_http_tent_json_str(job, "follower", &id) == NGX_OK) {
+        return ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &id, key);
+    }
+
+    /* "<app id> 0x00 <authorization id>", as the authorization's own */
+
+    if (ngx_http_tent_json_str(job, "subscription", &id) != NGX_OK
+        || ngx_http_tent_json_str(job, "app", &app) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rest.len = app.len + 1 + id.len;
+    rest.data = ngx_pnalloc(t->pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rest.data, app.data, app.len);
+    rest.data[app.len] = '\0';
+    ngx_memcpy(rest.data + app.len + 1, id.data, id.len);
+
+    return ngx_http_tent_key(t->pool, &t->ent->entity,
+                             NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest, key);
+}
+
+
 /* the due jobs of the entity: each loads its follower and post, then goes */
 
 static void
@@ -1335,8 +1500,7 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
     ngx_http_tent_delivery_t *dl = op->data;
 
     json_t                       *job;
-    ngx_str_t                     key, value, fid, pid, fkey, pkey;
-    ngx_uint_t                    following;
+    ngx_str_t                     key, value, pid, fkey, pkey;
     ngx_http_tent_task_t         *t;
     ngx_http_tent_store_op_t     *get;
     ngx_http_tent_entity_conf_t  *ent;
@@ -1370,27 +1534,28 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
 
         get = ngx_http_tent_store_op_create(t->pool, dl->log);
 
-        following = ngx_http_tent_json_str(job, "following", &fid) == NGX_OK;
         t->stranger = json_object_get(job, "entity") != NULL;
 
-        /* the relationship's record and the post; a stranger's: the post */
+        /*
+         * The record it goes to (a follower, a following, an app's
+         * subscription) and the post; a stranger's: the post.
+         */
+
+        if (ngx_http_tent_json_str(job, "post_entity", &t->entity)
+            != NGX_OK)
+        {
+            t->entity = ent->entity;
+        }
 
         if (get == NULL
-            || (!following && !t->stranger
-                && ngx_http_tent_json_str(job, "follower", &fid) != NGX_OK)
+            || ngx_http_tent_delivery_record_key(t, job, &fkey) != NGX_OK
             || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
-            || ngx_http_tent_post_key(t->pool, &ent->entity, &ent->entity,
+            || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity,
                                       &pid, -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget(get) != NGX_OK
             || (!t->stranger
-                && (ngx_http_tent_key(t->pool, &ent->entity,
-                                      following
-                                      ? NGX_HTTP_TENT_TABLE_FOLLOWING
-                                      : NGX_HTTP_TENT_TABLE_FOLLOWER,
-                                      &fid, &fkey)
-                    != NGX_OK
-                    || ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK))
+                && ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK)
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
         {
             ngx_http_tent_task_done(t);
@@ -1438,6 +1603,16 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         || !found
         || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
         || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /* an app's authorization that has expired is told nothing more */
+
+    if (json_is_integer(json_object_get(t->follower, "expires_at"))
+        && json_integer_value(json_object_get(t->follower, "expires_at"))
+           <= ngx_time())
     {
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
@@ -1569,6 +1744,19 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     ngx_str_t               path, url;
     ngx_http_tent_fetch_t  *f;
 
+    /* an app: its absolute notification URL, signed with its u: key */
+
+    if (json_object_get(t->job, "subscription")) {
+        if (ngx_http_tent_json_str(t->follower, "notification_url", &url)
+            != NGX_OK)
+        {
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            return;
+        }
+
+        goto send;
+    }
+
     server = json_array_get(json_object_get(t->follower, "servers"),
                             t->server);
 
@@ -1599,6 +1787,8 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
         ngx_http_tent_task_done(t);
         return;
     }
+
+send:
 
     f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
     body = ngx_http_tent_delivery_body(t->post);

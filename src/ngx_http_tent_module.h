@@ -758,6 +758,7 @@ ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
 #define NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY 'e'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
+#define NGX_HTTP_TENT_TABLE_SUBSCRIPTION   'n'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);

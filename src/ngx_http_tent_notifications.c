@@ -345,10 +345,13 @@ ngx_http_tent_notification_write(ngx_http_request_t *r,
                                   &st->id, st->version, &key)
            != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK)
+        || ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK
+        || ngx_http_tent_delivery_mark(r, ctx, op, st->post) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    /* its outbox row tells the apps subscribed (spec 7.4, 9.2) */
 
     return ngx_http_tent_store_submit_request(r, op,
                                           ngx_http_tent_notification_stored);

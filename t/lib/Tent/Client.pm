@@ -82,6 +82,8 @@ sub authorize_query {
              response_type => 'code');
     $q{tent_post_types} = $o{post_types} if $o{post_types};
     $q{tent_profile_info_types} = $o{info_types} if $o{info_types};
+    $q{tent_notification_url} = $o{notification_url}
+        if defined $o{notification_url};
     return join '&', map { "$_=" . uri_escape($q{$_}) } sort keys %q;
 }
 
