@@ -56,7 +56,6 @@ typedef struct {
     ngx_uint_t                        mentions;   /* then mentions */
     ngx_uint_t                        stranger;   /* no relationship */
     ngx_str_t                         entity;     /* of a received post */
-    ngx_array_t                      *got;        /* entities with a job */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
