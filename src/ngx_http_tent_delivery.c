@@ -87,6 +87,7 @@ static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
 static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 static ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
     json_t *job, ngx_str_t *key);
 static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
@@ -909,9 +910,7 @@ static ngx_int_t
 ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
     ngx_uint_t original)
 {
-    size_t      i;
-    json_t     *v;
-    ngx_str_t   type;
+    ngx_str_t  type;
 
     if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
         || !ngx_http_tent_type_allowed(json_object_get(sub, "post_types"),
@@ -927,9 +926,18 @@ ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
         return 1;
     }
 
+    return ngx_http_tent_delivery_scope(sub, "read_posts");
+}
+
+
+static ngx_int_t
+ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
+{
+    size_t   i;
+    json_t  *v;
+
     json_array_foreach(json_object_get(sub, "scopes"), i, v) {
-        if (json_is_string(v)
-            && ngx_strcmp(json_string_value(v), "read_posts") == 0)
+        if (json_is_string(v) && ngx_strcmp(json_string_value(v), scope) == 0)
         {
             return 1;
         }
@@ -1706,10 +1714,14 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
 }
 
 
-/* the post as a follower sees it */
+/*
+ * The post as a follower sees it; an app (a subscription) sees when we
+ * received it too, and with read_permissions whom it is for, as on
+ * GET /posts.
+ */
 
 static json_t *
-ngx_http_tent_delivery_body(json_t *post)
+ngx_http_tent_delivery_body(json_t *post, json_t *sub)
 {
     size_t   i;
     json_t  *out, *a;
@@ -1720,17 +1732,24 @@ ngx_http_tent_delivery_body(json_t *post)
     }
 
     json_object_del(out, "rus");
-    json_object_del(out, "received_at");
+
+    if (sub == NULL) {
+        json_object_del(out, "received_at");
+    }
 
     json_array_foreach(json_object_get(out, "attachments"), i, a) {
         json_object_del(a, "digest");
     }
 
-    json_object_set_new(out, "permissions",
-                        json_pack("{s:b}", "public",
-                                  json_is_true(json_object_get(
-                                      json_object_get(post, "permissions"),
-                                      "public"))));
+    if (sub == NULL || !ngx_http_tent_delivery_scope(sub, "read_permissions"))
+    {
+        json_object_set_new(out, "permissions",
+                            json_pack("{s:b}", "public",
+                                      json_is_true(json_object_get(
+                                          json_object_get(post,
+                                                          "permissions"),
+                                          "public"))));
+    }
 
     return out;
 }
@@ -1790,7 +1809,9 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 send:
 
     f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
-    body = ngx_http_tent_delivery_body(t->post);
+    body = ngx_http_tent_delivery_body(t->post,
+                                       json_object_get(t->job, "subscription")
+                                       ? t->follower : NULL);
 
     if (f == NULL || body == NULL
         || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK

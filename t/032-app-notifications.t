@@ -36,6 +36,9 @@ my ($reader_app, $reader) = $c->authorized_app(
     'read_posts', post_types => $STATUS, notification_url => "$H/hook/reader");
 my ($public_app, $public) = $c->authorized_app(
     'read_profile', post_types => 'all', notification_url => "$H/hook/public");
+my (undef, $perms) = $c->authorized_app(
+    'read_posts,read_permissions', post_types => $STATUS,
+    notification_url => "$H/hook/perms");
 my (undef, $mute) = $c->authorized_app(
     'read_posts', post_types => 'all', notification_url => 'ftp://nowhere');
 my ($owner_app, $owner) = $c->authorized_app('write_posts,read_posts',
@@ -101,6 +104,20 @@ is(scalar wait_got('reader', $p2->{id}), 1,
    'a private status goes to the app with read_posts');
 is(scalar wait_got('public', $p3->{id}), 1,
    'a public essay to the app of all types');
+
+# whom a private post is for: only to an app with read_permissions
+my $bob = 'https://bob.example';
+my $p8 = post(type => $STATUS, content => { text => 'for bob' },
+              permissions => { entities => { $bob => JSON::PP::true } });
+@n = wait_got('perms', $p8->{id});
+is(scalar @n, 1, 'the app with read_permissions gets the private post');
+$body = eval { decode_json($n[0]{body}) } || {};
+ok($body->{permissions}{entities}{$bob}, 'with whom it is for');
+ok(mac_ok($n[0], $perms), 'signed with its own credential');
+@n = wait_got('reader', $p8->{id});
+$body = eval { decode_json($n[0]{body}) } || {};
+is_deeply($body->{permissions}, { public => JSON::PP::false },
+          'the app with read_posts only sees that it is not public');
 
 # a last post: the ones before it have been expanded by then
 my $p4 = post(type => $STATUS, content => { text => 'last' },
