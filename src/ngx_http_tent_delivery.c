@@ -65,6 +65,10 @@ typedef struct {
 static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
+static void ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl);
+static void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
+static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
@@ -245,6 +249,17 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
     dl->busy = 1;
     dl->next_entity = 0;
 
+    /* dead letters past tent_delivery_dead_letter_time: once a minute */
+
+    dl->prune = dl->pruned == 0
+                || ngx_current_msec - dl->pruned
+                   >= (ngx_msec_t) ngx_min(60, dl->mcf->dead_letter_time)
+                      * 1000;
+
+    if (dl->prune) {
+        dl->pruned = ngx_current_msec;
+    }
+
     ngx_http_tent_delivery_entity(dl);
 }
 
@@ -269,15 +284,15 @@ ngx_http_tent_delivery_step(ngx_event_t *ev)
 }
 
 
-/* one entity after the other: its outbox, then its due jobs */
+/*
+ * One entity after the other: its expired dead letters (once a minute),
+ * its outbox, then its due jobs.
+ */
 
 static void
 ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 {
-    ngx_pool_t                   *pool;
-    ngx_str_t                     start, end;
-    ngx_http_tent_store_op_t     *op;
-    ngx_http_tent_entity_conf_t  *ent;
+    ngx_pool_t  *pool;
 
     if (dl->pool) {
         ngx_destroy_pool(dl->pool);
@@ -296,9 +311,6 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
         return;
     }
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-
     pool = ngx_create_pool(4096, dl->log);
     if (pool == NULL) {
         dl->busy = 0;
@@ -308,10 +320,29 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 
     dl->pool = pool;
 
-    op = ngx_http_tent_store_op_create(pool, dl->log);
+    if (dl->prune) {
+        ngx_http_tent_delivery_prune(dl);
+        return;
+    }
+
+    ngx_http_tent_delivery_scan_outbox(dl);
+}
+
+
+static void
+ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
+{
+    ngx_str_t                     start, end;
+    ngx_http_tent_store_op_t     *op;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    op = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (op == NULL
-        || ngx_http_tent_key_range(pool, &ent->entity,
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_OUTBOX, &start, &end)
            != NGX_OK
         || ngx_http_tent_store_scan(op, &start, &end,
@@ -328,6 +359,118 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
         ngx_http_tent_delivery_next(dl);
     }
+}
+
+
+/*
+ * Dead letters are kept for the operator, not forever: their keys begin
+ * with the time of failure, so the expired ones are one key range, of
+ * which each pass removes up to a scan's worth, unsynced.
+ */
+
+static void
+ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
+{
+    uint64_t                      now;
+    ngx_str_t                     start, end, until;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    now = ngx_http_tent_now_ms();
+
+    until.data = ngx_pnalloc(dl->pool, 8);
+    if (until.data == NULL
+        || (uint64_t) dl->mcf->dead_letter_time * 1000 >= now)
+    {
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
+    until.len = ngx_http_tent_put_u64(until.data,
+                                      now - (uint64_t) dl->mcf->dead_letter_time
+                                            * 1000)
+                - until.data;
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_DEAD, &start, &end)
+           != NGX_OK
+        || ngx_http_tent_key(dl->pool, &ent->entity, NGX_HTTP_TENT_TABLE_DEAD,
+                             &until, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end,
+                                    NGX_HTTP_TENT_OUTBOX_SCAN, 0)
+           != NGX_OK)
+    {
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_expired;
+    scan->data = dl;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_http_tent_delivery_scan_outbox(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    ngx_str_t                  key, value;
+    ngx_uint_t                 n;
+    ngx_http_tent_store_op_t  *wop;
+
+    wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || wop == NULL
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK)
+    {
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
+    n = 0;
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+            ngx_http_tent_delivery_scan_outbox(dl);
+            return;
+        }
+
+        n++;
+    }
+
+    if (n == 0) {
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, dl->log, 0,
+                  "tent delivery: %ui dead letters expired", n);
+
+    wop->handler = ngx_http_tent_delivery_pruned;
+    wop->data = dl;
+
+    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_http_tent_delivery_scan_outbox(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_scan_outbox(op->data);
 }
 
 
@@ -947,9 +1090,11 @@ ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
 }
 
 
+/* "<ms><job id>" in the jobs (when due) or dead letters (when failed) */
+
 static ngx_int_t
-ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, uint64_t due,
-    ngx_str_t *id, ngx_str_t *key)
+ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
+    uint64_t ms, ngx_str_t *id, ngx_str_t *key)
 {
     u_char     *p;
     ngx_str_t   rest;
@@ -960,11 +1105,10 @@ ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, uint64_t due,
         return NGX_ERROR;
     }
 
-    p = ngx_http_tent_put_u64(rest.data, due);
+    p = ngx_http_tent_put_u64(rest.data, ms);
     ngx_memcpy(p, id->data, id->len);
 
-    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_JOB, &rest,
-                             key);
+    return ngx_http_tent_key(pool, entity, table, &rest, key);
 }
 
 
@@ -1073,7 +1217,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         if (job == NULL
             || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_key(t->pool, &t->ent->entity, now, &jid,
+            || ngx_http_tent_job_key(t->pool, &t->ent->entity,
+                                     NGX_HTTP_TENT_TABLE_JOB, now, &jid,
                                      &jkey)
                != NGX_OK
             || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
@@ -1410,7 +1555,8 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
 
         if (job == NULL
             || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_key(t->pool, &t->ent->entity, now, &jid,
+            || ngx_http_tent_job_key(t->pool, &t->ent->entity,
+                                     NGX_HTTP_TENT_TABLE_JOB, now, &jid,
                                      &jkey)
                != NGX_OK
             || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
@@ -1934,7 +2080,8 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 
         json_object_set_new(t->job, "attempt", json_integer(attempt + 1));
 
-        if (ngx_http_tent_job_key(t->pool, &t->ent->entity, due, &id, &key)
+        if (ngx_http_tent_job_key(t->pool, &t->ent->entity,
+                                  NGX_HTTP_TENT_TABLE_JOB, due, &id, &key)
             != NGX_OK
             || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
             || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
@@ -1950,8 +2097,9 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         json_object_set_new(t->job, "status", json_integer(t->status));
         json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
 
-        if (ngx_http_tent_key(t->pool, &t->ent->entity,
-                              NGX_HTTP_TENT_TABLE_DEAD, &id, &key)
+        if (ngx_http_tent_job_key(t->pool, &t->ent->entity,
+                                  NGX_HTTP_TENT_TABLE_DEAD,
+                                  ngx_http_tent_now_ms(), &id, &key)
             != NGX_OK
             || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
             || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)

@@ -224,6 +224,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, delivery_attempts),
       NULL },
 
+    { ngx_string("tent_delivery_dead_letter_time"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, dead_letter_time),
+      NULL },
+
     { ngx_string("tent_delivery_retry"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
       ngx_http_tent_delivery_retry_directive,
@@ -508,6 +515,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->delivery_attempts = NGX_CONF_UNSET_UINT;
     mcf->delivery_retry = NGX_CONF_UNSET_MSEC;
     mcf->delivery_retry_max = NGX_CONF_UNSET_MSEC;
+    mcf->dead_letter_time = NGX_CONF_UNSET;
 
     if (ngx_array_init(&mcf->entity_confs, cf->pool, 4,
                        sizeof(ngx_http_tent_entity_conf_t))
@@ -630,6 +638,14 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
     ngx_conf_init_uint_value(mcf->delivery_attempts, 12);
     ngx_conf_init_msec_value(mcf->delivery_retry, 30000);
     ngx_conf_init_msec_value(mcf->delivery_retry_max, 6 * 3600 * 1000);
+    ngx_conf_init_value(mcf->dead_letter_time, 7 * 86400);
+
+    if (mcf->dead_letter_time <= 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_delivery_dead_letter_time\" must be "
+                           "at least 1s");
+        return NGX_ERROR;
+    }
 
     if (mcf->delivery_concurrency == 0
         || mcf->delivery_concurrency > mcf->max_fetches)

@@ -347,8 +347,10 @@ typedef struct {
     ngx_uint_t                      next_entity;
     ngx_array_t                     rows;        /* key, value: outbox */
     ngx_uint_t                      census;      /* the table looked at */
+    ngx_msec_t                      pruned;      /* dead letters, last */
     unsigned                        profile_rows:1;
     unsigned                        busy:1;
+    unsigned                        prune:1;     /* in this pass */
 } ngx_http_tent_delivery_t;
 
 
@@ -383,6 +385,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      delivery_attempts;
     ngx_msec_t                      delivery_retry;
     ngx_msec_t                      delivery_retry_max;
+    time_t                          dead_letter_time;
     ngx_http_tent_delivery_t       *delivery;    /* the owner's */
 };
 

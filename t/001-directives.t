@@ -218,3 +218,27 @@ invalid number of arguments in "tent_entity_page" directive
 --- must_die
 --- error_log
 "tent_entity_page" directive is not allowed here
+
+
+
+=== TEST 18: tent_delivery_dead_letter_time is a time of 1s or more
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_dead_letter_time 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_dead_letter_time" must be at least 1s
+
+
+
+=== TEST 19: tent_delivery_dead_letter_time takes nginx's time syntax
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_dead_letter_time 30d;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
