@@ -104,6 +104,8 @@ static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
 static void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 static void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 
@@ -837,6 +839,21 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 }
 
 
+/* a store operation of a task: its handler runs, or the task ends */
+
+static void
+ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler)
+{
+    op->handler = handler;
+    op->data = t;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_http_tent_task_done(t);
+    }
+}
+
+
 /* an outbox row: read the post and every follower, then write the jobs */
 
 static void
@@ -883,12 +900,7 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
         return;
     }
 
-    op->handler = ngx_http_tent_delivery_expand_post;
-    op->data = t;
-
-    if (ngx_http_tent_store_submit(op) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, op, ngx_http_tent_delivery_expand_post);
 }
 
 
@@ -956,12 +968,7 @@ ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
         return;
     }
 
-    scan->handler = ngx_http_tent_delivery_expand_followers;
-    scan->data = t;
-
-    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, scan, ngx_http_tent_delivery_expand_followers);
 }
 
 
@@ -1117,11 +1124,13 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_task_t *t = op->data;
 
-    json_t                    *follower, *job;
-    uint64_t                   now;
-    ngx_str_t                  key, value, fid, pid, jid, jkey, jvalue, last;
-    ngx_uint_t                 n, rows;
-    ngx_http_tent_store_op_t  *wop;
+    json_t                       *follower, *job;
+    uint64_t                      now;
+    ngx_str_t                     key, value, fid, pid, jid, jkey, jvalue,
+                                  last;
+    ngx_uint_t                    n, rows;
+    ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_store_done_pt   handler;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_http_tent_task_done(t);
@@ -1250,7 +1259,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         t->start.data[last.len] = '\0';
         t->start.len = last.len + 1;
 
-        wop->handler = ngx_http_tent_delivery_next_followers;
+        handler = ngx_http_tent_delivery_next_followers;
 
     } else if (!t->followings && !t->apps && t->post
                && ngx_http_tent_json_str(t->post, "type", &pid) == NGX_OK
@@ -1269,7 +1278,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             return;
         }
 
-        wop->handler = ngx_http_tent_delivery_next_followers;
+        handler = ngx_http_tent_delivery_next_followers;
 
     } else if (!t->apps) {
 
@@ -1286,14 +1295,14 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             return;
         }
 
-        wop->handler = ngx_http_tent_delivery_next_followers;
+        handler = ngx_http_tent_delivery_next_followers;
 
     } else if (!t->mentions && t->mentioned && t->mentioned->nelts) {
 
         /* the mentioned entities that got nothing yet */
 
         t->mentions = 1;
-        wop->handler = ngx_http_tent_delivery_lookup;
+        handler = ngx_http_tent_delivery_lookup;
 
     } else {
         if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
@@ -1301,14 +1310,10 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             return;
         }
 
-        wop->handler = ngx_http_tent_delivery_written;
+        handler = ngx_http_tent_delivery_written;
     }
 
-    wop->data = t;
-
-    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, wop, handler);
 }
 
 
@@ -1447,12 +1452,7 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
         }
     }
 
-    get->handler = ngx_http_tent_delivery_mentioned;
-    get->data = t;
-
-    if (ngx_http_tent_store_submit(get) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_mentioned);
 }
 
 
@@ -1577,12 +1577,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    wop->handler = ngx_http_tent_delivery_written;
-    wop->data = t;
-
-    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
 }
 
 
@@ -1715,12 +1710,7 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        get->handler = ngx_http_tent_delivery_loaded;
-        get->data = t;
-
-        if (ngx_http_tent_store_submit(get) != NGX_OK) {
-            ngx_http_tent_task_done(t);
-        }
+        ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_loaded);
     }
 
     ngx_http_tent_delivery_next(dl);
@@ -2109,12 +2099,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         }
     }
 
-    wop->handler = ngx_http_tent_delivery_written;
-    wop->data = t;
-
-    if (ngx_http_tent_store_submit(wop) != NGX_OK) {
-        ngx_http_tent_task_done(t);
-    }
+    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
 }
 
 
