@@ -1685,8 +1685,9 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
         t->stranger = json_object_get(job, "entity") != NULL;
 
         /*
-         * The record it goes to (a follower, a following, an app's
-         * subscription) and the post; a stranger's: the post.
+         * The job row again, the record it goes to (a follower, a
+         * following, an app's subscription) and the post; a stranger's:
+         * the job and the post.
          */
 
         if (ngx_http_tent_json_str(job, "post_entity", &t->entity)
@@ -1702,6 +1703,7 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
                                       &pid, -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget(get) != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &t->key) != NGX_OK
             || (!t->stranger
                 && ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK)
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
@@ -1726,6 +1728,19 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
     ngx_uint_t  found;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    /*
+     * The job itself first: a scan that listed it may have been answered
+     * while an earlier task for it settled it; then it is gone, and not
+     * sent twice.
+     */
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found)
+    {
         ngx_http_tent_task_done(t);
         return;
     }

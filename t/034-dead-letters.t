@@ -46,6 +46,9 @@ sleep 0.1 while time < $end
     && $rx->requests(method => 'POST', path => qr{/notifications/n$}) < 4;
 is(scalar $rx->requests(method => 'POST', path => qr{/notifications/n$}), 4,
    'each post was offered once, and refused');
+sleep 0.5;
+is(scalar $rx->requests(method => 'POST', path => qr{/notifications/n$}), 4,
+   'and not again (a refusal is final; a settled job is not sent twice)');
 
 my $root = Tent::Util::servroot();
 my $helper = "$root/ldb-dump";
