@@ -1097,17 +1097,20 @@ ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
 }
 
 
-/* "<ms><job id>" in the jobs (when due) or dead letters (when failed) */
+/*
+ * A job into a write batch: "<ms><job id>" in the jobs (when due) or the
+ * dead letters (when failed), the job's JSON as the value.
+ */
 
 static ngx_int_t
-ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
-    uint64_t ms, ngx_str_t *id, ngx_str_t *key)
+ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
+    u_char table, uint64_t ms, ngx_str_t *id, json_t *job)
 {
     u_char     *p;
-    ngx_str_t   rest;
+    ngx_str_t   rest, key, value;
 
     rest.len = 8 + id->len;
-    rest.data = ngx_pnalloc(pool, rest.len);
+    rest.data = ngx_pnalloc(t->pool, rest.len);
     if (rest.data == NULL) {
         return NGX_ERROR;
     }
@@ -1115,7 +1118,14 @@ ngx_http_tent_job_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
     p = ngx_http_tent_put_u64(rest.data, ms);
     ngx_memcpy(p, id->data, id->len);
 
-    return ngx_http_tent_key(pool, entity, table, &rest, key);
+    if (ngx_http_tent_key(t->pool, &t->ent->entity, table, &rest, &key)
+        != NGX_OK
+        || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_store_write_put(wop, &key, &value);
 }
 
 
@@ -1126,8 +1136,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     json_t                       *follower, *job;
     uint64_t                      now;
-    ngx_str_t                     key, value, fid, pid, jid, jkey, jvalue,
-                                  last;
+    ngx_str_t                     key, value, fid, pid, jid, last;
     ngx_uint_t                    n, rows;
     ngx_http_tent_store_op_t     *wop;
     ngx_http_tent_store_done_pt   handler;
@@ -1226,12 +1235,9 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         if (job == NULL
             || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_key(t->pool, &t->ent->entity,
-                                     NGX_HTTP_TENT_TABLE_JOB, now, &jid,
-                                     &jkey)
-               != NGX_OK
-            || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
-            || ngx_http_tent_store_write_put(wop, &jkey, &jvalue) != NGX_OK)
+            || ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now,
+                                     &jid, job)
+               != NGX_OK)
         {
             ngx_http_tent_task_done(t);
             return;
@@ -1470,7 +1476,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
 
     json_t                    *job;
     uint64_t                   now;
-    ngx_str_t                  value, id, pid, jid, jkey, jvalue, *e;
+    ngx_str_t                  value, id, pid, jid, *e;
     ngx_uint_t                 i, found, n, kind;
     ngx_http_tent_store_op_t  *wop;
 
@@ -1555,12 +1561,9 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
 
         if (job == NULL
             || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_key(t->pool, &t->ent->entity,
-                                     NGX_HTTP_TENT_TABLE_JOB, now, &jid,
-                                     &jkey)
-               != NGX_OK
-            || ngx_http_tent_json_dump(t->pool, job, &jvalue) != NGX_OK
-            || ngx_http_tent_store_write_put(wop, &jkey, &jvalue) != NGX_OK)
+            || ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now,
+                                     &jid, job)
+               != NGX_OK)
         {
             ngx_http_tent_task_done(t);
             return;
@@ -2041,7 +2044,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 {
     uint64_t                    delay, due;
     ngx_int_t                   attempt;
-    ngx_str_t                   id, key, value;
+    ngx_str_t                   id;
     ngx_http_tent_store_op_t   *wop;
     ngx_http_tent_main_conf_t  *mcf;
 
@@ -2085,11 +2088,9 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 
         json_object_set_new(t->job, "attempt", json_integer(attempt + 1));
 
-        if (ngx_http_tent_job_key(t->pool, &t->ent->entity,
-                                  NGX_HTTP_TENT_TABLE_JOB, due, &id, &key)
-            != NGX_OK
-            || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
-            || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, due, &id,
+                                  t->job)
+            != NGX_OK)
         {
             ngx_http_tent_task_done(t);
             return;
@@ -2102,12 +2103,9 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         json_object_set_new(t->job, "status", json_integer(t->status));
         json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
 
-        if (ngx_http_tent_job_key(t->pool, &t->ent->entity,
-                                  NGX_HTTP_TENT_TABLE_DEAD,
-                                  ngx_http_tent_now_ms(), &id, &key)
-            != NGX_OK
-            || ngx_http_tent_json_dump(t->pool, t->job, &value) != NGX_OK
-            || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_DEAD,
+                                  ngx_http_tent_now_ms(), &id, t->job)
+            != NGX_OK)
         {
             ngx_http_tent_task_done(t);
             return;
