@@ -194,7 +194,6 @@ like(error_log_text(), qr/refused the post \(404\)/, 'and is logged');
 # the POST does not wait: a follower that hangs
 $all->clear;
 $all->rules([{ method => 'POST', path => 'notifications', action => 'hang' }]);
-my $t0 = time;
 my $p7 = $c->request(POST => '/posts', cred => $owner,
                      body => { type => $STATUS, content => { text => 'hang' },
                                permissions => { public => JSON::PP::true } });
