@@ -42,7 +42,8 @@ test: test-deps $(MODULE)
 
 # the suites again, with the module built with AddressSanitizer
 test-asan: test-deps
-	@util/build.sh $(ASAN_BUILD) "-fsanitize=address -fno-omit-frame-pointer"
+	@util/build.sh $(ASAN_BUILD) \
+	    "-fsanitize=address,undefined -fno-omit-frame-pointer"
 	util/run-asan.sh $(CURDIR)/$(ASAN_BUILD)/ngx_http_tent_module.so $(TESTS)
 
 test-valgrind: test-deps $(MODULE)

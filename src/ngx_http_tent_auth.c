@@ -922,7 +922,9 @@ ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix, size_t bytes,
         return NGX_ERROR;
     }
 
-    ngx_memcpy(id->data, prefix, plen);
+    if (plen) {
+        ngx_memcpy(id->data, prefix, plen);
+    }
 
     src.data = raw;
     src.len = bytes;

@@ -730,8 +730,17 @@ ngx_http_tent_fetch_recv(ngx_event_t *ev)
                 return;
             }
 
-            f->in.last = ngx_cpymem(p, f->in.start, f->in.last - f->in.start);
-            f->in.pos = p + (f->in.pos - f->in.start);
+            if (f->in.start == NULL) {
+                /* the first buffer: nothing to carry over */
+                f->in.pos = p;
+                f->in.last = p;
+
+            } else {
+                f->in.pos = p + (f->in.pos - f->in.start);
+                f->in.last = ngx_cpymem(p, f->in.start,
+                                        f->in.last - f->in.start);
+            }
+
             f->in.start = p;
             f->in.end = p + size;
         }
@@ -1297,7 +1306,10 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
     }
 
     p = ngx_cpymem(p, "\r\n", 2);
-    p = ngx_cpymem(p, f->request_body.data, f->request_body.len);
+
+    if (f->request_body.len) {
+        p = ngx_cpymem(p, f->request_body.data, f->request_body.len);
+    }
 
     f->out.last = p;
     f->out.end = p;

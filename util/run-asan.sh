@@ -27,6 +27,8 @@ export LD_PRELOAD="$libasan"
 export ASAN_OPTIONS="log_path=\${TENT_ASAN_LOG:-$servroot/logs/asan}:\
 detect_leaks=0:\
 abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1"
+export UBSAN_OPTIONS="log_path=\${TENT_ASAN_LOG:-$servroot/logs/asan}.ubsan:\
+print_stacktrace=1:halt_on_error=0"
 exec /usr/sbin/nginx "\$@"
 WRAP
 chmod +x "$wrapper"

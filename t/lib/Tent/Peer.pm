@@ -195,6 +195,12 @@ sub sanitizer_reports {
         local $/;
         push @r, [$f, scalar <$fh>];
     }
+    # UBSan writes to stderr, which nginx points at the error log
+    for my $f (glob "$self->{servroot}/logs/*.log") {
+        open my $fh, '<', $f or next;
+        my @ub = grep { /: runtime error: / } <$fh>;
+        push @r, [$f, join('', @ub)] if @ub;
+    }
     return @r;
 }
 

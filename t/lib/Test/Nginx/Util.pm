@@ -518,6 +518,19 @@ sub sanitizer_reports () {
         }
         push @reports, [$f, $text];
     }
+    # UBSan next to a preloaded ASan ignores its log_path and writes to
+    # stderr, which nginx points at the error log: its "runtime error:"
+    # lines, whatever else the logs hold
+    for my $f ($ErrLogFile, $StderrFile) {
+        my $size = -s $f || 0;
+        my $seen = $SanitizerSeen{$f} || 0;
+        $seen = 0 if $seen > $size;    # the log began again
+        next if $size <= $seen;
+        my $text = read_file($f, $seen);
+        $SanitizerSeen{$f} = $size;
+        my @ub = grep { /: runtime error: / } split /\n/, $text;
+        push @reports, [$f, join("\n", @ub)] if @ub;
+    }
     return @reports;
 }
 
