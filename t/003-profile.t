@@ -205,7 +205,9 @@ Content-Type: application/vnd.tent.v0+json
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
-    tent_entity https://alice.example;
+    # an entity of its own: under TEST_NGINX_USE_HUP the store keeps the
+    # versions earlier blocks wrote for alice
+    tent_entity https://servers.example;
     tent_servers https://$http_x_server;
 --- request eval
 ["GET /tent/profile", "GET /tent/profile", "GET /tent/profile"]
