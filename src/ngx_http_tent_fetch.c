@@ -21,6 +21,32 @@
 
 
 #define NGX_HTTP_TENT_FETCH_HEADER_MAX  16384
+#define NGX_HTTP_TENT_SSL_SESSIONS      64
+#define NGX_HTTP_TENT_SSL_SESSION_KEY   (255 + sizeof(":65535"))
+
+
+#if (NGX_HTTP_SSL)
+
+/*
+ * A worker's TLS sessions, one per "name:port" it has talked to, so the
+ * next delivery to a follower resumes instead of a full handshake.  A
+ * small array, the least recently used entry replaced: a lookup costs
+ * far less than the handshake it saves.
+ */
+
+typedef struct {
+    SSL_SESSION                    *session;
+    ngx_msec_t                      used;
+    size_t                          len;
+    u_char                          key[NGX_HTTP_TENT_SSL_SESSION_KEY];
+} ngx_http_tent_ssl_session_t;
+
+
+typedef struct {
+    ngx_http_tent_ssl_session_t     entries[NGX_HTTP_TENT_SSL_SESSIONS];
+} ngx_http_tent_ssl_sessions_t;
+
+#endif
 
 
 static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
@@ -30,6 +56,11 @@ static void ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_connected(ngx_event_t *ev);
 #if (NGX_HTTP_SSL)
 static void ngx_http_tent_fetch_handshaked(ngx_connection_t *c);
+static ngx_http_tent_ssl_session_t *ngx_http_tent_fetch_session(
+    ngx_http_tent_fetch_t *f, ngx_uint_t create);
+static void ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
+    ngx_connection_t *c);
+static void ngx_http_tent_ssl_sessions_cleanup(void *data);
 #endif
 static void ngx_http_tent_fetch_send(ngx_event_t *ev);
 static void ngx_http_tent_fetch_recv(ngx_event_t *ev);
@@ -536,10 +567,13 @@ ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
 static void
 ngx_http_tent_fetch_connected(ngx_event_t *ev)
 {
-    int                     err;
-    socklen_t               len;
-    ngx_connection_t       *c;
-    ngx_http_tent_fetch_t  *f;
+    int                           err;
+    socklen_t                     len;
+    ngx_connection_t             *c;
+    ngx_http_tent_fetch_t        *f;
+#if (NGX_HTTP_SSL)
+    ngx_http_tent_ssl_session_t  *ss;
+#endif
 
     c = ev->data;
     f = c->data;
@@ -583,6 +617,13 @@ ngx_http_tent_fetch_connected(ngx_event_t *ev)
 
         c->sendfile = 0;
 
+        ss = ngx_http_tent_fetch_session(f, 0);
+
+        if (ss && ngx_ssl_set_session(c, ss->session) != NGX_OK) {
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
+            return;
+        }
+
         if (ngx_ssl_handshake(c) == NGX_AGAIN) {
             c->ssl->handler = ngx_http_tent_fetch_handshaked;
             return;
@@ -606,12 +647,23 @@ ngx_http_tent_fetch_connected(ngx_event_t *ev)
 static void
 ngx_http_tent_fetch_handshaked(ngx_connection_t *c)
 {
-    long                    rc;
-    ngx_http_tent_fetch_t  *f;
+    long                          rc;
+    ngx_http_tent_fetch_t        *f;
+    ngx_http_tent_ssl_session_t  *ss;
 
     f = c->data;
 
     if (!c->ssl->handshaked) {
+
+        /* a session the server chokes on is not offered again */
+
+        ss = ngx_http_tent_fetch_session(f, 0);
+
+        if (ss) {
+            SSL_SESSION_free(ss->session);
+            ss->session = NULL;
+        }
+
         ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
         return;
     }
@@ -637,10 +689,143 @@ ngx_http_tent_fetch_handshaked(ngx_connection_t *c)
         }
     }
 
+    f->tls_verified = 1;
+
     c->read->handler = ngx_http_tent_fetch_recv;
     c->write->handler = ngx_http_tent_fetch_send;
 
     ngx_http_tent_fetch_send(c->write);
+}
+
+
+/* the entry of f's "name:port", NULL if none; create: one to fill in */
+
+static ngx_http_tent_ssl_session_t *
+ngx_http_tent_fetch_session(ngx_http_tent_fetch_t *f, ngx_uint_t create)
+{
+    u_char                        key[NGX_HTTP_TENT_SSL_SESSION_KEY];
+    size_t                        len;
+    ngx_uint_t                    i;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_tent_ssl_session_t  *e, *lru;
+    ngx_http_tent_ssl_sessions_t *ss;
+
+    if (f->name.len > 255) {
+        return NULL;
+    }
+
+    len = ngx_sprintf(key, "%V:%ui", &f->name, f->port) - key;
+
+    ss = f->mcf->ssl_sessions;
+
+    if (ss == NULL) {
+        if (!create) {
+            return NULL;
+        }
+
+        /* made in the worker, freed with its cycle */
+
+        cln = ngx_pool_cleanup_add(ngx_cycle->pool,
+                                   sizeof(ngx_http_tent_ssl_sessions_t));
+        if (cln == NULL) {
+            return NULL;
+        }
+
+        ss = cln->data;
+        ngx_memzero(ss, sizeof(ngx_http_tent_ssl_sessions_t));
+        cln->handler = ngx_http_tent_ssl_sessions_cleanup;
+        f->mcf->ssl_sessions = ss;
+    }
+
+    lru = NULL;
+
+    for (i = 0; i < NGX_HTTP_TENT_SSL_SESSIONS; i++) {
+        e = &ss->entries[i];
+
+        if (e->session && e->len == len && ngx_memcmp(e->key, key, len) == 0)
+        {
+            e->used = ngx_current_msec;
+            return e;
+        }
+
+        if (lru == NULL || e->session == NULL
+            || (lru->session && e->used < lru->used))
+        {
+            lru = e;
+        }
+    }
+
+    if (!create) {
+        return NULL;
+    }
+
+    if (lru->session) {
+        SSL_SESSION_free(lru->session);
+        lru->session = NULL;
+    }
+
+    ngx_memcpy(lru->key, key, len);
+    lru->len = len;
+    lru->used = ngx_current_msec;
+
+    return lru;
+}
+
+
+/*
+ * After the answer, not after the handshake: a TLS 1.3 server sends its
+ * ticket after the handshake, and it has been read by now.  Only from a
+ * connection whose certificate passed the checks.
+ */
+
+static void
+ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
+    ngx_connection_t *c)
+{
+    SSL_SESSION                  *sess;
+    ngx_http_tent_ssl_session_t  *e;
+
+    if (!f->tls_verified || !c->ssl->handshaked) {
+        return;
+    }
+
+    sess = SSL_get1_session(c->ssl->connection);
+    if (sess == NULL) {
+        return;
+    }
+
+    if (!SSL_SESSION_is_resumable(sess)) {
+        SSL_SESSION_free(sess);
+        return;
+    }
+
+    e = ngx_http_tent_fetch_session(f, 1);
+    if (e == NULL) {
+        SSL_SESSION_free(sess);
+        return;
+    }
+
+    if (e->session) {
+        SSL_SESSION_free(e->session);
+    }
+
+    e->session = sess;
+}
+
+
+static void
+ngx_http_tent_ssl_sessions_cleanup(void *data)
+{
+    ngx_http_tent_ssl_sessions_t *ss = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_TENT_SSL_SESSIONS; i++) {
+        if (ss->entries[i].session) {
+            SSL_SESSION_free(ss->entries[i].session);
+            ss->entries[i].session = NULL;
+        }
+    }
 }
 
 #endif
@@ -1354,6 +1539,8 @@ ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f)
 
 #if (NGX_HTTP_SSL)
     if (c->ssl) {
+        ngx_http_tent_fetch_save_session(f, c);
+
         c->ssl->no_wait_shutdown = 1;
         c->ssl->no_send_shutdown = 1;
         (void) ngx_ssl_shutdown(c);

@@ -318,6 +318,7 @@ struct ngx_http_tent_fetch_s {
     ngx_event_t                     timer;
     ngx_event_t                     done;
     unsigned                        ssl:1;
+    unsigned                        tls_verified:1;
     unsigned                        explicit_port:1;
     unsigned                        started:1;
     unsigned                        counted:1;
@@ -372,6 +373,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_str_t                       trusted_certificate;
     ngx_flag_t                      ssl_verify;
     ngx_ssl_t                      *ssl;
+    void                           *ssl_sessions; /* this worker's */
     ngx_uint_t                      max_fetches;
     ngx_uint_t                      fetches;     /* this worker's */
     ngx_http_tent_resolver_t       *resolver;    /* this worker's */
