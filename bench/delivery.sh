@@ -19,6 +19,10 @@
 #
 # Environment (defaults): FOLLOWERS=100 POSTS=100 WORKERS=1
 #   CONCURRENCY=32 (tent_delivery_concurrency) TIMEOUT=120 DURATION=5
+#   TLS=0; TLS=1: the followers are https://localhost:R/f<i>, with a CA and
+#   certificate made by openssl for the run and trusted by the module
+#   (tent_outbound_trusted_certificate); the last line then also says how
+#   many deliveries came on a resumed TLS session ($ssl_session_reused).
 set -e
 
 # shellcheck source=bench/lib.sh
@@ -39,13 +43,36 @@ mport=$(bench_free_port 18081)
 rport=$(bench_free_port $((mport + 1)))
 murl=http://127.0.0.1:$mport
 rurl=http://127.0.0.1:$rport
+rlisten=
+rtrust=
+if [ "${TLS:-0}" = 1 ]; then
+    command -v openssl >/dev/null || bench_die "openssl is not installed"
+    tls=$BENCH_TMP/tls
+    mkdir -p "$tls"
+    echo "subjectAltName=DNS:localhost" > "$tls/ext"
+    { openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench-ca \
+          -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+      && openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+          -keyout "$tls/tls.key" -out "$tls/tls.csr" \
+      && openssl x509 -req -in "$tls/tls.csr" -CA "$tls/ca.pem" \
+          -CAkey "$tls/ca.key" -CAcreateserial -days 1 -extfile "$tls/ext" \
+          -out "$tls/tls.pem"; } >/dev/null 2>&1 \
+        || bench_die "openssl could not make the certificates"
+    rtport=$(bench_free_port $((rport + 1)))
+    rurl=https://localhost:$rtport
+    rlisten="        listen 127.0.0.1:$rtport ssl;
+        ssl_certificate      $tls/tls.pem;
+        ssl_certificate_key  $tls/tls.key;"
+    rtrust="    tent_outbound_trusted_certificate  $tls/ca.pem;"
+fi
 
 # --- the receiver: FOLLOWERS entities in one plain nginx --------------------
 rprefix=$(bench_prefix receiver)
 core='{"https://tent.io/types/info/core/v0.1.0":{"entity":"'$rurl'/$1",'
 core=$core'"licenses":[],"servers":["'$rurl'/$1/tent"]}}'
 bench_write_conf "$rprefix" "$rport" 1 "" \
-"        location = /ok {
+"$rlisten
+        location = /ok {
             return 200 'ok';
         }
 
@@ -67,8 +94,8 @@ bench_write_conf "$rprefix" "$rport" 1 "" \
             }
             return 200 '';
         }" \
-"    log_format  notes  '\$request_method';"
-bench_nginx_start "$rprefix" "$rurl/ok"
+"    log_format  notes  '\$request_method \$ssl_session_reused';"
+bench_nginx_start "$rprefix" "http://127.0.0.1:$rport/ok"
 
 # --- the module --------------------------------------------------------------
 mprefix=$(bench_prefix module)
@@ -83,7 +110,8 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
             tent_owner  \"bench owner\";
         }" \
 "    tent_store                 $mprefix/store;
-    tent_outbound_allow        127.0.0.0/8;
+    tent_outbound_allow        127.0.0.0/8 ::1;
+$rtrust
     tent_delivery_interval     50ms;
     tent_delivery_concurrency  $CONCURRENCY;"
 bench_nginx_start "$mprefix" "$murl/tent/profile"
@@ -103,6 +131,7 @@ done
 # the follower posts these follows made are delivered too: let them land
 sleep 2
 before=$(grep -c '^POST' "$rprefix/logs/notes.log" 2>/dev/null || true)
+rbefore=$(grep -c '^POST r$' "$rprefix/logs/notes.log" 2>/dev/null || true)
 
 bench_log "posting $POSTS posts; waiting for $((FOLLOWERS * POSTS)) deliveries"
 start=$(date +%s.%N)
@@ -143,12 +172,19 @@ wrk.body = '$body'
 wrk.headers["Content-Type"] = "application/vnd.tent.v0+json"
 LUA
 base=$(timeout $((DURATION + 10)) wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" \
-           -s "$BENCH_TMP/post.lua" "$rurl/f1/tent/notifications/n" \
+           -s "$BENCH_TMP/post.lua" \
+           "${rurl/localhost/127.0.0.1}/f1/tent/notifications/n" \
        | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
 base=${base%.*}
 
 [ "$done_n" -ge $((FOLLOWERS * POSTS)) ] \
     || echo "delivery: only $done_n of $((FOLLOWERS * POSTS)) arrived within ${TIMEOUT} s"
+how="signed, a new connection each"
+if [ "${TLS:-0}" = 1 ]; then
+    resumed=$(grep -c '^POST r$' "$rprefix/logs/notes.log" || true)
+    resumed=$((resumed - rbefore))
+    how="$how, TLS: $resumed of $done_n sessions resumed"
+fi
 echo "delivery: module $rate deliveries/s, receiver ${base:-?} POST/s," \
      "ratio $(bench_ratio "$rate" "${base:-0}")" \
-     "($FOLLOWERS followers x $POSTS posts, signed, a new connection each)"
+     "($FOLLOWERS followers x $POSTS posts, $how)"

@@ -594,6 +594,16 @@ ngx_http_tent_fetch_connected(ngx_event_t *ev)
         return;
     }
 
+    /*
+     * Nagle would hold a small write (a TLS Finished, then the request)
+     * until the peer's delayed ACK, some 40 ms on Linux
+     */
+
+    if (ngx_tcp_nodelay(c) != NGX_OK) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
+        return;
+    }
+
 #if (NGX_HTTP_SSL)
 
     if (f->ssl) {
