@@ -4,8 +4,8 @@ package Tent::Peer;
 # which two Tent servers talk to each other (follow, notify).  Its own
 # server root ("<servroot>-peerN"), its own free port on 127.0.0.1, a
 # master and workers, daemonized.  Under TEST_NGINX_USE_VALGRIND it runs
-# without valgrind; under util/run-asan.sh its ASan reports go to its own
-# logs/ and stop() turns them into a failed test.
+# without valgrind; under util/run-asan.sh its ASan and UBSan reports go
+# to its own logs/ and stop() turns them into a failed test.
 #
 #   my $peer = Tent::Peer->start(server_config => 'tent_entity $URL;');
 #   my ($app, $cred) = $peer->authorized_app('write_followings');
@@ -186,7 +186,8 @@ sub reload {
     return $ok // 0;
 }
 
-# ASan reports this peer wrote (logs/asan.*): list of [file, text]
+# ASan reports this peer wrote (logs/asan.*) and UBSan lines in its logs:
+# list of [file, text]
 sub sanitizer_reports {
     my ($self) = @_;
     my @r;
