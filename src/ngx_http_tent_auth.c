@@ -10,6 +10,11 @@
  * whose timestamp is outside tent_mac_skew, or whose nonce was seen
  * within it, are refused.  Seen nonces live in a shared memory zone, so
  * a replay through another worker is caught too.
+ *
+ * A key id means something only within its entity: several entities
+ * share one store and one nginx, and a followed server picks the id of
+ * the key it gives us.  So every lookup, the store's, the worker cache's
+ * and the nonce cache's, is by the credential row's key: entity and id.
  */
 
 
@@ -30,6 +35,7 @@ typedef struct {
     ngx_str_t                       nonce;
     ngx_str_t                       mac;
     ngx_str_t                       ext;
+    ngx_str_t                       key;        /* the credential row's */
     ngx_http_tent_route_pt          next;
     ngx_atomic_uint_t               generation;
 } ngx_http_tent_auth_state_t;
@@ -45,18 +51,19 @@ typedef struct {
 
 
 /*
- * Each worker keeps the credential records it read, by key id, while the
- * credentials' generation in shared memory has not moved: every write of
- * a credential row, in any worker, moves it (the store does that).  So a
- * signed request costs no store read, and a revoked key fails at once.
+ * Each worker keeps the credential records it read, by the row's key
+ * (entity and key id), while the credentials' generation in shared
+ * memory has not moved: every write of a credential row, in any worker,
+ * moves it (the store does that).  So a signed request costs no store
+ * read, and a revoked key fails at once.
  */
 
 #define NGX_HTTP_TENT_CRED_SLOTS   1024
 #define NGX_HTTP_TENT_CRED_MAX_AGE 30
 
 typedef struct {
-    u_char                         *id;
-    size_t                          id_len;
+    u_char                         *key;
+    size_t                          key_len;
     json_t                         *record;     /* parsed: read-only */
     ngx_atomic_uint_t               generation;
     time_t                          stored;
@@ -369,6 +376,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t                      *cred;
     ngx_int_t                    rc;
     ngx_table_elt_t             *h;
+    ngx_http_tent_store_op_t    *op;
     ngx_http_tent_auth_state_t  *st;
 
     ngx_memzero(&ctx->principal, sizeof(ngx_http_tent_principal_t));
@@ -399,6 +407,15 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->next = next;
     ctx->state = st;
 
+    /* this entity's row of the key id: no other entity's */
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_CREDENTIAL, &st->id, &st->key)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     /* read before the store is, so a change racing us leaves it stale */
 
     st->generation = ngx_http_tent_credential_generation(
@@ -409,8 +426,14 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_auth_verify(r, ctx, cred);
     }
 
-    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_CREDENTIAL,
-                                           &st->id, ngx_http_tent_auth_loaded);
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL || ngx_http_tent_store_get(op, &st->key) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_auth_loaded);
 }
 
 
@@ -518,13 +541,15 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "MAC timestamp out of range");
     }
 
-    nonce_key.len = st->id.len + st->ts.len + st->nonce.len + 2;
+    /* the row key holds the entity: the same id elsewhere is another key */
+
+    nonce_key.len = st->key.len + st->ts.len + st->nonce.len + 2;
     nonce_key.data = ngx_pnalloc(r->pool, nonce_key.len);
     if (nonce_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->id, &st->ts, &st->nonce);
+    ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->key, &st->ts, &st->nonce);
 
     /*
      * Once now > ts + skew the timestamp check refuses the request, and
@@ -827,7 +852,7 @@ ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
-    if (mcf->nonce_zone == NULL || key->len > 1024) {
+    if (mcf->nonce_zone == NULL || key->len > 4096) {
         return NGX_ERROR;
     }
 
@@ -1030,8 +1055,10 @@ ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
 }
 
 
+/* the slot of a credential row's key: entity and key id */
+
 static ngx_http_tent_cred_slot_t *
-ngx_http_tent_credential_slot(ngx_str_t *id, ngx_uint_t create)
+ngx_http_tent_credential_slot(ngx_str_t *key, ngx_uint_t create)
 {
     ngx_http_tent_cred_slot_t  *slots;
     ngx_http_tent_main_conf_t  *mcf;
@@ -1054,7 +1081,7 @@ ngx_http_tent_credential_slot(ngx_str_t *id, ngx_uint_t create)
 
     slots = mcf->credentials;
 
-    return &slots[ngx_crc32_short(id->data, id->len)
+    return &slots[ngx_crc32_short(key->data, key->len)
                   % NGX_HTTP_TENT_CRED_SLOTS];
 }
 
@@ -1064,13 +1091,13 @@ ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st)
 {
     ngx_http_tent_cred_slot_t  *slot;
 
-    slot = ngx_http_tent_credential_slot(&st->id, 0);
+    slot = ngx_http_tent_credential_slot(&st->key, 0);
 
-    if (slot == NULL || slot->id == NULL
+    if (slot == NULL || slot->key == NULL
         || slot->generation != st->generation
         || ngx_time() - slot->stored > NGX_HTTP_TENT_CRED_MAX_AGE
-        || slot->id_len != st->id.len
-        || ngx_memcmp(slot->id, st->id.data, st->id.len) != 0)
+        || slot->key_len != st->key.len
+        || ngx_memcmp(slot->key, st->key.data, st->key.len) != 0)
     {
         return NULL;
     }
@@ -1088,25 +1115,25 @@ ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st, json_t *cred,
     u_char                     *p;
     ngx_http_tent_cred_slot_t  *slot;
 
-    slot = ngx_http_tent_credential_slot(&st->id, 1);
+    slot = ngx_http_tent_credential_slot(&st->key, 1);
     if (slot == NULL || size > 64 * 1024) {
         return;
     }
 
-    p = ngx_alloc(st->id.len, ngx_cycle->log);
+    p = ngx_alloc(st->key.len, ngx_cycle->log);
     if (p == NULL) {
         return;
     }
 
-    ngx_memcpy(p, st->id.data, st->id.len);
+    ngx_memcpy(p, st->key.data, st->key.len);
 
-    if (slot->id) {
-        ngx_free(slot->id);
+    if (slot->key) {
+        ngx_free(slot->key);
         json_decref(slot->record);
     }
 
-    slot->id = p;
-    slot->id_len = st->id.len;
+    slot->key = p;
+    slot->key_len = st->key.len;
     slot->record = json_incref(cred);
     slot->generation = st->generation;
     slot->stored = ngx_time();
@@ -1128,8 +1155,8 @@ ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf)
     }
 
     for (i = 0; i < NGX_HTTP_TENT_CRED_SLOTS; i++) {
-        if (slots[i].id) {
-            ngx_free(slots[i].id);
+        if (slots[i].key) {
+            ngx_free(slots[i].key);
             json_decref(slots[i].record);
         }
     }

@@ -1,0 +1,257 @@
+# Security issue #11, the adversarial review of authentication.
+#
+# 1. Cross-entity authentication: entities sharing one nginx and one
+#    store (two server blocks with their own tent_entity; one block with
+#    "tent_entity http://$host" and two names) must never accept each
+#    other's keys.  Every key kind of entity A (a: app, u: owner, s: key
+#    A gave a follower, the key a followed remote gave A) is tried on
+#    routes of entity B after it was used at A in both workers, so a
+#    worker's credential cache holds it.  A followed remote picks its own
+#    key id: equal to another entity's key id it resolves only at its
+#    entity; the principal's kind comes from the stored record, never
+#    from the id's prefix.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Client;
+use Tent::MAC qw(random_nonce);
+use Tent::Receiver;
+use JSON::PP;
+use IO::Socket::IP;
+
+BEGIN {
+    # a free port for the reuseport servers that spread over both workers
+    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                Listen => 1) or die "no free port: $!";
+    $ENV{TEST_NGINX_SPREAD_PORT} = $s->sockport;
+    close $s;
+}
+
+master_on();
+workers(2);
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
+my $SPREAD = $ENV{TEST_NGINX_SPREAD_PORT};
+my $OWNER_SCOPES = 'read_apps,write_apps,read_posts,write_posts,'
+    . 'read_followers,write_followers,read_followings,write_followings,'
+    . 'read_secrets,write_secrets';
+
+sub client_for { Tent::Client->new(port => $SPREAD, host => $_[0]) }
+
+sub rand_hex { random_nonce($_[0] || 8) }
+
+sub cred_of {
+    my ($j) = @_;
+    return { map { $_ => $j->{$_} } qw(mac_key_id mac_key mac_algorithm) };
+}
+
+sub code {
+    my ($r) = @_;
+    my $e = ref $r->{json} eq 'HASH' ? $r->{json}{error} : undef;
+    return ($r->{status} // '') . ' ' . ($e // '');
+}
+
+# send() until both workers answered (X-Pid) and at least $min times:
+# the list of answers
+sub both_workers {
+    my ($send, $min) = @_;
+    my (%pids, @res);
+    for (1 .. 60) {
+        my $r = $send->();
+        push @res, $r;
+        $pids{ $r->{headers}{'x-pid'} // '?' }++;
+        last if keys %pids >= 2 && @res >= ($min || 2);
+    }
+    return @res;
+}
+
+sub all_are {
+    my ($want, $name, @res) = @_;
+    my %pids = map { ($_->{headers}{'x-pid'} // '?') => 1 } @res;
+    my @bad = grep { code($_) !~ $want } @res;
+    ok(!@bad && keys %pids >= 2,
+       "$name (" . scalar(@res) . ' tries, ' . scalar(keys %pids)
+       . ' workers)')
+        or diag(join "\n", map { code($_) . " pid "
+                                 . ($_->{headers}{'x-pid'} // '?') } @bad);
+}
+
+# the remote that entities follow, and that follows them
+my $rx = Tent::Receiver->start;
+
+# ---- the entities: owner (u:), its app (a:), a follower's s:, a following
+
+sub follow_remote {
+    my ($c, $owner, $rxx, $key_id, $key) = @_;
+    $rxx->rules([{ method => 'POST', path => '^/tent/followers$',
+                   times => 1,
+                   action => { status => 200, body => {
+                       id => rand_hex(8), entity => "http://$c->{host}",
+                       mac_key_id => $key_id, mac_key => $key,
+                       mac_algorithm => 'hmac-sha-256' } } }]);
+    return $c->request(POST => '/followings', cred => $owner,
+                       body => { entity => $rxx->url });
+}
+
+sub entity {
+    my ($host) = @_;
+    my $c = client_for($host);
+    my ($app, $owner) = $c->authorized_app($OWNER_SCOPES,
+                                           post_types => 'all');
+    my $res = $c->request(POST => '/followers', body => {
+        entity => $rx->url, types => ['all'], licenses => [],
+        notification_path => 'notifications/x',
+        permissions => { public => JSON::PP::true } });
+    is($res->{status}, 200, "$host: the remote follows it")
+        or diag $res->{body};
+    my $follower = cred_of($res->{json});
+    my $following = { mac_key_id => 's:' . rand_hex(10),
+                      mac_key => rand_hex(16),
+                      mac_algorithm => 'hmac-sha-256' };
+    $res = follow_remote($c, $owner, $rx, $following->{mac_key_id},
+                         $following->{mac_key});
+    is($res->{status}, 200, "$host: it follows the remote")
+        or diag $res->{body};
+    return { host => $host, c => $c, app => $app,
+             keys => { 'a: app key' => cred_of($app),
+                       'u: owner key' => $owner,
+                       's: key of its follower' => $follower,
+                       'key of its following' => $following } };
+}
+
+my %E = map { $_ => entity("$_.test") } qw(alice bob carol dave);
+
+# ---- 1. each key of A on routes of B, A's key warm in both workers
+
+my $post = { type => $STATUS, content => { text => 'not yours' },
+             permissions => { public => JSON::PP::true } };
+
+for my $pair (['alice', 'bob', 'server blocks'],
+              ['bob', 'alice', 'server blocks'],
+              ['carol', 'dave', '$host'],
+              ['dave', 'carol', '$host'])
+{
+    my ($A, $B, $how) = @$pair;
+    my ($ca, $cb) = ($E{$A}{c}, $E{$B}{c});
+    for my $kind (sort keys %{ $E{$A}{keys} }) {
+        my $k = $E{$A}{keys}{$kind};
+        my $W = "[$how] $A\'s $kind";
+        all_are(qr/^200 /, "$W works at $A",
+                both_workers(sub { $ca->request(GET => '/profile',
+                                                cred => $k) }, 4));
+        for my $route (['GET', '/apps'], ['POST', '/posts', $post],
+                       ['GET', "/apps/$E{$A}{app}{id}"],
+                       ['GET', '/followers'], ['GET', '/profile'],
+                       ['GET', '/posts'])
+        {
+            my ($m, $path, $body) = @$route;
+            all_are(qr/^401 Invalid MAC Key ID$/,
+                    "$W refused at $B: $m $path",
+                    both_workers(sub {
+                        $cb->request($m => $path, cred => $k,
+                                     $body ? (body => $body) : ())
+                    }, 2));
+        }
+    }
+    my $r = $cb->request(GET => '/posts?limit=200',
+                         cred => $E{$B}{keys}{'u: owner key'});
+    is(scalar(grep { ($_->{content}{text} // '') eq 'not yours' }
+              @{ $r->{json} || [] }), 0, "[$how] no post made at $B");
+}
+
+# ---- 2. a remote that picks another entity's key id
+
+my ($alice, $bob) = @E{qw(alice bob)};
+my $bob_owner = $bob->{keys}{'u: owner key'};
+my $alice_owner = $alice->{keys}{'u: owner key'};
+my $rx2 = Tent::Receiver->start;
+my $evil = { mac_key_id => $bob_owner->{access_token},
+             mac_key => 'the-attackers-key', mac_algorithm => 'hmac-sha-256' };
+
+my $res = follow_remote($alice->{c}, $alice_owner, $rx2,
+                        $evil->{mac_key_id}, $evil->{mac_key});
+is($res->{status}, 200, "alice follows a remote that picked bob's owner "
+   . 'key id: ids of other entities are not looked at (no oracle)')
+    or diag $res->{body};
+
+all_are(qr/^200 /, "the remote's key works at alice (its entity)",
+        both_workers(sub { $alice->{c}->request(GET => '/profile',
+                                                cred => $evil) }, 4));
+all_are(qr/^403 Unauthorized$/, "its u:-looking id is still a following at "
+        . 'alice: the kind comes from the record (GET /apps 403)',
+        both_workers(sub { $alice->{c}->request(GET => '/apps',
+                                                cred => $evil) }));
+for my $route (['GET', '/apps'], ['POST', '/posts', $post],
+               ['GET', '/profile'])
+{
+    my ($m, $path, $body) = @$route;
+    all_are(qr/^403 Invalid MAC Signature$/,
+            "the remote's key under bob's key id at bob: $m $path refused",
+            both_workers(sub {
+                $bob->{c}->request($m => $path, cred => $evil,
+                                   $body ? (body => $body) : ())
+            }, 2));
+}
+all_are(qr/^200 /, "bob's owner key still works at bob",
+        both_workers(sub { $bob->{c}->request(GET => '/apps',
+                                              cred => $bob_owner) }, 4));
+
+# the nonce cache is per entity too: the same (id, ts, nonce) at alice
+# does not use up bob's owner's request
+{
+    my ($ts, $nonce) = (time, rand_hex(8));
+    $res = $alice->{c}->request(GET => '/profile', cred => $evil, ts => $ts,
+                                nonce => $nonce);
+    is($res->{status}, 200, 'the remote signs (id, ts, nonce) at alice');
+    $res = $bob->{c}->request(GET => '/apps', cred => $bob_owner, ts => $ts,
+                              nonce => $nonce);
+    is(code($res), '200 ', "bob's owner with the same id, ts and nonce at "
+       . 'bob: not a replay');
+    $res = $bob->{c}->request(GET => '/apps', cred => $bob_owner, ts => $ts,
+                              nonce => $nonce);
+    is(code($res), '401 MAC nonce already used', 'its replay at bob is');
+}
+
+__DATA__
+
+=== TEST 1: four entities in one nginx and one store
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT reuseport;
+        server_name alice.test;
+        tent_entity http://alice.test;
+        add_header X-Pid $pid always;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT;
+        server_name bob.test;
+        tent_entity http://bob.test;
+        add_header X-Pid $pid always;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT;
+        server_name carol.test dave.test;
+        tent_entity http://$host;
+        add_header X-Pid $pid always;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
+--- config
+    tent_entity http://localhost.test;
+--- request
+GET /tent/profile
+--- error_code: 200
