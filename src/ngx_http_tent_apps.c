@@ -278,6 +278,46 @@ ngx_http_tent_put_json(ngx_http_request_t *r, ngx_http_tent_store_op_t *op,
 }
 
 
+/*
+ * A new key's credential row, only if its id is free in this entity: an
+ * imported id (write_secrets) must not take over another key's row, ours
+ * or one a followed server chose.  It begins the op's batch.
+ */
+
+static ngx_int_t
+ngx_http_tent_credential_new(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_str_t *entity, ngx_str_t *key_id,
+    json_t *cred)
+{
+    ngx_str_t  key, value;
+
+    if (ngx_http_tent_key(r->pool, entity, NGX_HTTP_TENT_TABLE_CREDENTIAL,
+                          key_id, &key)
+        != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, cred, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_store_cas(op, &key, NULL, &value);
+}
+
+
+/* the answer to a request that made a key: its id may have been taken */
+
+ngx_int_t
+ngx_http_tent_key_created(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                                        "The MAC key id is already in use");
+    }
+
+    return ngx_http_tent_reply_state_json(r, op);
+}
+
+
 static ngx_int_t
 ngx_http_tent_del_key(ngx_http_request_t *r, ngx_http_tent_store_op_t *op,
     ngx_str_t *entity, u_char table, ngx_str_t *rest)
@@ -525,13 +565,10 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_credential_new(r, op, &ctx->entity, &key_id, cred)
+           != NGX_OK
         || ngx_http_tent_put_json(r, op, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
                                   &id, app)
-           != NGX_OK
-        || ngx_http_tent_put_json(r, op, &ctx->entity,
-                                  NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
-                                  cred)
            != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -547,7 +584,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
     ctx->state = out;
 
     rc = ngx_http_tent_store_submit_request(r, op,
-                                            ngx_http_tent_reply_state_json);
+                                            ngx_http_tent_key_created);
     return rc;
 }
 
@@ -1163,8 +1200,8 @@ ngx_http_tent_auth_fields(json_t *auth, json_t *body)
 
 /*
  * A new authorization of an app: the owner approving it on the authorize
- * page, or an app with write_apps and write_secrets.  One write batch:
- * the authorization, its u: credential, its code.
+ * page, or an app with write_apps and write_secrets.  One batch: the
+ * authorization, its u: credential, its code, if the key id is free.
  */
 
 ngx_int_t
@@ -1213,14 +1250,11 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
     ngx_http_tent_json_str(auth, "mac_key_id", &key_id);
 
     if (ngx_http_tent_auth_rest(r->pool, app_id, &id, &rest) != NGX_OK
-        || ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_credential_new(r, op, &ctx->entity, &key_id, cred)
+           != NGX_OK
         || ngx_http_tent_put_json(r, op, &ctx->entity,
                                   NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest,
                                   auth)
-           != NGX_OK
-        || ngx_http_tent_put_json(r, op, &ctx->entity,
-                                  NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
-                                  cred)
            != NGX_OK
         || ngx_http_tent_subscription_put(r, ctx, op, &rest, auth) != NGX_OK)
     {
@@ -1280,7 +1314,7 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
     ctx->state = out;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_reply_state_json);
+                                              ngx_http_tent_key_created);
 }
 
 

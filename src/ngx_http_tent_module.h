@@ -509,6 +509,8 @@ ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, json_t **result);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_key_created(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /* ngx_http_tent_groups.c */
 ngx_int_t ngx_http_tent_groups_list(ngx_http_request_t *r,

@@ -8,8 +8,9 @@
 #    routes of entity B after it was used at A in both workers, so a
 #    worker's credential cache holds it.  A followed remote picks its own
 #    key id: equal to another entity's key id it resolves only at its
-#    entity; the principal's kind comes from the stored record, never
-#    from the id's prefix.
+#    entity; equal to one of ours it is refused; a key we create (an
+#    import) never overwrites a remote's row; the principal's kind comes
+#    from the stored record, never from the id's prefix.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -216,6 +217,80 @@ all_are(qr/^200 /, "bob's owner key still works at bob",
                               nonce => $nonce);
     is(code($res), '401 MAC nonce already used', 'its replay at bob is');
 }
+
+# ---- 3. a remote that picks one of our own key ids
+
+my $rx3 = Tent::Receiver->start;
+for my $kind ('u: owner key', 'a: app key', 's: key of its follower',
+              'key of its following')
+{
+    my $k = $alice->{keys}{$kind};
+    my $id = $k->{mac_key_id} // $k->{access_token};
+    $res = follow_remote($alice->{c}, $alice_owner, $rx3, $id,
+                         'the-attackers-key');
+    is(code($res), "502 The remote's credential id is already in use here",
+       "a remote that picks alice's $kind id: refused")
+        or diag $res->{body};
+    all_are(qr/^200 /, "alice's $kind still works",
+            both_workers(sub { $alice->{c}->request(GET => '/profile',
+                                                    cred => $k) }));
+    all_are(qr/^403 Invalid MAC Signature$/,
+            "the remote's key under that id: refused",
+            both_workers(sub { $alice->{c}->request(GET => '/profile',
+                cred => { %$k, mac_key => 'the-attackers-key' }) }));
+}
+
+# ---- 4. keys we create never overwrite a row of ours or of a remote
+
+my $following = $alice->{keys}{'key of its following'};
+for my $victim (['the key of a following', $following],
+                ['the owner key', $alice_owner],
+                ['an app key', $alice->{keys}{'a: app key'}])
+{
+    my ($what, $k) = @$victim;
+    my $id = $k->{mac_key_id} // $k->{access_token};
+    $res = $alice->{c}->request(POST => '/apps', cred => $alice_owner, body => {
+        name => 'Importer', url => 'https://imp.example',
+        redirect_uris => ['https://imp.example/cb'],
+        scopes => { read_posts => 'x' },
+        mac_key_id => $id, mac_key => 'imported-key-1234',
+        mac_algorithm => 'hmac-sha-256' });
+    is(code($res), '409 The MAC key id is already in use',
+       "an app imported with $what\'s id: 409") or diag $res->{body};
+    $res = $alice->{c}->request(POST => "/apps/$alice->{app}{id}/authorizations",
+        cred => $alice_owner, body => {
+            scopes => ['read_posts'], mac_key_id => $id,
+            mac_key => 'imported-key-1234',
+            mac_algorithm => 'hmac-sha-256' });
+    is(code($res), '409 The MAC key id is already in use',
+       "an authorization imported with $what\'s id: 409")
+        or diag $res->{body};
+    all_are(qr/^200 /, "$what still works",
+            both_workers(sub { $alice->{c}->request(GET => '/profile',
+                                                    cred => $k) }));
+}
+
+# an id of another entity may be imported: it resolves at alice only
+my $bob_app = $bob->{keys}{'a: app key'};
+$res = $alice->{c}->request(POST => '/apps', cred => $alice_owner, body => {
+    name => 'Importer', url => 'https://imp.example',
+    redirect_uris => ['https://imp.example/cb'],
+    scopes => { read_posts => 'x' },
+    mac_key_id => $bob_app->{mac_key_id}, mac_key => 'imported-key-1234',
+    mac_algorithm => 'hmac-sha-256' });
+is($res->{status}, 200, "alice imports an app key with bob's app key id")
+    or diag $res->{body};
+my $imported = cred_of($res->{json} || {});
+my $imported_id = $res->{json}{id} // 'none';
+all_are(qr/^200 /, 'it works at alice',
+        both_workers(sub { $alice->{c}->request(GET => "/apps/$imported_id",
+                                                cred => $imported) }, 4));
+all_are(qr/^403 Invalid MAC Signature$/, 'not at bob',
+        both_workers(sub { $bob->{c}->request(GET => "/apps/$bob->{app}{id}",
+                                              cred => $imported) }));
+all_are(qr/^200 /, "and bob's app key still works at bob",
+        both_workers(sub { $bob->{c}->request(GET => "/apps/$bob->{app}{id}",
+                                              cred => $bob_app) }));
 
 __DATA__
 
