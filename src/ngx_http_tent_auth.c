@@ -28,6 +28,9 @@
 
 #define NGX_HTTP_TENT_MAC_FIELD_MAX  256
 
+/* tent-client-ruby sends 6 characters, we 12; 64 holds a UUID or hex */
+#define NGX_HTTP_TENT_NONCE_MAX      64
+
 
 typedef struct {
     ngx_str_t                       id;
@@ -41,10 +44,28 @@ typedef struct {
 } ngx_http_tent_auth_state_t;
 
 
+/*
+ * Who may fill the nonce cache.  Anyone gets an app key (POST /apps) and
+ * anyone with a web server a follower's key (POST /followers), so each
+ * of these two kinds may hold at most a quarter of the cache; the rest
+ * is for the keys the owner approved: authorizations, and the servers
+ * the owner follows.  A full share is refused, never forgotten.
+ */
+
+#define NGX_HTTP_TENT_NONCE_APP       0
+#define NGX_HTTP_TENT_NONCE_FOLLOWER  1
+#define NGX_HTTP_TENT_NONCE_OWNER     2
+#define NGX_HTTP_TENT_NONCE_BUDGETS   3
+
+
 typedef struct {
     ngx_rbtree_t                    rbtree;
     ngx_rbtree_node_t               sentinel;
-    ngx_queue_t                     queue;
+    ngx_queue_t                     queue[NGX_HTTP_TENT_NONCE_BUDGETS];
+    ngx_uint_t                      used[NGX_HTTP_TENT_NONCE_BUDGETS];
+    ngx_queue_t                     free;
+    ngx_uint_t                      capacity;
+    time_t                          warned[NGX_HTTP_TENT_NONCE_BUDGETS];
     ngx_atomic_t                    generation;
     ngx_atomic_t                    credentials; /* their generation */
 } ngx_http_tent_nonce_sh_t;
@@ -76,15 +97,20 @@ typedef struct {
 } ngx_http_tent_nonce_ctx_t;
 
 
+/*
+ * A seen nonce: a SHA-256 digest of (row key, ts, nonce), its first
+ * bits in the node's key, the next 64 here; 64 bytes in all on 64-bit
+ * systems, whatever the lengths of the entity, id and nonce.
+ */
+
 typedef struct {
     u_char                          color;
     u_char                          dummy;
-    u_short                         len;
+    u_short                         dummy2;
+    uint32_t                        expires;
     ngx_queue_t                     queue;
-    time_t                          expires;
-    u_char                          data[1];
+    uint64_t                        digest;
 } ngx_http_tent_nonce_t;
-
 
 
 typedef struct {
@@ -108,7 +134,9 @@ static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_mac_text(ngx_http_request_t *r,
     ngx_http_tent_auth_state_t *st, ngx_str_t *text);
 static ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r,
-    ngx_str_t *key, time_t lifetime);
+    ngx_str_t *key, ngx_uint_t budget, time_t lifetime, time_t *retry);
+static ngx_int_t ngx_http_tent_nonce_busy(ngx_http_request_t *r,
+    time_t retry);
 
 
 static ngx_http_tent_scope_t  ngx_http_tent_scopes[] = {
@@ -404,6 +432,11 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "Invalid MAC header");
     }
 
+    if (st->nonce.len > NGX_HTTP_TENT_NONCE_MAX) {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
+                                       "MAC nonce too long");
+    }
+
     st->next = next;
     ctx->state = st;
 
@@ -480,8 +513,9 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     size_t                       len;
     u_char                       mac[64];
     json_t                      *v;
-    time_t                       ts, now, skew;
+    time_t                       ts, now, skew, retry;
     ngx_str_t                    algorithm, key, text, nonce_key, kind;
+    ngx_uint_t                   principal, budget;
     ngx_http_tent_loc_conf_t    *lcf;
     ngx_http_tent_auth_state_t  *st;
 
@@ -512,6 +546,32 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_json_str(cred, "key", &key) != NGX_OK
         || ngx_http_tent_json_str(cred, "kind", &kind) != NGX_OK)
     {
+        return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
+                                       "Invalid MAC Signature");
+    }
+
+    /* what the key is comes from its record, never from its id's prefix */
+
+    if (kind.len == 3 && ngx_strncmp(kind.data, "app", 3) == 0) {
+        principal = NGX_HTTP_TENT_APP;
+        budget = NGX_HTTP_TENT_NONCE_APP;
+
+    } else if (kind.len == 13
+               && ngx_strncmp(kind.data, "authorization", 13) == 0)
+    {
+        principal = NGX_HTTP_TENT_AUTHORIZATION;
+        budget = NGX_HTTP_TENT_NONCE_OWNER;
+
+    } else if (kind.len == 8 && ngx_strncmp(kind.data, "follower", 8) == 0) {
+        principal = NGX_HTTP_TENT_FOLLOWER;
+        budget = NGX_HTTP_TENT_NONCE_FOLLOWER;
+
+    } else if (kind.len == 9 && ngx_strncmp(kind.data, "following", 9) == 0)
+    {
+        principal = NGX_HTTP_TENT_FOLLOWING;
+        budget = NGX_HTTP_TENT_NONCE_OWNER;
+
+    } else {
         return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
                                        "Invalid MAC Signature");
     }
@@ -556,8 +616,8 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
      * ts >= now - skew here: so 2 * skew from now is long enough.
      */
 
-    switch (ngx_http_tent_nonce_check(r, &nonce_key,
-                                      skew ? 2 * skew : 600))
+    switch (ngx_http_tent_nonce_check(r, &nonce_key, budget,
+                                      skew ? 2 * skew : 600, &retry))
     {
     case NGX_OK:
         break;
@@ -566,44 +626,71 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
                                        "MAC nonce already used");
 
+    case NGX_BUSY:
+        return ngx_http_tent_nonce_busy(r, retry);
+
     default:
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->principal.key_id = st->id;
+    ctx->principal.kind = principal;
 
-    if (kind.len == 3 && ngx_strncmp(kind.data, "app", 3) == 0) {
-        ctx->principal.kind = NGX_HTTP_TENT_APP;
+    switch (principal) {
+
+    case NGX_HTTP_TENT_APP:
         (void) ngx_http_tent_json_str(cred, "app", &ctx->principal.app_id);
+        break;
 
-    } else if (kind.len == 13
-               && ngx_strncmp(kind.data, "authorization", 13) == 0)
-    {
-        ctx->principal.kind = NGX_HTTP_TENT_AUTHORIZATION;
+    case NGX_HTTP_TENT_AUTHORIZATION:
         (void) ngx_http_tent_json_str(cred, "app", &ctx->principal.app_id);
         (void) ngx_http_tent_json_str(cred, "authorization",
                                       &ctx->principal.auth_id);
         ctx->principal.scopes = ngx_http_tent_scope_bits(
                                     json_object_get(cred, "scopes"));
+        break;
 
-    } else if ((kind.len == 8 && ngx_strncmp(kind.data, "follower", 8) == 0)
-               || (kind.len == 9
-                   && ngx_strncmp(kind.data, "following", 9) == 0))
-    {
+    default:
         /* another server, by the credential of our relationship */
-        ctx->principal.kind = kind.len == 8 ? NGX_HTTP_TENT_FOLLOWER
-                                            : NGX_HTTP_TENT_FOLLOWING;
         (void) ngx_http_tent_json_str(cred, "entity",
                                       &ctx->principal.entity);
         (void) ngx_http_tent_json_str(cred, "relation",
                                       &ctx->principal.auth_id);
-
-    } else {
-        return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
-                                       "Invalid MAC Signature");
+        break;
     }
 
     return st->next(r, ctx);
+}
+
+
+/*
+ * The nonce cache has no room for this key's kind: refused until the
+ * oldest of them expires.  Forgetting a nonce instead would let its
+ * request be replayed.
+ */
+
+static ngx_int_t
+ngx_http_tent_nonce_busy(ngx_http_request_t *r, time_t retry)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+    if (h->value.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Retry-After");
+    h->value.len = ngx_sprintf(h->value.data, "%T", retry) - h->value.data;
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                    "MAC nonce cache is full: "
+                                    "try again later");
 }
 
 
@@ -721,9 +808,11 @@ ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
 
 
 /*
- * The nonce cache: an rbtree by hash and a queue oldest first, in shared
- * memory.  A node is an ngx_rbtree_node_t whose bytes from "color" on
- * are an ngx_http_tent_nonce_t, as in ngx_http_limit_req_module.
+ * The nonce cache: an rbtree by digest and, per budget, a queue oldest
+ * first, in shared memory.  A node is an ngx_rbtree_node_t whose bytes
+ * from "color" on are an ngx_http_tent_nonce_t, as in
+ * ngx_http_limit_req_module.  Every node is allocated when the zone is
+ * made, so "full" is a count, the same in every worker.
  */
 
 static void
@@ -745,8 +834,7 @@ ngx_http_tent_nonce_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
             n = (ngx_http_tent_nonce_t *) &node->color;
             t = (ngx_http_tent_nonce_t *) &temp->color;
 
-            p = (ngx_memn2cmp(n->data, t->data, n->len, t->len) < 0)
-                ? &temp->left : &temp->right;
+            p = (n->digest < t->digest) ? &temp->left : &temp->right;
         }
 
         if (*p == sentinel) {
@@ -769,6 +857,11 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
 {
     ngx_http_tent_nonce_ctx_t *octx = data;
 
+    size_t                      size;
+    ngx_uint_t                  i;
+    ngx_rbtree_node_t          *node;
+    ngx_http_tent_nonce_t      *nc;
+    ngx_http_tent_nonce_sh_t   *sh;
     ngx_http_tent_nonce_ctx_t  *ctx;
 
     ctx = zone->data;
@@ -786,87 +879,174 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
         return NGX_OK;
     }
 
-    ctx->sh = ngx_slab_alloc(ctx->shpool, sizeof(ngx_http_tent_nonce_sh_t));
-    if (ctx->sh == NULL) {
+    sh = ngx_slab_calloc(ctx->shpool, sizeof(ngx_http_tent_nonce_sh_t));
+    if (sh == NULL) {
         return NGX_ERROR;
     }
 
-    ctx->shpool->data = ctx->sh;
+    ctx->sh = sh;
+    ctx->shpool->data = sh;
 
-    ngx_rbtree_init(&ctx->sh->rbtree, &ctx->sh->sentinel,
-                    ngx_http_tent_nonce_insert);
-    ngx_queue_init(&ctx->sh->queue);
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_http_tent_nonce_insert);
+
+    for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
+        ngx_queue_init(&sh->queue[i]);
+    }
+
+    ngx_queue_init(&sh->free);
 
     ctx->shpool->log_nomem = 0;
+
+    /* every node now: the zone holds nothing else */
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + sizeof(ngx_http_tent_nonce_t);
+
+    for ( ;; ) {
+        node = ngx_slab_alloc(ctx->shpool, size);
+        if (node == NULL) {
+            break;
+        }
+
+        nc = (ngx_http_tent_nonce_t *) &node->color;
+        ngx_queue_insert_tail(&sh->free, &nc->queue);
+        sh->capacity++;
+    }
+
+    if (sh->capacity < 16) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
+                  "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
+                  "%ui each for app and for follower keys",
+                  zone->shm.size >> 10, sh->capacity, sh->capacity / 4);
 
     return NGX_OK;
 }
 
 
-/* drop expired entries, or with "force" that many of the oldest */
+/*
+ * Drop the expired nonces at the heads of the queues: at most "max" of
+ * each (bounded work under the lock), or all of them with 0.
+ */
 
-static ngx_uint_t
+static void
 ngx_http_tent_nonce_expire(ngx_http_tent_nonce_ctx_t *ctx, time_t now,
-    ngx_uint_t force)
+    ngx_uint_t max)
 {
-    ngx_uint_t              n;
+    ngx_uint_t              b, n;
     ngx_queue_t            *q;
     ngx_rbtree_node_t      *node;
     ngx_http_tent_nonce_t  *nc;
 
-    for (n = 0; n < 64 && !ngx_queue_empty(&ctx->sh->queue); n++) {
-        q = ngx_queue_head(&ctx->sh->queue);
-        nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
 
-        if (n >= force && nc->expires > now) {
-            break;
+        for (n = 0; max == 0 || n < max; n++) {
+
+            if (ngx_queue_empty(&ctx->sh->queue[b])) {
+                break;
+            }
+
+            q = ngx_queue_head(&ctx->sh->queue[b]);
+            nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+
+            if ((time_t) nc->expires > now) {
+                break;
+            }
+
+            node = (ngx_rbtree_node_t *)
+                       ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
+
+            ngx_queue_remove(q);
+            ngx_rbtree_delete(&ctx->sh->rbtree, node);
+            ngx_queue_insert_head(&ctx->sh->free, q);
+            ctx->sh->used[b]--;
         }
-
-        node = (ngx_rbtree_node_t *)
-                   ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
-
-        ngx_queue_remove(q);
-        ngx_rbtree_delete(&ctx->sh->rbtree, node);
-        ngx_slab_free_locked(ctx->shpool, node);
     }
-
-    return n;
 }
 
 
-/* NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before */
+/* the seconds until the first of these queues has a nonce expire */
+
+static time_t
+ngx_http_tent_nonce_wait(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t budget,
+    time_t now, time_t lifetime)
+{
+    time_t                  wait;
+    ngx_uint_t              b;
+    ngx_queue_t            *q;
+    ngx_http_tent_nonce_t  *nc;
+
+    wait = lifetime;
+
+    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+
+        if ((budget != NGX_HTTP_TENT_NONCE_BUDGETS && b != budget)
+            || ngx_queue_empty(&sh->queue[b]))
+        {
+            continue;
+        }
+
+        q = ngx_queue_head(&sh->queue[b]);
+        nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+
+        wait = ngx_min(wait, (time_t) nc->expires - now);
+    }
+
+    return ngx_max(wait, 1);
+}
+
+
+/*
+ * NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before;
+ * NGX_BUSY: no room for this budget, "retry" says for how long.  A
+ * nonce is never forgotten before it expires.
+ */
 
 static ngx_int_t
 ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
-    time_t lifetime)
+    ngx_uint_t budget, time_t lifetime, time_t *retry)
 {
-    size_t                      size;
+    u_char                      md[EVP_MAX_MD_SIZE];
     time_t                      now;
-    uint32_t                    hash;
-    ngx_int_t                   rc;
-    ngx_uint_t                  tries;
+    uint64_t                    d[2];
+    ngx_uint_t                  limit, full, warn;
+    unsigned int                md_len;
+    ngx_queue_t                *q;
+    ngx_rbtree_key_t            hash;
     ngx_rbtree_node_t          *node, *sentinel;
     ngx_http_tent_nonce_t      *nc;
+    ngx_http_tent_nonce_sh_t   *sh;
     ngx_http_tent_nonce_ctx_t  *ctx;
     ngx_http_tent_main_conf_t  *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
-    if (mcf->nonce_zone == NULL || key->len > 4096) {
+    if (mcf->nonce_zone == NULL) {
         return NGX_ERROR;
     }
 
-    ctx = mcf->nonce_zone->data;
+    if (EVP_Digest(key->data, key->len, md, &md_len, EVP_sha256(), NULL)
+        != 1
+        || md_len < sizeof(d))
+    {
+        return NGX_ERROR;
+    }
 
+    ngx_memcpy(d, md, sizeof(d));
+    hash = (ngx_rbtree_key_t) d[0];
+
+    ctx = mcf->nonce_zone->data;
+    sh = ctx->sh;
     now = ngx_time();
-    hash = ngx_crc32_short(key->data, key->len);
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    (void) ngx_http_tent_nonce_expire(ctx, now, 0);
+    ngx_http_tent_nonce_expire(ctx, now, 64);
 
-    node = ctx->sh->rbtree.root;
-    sentinel = ctx->sh->rbtree.sentinel;
+    node = sh->rbtree.root;
+    sentinel = sh->rbtree.sentinel;
 
     while (node != sentinel) {
 
@@ -877,54 +1057,78 @@ ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
 
         nc = (ngx_http_tent_nonce_t *) &node->color;
 
-        rc = ngx_memn2cmp(key->data, nc->data, key->len, (size_t) nc->len);
-
-        if (rc == 0) {
+        if (d[1] == nc->digest) {
             ngx_shmtx_unlock(&ctx->shpool->mutex);
             return NGX_DECLINED;
         }
 
-        node = (rc < 0) ? node->left : node->right;
+        node = (d[1] < nc->digest) ? node->left : node->right;
     }
 
-    size = offsetof(ngx_rbtree_node_t, color)
-           + offsetof(ngx_http_tent_nonce_t, data) + key->len;
+    limit = (budget == NGX_HTTP_TENT_NONCE_OWNER) ? sh->capacity
+                                                  : sh->capacity / 4;
 
-    for (tries = 0; tries < 4; tries++) {
-        node = ngx_slab_alloc_locked(ctx->shpool, size);
-        if (node) {
-            break;
+    full = sh->used[budget] >= limit || ngx_queue_empty(&sh->free);
+
+    if (full) {
+        /* the bounded pass may have left expired ones: all of them now */
+
+        ngx_http_tent_nonce_expire(ctx, now, 0);
+
+        if (sh->used[budget] >= limit) {
+            *retry = ngx_http_tent_nonce_wait(sh, budget, now, lifetime);
+            goto busy;
         }
 
-        /* full: forget the oldest ones, though they may be replayable */
-
-        if (ngx_http_tent_nonce_expire(ctx, now, 16) == 0) {
-            break;
+        if (ngx_queue_empty(&sh->free)) {
+            *retry = ngx_http_tent_nonce_wait(sh,
+                                              NGX_HTTP_TENT_NONCE_BUDGETS,
+                                              now, lifetime);
+            goto busy;
         }
-
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "tent: the MAC nonce cache is full, "
-                      "increase tent_mac_nonce_cache");
     }
 
-    if (node == NULL) {
-        ngx_shmtx_unlock(&ctx->shpool->mutex);
-        return NGX_ERROR;
-    }
+    q = ngx_queue_head(&sh->free);
+    ngx_queue_remove(q);
+
+    nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+    node = (ngx_rbtree_node_t *)
+               ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
 
     node->key = hash;
+    nc->expires = (uint32_t) (now + lifetime);
+    nc->digest = d[1];
 
-    nc = (ngx_http_tent_nonce_t *) &node->color;
-    nc->len = (u_short) key->len;
-    nc->expires = now + lifetime;
-    ngx_memcpy(nc->data, key->data, key->len);
-
-    ngx_rbtree_insert(&ctx->sh->rbtree, node);
-    ngx_queue_insert_tail(&ctx->sh->queue, &nc->queue);
+    ngx_rbtree_insert(&sh->rbtree, node);
+    ngx_queue_insert_tail(&sh->queue[budget], &nc->queue);
+    sh->used[budget]++;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return NGX_OK;
+
+busy:
+
+    /* once in 10 seconds per budget: a flood must not flood the log too */
+
+    warn = (now - sh->warned[budget] >= 10);
+    if (warn) {
+        sh->warned[budget] = now;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (warn) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: the MAC nonce cache is full for %s keys, "
+                      "refused for %T s; increase tent_mac_nonce_cache "
+                      "if this is not an attack",
+                      budget == NGX_HTTP_TENT_NONCE_APP ? "app"
+                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
+                      : "owner", *retry);
+    }
+
+    return NGX_BUSY;
 }
 
 

@@ -183,6 +183,38 @@ ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
 }
 
 
+static ngx_uint_t
+ngx_http_tent_has_retry_after(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash && h[i].key.len == sizeof("Retry-After") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Retry-After",
+                               sizeof("Retry-After") - 1) == 0)
+        {
+            return 1;
+        }
+    }
+}
+
+
 ngx_int_t
 ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body)
@@ -198,7 +230,11 @@ ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
         ctx->own_reply = 1;
     }
 
-    if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+    /* a handler that knows better set its own Retry-After before */
+
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE
+        && !ngx_http_tent_has_retry_after(r))
+    {
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
             return NGX_ERROR;

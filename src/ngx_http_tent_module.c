@@ -721,7 +721,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_msec_value(mcf->store_timeout, 5000);
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
-    ngx_conf_init_size_value(mcf->nonce_zone_size, 1024 * 1024);
+    ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
 
     if (mcf->store_path.len == 0) {
         return NGX_CONF_OK;

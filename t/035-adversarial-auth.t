@@ -11,11 +11,17 @@
 #    entity; equal to one of ours it is refused; a key we create (an
 #    import) never overwrites a remote's row; the principal's kind comes
 #    from the stored record, never from the id's prefix.
+# 2. The nonce cache: flooded with an app key (anyone gets one from
+#    POST /apps), it refuses app keys with 503 and Retry-After instead of
+#    forgetting nonces; a captured owner request replayed after the flood
+#    is still refused, the owner with a fresh nonce still served;
+#    followers have a budget of their own; over-long nonces are refused.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
 use Tent::Client;
 use Tent::MAC qw(random_nonce);
+use Tent::Peer;
 use Tent::Receiver;
 use JSON::PP;
 use IO::Socket::IP;
@@ -291,6 +297,120 @@ all_are(qr/^403 Invalid MAC Signature$/, 'not at bob',
 all_are(qr/^200 /, "and bob's app key still works at bob",
         both_workers(sub { $bob->{c}->request(GET => "/apps/$bob->{app}{id}",
                                               cred => $bob_app) }));
+
+# ---- 5. the nonce cache flooded with app keys (a second nginx, 32k zone)
+
+my $peer = Tent::Peer->start(
+    http_config => 'tent_store $SERVROOT/tent_temp;'
+                   . ' tent_outbound_allow 127.0.0.0/8;'
+                   . ' tent_mac_nonce_cache 32k;',
+    worker_processes => 2);
+my $pc = $peer->client;
+my ($papp, $powner) = $peer->authorized_app('read_posts,write_posts',
+                                              post_types => 'all');
+my $prx = Tent::Receiver->start;
+$res = $pc->request(POST => '/followers', body => {
+    entity => $prx->url, types => ['all'], licenses => [],
+    notification_path => 'notifications/x',
+    permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'flood: a remote follows the peer');
+my $pfollower = cred_of($res->{json});
+
+# the owner's request, captured on the wire
+my ($cap_ts, $cap_nonce) = (time, rand_hex(3));
+my $captured = sub {
+    $pc->request(POST => '/posts', cred => $powner, ts => $cap_ts,
+                 nonce => $cap_nonce,
+                 body => { type => $STATUS, content => { text => 'once' },
+                           permissions => { public => JSON::PP::true } });
+};
+is($captured->()->{status}, 200, 'flood: the owner posts (captured)');
+
+$res = $pc->request(GET => "/apps/$papp->{id}", cred => $papp,
+                    nonce => 'n' x 256);
+is(code($res), '401 MAC nonce too long', 'a nonce of 256 bytes: 401');
+is($res->{headers}{'www-authenticate'}, 'MAC', 'with WWW-Authenticate');
+$res = $pc->request(GET => "/apps/$papp->{id}", cred => $papp,
+                    nonce => 'n' x 65);
+is(code($res), '401 MAC nonce too long', 'a nonce of 65 bytes: 401');
+$res = $pc->request(GET => "/apps/$papp->{id}", cred => $papp,
+                    nonce => 'n' x 64);
+is($res->{status}, 200, 'a nonce of 64 bytes: 200');
+$res = $pc->request(GET => "/apps/$papp->{id}", cred => $papp,
+                    nonce => rand_hex(3));
+is($res->{status}, 200, "tent-client-ruby's 6 hex characters: 200");
+
+# anyone's app key, many signed requests with long nonces
+my $flood_app = $pc->register_app(name => 'Flood');
+my $full;
+for (1 .. 3000) {
+    $res = $pc->request(GET => "/apps/$flood_app->{id}", cred => $flood_app,
+                        nonce => rand_hex(32));
+    next if $res->{status} == 200;
+    $full = $res;
+    last;
+}
+ok($full, 'flood: the app keys\' share fills up');
+is(code($full // {}), '503 MAC nonce cache is full: try again later',
+   'flood: then app keys get 503');
+my $retry = ($full // {})->{headers}{'retry-after'} // '';
+like($retry, qr/^[1-9][0-9]*$/, 'flood: with Retry-After');
+ok($retry =~ /^\d+$/ && $retry <= 600,
+   "flood: Retry-After ($retry) within the nonce lifetime");
+
+$res = $captured->();
+is(code($res), '401 MAC nonce already used',
+   'flood: the captured owner request replayed: refused');
+$res = $pc->request(GET => '/posts', cred => $powner);
+is(scalar(grep { ($_->{content}{text} // '') eq 'once' }
+          @{ $res->{json} || [] }), 1, 'flood: one post');
+
+$res = $pc->request(POST => '/posts', cred => $powner,
+                    body => { type => $STATUS, content => { text => 'fresh' },
+                              permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'flood: the owner with a fresh nonce: served');
+$res = $pc->request(GET => "/apps/$papp->{id}", cred => $papp);
+is($res->{status}, 503, 'flood: another app key: 503 too');
+$res = $pc->request(GET => '/posts', cred => $pfollower);
+is($res->{status}, 200, 'flood: a follower\'s key: served');
+$res = $pc->request(GET => '/profile');
+is($res->{status}, 200, 'flood: anonymous: served');
+$res = $pc->register_app(name => 'After');
+ok($res->{mac_key_id}, 'flood: POST /apps still registers');
+
+# followers have a share of their own: flooding it leaves the owner alone
+for (1 .. 3000) {
+    $res = $pc->request(GET => '/posts', cred => $pfollower,
+                        nonce => rand_hex(8));
+    last if $res->{status} != 200;
+}
+is(code($res), '503 MAC nonce cache is full: try again later',
+   'follower flood: then 503');
+for (1 .. 20) {
+    $res = $pc->request(GET => '/posts', cred => $powner);
+    last if $res->{status} != 200;
+}
+is($res->{status}, 200, 'follower flood: the owner is still served');
+
+# and when the owner's keys fill the rest: 503 for them too, and the
+# captured request is still a replay
+for (1 .. 1000) {
+    $res = $pc->request(GET => '/profile', cred => $powner);
+    last if $res->{status} != 200;
+}
+is(code($res), '503 MAC nonce cache is full: try again later',
+   'the whole cache full: the owner gets 503');
+like($res->{headers}{'retry-after'} // '', qr/^[1-9][0-9]*$/,
+     'with Retry-After');
+is(code($captured->()), '401 MAC nonce already used',
+   'the whole cache full: the captured request is still refused');
+
+my $log = $peer->error_log_text;
+like($log, qr/tent_mac_nonce_cache of 32k holds (\d+) nonces/,
+     'the error log says how many nonces the zone holds');
+like($log, qr/the MAC nonce cache is full for app keys/, 'flood: logged');
+like($log, qr/the MAC nonce cache is full for follower keys/,
+     'follower flood: logged');
 
 __DATA__
 
