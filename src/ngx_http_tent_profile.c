@@ -32,7 +32,7 @@ typedef struct {
     ngx_uint_t                      one;        /* GET /profile/:type */
     json_t                         *record;
     ngx_str_t                       raw;
-    ngx_atomic_uint_t               generation;
+    ngx_http_tent_cached_t          cached;
     ngx_uint_t                      cache;
 } ngx_http_tent_profile_t;
 
@@ -147,7 +147,7 @@ ngx_http_tent_profile_cacheable(ngx_http_request_t *r)
 ngx_int_t
 ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_int_t                 rc;
+    ngx_str_t                 what;
     ngx_http_tent_profile_t  *pr;
 
     ctx->state = NULL;
@@ -157,11 +157,15 @@ ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* no query parameter changes the profile: none is in the key */
+
     if (ngx_http_tent_profile_cacheable(r)) {
-        switch (ngx_http_tent_cache_send(r, ctx, &pr->generation, &rc)) {
+        ngx_str_set(&what, "profile");
+
+        switch (ngx_http_tent_cache_get(r, ctx, &what, &pr->cached)) {
 
         case NGX_OK:
-            return rc;
+            return ngx_http_tent_send_body(r, NGX_HTTP_OK, &pr->cached.body);
 
         case NGX_DECLINED:
             pr->cache = 1;
@@ -359,7 +363,8 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         }
 
         if (pr->cache) {
-            ngx_http_tent_cache_put(r, ctx, pr->generation, &value, NULL);
+            pr->cached.body = value;
+            ngx_http_tent_cache_put(r, &pr->cached);
         }
 
         return ngx_http_tent_send_body(r, NGX_HTTP_OK, &value);
