@@ -1169,7 +1169,11 @@ ngx_http_tent_query_set(ngx_array_t *a)
 static u_char *
 ngx_http_tent_query_put(u_char *p, char tag, ngx_str_t *v)
 {
-    return ngx_sprintf(p, "%c%uz:%V", tag, v->len, v);
+    p = ngx_sprintf(p, "%c%uz:", tag, v->len);
+
+    /* an absent value has no data: nothing to copy from */
+
+    return v->len ? ngx_cpymem(p, v->data, v->len) : p;
 }
 
 
@@ -1179,17 +1183,17 @@ ngx_http_tent_query_canonical(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 {
     u_char      *p;
     size_t       len;
-    ngx_str_t   *s, none;
+    ngx_str_t   *s;
     ngx_uint_t   i;
 
     ngx_http_tent_query_set(&q->bases);
     ngx_http_tent_query_set(&q->entities);
 
-    ngx_str_null(&none);
+    /* six strings, each with a tag and its length; eight tagged numbers */
 
     len = ctx->api_path.len + q->mentioned_entity.len + q->mentioned_post.len
           + q->cursor_entity.len + q->cursor_id.len + q->view.len
-          + 10 * (1 + NGX_SIZE_T_LEN + 1) + 3 * NGX_INT_T_LEN + 8;
+          + 6 * (2 + NGX_SIZE_T_LEN) + 8 * (1 + NGX_INT_T_LEN);
 
     s = q->bases.elts;
     for (i = 0; i < q->bases.nelts; i++) {
@@ -1233,7 +1237,7 @@ ngx_http_tent_query_canonical(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         p = ngx_http_tent_query_put(p, 'i', &q->cursor_id);
     }
 
-    p = ngx_http_tent_query_put(p, 'V', q->view.len ? &q->view : &none);
+    p = ngx_http_tent_query_put(p, 'V', &q->view);
 
     out->len = p - out->data;
 
