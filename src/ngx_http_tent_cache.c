@@ -7,9 +7,18 @@
 /*
  * What anonymous readers get (the profile, the public feed) is the same
  * for everyone and read far more often than written: each worker keeps
- * the replies, by entity and request URI, good while the generation in
- * shared memory has not moved.  Every write of a post or a profile
- * section moves it, so no worker serves a reply older than a write.
+ * the replies, good while the generation in shared memory has not moved.
+ * Every write of a post or a profile section moves it, so no worker
+ * serves a reply older than a write.
+ *
+ * An entry is keyed by what the reply depends on, never by the request
+ * as spelled: the server block, the entity (so the Host for a $host
+ * entity) and what the route made of the request (the caller's "what":
+ * the feed's parsed query in a canonical form, with defaults made
+ * explicit and unknown parameters left out).  Junk in a query, or Accept
+ * and other headers no cached route looks at, make no new entries.
+ * Entries are bounded in number and in bytes (tent_anonymous_cache);
+ * the least recently used go first.
  */
 
 
@@ -24,35 +33,50 @@ typedef struct {
     ngx_str_node_t                  sn;
     ngx_queue_t                     queue;
     ngx_atomic_uint_t               generation;
+    size_t                          size;        /* all it allocated */
     ngx_str_t                       body;
-    ngx_str_t                       link;
+    ngx_str_t                       extra;
 } ngx_http_tent_cache_entry_t;
 
 
 static ngx_http_tent_store_t *
-ngx_http_tent_cache_store(ngx_http_request_t *r)
+ngx_http_tent_cache_store(ngx_http_request_t *r, size_t *max)
 {
     ngx_http_tent_main_conf_t  *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
-    return mcf->store;
+    *max = mcf->anonymous_cache;
+
+    return (*max > 0) ? mcf->store : NULL;
 }
 
 
-/* the entity and the URI as sent, query included */
+/*
+ * "<server block> <entity> 0x00 <what>": the server block because two
+ * blocks may serve one entity with different servers or API roots.
+ */
 
 static ngx_int_t
 ngx_http_tent_cache_key(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *key)
+    ngx_str_t *what, ngx_str_t *key)
 {
-    key->len = ctx->entity.len + 1 + r->unparsed_uri.len;
-    key->data = ngx_pnalloc(r->pool, key->len);
+    u_char                    *p;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    key->data = ngx_pnalloc(r->pool, NGX_PTR_SIZE * 2 + 2 + ctx->entity.len
+                                     + 1 + what->len);
     if (key->data == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_sprintf(key->data, "%V %V", &ctx->entity, &r->unparsed_uri);
+    p = ngx_sprintf(key->data, "%p %V", scf, &ctx->entity);
+    *p++ = '\0';
+    p = ngx_cpymem(p, what->data, what->len);
+
+    key->len = p - key->data;
 
     return NGX_OK;
 }
@@ -65,113 +89,121 @@ ngx_http_tent_cache_drop(ngx_http_tent_store_t *store,
     ngx_rbtree_delete(&store->cache, &e->sn.node);
     ngx_queue_remove(&e->queue);
     store->ncache--;
+    store->cache_bytes -= e->size;
     ngx_free(e);
 }
 
 
 /*
- * Answer from the cache if it holds a reply as new as the generation:
- * NGX_DECLINED otherwise, with *generation to hand to cache_put later
- * (read before the store is, so a write meanwhile makes the entry stale).
+ * A reply for an anonymous GET or HEAD, as new as the generation:
+ * NGX_OK with c->body and c->extra (copies in the request's pool: the
+ * entry may go before the reply is written out); NGX_DECLINED on a miss,
+ * with c->key and c->generation (read before the store is, so a write
+ * meanwhile makes the entry stale) for ngx_http_tent_cache_put();
+ * NGX_ERROR when the request is not for the cache.
  */
 
 ngx_int_t
-ngx_http_tent_cache_send(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_atomic_uint_t *generation, ngx_int_t *rc)
+ngx_http_tent_cache_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *what, ngx_http_tent_cached_t *c)
 {
-    ngx_str_t                     key, body;
+    u_char                       *p;
+    size_t                        max;
     ngx_str_node_t               *sn;
-    ngx_table_elt_t              *h;
     ngx_http_tent_store_t        *store;
     ngx_http_tent_cache_entry_t  *e;
 
-    store = ngx_http_tent_cache_store(r);
+    store = ngx_http_tent_cache_store(r, &max);
 
     if (store == NULL || ctx->principal.kind != NGX_HTTP_TENT_ANONYMOUS
-        || r->method != NGX_HTTP_GET)
+        || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)))
     {
         return NGX_ERROR;
     }
 
-    *generation = ngx_http_tent_generation((ngx_cycle_t *) ngx_cycle);
+    c->generation = ngx_http_tent_generation((ngx_cycle_t *) ngx_cycle);
 
-    if (ngx_http_tent_cache_key(r, ctx, &key) != NGX_OK) {
+    if (ngx_http_tent_cache_key(r, ctx, what, &c->key) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->cache, &key,
-                               ngx_crc32_short(key.data, key.len));
+    sn = ngx_str_rbtree_lookup(&store->cache, &c->key,
+                               ngx_crc32_short(c->key.data, c->key.len));
     e = (ngx_http_tent_cache_entry_t *) sn;
 
-    if (e == NULL || e->generation != *generation) {
+    if (e == NULL || e->generation != c->generation) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent cache: miss %08XD, %uz bytes of key",
+                       ngx_crc32_short(c->key.data, c->key.len), c->key.len);
         return NGX_DECLINED;
     }
 
     ngx_queue_remove(&e->queue);
     ngx_queue_insert_head(&store->cache_lru, &e->queue);
 
-    /* copies: the entry may go before the reply is written out */
-
-    body.len = e->body.len;
-    body.data = ngx_pnalloc(r->pool, body.len + e->link.len);
-    if (body.data == NULL) {
+    p = ngx_pnalloc(r->pool, e->body.len + e->extra.len);
+    if (p == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memcpy(body.data, e->body.data, body.len);
+    c->body.data = p;
+    c->body.len = e->body.len;
+    p = ngx_cpymem(p, e->body.data, e->body.len);
 
-    if (e->link.len) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_ERROR;
-        }
+    c->extra.data = p;
+    c->extra.len = e->extra.len;
+    ngx_memcpy(p, e->extra.data, e->extra.len);
 
-        h->hash = 1;
-        ngx_str_set(&h->key, "Link");
-        h->value.data = body.data + body.len;
-        h->value.len = e->link.len;
-        ngx_memcpy(h->value.data, e->link.data, e->link.len);
-    }
-
-    *rc = ngx_http_tent_send_body(r, NGX_HTTP_OK, &body);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent cache: hit %08XD", (uint32_t) e->sn.node.key);
 
     return NGX_OK;
 }
 
 
+/* keep c->body and c->extra under c->key, as of c->generation */
+
 void
-ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_atomic_uint_t generation, ngx_str_t *body, ngx_str_t *link)
+ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_cached_t *c)
 {
     u_char                       *p;
-    ngx_str_t                     key;
+    size_t                        size, max;
     ngx_queue_t                  *q;
     ngx_str_node_t               *sn;
     ngx_http_tent_store_t        *store;
     ngx_http_tent_cache_entry_t  *e;
 
-    store = ngx_http_tent_cache_store(r);
+    store = ngx_http_tent_cache_store(r, &max);
 
-    if (store == NULL || body->len > NGX_HTTP_TENT_CACHE_MAX_BODY
-        || ngx_http_tent_cache_key(r, ctx, &key) != NGX_OK)
-    {
+    if (store == NULL || c->key.len == 0) {
         return;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->cache, &key,
-                               ngx_crc32_short(key.data, key.len));
+    sn = ngx_str_rbtree_lookup(&store->cache, &c->key,
+                               ngx_crc32_short(c->key.data, c->key.len));
     if (sn) {
         ngx_http_tent_cache_drop(store, (ngx_http_tent_cache_entry_t *) sn);
     }
 
-    if (store->ncache >= NGX_HTTP_TENT_CACHE_ENTRIES) {
+    size = sizeof(ngx_http_tent_cache_entry_t) + c->key.len + c->body.len
+           + c->extra.len;
+
+    if (c->body.len > NGX_HTTP_TENT_CACHE_MAX_BODY || size > max) {
+        return;
+    }
+
+    /* the least recently used go until the new one fits */
+
+    while (!ngx_queue_empty(&store->cache_lru)
+           && (store->ncache >= NGX_HTTP_TENT_CACHE_ENTRIES
+               || store->cache_bytes + size > max))
+    {
         q = ngx_queue_last(&store->cache_lru);
         ngx_http_tent_cache_drop(store,
             ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue));
     }
 
-    e = ngx_alloc(sizeof(ngx_http_tent_cache_entry_t) + key.len + body->len
-                  + (link ? link->len : 0), ngx_cycle->log);
+    e = ngx_alloc(size, r->connection->log);
     if (e == NULL) {
         return;
     }
@@ -179,26 +211,33 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     p = (u_char *) (e + 1);
 
     e->sn.str.data = p;
-    e->sn.str.len = key.len;
-    p = ngx_cpymem(p, key.data, key.len);
+    e->sn.str.len = c->key.len;
+    p = ngx_cpymem(p, c->key.data, c->key.len);
 
     e->body.data = p;
-    e->body.len = body->len;
-    p = ngx_cpymem(p, body->data, body->len);
+    e->body.len = c->body.len;
+    p = ngx_cpymem(p, c->body.data, c->body.len);
 
-    e->link.data = p;
-    e->link.len = link ? link->len : 0;
+    e->extra.data = p;
+    e->extra.len = c->extra.len;
 
-    if (link) {
-        ngx_memcpy(p, link->data, link->len);
+    if (c->extra.len) {
+        ngx_memcpy(p, c->extra.data, c->extra.len);
     }
 
-    e->sn.node.key = ngx_crc32_short(key.data, key.len);
-    e->generation = generation;
+    e->size = size;
+    e->sn.node.key = ngx_crc32_short(c->key.data, c->key.len);
+    e->generation = c->generation;
 
     ngx_rbtree_insert(&store->cache, &e->sn.node);
     ngx_queue_insert_head(&store->cache_lru, &e->queue);
     store->ncache++;
+    store->cache_bytes += size;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent cache: stored %08XD, %uz bytes; %ui entries, "
+                   "%uz bytes", (uint32_t) e->sn.node.key, size, store->ncache,
+                   store->cache_bytes);
 }
 
 

@@ -230,6 +230,18 @@ ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
         ctx->own_reply = 1;
     }
 
+    /*
+     * A reply before the body was read (a POST refused for its signature,
+     * a PUT of an unknown id): the body goes, or on a kept-alive
+     * connection it would be read as the next request.
+     */
+
+    if (r == r->main && r->request_body == NULL && !r->discard_body
+        && ngx_http_discard_request_body(r) != NGX_OK)
+    {
+        r->keepalive = 0;
+    }
+
     /* a handler that knows better set its own Retry-After before */
 
     if (status == NGX_HTTP_SERVICE_UNAVAILABLE
@@ -406,7 +418,13 @@ ngx_http_tent_read_json(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* the request body in one piece, NUL-terminated, in the request's pool */
+/*
+ * The request body in one piece, NUL-terminated, in the request's pool;
+ * never NULL, "" when there is none.  An empty body (Content-Length: 0,
+ * a chunked body of one last chunk) still comes as a buffer, of size 0
+ * and with no memory behind it: such buffers are skipped, not copied
+ * from (memcpy from NULL is undefined even for 0 bytes).
+ */
 
 ngx_int_t
 ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
@@ -419,7 +437,9 @@ ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
 
     len = 0;
 
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+    for (cl = r->request_body ? r->request_body->bufs : NULL; cl;
+         cl = cl->next)
+    {
         len += ngx_buf_size(cl->buf);
     }
 
@@ -431,21 +451,29 @@ ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
 
     p = body->data;
 
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+    for (cl = r->request_body ? r->request_body->bufs : NULL; cl;
+         cl = cl->next)
+    {
         b = cl->buf;
 
-        if (b->in_file) {
-            n = ngx_read_file(b->file, p, (size_t) (b->file_last - b->file_pos),
-                              b->file_pos);
-            if (n != b->file_last - b->file_pos) {
-                return NGX_ERROR;
-            }
-
-            p += n;
+        if (ngx_buf_size(b) == 0) {
             continue;
         }
 
-        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        /* as ngx_buf_size() counted it */
+
+        if (ngx_buf_in_memory(b)) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        n = ngx_read_file(b->file, p, (size_t) (b->file_last - b->file_pos),
+                          b->file_pos);
+        if (n != b->file_last - b->file_pos) {
+            return NGX_ERROR;
+        }
+
+        p += n;
     }
 
     *p = '\0';
@@ -458,6 +486,23 @@ ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body)
  * Split a multipart body: "body" becomes the JSON part (typed ...json, or
  * named "post"), ctx->parts the others.
  */
+
+/* no body at all, or only JSON white space */
+
+ngx_int_t
+ngx_http_tent_body_blank(ngx_str_t *body)
+{
+    u_char  *p;
+
+    for (p = body->data; p < body->data + body->len; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
 
 static ngx_int_t
 ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
@@ -535,14 +580,14 @@ ngx_http_tent_body_read(ngx_http_request_t *r)
     ctx = ngx_http_tent_get_ctx(r);
     next = (ngx_http_tent_route_pt) ctx->route;
 
-    if (r->request_body == NULL || r->request_body->bufs == NULL) {
-        rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                                      "Request body required");
+    if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         goto done;
     }
 
-    if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (ngx_http_tent_body_blank(&body)) {
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "Request body required");
         goto done;
     }
 
@@ -621,11 +666,7 @@ ngx_http_tent_form_read(ngx_http_request_t *r)
     ctx = ngx_http_tent_get_ctx(r);
     next = (ngx_http_tent_route_pt) ctx->route;
 
-    ngx_str_set(&ctx->form, "");
-
-    if (r->request_body && r->request_body->bufs
-        && ngx_http_tent_body_bytes(r, &ctx->form) != NGX_OK)
-    {
+    if (ngx_http_tent_body_bytes(r, &ctx->form) != NGX_OK) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }

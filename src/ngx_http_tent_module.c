@@ -58,6 +58,8 @@ static char *ngx_http_tent_delivery_retry_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_tent_entity_page_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_tent_anonymous_cache_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 
 static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
@@ -145,6 +147,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       ngx_conf_set_size_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_tent_main_conf_t, nonce_zone_size),
+      NULL },
+
+    { ngx_string("tent_anonymous_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_anonymous_cache_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("tent_max_attachment_size"),
@@ -507,6 +516,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->store_timeout = NGX_CONF_UNSET_MSEC;
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
     mcf->delivery_on = NGX_CONF_UNSET;
@@ -552,6 +562,40 @@ ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s, const char *suffix)
     s->len += n;
 
     return NGX_OK;
+}
+
+
+/* "tent_anonymous_cache 16m;" or "off": each worker's bytes of replies */
+
+static char *
+ngx_http_tent_anonymous_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_main_conf_t *mcf = conf;
+
+    ssize_t     size;
+    ngx_str_t  *value;
+
+    if (mcf->anonymous_cache != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 3 && ngx_strcmp(value[1].data, "off") == 0) {
+        mcf->anonymous_cache = 0;
+        return NGX_CONF_OK;
+    }
+
+    size = ngx_parse_size(&value[1]);
+
+    if (size == NGX_ERROR) {
+        return "takes a size (e.g. 16m) or \"off\"";
+    }
+
+    mcf->anonymous_cache = (size_t) size;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -722,6 +766,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(mcf->store_timeout, 5000);
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
+    ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 
     if (mcf->store_path.len == 0) {
         return NGX_CONF_OK;

@@ -191,6 +191,7 @@ struct ngx_http_tent_store_s {
     ngx_rbtree_node_t               cache_sentinel;
     ngx_queue_t                     cache_lru;
     ngx_uint_t                      ncache;
+    size_t                          cache_bytes;
 
     /* client side: every worker, the owner too once it has resigned */
     ngx_http_tent_ipc_conn_t       *client;
@@ -366,6 +367,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_http_tent_store_t          *store;
     ngx_uint_t                      entities;
     size_t                          nonce_zone_size;
+    size_t                          anonymous_cache; /* bytes a worker */
     ngx_shm_zone_t                 *nonce_zone;
 
     /* outbound requests */
@@ -520,11 +522,17 @@ ngx_int_t ngx_http_tent_groups_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_group(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
-/* ngx_http_tent_cache.c */
-ngx_int_t ngx_http_tent_cache_send(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t *generation, ngx_int_t *rc);
-void ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_atomic_uint_t generation, ngx_str_t *body, ngx_str_t *link);
+/* ngx_http_tent_cache.c: anonymous replies, by what they depend on */
+typedef struct {
+    ngx_str_t                       key;
+    ngx_atomic_uint_t               generation;
+    ngx_str_t                       body;
+    ngx_str_t                       extra;       /* the route's own */
+} ngx_http_tent_cached_t;
+
+ngx_int_t ngx_http_tent_cache_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *what, ngx_http_tent_cached_t *c);
+void ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_cached_t *c);
 void ngx_http_tent_cache_exit(ngx_http_tent_store_t *store);
 
 /* ngx_http_tent_multipart.c */
@@ -743,6 +751,7 @@ ngx_int_t ngx_http_tent_read_json(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
+ngx_int_t ngx_http_tent_body_blank(ngx_str_t *body);
 
 /* ngx_http_tent_keys.c */
 #define NGX_HTTP_TENT_TABLE_APP            'a'

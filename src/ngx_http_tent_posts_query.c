@@ -44,10 +44,13 @@ typedef struct {
     ngx_uint_t                      cursor;
     ngx_str_t                       cursor_entity;
     ngx_str_t                       cursor_id;
+    ngx_int_t                       since_time;      /* or -1 */
+    ngx_int_t                       before_time;     /* or -1 */
+    ngx_str_t                       view;
     ngx_uint_t                      count;
     ngx_uint_t                      scanned;
     ngx_array_t                     found;
-    ngx_atomic_uint_t               generation;
+    ngx_http_tent_cached_t          cached;
     ngx_uint_t                      cache;
 } ngx_http_tent_query_t;
 
@@ -62,6 +65,10 @@ static ngx_int_t ngx_http_tent_query_fetched(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_query_reply(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *list);
+static ngx_int_t ngx_http_tent_query_canonical(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q, ngx_str_t *out);
+static ngx_int_t ngx_http_tent_query_link_header(ngx_http_request_t *r,
+    ngx_str_t *tails, ngx_str_t **link);
 
 
 /* a query argument, percent-decoded; NGX_DECLINED when absent */
@@ -200,6 +207,8 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     q->column = 'r';
     q->limit = NGX_HTTP_TENT_LIMIT_DEFAULT;
+    q->since_time = -1;
+    q->before_time = -1;
 
     n = ngx_http_tent_query_args_valid(r);
     if (n != NGX_OK) {
@@ -256,6 +265,14 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
+    /* as ngx_http_tent_post_view() reads it, for the cache key */
+
+    if (!q->count_only && q->mentions_of.len == 0
+        && ngx_http_tent_query_arg(r, "view", &q->view) == NGX_ERROR)
+    {
+        return NGX_ERROR;
+    }
+
     (void) ngx_http_tent_query_arg(r, "mentioned_entity",
                                    &q->mentioned_entity);
     (void) ngx_http_tent_query_arg(r, "mentioned_post", &q->mentioned_post);
@@ -291,6 +308,8 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ngx_http_tent_query_arg(r, "since_time", &v) == NGX_OK) {
         n = ngx_atoi(v.data, v.len);
+        q->since_time = n;
+
         if (n < 0
             || ngx_http_tent_index_key(r->pool, &ctx->entity, q->column,
                                        (uint64_t) n + 1, 0, NULL, NULL, 2,
@@ -303,6 +322,8 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ngx_http_tent_query_arg(r, "before_time", &v) == NGX_OK) {
         n = ngx_atoi(v.data, v.len);
+        q->before_time = n;
+
         if (n < 0
             || ngx_http_tent_index_key(r->pool, &ctx->entity, q->column,
                                        (uint64_t) n, 0, NULL, NULL, 2,
@@ -339,7 +360,7 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_uint_t count_only, ngx_str_t *mentions_of)
 {
     ngx_int_t                  rc;
-    ngx_str_t                  key;
+    ngx_str_t                  key, what, *link;
     ngx_http_tent_query_t     *q;
     ngx_http_tent_store_op_t  *op;
 
@@ -366,13 +387,28 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                         "Invalid query parameter");
     }
 
-    /* the public feed, as anonymous readers get it, from the cache */
+    /*
+     * The public feed, as anonymous readers get it, from the cache: by
+     * the query as parsed, not as spelled.  The entry has the body and
+     * the Link's page cursors; the Link itself repeats the request's own
+     * parameters, so it is made for each request.
+     */
 
     if (!count_only) {
-        switch (ngx_http_tent_cache_send(r, ctx, &q->generation, &rc)) {
+        if (ngx_http_tent_query_canonical(r, ctx, q, &what) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        switch (ngx_http_tent_cache_get(r, ctx, &what, &q->cached)) {
 
         case NGX_OK:
-            return rc;
+            if (ngx_http_tent_query_link_header(r, &q->cached.extra, &link)
+                != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            return ngx_http_tent_send_body(r, NGX_HTTP_OK, &q->cached.body);
 
         case NGX_DECLINED:
             q->cache = 1;
@@ -927,10 +963,14 @@ ngx_http_tent_query_rest(ngx_http_request_t *r, ngx_str_t *rest)
 }
 
 
+/*
+ * One page cursor of the Link header, what follows "<uri?rest":
+ * since_id=ID[&since_id_entity=E]>; rel="prev"
+ */
+
 static ngx_int_t
-ngx_http_tent_query_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *rest, const char *param, json_t *post, const char *rel,
-    u_char **p)
+ngx_http_tent_query_tail(ngx_http_tent_ctx_t *ctx, const char *param,
+    json_t *post, const char *rel, u_char **p)
 {
     ngx_str_t  id, entity;
 
@@ -941,7 +981,7 @@ ngx_http_tent_query_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    *p = ngx_sprintf(*p, "<%V?%V%s=%V", &r->uri, rest, param, &id);
+    *p = ngx_sprintf(*p, "%s=%V", param, &id);
 
     if (!ngx_http_tent_post_original(ctx, &entity)) {
         *p = ngx_sprintf(*p, "&%s_entity=", param);
@@ -955,19 +995,267 @@ ngx_http_tent_query_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+/*
+ * The page cursors, as the cache keeps them with the body:
+ * "<length of the prev tail>:<prev tail><next tail>", or "" for none.
+ */
+
+static ngx_int_t
+ngx_http_tent_query_tails(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_query_t *q, json_t *list, ngx_str_t *tails)
+{
+    u_char  *p, *prev, *next;
+    size_t   len;
+    json_t  *newest, *oldest;
+
+    ngx_str_null(tails);
+
+    if (json_array_size(list) == 0 || q->asc) {
+        return NGX_OK;
+    }
+
+    newest = json_array_get(list, 0);
+    oldest = json_array_get(list, json_array_size(list) - 1);
+
+    /* escaping makes an entity at most three times as long */
+
+    len = NGX_SIZE_T_LEN + 1
+          + 2 * sizeof("before_id=&before_id_entity=>; rel=\"next\"")
+          + json_string_length(json_object_get(newest, "id"))
+          + json_string_length(json_object_get(newest, "post"))
+          + json_string_length(json_object_get(oldest, "id"))
+          + json_string_length(json_object_get(oldest, "post"))
+          + 3 * json_string_length(json_object_get(newest, "entity"))
+          + 3 * json_string_length(json_object_get(oldest, "entity"));
+
+    p = ngx_pnalloc(r->pool, 2 * len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the tails first, after the room for the prefix */
+
+    prev = p + len;
+    next = prev;
+
+    if (ngx_http_tent_query_tail(ctx, "since_id", newest, "prev", &next)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    tails->data = p;
+    p = ngx_sprintf(p, "%uz:", (size_t) (next - prev));
+
+    if (json_array_size(list) >= q->limit
+        && ngx_http_tent_query_tail(ctx, "before_id", oldest, "next", &next)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(p, prev, next - prev);
+    tails->len = p - tails->data;
+
+    return NGX_OK;
+}
+
+
+/* Link: prev = newer posts, next = older ones (spec 8.2) */
+
+static ngx_int_t
+ngx_http_tent_query_link_header(ngx_http_request_t *r, ngx_str_t *tails,
+    ngx_str_t **link)
+{
+    u_char           *p, *colon;
+    size_t            len;
+    ngx_int_t         n;
+    ngx_str_t         rest, prev, next;
+    ngx_table_elt_t  *h;
+
+    *link = NULL;
+
+    if (tails->len == 0) {
+        return NGX_OK;
+    }
+
+    colon = ngx_strlchr(tails->data, tails->data + tails->len, ':');
+    n = colon ? ngx_atoi(tails->data, colon - tails->data) : NGX_ERROR;
+
+    if (n == NGX_ERROR
+        || (size_t) n > (size_t) (tails->data + tails->len - colon - 1))
+    {
+        return NGX_ERROR;
+    }
+
+    prev.data = colon + 1;
+    prev.len = n;
+    next.data = prev.data + prev.len;
+    next.len = tails->data + tails->len - next.data;
+
+    if (ngx_http_tent_query_rest(r, &rest) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    len = 2 * (sizeof("<?") - 1 + r->uri.len + rest.len) + sizeof(", ") - 1
+          + prev.len + next.len;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    p = ngx_pnalloc(r->pool, len);
+    if (h == NULL || p == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Link");
+    h->value.data = p;
+
+    p = ngx_sprintf(p, "<%V?%V%V", &r->uri, &rest, &prev);
+
+    if (next.len) {
+        p = ngx_sprintf(p, ", <%V?%V%V", &r->uri, &rest, &next);
+    }
+
+    h->value.len = p - h->value.data;
+    *link = &h->value;
+
+    return NGX_OK;
+}
+
+
+/*
+ * What the cache keys a feed by: the route's path (a post's mentions
+ * have its id in it) and every parameter as parsed, defaults explicit,
+ * lists sorted and without repeats (the parser's first value wins, as
+ * ngx_http_arg() finds it), each string length-prefixed so that no two
+ * queries make one key.  Parameters the parser does not know are not
+ * in it, nor is anything the parser gives no meaning (order=foo is the
+ * default order).
+ */
+
+static int ngx_libc_cdecl
+ngx_http_tent_query_str_cmp(const void *one, const void *two)
+{
+    const ngx_str_t  *a = one, *b = two;
+
+    return ngx_memn2cmp(a->data, b->data, a->len, b->len);
+}
+
+
+static void
+ngx_http_tent_query_set(ngx_array_t *a)
+{
+    ngx_str_t   *s;
+    ngx_uint_t   i, n;
+
+    if (a->nelts < 2) {
+        return;
+    }
+
+    s = a->elts;
+
+    ngx_qsort(s, a->nelts, sizeof(ngx_str_t), ngx_http_tent_query_str_cmp);
+
+    for (i = 1, n = 1; i < a->nelts; i++) {
+        if (ngx_http_tent_query_str_cmp(&s[n - 1], &s[i]) != 0) {
+            s[n++] = s[i];
+        }
+    }
+
+    a->nelts = n;
+}
+
+
+static u_char *
+ngx_http_tent_query_put(u_char *p, char tag, ngx_str_t *v)
+{
+    p = ngx_sprintf(p, "%c%uz:", tag, v->len);
+
+    /* an absent value has no data: nothing to copy from */
+
+    return v->len ? ngx_cpymem(p, v->data, v->len) : p;
+}
+
+
+static ngx_int_t
+ngx_http_tent_query_canonical(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_query_t *q, ngx_str_t *out)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_str_t   *s;
+    ngx_uint_t   i;
+
+    ngx_http_tent_query_set(&q->bases);
+    ngx_http_tent_query_set(&q->entities);
+
+    /* six strings, each with a tag and its length; eight tagged numbers */
+
+    len = ctx->api_path.len + q->mentioned_entity.len + q->mentioned_post.len
+          + q->cursor_entity.len + q->cursor_id.len + q->view.len
+          + 6 * (2 + NGX_SIZE_T_LEN) + 8 * (1 + NGX_INT_T_LEN);
+
+    s = q->bases.elts;
+    for (i = 0; i < q->bases.nelts; i++) {
+        len += 1 + NGX_SIZE_T_LEN + 1 + s[i].len;
+    }
+
+    s = q->entities.elts;
+    for (i = 0; i < q->entities.nelts; i++) {
+        len += 1 + NGX_SIZE_T_LEN + 1 + s[i].len;
+    }
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+
+    p = ngx_http_tent_query_put(p, 'R', &ctx->api_path);
+    p = ngx_sprintf(p, "L%uic%co%ui", q->limit, q->column, q->asc);
+    p = ngx_sprintf(p, "S%iB%i", q->since_time, q->before_time);
+
+    p = ngx_sprintf(p, "T%ui", q->bases.nelts);
+    s = q->bases.elts;
+    for (i = 0; i < q->bases.nelts; i++) {
+        p = ngx_http_tent_query_put(p, ',', &s[i]);
+    }
+
+    p = ngx_sprintf(p, "E%ui", q->entities.nelts);
+    s = q->entities.elts;
+    for (i = 0; i < q->entities.nelts; i++) {
+        p = ngx_http_tent_query_put(p, ',', &s[i]);
+    }
+
+    p = ngx_http_tent_query_put(p, 'M', &q->mentioned_entity);
+    p = ngx_http_tent_query_put(p, 'P', &q->mentioned_post);
+    p = ngx_sprintf(p, "C%ui", q->cursor);
+
+    if (q->cursor != NGX_HTTP_TENT_CURSOR_NONE) {
+        p = ngx_http_tent_query_put(p, 'e', &q->cursor_entity);
+        p = ngx_http_tent_query_put(p, 'i', &q->cursor_id);
+    }
+
+    p = ngx_http_tent_query_put(p, 'V', &q->view);
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *list)
 {
     u_char                    *p;
-    size_t                     len;
-    json_t                    *count, *newest, *oldest;
-    ngx_str_t                  rest, body, *link;
+    json_t                    *count;
+    ngx_str_t                  body, tails, *link;
     ngx_table_elt_t           *h;
     ngx_http_tent_query_t     *q;
 
     q = ctx->state;
-    link = NULL;
 
     if (list == NULL) {
         /* a count: HEAD /posts (Count header) or /posts/count (integer) */
@@ -993,62 +1281,17 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
     }
 
-    /* Link: prev = newer posts, next = older ones (spec 8.2) */
-
-    if (json_array_size(list) && !q->asc) {
-        newest = json_array_get(list, 0);
-        oldest = json_array_get(list, json_array_size(list) - 1);
-
-        if (ngx_http_tent_query_rest(r, &rest) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        /* escaping makes an entity at most three times as long */
-
-        len = 2 * (sizeof("<>; rel=\"prev\", &before_id_entity=") + 64
-                   + rest.len + r->uri.len + 1)
-              + 3 * json_string_length(json_object_get(newest, "entity"))
-              + 3 * json_string_length(json_object_get(oldest, "entity"))
-              + 2 * 512;
-
-        h = ngx_list_push(&r->headers_out.headers);
-        p = ngx_pnalloc(r->pool, len);
-        if (h == NULL || p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Link");
-        h->value.data = p;
-
-        if (ngx_http_tent_query_link(r, ctx, &rest, "since_id", newest,
-                                     "prev", &p)
-            != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        if (json_array_size(list) >= q->limit) {
-            p = ngx_cpymem(p, ", ", 2);
-
-            if (ngx_http_tent_query_link(r, ctx, &rest, "before_id", oldest,
-                                         "next", &p)
-                != NGX_OK)
-            {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-        }
-
-        h->value.len = p - h->value.data;
-        link = &h->value;
-    }
-
-    if (ngx_http_tent_json_dump(r->pool, list, &body) != NGX_OK) {
+    if (ngx_http_tent_query_tails(r, ctx, q, list, &tails) != NGX_OK
+        || ngx_http_tent_query_link_header(r, &tails, &link) != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, list, &body) != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (q->cache) {
-        ngx_http_tent_cache_put(r, ctx, q->generation, &body, link);
+        q->cached.body = body;
+        q->cached.extra = tails;
+        ngx_http_tent_cache_put(r, &q->cached);
     }
 
     return ngx_http_tent_send_body(r, NGX_HTTP_OK, &body);

@@ -11,10 +11,10 @@
  *
  * under "p <type base>"; the versions it replaced stay under
  * "q <type base> 0x00 <version, 4 bytes big-endian>".  The core section
- * is created on first use and kept in line with the configuration
- * (entity, servers) with compare-and-set, so concurrent first requests
- * create it once.  A section is visible to everyone when public, and to
- * an app whose authorization has read_profile or write_profile and the
+ * comes from the configuration (entity, servers): it is stored only by
+ * a PUT of it, never by a read, so a $host entity no one wrote to has no
+ * row.  A section is visible to everyone when public, and to an app
+ * whose authorization has read_profile or write_profile and the
  * section's type.
  */
 
@@ -22,7 +22,6 @@
 #include "ngx_http_tent_module.h"
 
 
-#define NGX_HTTP_TENT_PROFILE_ATTEMPTS  4
 #define NGX_HTTP_TENT_PROFILE_SECTIONS  1024
 
 
@@ -33,7 +32,7 @@ typedef struct {
     ngx_uint_t                      one;        /* GET /profile/:type */
     json_t                         *record;
     ngx_str_t                       raw;
-    ngx_atomic_uint_t               generation;
+    ngx_http_tent_cached_t          cached;
     ngx_uint_t                      cache;
 } ngx_http_tent_profile_t;
 
@@ -42,11 +41,8 @@ static ngx_int_t ngx_http_tent_profile_scan(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_profile_core_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 static json_t *ngx_http_tent_profile_core(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *old, json_t *content,
-    ngx_uint_t *changed);
+    ngx_http_tent_ctx_t *ctx, json_t *old, json_t *content);
 static ngx_int_t ngx_http_tent_profile_section(ngx_http_tent_ctx_t *ctx,
     json_t *profile, json_t *record);
 static ngx_int_t ngx_http_tent_profile_history(ngx_http_request_t *r,
@@ -151,7 +147,7 @@ ngx_http_tent_profile_cacheable(ngx_http_request_t *r)
 ngx_int_t
 ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_int_t                 rc;
+    ngx_str_t                 what;
     ngx_http_tent_profile_t  *pr;
 
     ctx->state = NULL;
@@ -161,11 +157,15 @@ ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* no query parameter changes the profile: none is in the key */
+
     if (ngx_http_tent_profile_cacheable(r)) {
-        switch (ngx_http_tent_cache_send(r, ctx, &pr->generation, &rc)) {
+        ngx_str_set(&what, "profile");
+
+        switch (ngx_http_tent_cache_get(r, ctx, &what, &pr->cached)) {
 
         case NGX_OK:
-            return rc;
+            return ngx_http_tent_send_body(r, NGX_HTTP_OK, &pr->cached.body);
 
         case NGX_DECLINED:
             pr->cache = 1;
@@ -280,12 +280,10 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *profile, *record, *core, *wanted;
-    ngx_str_t                  key, value, core_raw, core_key, base, s;
+    ngx_str_t                  key, value, base, s;
     ngx_int_t                  rc, status;
-    ngx_uint_t                 changed;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *cas;
 
     ctx = ngx_http_tent_get_ctx(r);
     pr = ctx->state;
@@ -302,7 +300,6 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 
     core = NULL;
     wanted = NULL;
-    ngx_str_null(&core_raw);
 
     while ((rc = ngx_http_tent_store_next(op, &key, &value)) == NGX_OK) {
         record = ngx_http_tent_json_parse(&value, r->connection->log);
@@ -319,7 +316,6 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 
         if (ngx_http_tent_is_core(&base)) {
             core = record;
-            core_raw = value;
             continue;
         }
 
@@ -342,39 +338,17 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    record = ngx_http_tent_profile_core(r, ctx, core, NULL, &changed);
+    /*
+     * The core section as the configuration wants it.  A read never
+     * writes it (a host no one wrote to must leave nothing in the
+     * store): missing, it is the default; stored but out of line with
+     * the configuration, it is shown brought in line, as the next
+     * version, until a PUT of the section stores one.
+     */
+
+    record = ngx_http_tent_profile_core(r, ctx, core, NULL);
     if (record == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (changed) {
-
-        /* write the new core section, then read the profile back */
-
-        if (++ctx->attempts > NGX_HTTP_TENT_PROFILE_ATTEMPTS) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "tent: the core profile keeps changing under us");
-            return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                            NULL);
-        }
-
-        cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-        if (cas == NULL
-            || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
-            || ngx_http_tent_key(r->pool, &ctx->entity,
-                                 NGX_HTTP_TENT_TABLE_PROFILE,
-                                 &ngx_http_tent_core_base, &core_key)
-               != NGX_OK
-            || ngx_http_tent_store_cas(cas, &core_key,
-                                       core ? &core_raw : NULL, &value)
-               != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        return ngx_http_tent_store_submit_request(r, cas,
-                                          ngx_http_tent_profile_core_written);
     }
 
     if (pr->one && ngx_http_tent_is_core(&pr->base)) {
@@ -389,7 +363,8 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         }
 
         if (pr->cache) {
-            ngx_http_tent_cache_put(r, ctx, pr->generation, &value, NULL);
+            pr->cached.body = value;
+            ngx_http_tent_cache_put(r, &pr->cached);
         }
 
         return ngx_http_tent_send_body(r, NGX_HTTP_OK, &value);
@@ -418,41 +393,23 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
-ngx_http_tent_profile_core_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_int_t             status;
-    ngx_http_tent_ctx_t  *ctx;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    /* written, or someone else won the race: either way, read it again */
-
-    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
-    ctx = ngx_http_tent_get_ctx(r);
-
-    return ngx_http_tent_profile_scan(r, ctx);
-}
-
-
 /*
- * The core record as the configuration wants it, from the stored one or
- * from new content (a PUT).  "changed": it differs from what is stored.
+ * The core record as the configuration wants it, from the stored one
+ * ("old", or NULL) or from new content (a PUT).  Readers are shown a
+ * missing record as the default, version 1, and a stored one out of
+ * line with the configuration as the next version: a PUT comes after
+ * what they were shown, so no version number ever meant two contents.
  */
 
 static json_t *
 ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    json_t *old, json_t *content, ngx_uint_t *changed)
+    json_t *old, json_t *content)
 {
     json_t      *record, *servers, *entity, *old_content, *version, *perms;
     json_int_t   v;
+    ngx_uint_t   in_line, put;
 
-    *changed = 0;
+    put = (content != NULL);
 
     if (ngx_http_tent_servers(r, ctx, &servers) != NGX_OK) {
         return NULL;
@@ -466,17 +423,15 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     old_content = old ? json_object_get(old, "content") : NULL;
 
-    if (content == NULL
-        && json_is_object(old_content)
-        && json_equal(json_object_get(old_content, "entity"), entity)
-        && json_equal(json_object_get(old_content, "servers"), servers))
-    {
+    in_line = json_is_object(old_content)
+              && json_equal(json_object_get(old_content, "entity"), entity)
+              && json_equal(json_object_get(old_content, "servers"), servers);
+
+    if (!put && in_line) {
         json_decref(entity);
         json_decref(servers);
         return old;
     }
-
-    *changed = 1;
 
     if (content) {
         content = json_deep_copy(content);
@@ -505,6 +460,11 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     version = old ? json_object_get(old, "version") : NULL;
     v = json_is_integer(version) ? json_integer_value(version) + 1 : 1;
+
+    if (put && !in_line) {
+        /* shown to readers as v already: the PUT is the one after it */
+        v++;
+    }
 
     perms = json_pack("{s:b}", "public", 1);
 
@@ -858,7 +818,6 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     json_t                    *content, *record, *perms, *old_perms, *post;
     json_int_t                 v;
     ngx_str_t                  key, value, old_key;
-    ngx_uint_t                 changed;
     ngx_http_tent_profile_t   *pr;
     ngx_http_tent_store_op_t  *cas;
 
@@ -885,8 +844,7 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (ngx_http_tent_is_core(&pr->base)) {
         json_decref(perms);
 
-        record = ngx_http_tent_profile_core(r, ctx, pr->record, content,
-                                            &changed);
+        record = ngx_http_tent_profile_core(r, ctx, pr->record, content);
         if (record == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
