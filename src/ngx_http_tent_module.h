@@ -620,6 +620,9 @@ ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_discovered_pt discovered, void *data);
 
 /* ngx_http_tent_relations.c: what followers and followings share */
+typedef ngx_int_t (*ngx_http_tent_list_item_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record, void *data, json_t **out);
+
 typedef struct {
     ngx_str_t                       name;        /* "followers" */
     const char                     *kind;        /* its posts' type */
@@ -627,6 +630,10 @@ typedef struct {
     u_char                          entity_table;
     ngx_uint_t                      read_scope;
     ngx_uint_t                      peer_kind;
+
+    /* another table listed the same way (apps); NULL for relations */
+    ngx_int_t                     (*id_valid)(ngx_str_t *id);
+    ngx_http_tent_list_item_pt      item;
 } ngx_http_tent_relation_t;
 
 typedef ngx_int_t (*ngx_http_tent_relation_pt)(ngx_http_request_t *r,
@@ -647,6 +654,9 @@ ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
 ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
+ngx_int_t ngx_http_tent_list_table(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, void *data,
+    ngx_str_t *args);
 ngx_int_t ngx_http_tent_internal_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
     json_t *content, ngx_uint_t public);
