@@ -397,6 +397,8 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_str_t                       api_root;
     ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
     ngx_http_tent_outbound_conf_t   outbound;
+    ngx_uint_t                      apps_unconfirmed;
+    time_t                          apps_unconfirmed_time;
     struct ngx_http_tent_ctx_s     *fixed;       /* a fixed entity's parts */
     ngx_str_t                       file;
     ngx_uint_t                      line;
@@ -486,6 +488,8 @@ void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
 void ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf);
 
 /* ngx_http_tent_apps.c */
+#define NGX_HTTP_TENT_APPS_UNCONFIRMED_MAX  10000
+
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_apps_list(ngx_http_request_t *r,
@@ -505,8 +509,10 @@ ngx_int_t ngx_http_tent_authorization_update(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_authorization_delete(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app, json_t *fields,
-    ngx_http_tent_store_op_t *op, json_t **result);
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app,
+    ngx_str_t *app_raw, json_t *fields, ngx_http_tent_store_op_t *op,
+    json_t **result);
+ngx_int_t ngx_http_tent_redirect_uri_valid(u_char *p, size_t len);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -774,6 +780,7 @@ ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
 #define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
 #define NGX_HTTP_TENT_TABLE_SUBSCRIPTION   'n'
+#define NGX_HTTP_TENT_TABLE_UNCONFIRMED    'u'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);
