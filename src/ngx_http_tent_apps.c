@@ -26,7 +26,6 @@
 #include "ngx_http_tent_module.h"
 
 
-#define NGX_HTTP_TENT_MAX_APPS       1000
 #define NGX_HTTP_TENT_MAX_AUTHS      1000
 #define NGX_HTTP_TENT_MAX_URIS       32
 #define NGX_HTTP_TENT_MAX_FIELD      2048
@@ -73,6 +72,17 @@ typedef struct {
     ngx_str_t                       old_id;     /* the app it names */
     ngx_str_t                       old_key_id;
 } ngx_http_tent_apps_new_t;
+
+
+/* GET /apps */
+typedef struct {
+    json_t                         *authorized; /* app ids: true */
+    ngx_int_t                       filter;     /* -1, or 0 or 1 */
+    ngx_uint_t                      secrets;
+    ngx_str_t                       start;      /* authorizations to scan */
+    ngx_str_t                       end;
+    ngx_str_t                       args;
+} ngx_http_tent_apps_list_t;
 
 
 static ngx_int_t ngx_http_tent_subscription_put(ngx_http_request_t *r,
@@ -883,6 +893,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
     }
 
     json_object_set_new(out, "authorizations", json_array());
+    json_object_set_new(out, "authorized", json_false());
 
     if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_APPS)) {
         nw = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_apps_new_t));
@@ -1284,16 +1295,133 @@ ngx_http_tent_reply_state_json(ngx_http_request_t *r,
 }
 
 
-/* GET /apps (read_apps): every app, without secrets unless asked */
+/*
+ * GET /apps (read_apps): a page of apps (ngx_http_tent_list_table(), as
+ * followers: limit, since_id, before_id, until_id, order, Link), in the
+ * order of their ids, without secrets unless asked.  Each says whether
+ * it has an authorization ("authorized"), which ?authorized=true|false
+ * filters on: the entity's authorizations are read first, their keys
+ * begin with their app's id.
+ */
+
+static ngx_int_t ngx_http_tent_apps_auths_scan(ngx_http_request_t *r,
+    ngx_http_tent_apps_list_t *lst);
+static ngx_int_t ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_apps_id_valid(ngx_str_t *id);
+static ngx_int_t ngx_http_tent_apps_item(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record, void *data, json_t **out);
+
+
+static ngx_http_tent_relation_t  ngx_http_tent_apps_rel = {
+    ngx_string("apps"),
+    NULL,
+    NGX_HTTP_TENT_TABLE_APP,
+    0,
+    NGX_HTTP_TENT_READ_APPS,
+    0,
+    ngx_http_tent_apps_id_valid,
+    ngx_http_tent_apps_item
+};
+
+
+ngx_int_t
+ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                   v;
+    ngx_http_tent_apps_list_t  *lst;
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_APPS)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    lst = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_apps_list_t));
+    if (lst == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    lst->filter = -1;
+    lst->secrets = ngx_http_tent_want_secrets(r, ctx);
+
+    if (ngx_http_arg(r, (u_char *) "authorized", 10, &v) == NGX_OK) {
+        if (v.len == 4 && ngx_strncmp(v.data, "true", 4) == 0) {
+            lst->filter = 1;
+
+        } else if (v.len == 5 && ngx_strncmp(v.data, "false", 5) == 0) {
+            lst->filter = 0;
+
+        } else {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                            "authorized must be true or "
+                                            "false");
+        }
+    }
+
+    /* the links keep the filter, and secrets for who may see them */
+
+    lst->args.data = ngx_pnalloc(r->pool, sizeof("&authorized=false"
+                                                 "&secrets=true") - 1);
+    if (lst->args.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    lst->args.len = ngx_sprintf(lst->args.data, "%s%s",
+                                lst->filter == -1 ? ""
+                                : lst->filter ? "&authorized=true"
+                                              : "&authorized=false",
+                                lst->secrets ? "&secrets=true" : "")
+                    - lst->args.data;
+
+    lst->authorized = ngx_http_tent_json_own(r->pool, json_object());
+
+    if (lst->authorized == NULL
+        || ngx_http_tent_key_range(r->pool, &ctx->entity,
+                                   NGX_HTTP_TENT_TABLE_AUTHORIZATION,
+                                   &lst->start, &lst->end)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->state = lst;
+
+    return ngx_http_tent_apps_auths_scan(r, lst);
+}
+
 
 static ngx_int_t
-ngx_http_tent_apps_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+ngx_http_tent_apps_auths_scan(ngx_http_request_t *r,
+    ngx_http_tent_apps_list_t *lst)
 {
-    json_t               *list, *app, *view;
-    ngx_int_t             rc, status;
-    ngx_str_t             key, value;
-    ngx_uint_t            secrets;
-    ngx_http_tent_ctx_t  *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_store_scan(op, &lst->start, &lst->end,
+                                    NGX_HTTP_TENT_MAX_AUTHS, 0)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                        ngx_http_tent_apps_auths_scanned);
+}
+
+
+static ngx_int_t
+ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    u_char                     *p, *z;
+    size_t                      prefix;
+    ngx_int_t                   status;
+    ngx_str_t                   key, value, last;
+    ngx_uint_t                  rows;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_apps_list_t  *lst;
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
@@ -1301,61 +1429,93 @@ ngx_http_tent_apps_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     ctx = ngx_http_tent_get_ctx(r);
-    secrets = ngx_http_tent_want_secrets(r, ctx);
+    lst = ctx->state;
 
-    list = ngx_http_tent_json_own(r->pool, json_array());
-    if (list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    prefix = ctx->entity.len + 2;
+    rows = 0;
+    ngx_str_null(&last);
 
-    while ((rc = ngx_http_tent_store_next(op, &key, &value)) == NGX_OK) {
-        app = ngx_http_tent_json_parse(&value, r->connection->log);
-        if (app == NULL) {
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        rows++;
+
+        p = key.data + prefix;
+        z = (key.len > prefix) ? ngx_strlchr(p, key.data + key.len, '\0')
+                               : NULL;
+
+        if (z == NULL || z == p) {
             continue;
         }
 
-        view = ngx_http_tent_app_view(app, secrets);
-        json_decref(app);
+        last.data = key.data;
+        last.len = z - key.data;
 
-        if (view) {
-            json_array_append_new(list, view);
+        (void) json_object_setn_new(lst->authorized, (char *) p, z - p,
+                                    json_true());
+    }
+
+    if (rows == NGX_HTTP_TENT_MAX_AUTHS && last.len) {
+        /* more: from the next app's, "<app id> 0x01" */
+
+        lst->start.data = ngx_pnalloc(r->pool, last.len + 1);
+        if (lst->start.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+
+        ngx_memcpy(lst->start.data, last.data, last.len);
+        lst->start.data[last.len] = '\1';
+        lst->start.len = last.len + 1;
+
+        return ngx_http_tent_apps_auths_scan(r, lst);
     }
 
-    if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+    return ngx_http_tent_list_table(r, ctx, &ngx_http_tent_apps_rel, lst,
+                                    &lst->args);
 }
 
 
-ngx_int_t
-ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+static ngx_int_t
+ngx_http_tent_apps_id_valid(ngx_str_t *id)
 {
-    ngx_str_t                  start, end;
-    ngx_http_tent_store_op_t  *op;
+    return ngx_http_tent_valid_id(id) ? NGX_OK : NGX_ERROR;
+}
 
-    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_APPS)) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                                        "Unauthorized");
+
+static ngx_int_t
+ngx_http_tent_apps_item(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *record, void *data, json_t **out)
+{
+    ngx_http_tent_apps_list_t *lst = data;
+
+    json_t      *view;
+    ngx_str_t    id;
+    ngx_uint_t   authorized;
+
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK) {
+        return NGX_DECLINED;
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    authorized = json_object_getn(lst->authorized, (char *) id.data, id.len)
+                 != NULL;
 
-    if (op == NULL
-        || ngx_http_tent_key_range(r->pool, &ctx->entity,
-                                   NGX_HTTP_TENT_TABLE_APP, &start, &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(op, &start, &end, NGX_HTTP_TENT_MAX_APPS,
-                                    0)
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (lst->filter != -1 && (ngx_int_t) authorized != lst->filter) {
+        return NGX_DECLINED;
     }
 
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_apps_listed);
+    if (out == NULL) {
+        /* counted only */
+        return NGX_OK;
+    }
+
+    view = ngx_http_tent_app_view(record, lst->secrets);
+    if (view == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_set_new(view, "authorized", json_boolean(authorized));
+
+    *out = view;
+
+    return NGX_OK;
 }
 
 
@@ -1492,6 +1652,8 @@ ngx_http_tent_app_get_auths(ngx_http_request_t *r,
     }
 
     json_object_set(out, "authorizations", list);
+    json_object_set_new(out, "authorized",
+                        json_boolean(json_array_size(list) > 0));
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
 }

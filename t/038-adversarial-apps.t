@@ -138,6 +138,7 @@ my $res = $bob->request(POST => '/apps', body => {
     scopes => { map { ("s$_" => 'w' x 100) } 1 .. 32 } });
 is($res->{status}, 200, 'POST /apps with every field at its bound: 200')
     or diag(substr $res->{body}, 0, 300);
+is($res->{json}{authorized}, JSON::PP::false, 'a new app is not authorized');
 ok(!exists $res->{json}{unconfirmed_slot}, 'its place is not shown');
 
 # whatever else a body carries is not stored
@@ -358,6 +359,120 @@ $res = $alice->request(POST => '/apps', body => { %good, name => 'Tenth' });
 is($res->{status}, 429, 'and then all places are taken');
 
 no_crash('places');
+
+# ---- finding 14: GET /apps in pages, authorized or not
+
+{
+    # confirmed apps of the owner's: as many as we like
+    $alice->request(POST => '/apps', cred => $alice_owner,
+                    body => { %good, name => "Many $_" }) for 1 .. 8;
+
+    my $all = all_apps($alice, $alice_owner);
+    my %want = map { $_->{id} => $_ } @$all;
+    ok(keys(%want) > 7, scalar(keys %want) . ' apps in one page of 200');
+
+    my %auth = map { $_->{id} => 1 } ($a_app, $wait[0], $wait[2]);
+    is(scalar(grep { !JSON::PP::is_bool($_->{authorized}) } @$all), 0,
+       'each app says whether it is authorized');
+    is(join(',', sort map { $_->{id} } grep { $_->{authorized} } @$all),
+       join(',', sort keys %auth), 'the authorized ones are those authorized');
+
+    # page by page through the Link header
+    my (%seen, $pages, $dupes);
+    my $path = '/apps?limit=3';
+    my $first;
+    while ($path && $pages++ < 20) {
+        $res = $alice->request(GET => $path, cred => $alice_owner);
+        is($res->{status}, 200, "page $pages: 200") or last;
+        ok(@{ $res->{json} } <= 3, "page $pages: at most 3 apps");
+        $first //= $res;
+        $dupes += $seen{ $_->{id} }++ ? 1 : 0 for @{ $res->{json} };
+        my ($next) = ($res->{headers}{link} // '') =~ /<([^>]+)>; rel="next"/;
+        $path = $next ? "/$next" : undef;
+    }
+    like($first->{headers}{link} // '',
+         qr{</tent/apps\?before_id=[\w:-]+&limit=3>; rel="next"},
+         'the first page links to the next');
+    is(join(',', sort keys %seen), join(',', sort keys %want),
+       "$pages pages: every app, once" . ($dupes ? " ($dupes twice)" : ''));
+
+    # the prev link of page 2 is page 1
+    my ($next) = $first->{headers}{link} =~ /<([^>]+)>; rel="next"/;
+    my $second = $alice->request(GET => "/$next", cred => $alice_owner);
+    my ($prev) = $second->{headers}{link} =~ /<([^>]+)>; rel="prev"/;
+    $res = $alice->request(GET => "/$prev", cred => $alice_owner);
+    is(join(',', map { $_->{id} } @{ $res->{json} }),
+       join(',', map { $_->{id} } @{ $first->{json} }),
+       'the prev link of the second page gives the first');
+
+    # the filter, kept in the links
+    my $never = all_apps($alice, $alice_owner, '&authorized=false');
+    is(join(',', sort map { $_->{id} } @$never),
+       join(',', sort grep { !$auth{$_} } keys %want),
+       '?authorized=false: the apps never authorized');
+    my $yes = all_apps($alice, $alice_owner, '&authorized=true');
+    is(join(',', sort map { $_->{id} } @$yes), join(',', sort keys %auth),
+       '?authorized=true: the authorized ones');
+
+    %seen = ();
+    $path = '/apps?limit=2&authorized=false';
+    $pages = 0;
+    while ($path && $pages++ < 20) {
+        $res = $alice->request(GET => $path, cred => $alice_owner);
+        $seen{ $_->{id} }++ for @{ $res->{json} };
+        my ($n) = ($res->{headers}{link} // '') =~ /<([^>]+)>; rel="next"/;
+        like($n, qr/&authorized=false/, 'the next link keeps the filter')
+            if $n && $pages == 1;
+        $path = $n ? "/$n" : undef;
+    }
+    is(join(',', sort keys %seen), join(',', sort map { $_->{id} } @$never),
+       "?authorized=false in $pages pages of 2: the same apps");
+
+    json_4xx($alice->request(GET => '/apps?authorized=maybe',
+                             cred => $alice_owner),
+             qr/^400$/, qr/^authorized must be true or false$/,
+             '?authorized=maybe');
+
+    $res = $alice->request(HEAD => '/apps', cred => $alice_owner);
+    is($res->{headers}{count}, scalar(keys %want), 'HEAD /apps: Count');
+
+    $res = $alice->request(GET => "/apps/$wait[0]{id}", cred => $alice_owner);
+    is($res->{json}{authorized}, JSON::PP::true,
+       'GET /apps/:id of an authorized app: authorized');
+    $res = $alice->request(GET => "/apps/$seventh->{json}{id}",
+                           cred => $alice_owner);
+    is($res->{json}{authorized}, JSON::PP::false,
+       'GET /apps/:id of another: not authorized');
+
+}
+
+# the authorizations are read in scans of 1000: an app with more, and
+# one after it (imported ids sort "aaa..." first, "zzz..." last)
+{
+    my (undef, $imp) = $bob->authorized_app(
+        'read_apps,write_apps,write_secrets');
+    for my $id ('aaa-many', 'zzz-one', 'mmm-none') {
+        $res = $bob->request(POST => '/apps', cred => $imp,
+                             body => { %good, id => $id });
+        is($res->{status}, 200, "an app imported as $id");
+    }
+    my $made = 0;
+    for my $n (1 .. 1001) {
+        $made++ if $bob->request(POST => '/apps/aaa-many/authorizations',
+                                 cred => $imp, body => {
+                                     scopes => ['read_posts'] })->{status}
+                   == 200;
+    }
+    is($made, 1001, '1001 authorizations of aaa-many');
+    is($bob->request(POST => '/apps/zzz-one/authorizations', cred => $imp,
+                     body => { scopes => ['read_posts'] })->{status}, 200,
+       'one of zzz-one');
+    my %is = map { $_->{id} => $_->{authorized} } @{ all_apps($bob, $imp) };
+    is(join(' ', map { "$_:" . ($is{$_} ? 1 : 0) }
+                 qw(aaa-many mmm-none zzz-one)),
+       'aaa-many:1 mmm-none:0 zzz-one:1',
+       'each is told authorized or not');
+}
 
 no_crash('the end');
 
