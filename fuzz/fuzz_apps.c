@@ -46,16 +46,35 @@ ngx_fuzz_dump(ngx_pool_t *pool, json_t *json)
 static void
 ngx_fuzz_app(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx, json_t *body)
 {
-    json_t     *app, *out;
-    ngx_int_t   rc, create;
+    size_t                        i;
+    json_t                       *app, *out, *v;
+    ngx_int_t                     rc, create;
+    ngx_http_tent_field_error_t   err;
 
     for (create = 1; create >= 0; create--) {
-        rc = ngx_http_tent_app_fields(NULL, body, create);
+        rc = ngx_http_tent_app_fields(body, create, &err);
         ngx_fuzz_assert(rc == NGX_OK || rc == NGX_ERROR);
 
         if (rc != NGX_OK) {
+            /* a clear error: a client error and a message */
+            ngx_fuzz_assert(err.status >= 400 && err.status < 500);
+            ngx_fuzz_assert(err.text[0] != '\0');
             continue;
         }
+
+        /* what is accepted is bounded, its redirect URIs http(s) */
+
+        v = json_object_get(body, "redirect_uris");
+        ngx_fuzz_assert(json_array_size(v) <= NGX_HTTP_TENT_APP_URIS);
+
+        json_array_foreach(v, i, out) {
+            ngx_fuzz_assert(ngx_http_tent_redirect_uri_valid(
+                                (u_char *) json_string_value(out),
+                                json_string_length(out)));
+        }
+
+        ngx_fuzz_assert(json_object_size(json_object_get(body, "scopes"))
+                        <= NGX_HTTP_TENT_APP_SCOPES);
 
         if (create) {
             ngx_fuzz_assert(json_is_string(json_object_get(body, "name")));

@@ -43,7 +43,9 @@ ngx_http_tent_relation_t  ngx_http_tent_followers_rel = {
     NGX_HTTP_TENT_TABLE_FOLLOWER,
     NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
     NGX_HTTP_TENT_READ_FOLLOWERS,
-    NGX_HTTP_TENT_FOLLOWER
+    NGX_HTTP_TENT_FOLLOWER,
+    NULL,
+    NULL
 };
 
 

@@ -35,7 +35,9 @@ ngx_http_tent_relation_t  ngx_http_tent_followings_rel = {
     NGX_HTTP_TENT_TABLE_FOLLOWING,
     NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
     NGX_HTTP_TENT_READ_FOLLOWINGS,
-    NGX_HTTP_TENT_FOLLOWING
+    NGX_HTTP_TENT_FOLLOWING,
+    NULL,
+    NULL
 };
 
 

@@ -60,6 +60,17 @@ static char *ngx_http_tent_entity_page_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_tent_anonymous_cache_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_tent_apps_unconfirmed_check(ngx_conf_t *cf, void *post,
+    void *data);
+static char *ngx_http_tent_apps_unconfirmed_time_check(ngx_conf_t *cf,
+    void *post, void *data);
+
+
+static ngx_conf_post_t  ngx_http_tent_apps_unconfirmed_post =
+    { ngx_http_tent_apps_unconfirmed_check };
+
+static ngx_conf_post_t  ngx_http_tent_apps_unconfirmed_time_post =
+    { ngx_http_tent_apps_unconfirmed_time_check };
 
 
 static ngx_conf_enum_t  ngx_http_tent_link_forms[] = {
@@ -246,6 +257,20 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("tent_apps_unconfirmed"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, apps_unconfirmed),
+      &ngx_http_tent_apps_unconfirmed_post },
+
+    { ngx_string("tent_apps_unconfirmed_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, apps_unconfirmed_time),
+      &ngx_http_tent_apps_unconfirmed_time_post },
 
     { ngx_string("tent_profile_link"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -599,6 +624,38 @@ ngx_http_tent_anonymous_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+/*
+ * Apps no one authorized yet, per entity: their number is a scan of
+ * that many rows on each registration, so it is bounded.
+ */
+
+static char *
+ngx_http_tent_apps_unconfirmed_check(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_uint_t  *np = data;
+
+    if (*np < 1 || *np > NGX_HTTP_TENT_APPS_UNCONFIRMED_MAX) {
+        return "must be between 1 and 10000";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_tent_apps_unconfirmed_time_check(ngx_conf_t *cf, void *post,
+    void *data)
+{
+    time_t  *tp = data;
+
+    if (*tp < 1) {
+        return "must be at least 1s";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* tent_delivery_retry base [max]; */
 
 /*
@@ -870,6 +927,8 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->outbound.allow = NGX_CONF_UNSET_PTR;
     scf->outbound.timeout = NGX_CONF_UNSET_MSEC;
     scf->outbound.max_response = NGX_CONF_UNSET_SIZE;
+    scf->apps_unconfirmed = NGX_CONF_UNSET_UINT;
+    scf->apps_unconfirmed_time = NGX_CONF_UNSET;
 
     return scf;
 }
@@ -892,6 +951,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                               10000);
     ngx_conf_merge_size_value(conf->outbound.max_response,
                               prev->outbound.max_response, 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->apps_unconfirmed, prev->apps_unconfirmed,
+                              100);
+    ngx_conf_merge_value(conf->apps_unconfirmed_time,
+                         prev->apps_unconfirmed_time, 3600);
 
     if (conf->entity == NULL) {
         return NGX_CONF_OK;

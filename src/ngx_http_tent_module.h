@@ -399,6 +399,8 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_str_t                       api_root;
     ngx_array_t                    *servers;     /* ngx_http_complex_value_t */
     ngx_http_tent_outbound_conf_t   outbound;
+    ngx_uint_t                      apps_unconfirmed;
+    time_t                          apps_unconfirmed_time;
     struct ngx_http_tent_ctx_s     *fixed;       /* a fixed entity's parts */
     ngx_str_t                       file;
     ngx_uint_t                      line;
@@ -488,6 +490,8 @@ void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
 void ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf);
 
 /* ngx_http_tent_apps.c */
+#define NGX_HTTP_TENT_APPS_UNCONFIRMED_MAX  10000
+
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_apps_list(ngx_http_request_t *r,
@@ -507,8 +511,10 @@ ngx_int_t ngx_http_tent_authorization_update(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_authorization_delete(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app, json_t *fields,
-    ngx_http_tent_store_op_t *op, json_t **result);
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app,
+    ngx_str_t *app_raw, json_t *fields, ngx_http_tent_store_op_t *op,
+    json_t **result);
+ngx_int_t ngx_http_tent_redirect_uri_valid(u_char *p, size_t len);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_key_created(ngx_http_request_t *r,
@@ -630,6 +636,9 @@ ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_discovered_pt discovered, void *data);
 
 /* ngx_http_tent_relations.c: what followers and followings share */
+typedef ngx_int_t (*ngx_http_tent_list_item_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *record, void *data, json_t **out);
+
 typedef struct {
     ngx_str_t                       name;        /* "followers" */
     const char                     *kind;        /* its posts' type */
@@ -637,6 +646,10 @@ typedef struct {
     u_char                          entity_table;
     ngx_uint_t                      read_scope;
     ngx_uint_t                      peer_kind;
+
+    /* another table listed the same way (apps); NULL for relations */
+    ngx_int_t                     (*id_valid)(ngx_str_t *id);
+    ngx_http_tent_list_item_pt      item;
 } ngx_http_tent_relation_t;
 
 typedef ngx_int_t (*ngx_http_tent_relation_pt)(ngx_http_request_t *r,
@@ -657,6 +670,9 @@ ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
 ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
+ngx_int_t ngx_http_tent_list_table(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, void *data,
+    ngx_str_t *args);
 ngx_int_t ngx_http_tent_internal_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
     json_t *content, ngx_uint_t public);
@@ -775,6 +791,7 @@ ngx_int_t ngx_http_tent_body_blank(ngx_str_t *body);
 #define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
 #define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
 #define NGX_HTTP_TENT_TABLE_SUBSCRIPTION   'n'
+#define NGX_HTTP_TENT_TABLE_UNCONFIRMED    'u'
 
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
     u_char table, ngx_str_t *rest, ngx_str_t *key);

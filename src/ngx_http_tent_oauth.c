@@ -36,6 +36,7 @@ typedef struct {
     ngx_str_t                       decision;
     ngx_str_t                       owner;
     ngx_str_t                       secret;
+    ngx_str_t                       app_raw;
     json_t                         *app;
 } ngx_http_tent_oauth_t;
 
@@ -288,7 +289,18 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
                    "redirect_uri is not one the app registered");
     }
 
+    /* registered before such URIs were refused: still never followed */
+
+    if (!ngx_http_tent_redirect_uri_valid(oa->redirect_uri.data,
+                                          oa->redirect_uri.len))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "redirect_uri is not an http or https URL: the app "
+                   "must register again");
+    }
+
     oa->app = app;
+    oa->app_raw = value;
 
     get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
@@ -831,7 +843,7 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     rc = ngx_http_tent_authorization_new(r, ctx, &oa->client_id, oa->app,
-                                         fields, op, &auth);
+                                         &oa->app_raw, fields, op, &auth);
 
     if (rc == NGX_DECLINED) {
         ngx_str_set(&s, "invalid_request");
@@ -870,6 +882,19 @@ ngx_http_tent_oauth_approved(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
+
+    /* the app as shown is the app authorized, or nothing is */
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "Unknown client_id");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The app changed meanwhile: start the authorization "
+                   "again");
+    }
 
     (void) ngx_http_tent_json_str(oa->app, "token_code", &code);
 

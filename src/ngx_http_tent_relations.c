@@ -9,6 +9,8 @@
  * by url-encoded entity, and paginated lists.  A relationship's id is
  * 16 bytes as hex, the first 8 the creation time in microseconds, so the
  * table sorts by age and a list is one iterator scan from a cursor id.
+ * Apps are listed by the same code (ngx_http_tent_list_table()), in the
+ * order of their ids, with hooks of their own.
  */
 
 
@@ -33,6 +35,8 @@ typedef struct {
     ngx_uint_t                      n;
     ngx_str_t                       start;      /* what is left to scan */
     ngx_str_t                       end;
+    void                           *data;       /* for rel->item */
+    ngx_str_t                       args;       /* kept in Link URLs */
 } ngx_http_tent_relations_state_t;
 
 
@@ -391,18 +395,23 @@ ngx_http_tent_relation_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
 static ngx_int_t
 ngx_http_tent_relations_cursor(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    u_char table, const char *name, ngx_uint_t after, ngx_str_t *key)
+    ngx_http_tent_relation_t *rel, const char *name, ngx_uint_t after,
+    ngx_str_t *key)
 {
     u_char     *p;
     ngx_str_t   v;
 
     if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &v) != NGX_OK
-        || ngx_http_tent_relation_id_valid(&v) != NGX_OK)
+        || (rel->id_valid ? rel->id_valid(&v)
+                          : ngx_http_tent_relation_id_valid(&v))
+           != NGX_OK)
     {
         return NGX_DECLINED;
     }
 
-    if (ngx_http_tent_key(r->pool, &ctx->entity, table, &v, key) != NGX_OK) {
+    if (ngx_http_tent_key(r->pool, &ctx->entity, rel->table, &v, key)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -427,6 +436,20 @@ ngx_int_t
 ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_relation_t *rel)
 {
+    return ngx_http_tent_list_table(r, ctx, rel, NULL, NULL);
+}
+
+
+/*
+ * The list of any table of records with an "id" (rel->table), "data"
+ * for rel->item, which renders or skips each record; "args" (escaped,
+ * "&name=value...") go on in the prev and next links.
+ */
+
+ngx_int_t
+ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, void *data, ngx_str_t *args)
+{
     u_char                           *dst, *src;
     ngx_int_t                         rc, limit;
     ngx_str_t                         start, end, key, v;
@@ -439,7 +462,12 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     st->rel = rel;
+    st->data = data;
     ctx->state = st;
+
+    if (args) {
+        st->args = *args;
+    }
 
     count = ctx->api_path.len >= 6
             && ngx_strncmp(ctx->api_path.data + ctx->api_path.len - 6,
@@ -491,8 +519,8 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (!st->count) {
         /* since_id and until_id: newer than; before_id: older than */
 
-        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "since_id",
-                                            1, &key);
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel, "since_id", 1,
+                                            &key);
         if (rc == NGX_ERROR) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -502,8 +530,8 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             st->since = st->reverse;
         }
 
-        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "until_id",
-                                            1, &key);
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel, "until_id", 1,
+                                            &key);
         if (rc == NGX_ERROR) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -512,8 +540,8 @@ ngx_http_tent_relations_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             start = key;
         }
 
-        rc = ngx_http_tent_relations_cursor(r, ctx, rel->table, "before_id",
-                                            0, &key);
+        rc = ngx_http_tent_relations_cursor(r, ctx, rel, "before_id", 0,
+                                            &key);
         if (rc == NGX_ERROR) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -561,7 +589,7 @@ ngx_http_tent_relations_scan(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
-    ngx_uint_t limit)
+    ngx_uint_t limit, ngx_str_t *args)
 {
     u_char           *p;
     size_t            len;
@@ -580,7 +608,7 @@ ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
     }
 
     len = 2 * (r->uri.len + sizeof("<?since_id=&limit=>; rel=\"prev\", ")
-               + 32 + NGX_INT_T_LEN);
+               + ngx_max(newest.len, oldest.len) + NGX_INT_T_LEN + args->len);
 
     h = ngx_list_push(&r->headers_out.headers);
     p = ngx_pnalloc(r->pool, len);
@@ -592,12 +620,12 @@ ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
     ngx_str_set(&h->key, "Link");
     h->value.data = p;
 
-    p = ngx_sprintf(p, "<%V?since_id=%V&limit=%ui>; rel=\"prev\"", &r->uri,
-                    &newest, limit);
+    p = ngx_sprintf(p, "<%V?since_id=%V&limit=%ui%V>; rel=\"prev\"",
+                    &r->uri, &newest, limit, args);
 
     if (json_array_size(list) >= limit) {
-        p = ngx_sprintf(p, ", <%V?before_id=%V&limit=%ui>; rel=\"next\"",
-                        &r->uri, &oldest, limit);
+        p = ngx_sprintf(p, ", <%V?before_id=%V&limit=%ui%V>; rel=\"next\"",
+                        &r->uri, &oldest, limit, args);
     }
 
     h->value.len = p - h->value.data;
@@ -612,7 +640,7 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 {
     u_char                           *p;
     json_t                           *list, *record, *out, *count;
-    ngx_int_t                         rc, status;
+    ngx_int_t                         rc, status, shown;
     ngx_str_t                         key, value, entity, last;
     ngx_uint_t                        n, i, rows;
     ngx_table_elt_t                  *h;
@@ -639,6 +667,33 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 
         record = ngx_http_tent_json_parse(&value, r->connection->log);
         if (record == NULL) {
+            continue;
+        }
+
+        if (st->rel->item) {
+            out = NULL;
+            shown = st->rel->item(r, ctx, record, st->data,
+                                  st->count ? NULL : &out);
+            json_decref(record);
+
+            if (shown == NGX_ERROR) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            if (shown == NGX_DECLINED) {
+                continue;
+            }
+
+            n++;
+
+            if (out) {
+                json_array_append_new(list, out);
+
+                if (n >= st->limit) {
+                    break;
+                }
+            }
+
             continue;
         }
 
@@ -740,7 +795,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
     }
 
     if (st->reverse
-        && ngx_http_tent_relations_link(r, list, st->limit) != NGX_OK)
+        && ngx_http_tent_relations_link(r, list, st->limit, &st->args)
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -86,7 +86,7 @@ my $before = $count->();
 
 for my $bad (['{"name":', 400, 'broken JSON'],
              ['{"name":"x","redirect_uris":[1]}', 422, 'wrong types'],
-             ['{"name":"' . ('x' x 3000) . '","redirect_uris":[]}', 422,
+             ['{"name":"' . ('x' x 3000) . '","redirect_uris":[]}', 413,
               'a field over its limit'],
              ['{"name":"x","redirect_uris":[], "pad":"' . ('x' x 70000) . '"}',
               413, 'a body over client_max_body_size'],
@@ -94,7 +94,7 @@ for my $bad (['{"name":', 400, 'broken JSON'],
               'invalid UTF-8'],
              ['[' x 5000 . ']' x 5000, 400, 'nesting too deep'],
              ['{"name":"x","redirect_uris":["https://a/cb\\r\\nSet-Cookie: x=1"]}',
-              422, 'a redirect URI with CRLF'])
+              400, 'a redirect URI with CRLF'])
 {
     my ($body, $status, $what) = @$bad;
     $res = $c->request(POST => '/apps', body => $body);

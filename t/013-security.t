@@ -178,7 +178,7 @@ json_4xx($res, qr/^422$/, 'a post type of 100k characters');
 
 $res = $c->request(POST => '/apps', body => {
     name => 'n' x 100_000, redirect_uris => ['https://a.example/cb'] });
-json_4xx($res, qr/^422$/, 'an app name of 100k characters');
+json_4xx($res, qr/^413$/, 'an app name of 100k characters');
 $res = $c->request(POST => '/apps', body => {
     name => 'x', redirect_uris => [map { "https://a.example/cb$_" }
                                    1 .. 100_000] });
