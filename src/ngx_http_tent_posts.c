@@ -195,7 +195,9 @@ ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx, ngx_str_t *type,
 }
 
 
-static ngx_int_t
+/* a stored post: the same rule, read from its fields */
+
+ngx_int_t
 ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
 {
     json_t     *perms;
