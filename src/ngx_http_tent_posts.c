@@ -1203,7 +1203,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_int_t                    rc;
     ngx_str_t                    id, type, entity, key, value, ikey, irest,
                                  idem;
-    ngx_uint_t                   import;
+    ngx_uint_t                   import, given;
     const char                  *error;
     ngx_table_elt_t             *h;
     ngx_array_t                 *refs;
@@ -1242,7 +1242,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* what the server decides, unless an import says otherwise */
 
-    if (!import || ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
+    given = import && ngx_http_tent_json_str(post, "id", &id) == NGX_OK;
+
+    if (!given) {
         if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -1372,6 +1374,8 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     st->write_done = ngx_http_tent_post_created;
     ctx->state = st;
 
+    ngx_str_null(&ikey);
+
     if (idem.len) {
         irest.len = ctx->principal.app_id.len + 1 + idem.len;
         irest.data = ngx_pnalloc(r->pool, irest.len);
@@ -1389,20 +1393,42 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                       ngx_http_tent_json_string(&entity),
                       "id", ngx_http_tent_json_string(&id));
 
-        if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK
-            || ngx_http_tent_key(r->pool, &ctx->entity,
-                                 NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest,
-                                 &ikey)
-               != NGX_OK
-            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK
-            || ngx_http_tent_store_cas(op, &ikey, NULL, &idem) != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
-        {
+        if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK) {
             json_decref(v);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-    } else if (ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK) {
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
+                              NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest, &ikey)
+            != NGX_OK
+            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    /*
+     * The key that must be absent: the Idempotency-Key's, or the post's
+     * own when there is none or when an import names its id (a fresh
+     * Idempotency-Key must not let an import overwrite a post we have).
+     */
+
+    if (ikey.len && !given) {
+        rc = ngx_http_tent_store_cas(op, &ikey, NULL, &idem);
+
+        if (rc == NGX_OK) {
+            rc = ngx_http_tent_store_write_put(op, &key, &value);
+        }
+
+    } else {
+        rc = ngx_http_tent_store_cas(op, &key, NULL, &value);
+
+        if (rc == NGX_OK && ikey.len) {
+            rc = ngx_http_tent_store_write_put(op, &ikey, &idem);
+        }
+    }
+
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1493,7 +1519,19 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (json_object_get(prev, "version")) {
-        /* the post itself: an import again of an id we have */
+
+        /*
+         * The post itself: an import of an id we have.  It is answered as
+         * a read of it would be; one the importer may not read is not
+         * shown, only that the id is taken (an import of a free id would
+         * have created it, so that much is no secret to an importer).
+         */
+
+        if (!ngx_http_tent_post_record_visible(ctx, prev)) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                                            "A post with this id exists");
+        }
+
         out = ngx_http_tent_post_render(ctx, prev);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
