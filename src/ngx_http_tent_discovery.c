@@ -168,6 +168,28 @@ ngx_http_tent_add_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
 
 static ngx_int_t
+ngx_http_tent_add_nosniff(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "X-Content-Type-Options");
+    ngx_str_set(&h->value, "nosniff");
+
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
 ngx_http_tent_header_filter(ngx_http_request_t *r)
 {
     ngx_http_tent_ctx_t       *ctx;
@@ -187,6 +209,17 @@ ngx_http_tent_header_filter(ngx_http_request_t *r)
 
     if (lcf->link != NGX_HTTP_TENT_LINK_OFF
         && ngx_http_tent_add_link(r, ctx, lcf->link) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /*
+     * What we answer is what its type says, never sniffed into HTML or a
+     * script (an attachment, or JSON echoing what a client wrote).
+     */
+
+    if (ngx_http_tent_is_api_request(r, ctx)
+        && ngx_http_tent_add_nosniff(r) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -308,6 +341,10 @@ ngx_http_tent_root_handler(ngx_http_request_t *r)
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    if (ngx_http_tent_add_nosniff(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     r->headers_out.status = NGX_HTTP_OK;

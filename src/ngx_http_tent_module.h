@@ -568,6 +568,8 @@ ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
 ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
     json_t *entities, json_t *groups);
+ngx_int_t ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx,
+    json_t *post);
 json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
 json_t *ngx_http_tent_post_render_view(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);

@@ -20,6 +20,11 @@
 
 #define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
 
+/* images and media may show themselves; nothing else loads or runs */
+#define NGX_HTTP_TENT_ATTACHMENT_CSP                                          \
+    "default-src 'none'; img-src 'self'; media-src 'self'; "                  \
+    "style-src 'unsafe-inline'; sandbox"
+
 
 /* references a change adds to (or drops from) one digest's bytes */
 typedef struct {
@@ -195,7 +200,9 @@ ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx, ngx_str_t *type,
 }
 
 
-static ngx_int_t
+/* a stored post: the same rule, read from its fields */
+
+ngx_int_t
 ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx, json_t *post)
 {
     json_t     *perms;
@@ -1201,7 +1208,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_int_t                    rc;
     ngx_str_t                    id, type, entity, key, value, ikey, irest,
                                  idem;
-    ngx_uint_t                   import;
+    ngx_uint_t                   import, given;
     const char                  *error;
     ngx_table_elt_t             *h;
     ngx_array_t                 *refs;
@@ -1240,7 +1247,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* what the server decides, unless an import says otherwise */
 
-    if (!import || ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
+    given = import && ngx_http_tent_json_str(post, "id", &id) == NGX_OK;
+
+    if (!given) {
         if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -1370,6 +1379,8 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     st->write_done = ngx_http_tent_post_created;
     ctx->state = st;
 
+    ngx_str_null(&ikey);
+
     if (idem.len) {
         irest.len = ctx->principal.app_id.len + 1 + idem.len;
         irest.data = ngx_pnalloc(r->pool, irest.len);
@@ -1387,20 +1398,42 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                       ngx_http_tent_json_string(&entity),
                       "id", ngx_http_tent_json_string(&id));
 
-        if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK
-            || ngx_http_tent_key(r->pool, &ctx->entity,
-                                 NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest,
-                                 &ikey)
-               != NGX_OK
-            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK
-            || ngx_http_tent_store_cas(op, &ikey, NULL, &idem) != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
-        {
+        if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK) {
             json_decref(v);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-    } else if (ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK) {
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
+                              NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest, &ikey)
+            != NGX_OK
+            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    /*
+     * The key that must be absent: the Idempotency-Key's, or the post's
+     * own when there is none or when an import names its id (a fresh
+     * Idempotency-Key must not let an import overwrite a post we have).
+     */
+
+    if (ikey.len && !given) {
+        rc = ngx_http_tent_store_cas(op, &ikey, NULL, &idem);
+
+        if (rc == NGX_OK) {
+            rc = ngx_http_tent_store_write_put(op, &key, &value);
+        }
+
+    } else {
+        rc = ngx_http_tent_store_cas(op, &key, NULL, &value);
+
+        if (rc == NGX_OK && ikey.len) {
+            rc = ngx_http_tent_store_write_put(op, &ikey, &idem);
+        }
+    }
+
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -1491,7 +1524,19 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (json_object_get(prev, "version")) {
-        /* the post itself: an import again of an id we have */
+
+        /*
+         * The post itself: an import of an id we have.  It is answered as
+         * a read of it would be; one the importer may not read is not
+         * shown, only that the id is taken (an import of a free id would
+         * have created it, so that much is no secret to an importer).
+         */
+
+        if (!ngx_http_tent_post_record_visible(ctx, prev)) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                                            "A post with this id exists");
+        }
+
         out = ngx_http_tent_post_render(ctx, prev);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
@@ -1772,6 +1817,140 @@ static ngx_int_t ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
+/*
+ * Any app with write_posts uploads attachments, and they are served from
+ * the entity's origin, next to the authorize page: none may run there.
+ * All are sandboxed (no script, an opaque origin, nothing loaded), and
+ * only types a browser shows as inert images, sound, video or text are
+ * shown inline; the others (HTML, SVG, XML, scripts, PDF, unknown) are
+ * downloads.
+ */
+
+static ngx_str_t  ngx_http_tent_inline_types[] = {
+    ngx_string("image/png"),
+    ngx_string("image/jpeg"),
+    ngx_string("image/gif"),
+    ngx_string("image/webp"),
+    ngx_string("image/avif"),
+    ngx_string("image/bmp"),
+    ngx_string("audio/mpeg"),
+    ngx_string("audio/mp4"),
+    ngx_string("audio/aac"),
+    ngx_string("audio/ogg"),
+    ngx_string("audio/wav"),
+    ngx_string("audio/webm"),
+    ngx_string("audio/flac"),
+    ngx_string("video/mp4"),
+    ngx_string("video/webm"),
+    ngx_string("video/ogg"),
+    ngx_string("text/plain"),
+    ngx_null_string
+};
+
+
+static ngx_uint_t
+ngx_http_tent_attachment_inline(ngx_str_t *type)
+{
+    u_char     *p, *last;
+    ngx_str_t  *t;
+
+    p = type->data;
+    last = p + type->len;
+
+    /* of "image/png, text/html" a browser takes the last type */
+
+    if (ngx_strlchr(p, last, ',')) {
+        return 0;
+    }
+
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    last = ngx_strlchr(p, last, ';');
+    if (last == NULL) {
+        last = type->data + type->len;
+    }
+
+    while (last > p && (last[-1] == ' ' || last[-1] == '\t')) {
+        last--;
+    }
+
+    for (t = ngx_http_tent_inline_types; t->len; t++) {
+        if ((size_t) (last - p) == t->len
+            && ngx_strncasecmp(p, t->data, t->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_tent_attachment_headers(ngx_http_request_t *r, ngx_str_t *type,
+    ngx_str_t *name)
+{
+    u_char           *p, *s;
+    ngx_table_elt_t  *h;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Content-Security-Policy");
+    ngx_str_set(&h->value, NGX_HTTP_TENT_ATTACHMENT_CSP);
+
+    if (ngx_http_tent_attachment_inline(type)) {
+        return NGX_OK;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the name as RFC 6266's filename*: anything but a few bytes escaped */
+
+    p = ngx_pnalloc(r->pool, sizeof("attachment; filename*=UTF-8''") - 1
+                             + 3 * name->len);
+    if (p == NULL) {
+        h->hash = 0;
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Content-Disposition");
+    h->value.data = p;
+
+    p = ngx_cpymem(p, "attachment; filename*=UTF-8''",
+                   sizeof("attachment; filename*=UTF-8''") - 1);
+
+    for (s = name->data; s < name->data + name->len; s++) {
+        if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+            || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-'
+            || *s == '_' || *s == '~')
+        {
+            *p++ = *s;
+            continue;
+        }
+
+        *p++ = '%';
+        *p++ = hex[*s >> 4];
+        *p++ = hex[*s & 0x0f];
+    }
+
+    h->value.len = p - h->value.data;
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_tent_post_blob(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *post)
@@ -1848,6 +2027,14 @@ ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
+
+    if (ngx_http_tent_attachment_headers(r, &st->attachment_type,
+                                         &st->attachment)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     ctx->own_reply = 1;
 
     ngx_http_tent_store_value(op, &bytes);

@@ -509,8 +509,24 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     ctx = ngx_http_tent_get_ctx(r);
     q = ctx->state;
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        /* an unknown cursor is an empty page, not an error (as tentd) */
+    post = NULL;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+
+        post = ngx_http_tent_json_load(r, &value);
+        if (post == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    /*
+     * An unknown cursor is an empty page, not an error (as tentd).  So is
+     * one the principal may not see: placing the page there would tell
+     * that the post exists, and when it was written.
+     */
+
+    if (post == NULL || !ngx_http_tent_post_record_visible(ctx, post)) {
 
         if (q->count_only) {
             return ngx_http_tent_query_reply(r, ctx, NULL);
@@ -522,13 +538,6 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
 
         return ngx_http_tent_query_reply(r, ctx, json);
-    }
-
-    ngx_http_tent_store_value(op, &value);
-
-    post = ngx_http_tent_json_load(r, &value);
-    if (post == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     seconds = (uint64_t) json_integer_value(json_object_get(post,
