@@ -48,6 +48,7 @@ typedef struct {
     json_t                           *post;
     json_t                           *follower;
     ngx_uint_t                        server;
+    ngx_msec_t                        deadline;  /* of this attempt */
     ngx_uint_t                        status;
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
@@ -1748,6 +1749,10 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         return;
     }
 
+    /* one attempt, discovery and every server tried, has one deadline */
+
+    t->deadline = ngx_current_msec + t->ent->scf->outbound.deadline;
+
     if (t->stranger) {
         ngx_http_tent_delivery_stranger(t, op);
         return;
@@ -1824,6 +1829,7 @@ ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
 
     if (ngx_http_tent_discover_start(t->pool, t->dl->log,
                                      &t->ent->scf->outbound, &entity,
+                                     t->deadline,
                                      ngx_http_tent_delivery_discovered, t)
         != NGX_OK)
     {
@@ -1981,6 +1987,8 @@ send:
     ngx_str_set(&f->method, "POST");
     ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
     f->max_response = 64 * 1024;
+    f->deadline = t->deadline;
+    f->has_deadline = 1;
     f->handler = ngx_http_tent_delivery_sent;
     f->data = t;
 
@@ -1994,6 +2002,8 @@ static void
 ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
 {
     ngx_http_tent_task_t *t = f->data;
+
+    json_t  *servers;
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK
         && f->status >= 200 && f->status <= 299)
@@ -2018,12 +2028,17 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
                   "tent delivery: POST %V: %s, status %ui", &f->url,
                   ngx_http_tent_fetch_strerror(f->result), f->status);
 
-    /* the follower's next server, at once; after the last, later */
+    /*
+     * The follower's next server, at once, of the first few only (a row
+     * may be older than the cap); after the last, later
+     */
 
-    if (f->result != NGX_HTTP_TENT_FETCH_REFUSED
-        && json_is_string(json_array_get(json_object_get(t->follower,
-                                                         "servers"),
-                                         t->server + 1)))
+    servers = json_object_get(t->follower, "servers");
+
+    if (ngx_http_tent_fetch_next_server(f)
+        && t->server + 1 < ngx_http_tent_servers_max(servers,
+                                                     &t->ent->scf->outbound)
+        && json_is_string(json_array_get(servers, t->server + 1)))
     {
         t->server++;
         ngx_http_tent_delivery_send(t);

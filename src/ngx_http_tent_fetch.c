@@ -9,10 +9,12 @@
  * nginx's event loop.  Names go through c-ares, every address through
  * the SSRF guard before it is connected, TLS through nginx's OpenSSL
  * layer with the peer verified, and the answer through nginx's own
- * status line, header and chunked parsers.  A fetch has one deadline per
- * hop, caps on header and body sizes, and a per-worker cap on fetches in
- * flight.  It needs no client request and no configured location, so
- * background work (deliveries) uses it as handlers do.
+ * status line, header and chunked parsers.  A fetch has a deadline per
+ * hop and the deadline of the operation it is part of, caps on header and
+ * body sizes, and per-worker caps on fetches in flight: all of them, and
+ * those made for unsigned requests.  It needs no client request and no
+ * configured location, so background work (deliveries) uses it as
+ * handlers do.
  */
 
 
@@ -92,7 +94,8 @@ static char  *ngx_http_tent_fetch_errors[] = {
     "the TLS handshake or certificate check failed",
     "too many outbound requests in flight",
     "internal error",
-    "not a URL to fetch (scheme, host, or a number not a dotted quad)"
+    "not a URL to fetch (scheme, host, or a number not a dotted quad)",
+    "the deadline of the whole operation passed (tent_outbound_deadline)"
 };
 
 
@@ -175,17 +178,56 @@ ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
 
     f->started = 1;
 
-    if (mcf->fetches >= mcf->max_fetches) {
+    /* a fetch alone is an operation of its own: its redirects included */
+
+    if (!f->has_deadline) {
+        f->deadline = ngx_current_msec + f->conf->deadline;
+        f->has_deadline = 1;
+    }
+
+    /*
+     * Unsigned requests have a share of their own: however many of them
+     * hang, the rest is left for deliveries and signed requests
+     */
+
+    if (mcf->fetches >= mcf->max_fetches
+        || (f->anonymous && mcf->anonymous >= mcf->max_anonymous))
+    {
         ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BUSY);
         return NGX_OK;
     }
 
     mcf->fetches++;
+    mcf->anonymous += f->anonymous;
     f->counted = 1;
 
     ngx_http_tent_fetch_hop(f);
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether the next of a profile's servers may be tried after this
+ * failure: not after an answer, a guard refusal, a full budget, or the
+ * operation's deadline
+ */
+
+ngx_uint_t
+ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f)
+{
+    switch (f->result) {
+
+    case NGX_HTTP_TENT_FETCH_OK:
+    case NGX_HTTP_TENT_FETCH_REFUSED:
+    case NGX_HTTP_TENT_FETCH_BUSY:
+    case NGX_HTTP_TENT_FETCH_DEADLINE:
+    case NGX_HTTP_TENT_FETCH_ERROR:
+        return 0;
+
+    default:
+        return 1;
+    }
 }
 
 
@@ -300,9 +342,17 @@ ngx_http_tent_fetch_numeric(ngx_str_t *name)
 static void
 ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
 {
-    u_char     *host;
-    ngx_str_t   rest;
-    ngx_url_t   u;
+    u_char          *host;
+    ngx_str_t        rest;
+    ngx_url_t        u;
+    ngx_msec_int_t   left;
+
+    left = (ngx_msec_int_t) (f->deadline - ngx_current_msec);
+
+    if (left <= 0) {
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_DEADLINE);
+        return;
+    }
 
     rest = f->url;
 
@@ -402,7 +452,10 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
         return;
     }
 
-    ngx_add_timer(&f->timer, f->conf->timeout);
+    /* the hop's own timeout, or what is left of the operation's */
+
+    f->cut = (ngx_msec_t) left < f->conf->timeout;
+    ngx_add_timer(&f->timer, f->cut ? (ngx_msec_t) left : f->conf->timeout);
 
     f->resolving = ngx_http_tent_resolve(f->mcf->resolver, host,
                                          ngx_http_tent_fetch_resolved, f);
@@ -1519,9 +1572,11 @@ ngx_http_tent_fetch_timeout(ngx_event_t *ev)
     ngx_http_tent_fetch_t *f = ev->data;
 
     ngx_log_error(NGX_LOG_INFO, f->log, NGX_ETIMEDOUT,
-                  "tent: outbound request to \"%V\" timed out", &f->url);
+                  "tent: outbound request to \"%V\" timed out%s", &f->url,
+                  f->cut ? " (the operation's deadline)" : "");
 
-    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TIMEOUT);
+    ngx_http_tent_fetch_finish(f, f->cut ? NGX_HTTP_TENT_FETCH_DEADLINE
+                                         : NGX_HTTP_TENT_FETCH_TIMEOUT);
 }
 
 
@@ -1578,6 +1633,7 @@ ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
     if (f->counted) {
         f->counted = 0;
         f->mcf->fetches--;
+        f->mcf->anonymous -= f->anonymous;
     }
 
     if (result != NGX_HTTP_TENT_FETCH_OK) {
@@ -1611,11 +1667,30 @@ ngx_int_t
 ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
     ngx_http_tent_fetch_done_pt done)
 {
-    ngx_pool_cleanup_t  *cln;
+    ngx_pool_cleanup_t   *cln;
+    ngx_http_tent_ctx_t  *ctx;
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /*
+     * All the fetches of one client request share one deadline, from the
+     * first, and the budget of its kind
+     */
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx) {
+        if (!ctx->has_deadline) {
+            ctx->deadline = ngx_current_msec + f->conf->deadline;
+            ctx->has_deadline = 1;
+        }
+
+        f->deadline = ctx->deadline;
+        f->has_deadline = 1;
+        f->anonymous = ctx->anonymous;
     }
 
     f->request = r;

@@ -183,6 +183,13 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     v = json_object_get(json_object_get(ctx->body, "permissions"), "public");
     st->public = v == NULL || json_is_true(v);
 
+    /* anyone may ask: what it makes us send comes out of a small share */
+
+    if (ngx_http_tent_remote_anonymous(r) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        NGX_HTTP_TENT_ANONYMOUS_BUSY);
+    }
+
     return ngx_http_tent_discover(r, &st->entity,
                                   ngx_http_tent_follow_discovered, st);
 }
@@ -281,13 +288,18 @@ ngx_http_tent_follow_challenged(ngx_http_request_t *r,
                                         ngx_http_tent_follow_existing);
     }
 
-    /* a server that cannot be reached: the next one may */
+    /* a server that cannot be reached: the next one may, of the first few */
 
-    if (f->result != NGX_HTTP_TENT_FETCH_OK
-        && f->result != NGX_HTTP_TENT_FETCH_REFUSED
+    if (ngx_http_tent_fetch_next_server(f)
         && ++st->server < json_array_size(st->found->servers))
     {
         return ngx_http_tent_follow_challenge(r, st);
+    }
+
+    /* no slot for it: not a failed challenge, a retry later may pass */
+
+    if (f->result == NGX_HTTP_TENT_FETCH_BUSY) {
+        return ngx_http_tent_remote_error(r, f, "The challenge GET");
     }
 
     len = f->url.len + 128;

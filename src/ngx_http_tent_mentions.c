@@ -169,6 +169,13 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     (void) ngx_escape_uri(p, st->id.data, st->id.len,
                           NGX_ESCAPE_URI_COMPONENT);
 
+    /* anyone may push one: what it makes us send comes out of a share */
+
+    if (ngx_http_tent_remote_anonymous(r) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        NGX_HTTP_TENT_ANONYMOUS_BUSY);
+    }
+
     return ngx_http_tent_discover(r, &st->entity,
                                   ngx_http_tent_mention_discovered, st);
 }
@@ -287,9 +294,9 @@ ngx_http_tent_mention_fetched(ngx_http_request_t *r,
 
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
 
-        /* a server that cannot be reached: the next one may */
+        /* a server that cannot be reached: the next one may, of a few */
 
-        if (f->result != NGX_HTTP_TENT_FETCH_REFUSED
+        if (ngx_http_tent_fetch_next_server(f)
             && ++st->server < json_array_size(st->found->servers))
         {
             return ngx_http_tent_mention_fetch(r, st);

@@ -188,6 +188,20 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_srv_conf_t, outbound.timeout),
       NULL },
 
+    { ngx_string("tent_outbound_deadline"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, outbound.deadline),
+      NULL },
+
+    { ngx_string("tent_outbound_servers"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, outbound.servers),
+      NULL },
+
     { ngx_string("tent_outbound_max_response"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -214,6 +228,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_tent_main_conf_t, max_fetches),
+      NULL },
+
+    { ngx_string("tent_outbound_anonymous_requests"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, max_anonymous),
       NULL },
 
     { ngx_string("tent_delivery"),
@@ -544,6 +565,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
+    mcf->max_anonymous = NGX_CONF_UNSET_UINT;
     mcf->delivery_on = NGX_CONF_UNSET;
     mcf->delivery_interval = NGX_CONF_UNSET_MSEC;
     mcf->delivery_concurrency = NGX_CONF_UNSET_UINT;
@@ -748,6 +770,21 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
         return NGX_ERROR;
     }
 
+    /* a quarter for unsigned requests; the rest is never theirs */
+
+    ngx_conf_init_uint_value(mcf->max_anonymous,
+                             mcf->max_fetches > 1
+                             ? ngx_max(mcf->max_fetches / 4, 1) : 0);
+
+    if (mcf->max_anonymous >= mcf->max_fetches && mcf->max_fetches) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_anonymous_requests\" must be "
+                           "less than \"tent_outbound_max_requests\" (%ui), "
+                           "so that deliveries and signed requests keep "
+                           "slots of their own", mcf->max_fetches);
+        return NGX_ERROR;
+    }
+
     if (mcf->delivery_concurrency == 0
         || mcf->delivery_concurrency > mcf->max_fetches)
     {
@@ -926,6 +963,8 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
 
     scf->outbound.allow = NGX_CONF_UNSET_PTR;
     scf->outbound.timeout = NGX_CONF_UNSET_MSEC;
+    scf->outbound.deadline = NGX_CONF_UNSET_MSEC;
+    scf->outbound.servers = NGX_CONF_UNSET_UINT;
     scf->outbound.max_response = NGX_CONF_UNSET_SIZE;
     scf->apps_unconfirmed = NGX_CONF_UNSET_UINT;
     scf->apps_unconfirmed_time = NGX_CONF_UNSET;
@@ -955,6 +994,25 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                               100);
     ngx_conf_merge_value(conf->apps_unconfirmed_time,
                          prev->apps_unconfirmed_time, 3600);
+    ngx_conf_merge_msec_value(conf->outbound.deadline,
+                              prev->outbound.deadline, 30000);
+    ngx_conf_merge_uint_value(conf->outbound.servers,
+                              prev->outbound.servers, 3);
+
+    if (conf->outbound.deadline == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_deadline\" must be more than 0");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->outbound.servers == 0
+        || conf->outbound.servers > NGX_HTTP_TENT_SERVERS_MAX)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_servers\" must be between 1 "
+                           "and %d", NGX_HTTP_TENT_SERVERS_MAX);
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->entity == NULL) {
         return NGX_CONF_OK;

@@ -217,6 +217,7 @@ struct ngx_http_tent_store_s {
 #define NGX_HTTP_TENT_FETCH_BUSY         8
 #define NGX_HTTP_TENT_FETCH_ERROR        9
 #define NGX_HTTP_TENT_FETCH_BAD_URL      10
+#define NGX_HTTP_TENT_FETCH_DEADLINE     11
 
 
 typedef struct ngx_http_tent_resolver_s  ngx_http_tent_resolver_t;
@@ -231,10 +232,22 @@ typedef ngx_int_t (*ngx_http_tent_fetch_done_pt)(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 
 
+/* the most of a profile's servers "tent_outbound_servers" may keep */
+#define NGX_HTTP_TENT_SERVERS_MAX        32
+
+
+/* the answer when unsigned requests have used their outbound share */
+#define NGX_HTTP_TENT_ANONYMOUS_BUSY                                          \
+    "Too many follow requests and mentions are being checked at other "       \
+    "servers; try again later"
+
+
 /* per server: where and how outbound requests may go */
 typedef struct {
     ngx_array_t                    *allow;       /* ngx_cidr_t */
-    ngx_msec_t                      timeout;
+    ngx_msec_t                      timeout;     /* of one hop */
+    ngx_msec_t                      deadline;    /* of one operation */
+    ngx_uint_t                      servers;     /* kept and tried */
     size_t                          max_response;
 } ngx_http_tent_outbound_conf_t;
 
@@ -265,6 +278,7 @@ struct ngx_http_tent_discover_s {
     ngx_array_t                     links;
     ngx_uint_t                      next_link;
     ngx_uint_t                      stage;
+    ngx_msec_t                      deadline;
 };
 
 
@@ -284,6 +298,7 @@ struct ngx_http_tent_fetch_s {
     ngx_str_t                       mac_algorithm;
     ngx_uint_t                      redirects;   /* how many to follow */
     size_t                          max_response;
+    ngx_msec_t                      deadline;    /* of the operation */
     ngx_http_tent_fetch_pt          handler;
     void                           *data;
 
@@ -328,6 +343,9 @@ struct ngx_http_tent_fetch_s {
     unsigned                        header_done:1;
     unsigned                        chunked:1;
     unsigned                        no_body:1;
+    unsigned                        has_deadline:1;
+    unsigned                        anonymous:1; /* its own budget */
+    unsigned                        cut:1;       /* hop cut by deadline */
 };
 
 
@@ -378,6 +396,8 @@ struct ngx_http_tent_main_conf_s {
     void                           *ssl_sessions; /* this worker's */
     ngx_uint_t                      max_fetches;
     ngx_uint_t                      fetches;     /* this worker's */
+    ngx_uint_t                      max_anonymous;
+    ngx_uint_t                      anonymous;   /* this worker's */
     ngx_http_tent_resolver_t       *resolver;    /* this worker's */
     void                           *credentials; /* this worker's cache */
 
@@ -440,6 +460,9 @@ typedef struct ngx_http_tent_ctx_s {
     unsigned                        own_reply:1;
     unsigned                        replace_body:1;
     unsigned                        replaced:1;
+    unsigned                        anonymous:1; /* unsigned outbound */
+    unsigned                        has_deadline:1;
+    ngx_msec_t                      deadline;    /* of its outbound */
     ngx_str_t                       error_body;
 } ngx_http_tent_ctx_t;
 
@@ -619,6 +642,7 @@ ngx_int_t ngx_http_tent_fetch_request(ngx_http_request_t *r,
 ngx_str_t *ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f,
     const char *name);
 const char *ngx_http_tent_fetch_strerror(ngx_uint_t result);
+ngx_uint_t ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f);
 
 /* ngx_http_tent_remote.c */
 ngx_http_tent_fetch_t *ngx_http_tent_remote_fetch(ngx_http_request_t *r,
@@ -635,7 +659,12 @@ ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_http_tent_discover_done_pt done, void *data);
 ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
-    ngx_http_tent_discovered_pt discovered, void *data);
+    ngx_msec_t deadline, ngx_http_tent_discovered_pt discovered, void *data);
+ngx_int_t ngx_http_tent_remote_anonymous(ngx_http_request_t *r);
+ngx_uint_t ngx_http_tent_servers_max(json_t *servers,
+    ngx_http_tent_outbound_conf_t *outbound);
+json_t *ngx_http_tent_servers_cap(ngx_pool_t *pool, json_t *servers,
+    ngx_http_tent_outbound_conf_t *outbound);
 
 /* ngx_http_tent_relations.c: what followers and followings share */
 typedef ngx_int_t (*ngx_http_tent_list_item_pt)(ngx_http_request_t *r,

@@ -569,6 +569,7 @@ ngx_http_tent_notification_profile(ngx_http_request_t *r,
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *wop;
     ngx_http_tent_received_t  *st;
+    ngx_http_tent_srv_conf_t  *scf;
 
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
@@ -620,6 +621,15 @@ ngx_http_tent_notification_profile(ngx_http_request_t *r,
         || !json_is_string(json_array_get(servers, 0)))
     {
         goto done;
+    }
+
+    /* kept as discovery keeps them: the first few */
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    servers = ngx_http_tent_servers_cap(r->pool, servers, &scf->outbound);
+    if (servers == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     json_object_set(st->following, "profile", profile);

@@ -7,8 +7,10 @@
 /*
  * Talking to other Tent servers: discovery of an entity (spec 2.2: HEAD,
  * then GET, the profile Link, the profile), for a request or for the
- * delivery engine, and the mapping of outbound failures to the statuses
- * the spec lists.
+ * delivery engine, the mapping of outbound failures to the statuses
+ * the spec lists, and the bounds on what one operation may cost: the
+ * servers of a profile kept and tried, and the share of unsigned
+ * requests.
  */
 
 
@@ -20,7 +22,8 @@
 
 static ngx_http_tent_discover_t *ngx_http_tent_discover_create(
     ngx_pool_t *pool, ngx_log_t *log,
-    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity, void *data);
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
+    ngx_msec_t deadline, void *data);
 static ngx_int_t ngx_http_tent_discover_step(ngx_http_tent_discover_t *d);
 static ngx_int_t ngx_http_tent_discover_request_fetched(
     ngx_http_request_t *r, ngx_http_tent_fetch_t *f);
@@ -139,6 +142,7 @@ ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f)
         return NGX_HTTP_FORBIDDEN;
 
     case NGX_HTTP_TENT_FETCH_TIMEOUT:
+    case NGX_HTTP_TENT_FETCH_DEADLINE:
         return NGX_HTTP_GATEWAY_TIME_OUT;
 
     case NGX_HTTP_TENT_FETCH_TOO_BIG:
@@ -189,6 +193,81 @@ ngx_http_tent_remote_error(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
                                     ? NGX_HTTP_NOT_FOUND
                                     : ngx_http_tent_remote_status(f),
                                     (char *) msg);
+}
+
+
+/*
+ * A client request that makes unsigned outbound requests (a follow, a
+ * mention to check) uses the anonymous share of the worker's slots.
+ * NGX_DECLINED: that share is in use; the caller answers 503 at once,
+ * before anything is sent anywhere.
+ */
+
+ngx_int_t
+ngx_http_tent_remote_anonymous(ngx_http_request_t *r)
+{
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    ctx->anonymous = 1;
+
+    if (mcf->anonymous >= mcf->max_anonymous) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: %ui outbound requests for unsigned requests "
+                      "in flight, \"tent_outbound_anonymous_requests\" "
+                      "reached", mcf->anonymous);
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* how many of a profile's servers one operation tries */
+
+ngx_uint_t
+ngx_http_tent_servers_max(json_t *servers,
+    ngx_http_tent_outbound_conf_t *outbound)
+{
+    return ngx_min(json_array_size(servers), outbound->servers);
+}
+
+
+/*
+ * The servers kept with a relationship: the first ones only, whatever a
+ * profile lists (2,000 fit in 64k), as no more are ever tried.  The same
+ * array when it is short enough; NULL on failure.
+ */
+
+json_t *
+ngx_http_tent_servers_cap(ngx_pool_t *pool, json_t *servers,
+    ngx_http_tent_outbound_conf_t *outbound)
+{
+    size_t   i;
+    json_t  *capped;
+
+    if (json_array_size(servers) <= outbound->servers) {
+        return servers;
+    }
+
+    capped = json_array();
+
+    if (capped == NULL || ngx_http_tent_json_cleanup(pool, capped) != NGX_OK)
+    {
+        json_decref(capped);
+        return NULL;
+    }
+
+    for (i = 0; i < outbound->servers; i++) {
+        if (json_array_append(capped, json_array_get(servers, i)) != 0) {
+            return NULL;
+        }
+    }
+
+    return capped;
 }
 
 
@@ -269,7 +348,7 @@ ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
     d = ngx_http_tent_discover_create(r->pool, r->connection->log,
-                                      &scf->outbound, entity, data);
+                                      &scf->outbound, entity, 0, data);
     if (d == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -291,11 +370,12 @@ ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
 ngx_int_t
 ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
-    ngx_http_tent_discovered_pt discovered, void *data)
+    ngx_msec_t deadline, ngx_http_tent_discovered_pt discovered, void *data)
 {
     ngx_http_tent_discover_t  *d;
 
-    d = ngx_http_tent_discover_create(pool, log, outbound, entity, data);
+    d = ngx_http_tent_discover_create(pool, log, outbound, entity, deadline,
+                                      data);
     if (d == NULL) {
         return NGX_ERROR;
     }
@@ -308,7 +388,8 @@ ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
 
 static ngx_http_tent_discover_t *
 ngx_http_tent_discover_create(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity, void *data)
+    ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
+    ngx_msec_t deadline, void *data)
 {
     ngx_http_tent_discover_t  *d;
 
@@ -326,6 +407,7 @@ ngx_http_tent_discover_create(ngx_pool_t *pool, ngx_log_t *log,
     d->pool = pool;
     d->log = log;
     d->outbound = outbound;
+    d->deadline = deadline;
 
     return d;
 }
@@ -377,10 +459,15 @@ ngx_http_tent_discover_step(ngx_http_tent_discover_t *d)
 
     f->data = d;
 
+    /* with a request, the request's deadline (ngx_http_tent_fetch_request) */
+
     if (d->request) {
         return ngx_http_tent_fetch_request(d->request, f,
                                       ngx_http_tent_discover_request_fetched);
     }
+
+    f->deadline = d->deadline;
+    f->has_deadline = 1;
 
     f->handler = ngx_http_tent_discover_event_fetched;
 
@@ -755,7 +842,13 @@ ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
     }
 
     d->profile = profile;
-    d->servers = servers;
+
+    /* the relationship keeps, and every operation tries, the first few */
+
+    d->servers = ngx_http_tent_servers_cap(d->pool, servers, d->outbound);
+    if (d->servers == NULL) {
+        return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+    }
 
     /* the API root: the profile URL without "/profile" (spec 2.2) */
 
@@ -778,7 +871,16 @@ ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
 
 next:
 
-    if (++d->next_link < d->links.nelts) {
+    /*
+     * The next profile link: as many as servers are tried, and none after
+     * a failure that the next cannot mend (our budget, the deadline)
+     */
+
+    if (++d->next_link < ngx_min(d->links.nelts, d->outbound->servers)
+        && f->result != NGX_HTTP_TENT_FETCH_BUSY
+        && f->result != NGX_HTTP_TENT_FETCH_DEADLINE
+        && f->result != NGX_HTTP_TENT_FETCH_ERROR)
+    {
         return ngx_http_tent_discover_step(d);
     }
 
