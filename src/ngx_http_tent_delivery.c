@@ -982,7 +982,7 @@ ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
 {
     size_t       i, j;
     json_t      *perms, *g, *mine, *v;
-    ngx_str_t    entity;
+    ngx_str_t    entity, name;
     const char  *key;
 
     if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
@@ -995,10 +995,13 @@ ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
         return 1;
     }
 
+    /* the post may name the entity in any of its spellings */
+
     json_object_foreach(json_object_get(perms, "entities"), key, v) {
-        if (ngx_strlen(key) == entity.len
-            && ngx_strncmp(key, entity.data, entity.len) == 0)
-        {
+        name.data = (u_char *) key;
+        name.len = ngx_strlen(key);
+
+        if (ngx_http_tent_entity_eq(&name, &entity)) {
             return 1;
         }
     }
@@ -1334,6 +1337,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
 {
     size_t       i;
     json_t      *m;
+    ngx_int_t    rc;
     ngx_str_t    entity, *e;
     ngx_uint_t   j;
 
@@ -1356,6 +1360,13 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
             || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
         {
             continue;
+        }
+
+        /* looked up by its one spelling, as relationships are kept */
+
+        rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
         }
 
         e = t->mentioned->elts;
@@ -1383,7 +1394,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
             return NGX_ERROR;
         }
 
-        *e = entity;    /* t->post lives as long as the task */
+        *e = entity;    /* in t->pool, or t->post's, as long as the task */
     }
 
     return NGX_OK;
@@ -1837,6 +1848,8 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
 {
     ngx_http_tent_task_t *t = d->data;
 
+    ngx_str_t  entity;
+
     if (d->status) {
         ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
                       "tent delivery: a mention: %s", d->error);
@@ -1849,6 +1862,20 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
                                          || d->status == NGX_HTTP_BAD_REQUEST
                                          ? NGX_HTTP_TENT_REFUSED
                                          : NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    /* a URL that leads to another entity's profile: not its servers */
+
+    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
+        || !ngx_http_tent_entity_eq(&d->canonical, &entity))
+    {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: a mention: the profile of \"%V\" "
+                      "names another entity", &entity);
+
+        t->status = NGX_HTTP_BAD_REQUEST;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
         return;
     }
 

@@ -559,6 +559,8 @@ ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
 ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *entity);
+ngx_int_t ngx_http_tent_post_entity(ngx_pool_t *pool,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *entity, ngx_str_t *out);
 ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
     json_t *entities, json_t *groups);
@@ -652,6 +654,9 @@ ngx_int_t ngx_http_tent_relation_visible(ngx_http_tent_ctx_t *ctx,
 ngx_int_t ngx_http_tent_relation_load(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
     ngx_str_t *param, ngx_http_tent_relation_pt next);
+ngx_int_t ngx_http_tent_relation_load_entity(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
+    ngx_str_t *entity, ngx_http_tent_relation_pt next);
 ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
 ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,
