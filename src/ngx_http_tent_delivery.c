@@ -83,6 +83,7 @@ static void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_expand_followers(
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
 static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
@@ -928,9 +929,15 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    /* a received post: to the apps, not to our followers (spec 9.2) */
+    /*
+     * A received post: to the apps, not to our followers (spec 9.2).  Nor
+     * is a post of ours that no follower may see (private, naming no one:
+     * a follower post), which saves reading every follower for nothing.
+     */
 
-    if (t->entity.data != t->ent->entity.data) {
+    if (t->entity.data != t->ent->entity.data
+        || (t->post && ngx_http_tent_delivery_unnamed(t->post)))
+    {
         t->followings = 1;
         t->apps = 1;
     }
@@ -947,6 +954,21 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
     }
 
     ngx_http_tent_delivery_followers(t);
+}
+
+
+/* a post no relationship may see: not public, naming no entity or group */
+
+static ngx_int_t
+ngx_http_tent_delivery_unnamed(json_t *post)
+{
+    json_t  *perms;
+
+    perms = json_object_get(post, "permissions");
+
+    return !json_is_true(json_object_get(perms, "public"))
+           && json_object_size(json_object_get(perms, "entities")) == 0
+           && json_array_size(json_object_get(perms, "groups")) == 0;
 }
 
 

@@ -849,14 +849,22 @@ ngx_http_tent_internal_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* "follower" or "following" {id, entity, action} (spec 7.1, 7.2, 7.3) */
+/*
+ * "follower" or "following" {id, entity, action} (spec 7.1, 7.2, 7.3).
+ * A following is the owner's own act: public as the relationship is, as
+ * in tentd.  A follower post tells of another server's act, and anyone
+ * may follow and unfollow: it is private, seen by our apps with
+ * read_posts only, so a stranger's follow is sent to none of our
+ * followers and does not fill the public feed.
+ */
 
 ngx_int_t
 ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, const char *kind, json_t *record,
     const char *action)
 {
-    json_t  *content;
+    json_t      *content;
+    ngx_uint_t   public;
 
     content = json_pack("{s:O, s:O, s:s}",
                         "id", json_object_get(record, "id"),
@@ -870,10 +878,12 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    return ngx_http_tent_internal_post(r, ctx, op, kind, content,
-               json_is_true(json_object_get(json_object_get(record,
-                                                            "permissions"),
-                                            "public")));
+    public = ngx_strcmp(kind, "follower") != 0
+             && json_is_true(json_object_get(json_object_get(record,
+                                                             "permissions"),
+                                             "public"));
+
+    return ngx_http_tent_internal_post(r, ctx, op, kind, content, public);
 }
 
 
