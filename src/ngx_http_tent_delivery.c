@@ -84,6 +84,7 @@ static void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_expand_followers(
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
 static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
@@ -929,9 +930,15 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    /* a received post: to the apps, not to our followers (spec 9.2) */
+    /*
+     * A received post: to the apps, not to our followers (spec 9.2).  Nor
+     * is a post of ours that no follower may see (private, naming no one:
+     * a follower post), which saves reading every follower for nothing.
+     */
 
-    if (t->entity.data != t->ent->entity.data) {
+    if (t->entity.data != t->ent->entity.data
+        || (t->post && ngx_http_tent_delivery_unnamed(t->post)))
+    {
         t->followings = 1;
         t->apps = 1;
     }
@@ -948,6 +955,21 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
     }
 
     ngx_http_tent_delivery_followers(t);
+}
+
+
+/* a post no relationship may see: not public, naming no entity or group */
+
+static ngx_int_t
+ngx_http_tent_delivery_unnamed(json_t *post)
+{
+    json_t  *perms;
+
+    perms = json_object_get(post, "permissions");
+
+    return !json_is_true(json_object_get(perms, "public"))
+           && json_object_size(json_object_get(perms, "entities")) == 0
+           && json_array_size(json_object_get(perms, "groups")) == 0;
 }
 
 
@@ -983,7 +1005,7 @@ ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
 {
     size_t       i, j;
     json_t      *perms, *g, *mine, *v;
-    ngx_str_t    entity;
+    ngx_str_t    entity, name;
     const char  *key;
 
     if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
@@ -996,10 +1018,13 @@ ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
         return 1;
     }
 
+    /* the post may name the entity in any of its spellings */
+
     json_object_foreach(json_object_get(perms, "entities"), key, v) {
-        if (ngx_strlen(key) == entity.len
-            && ngx_strncmp(key, entity.data, entity.len) == 0)
-        {
+        name.data = (u_char *) key;
+        name.len = ngx_strlen(key);
+
+        if (ngx_http_tent_entity_eq(&name, &entity)) {
             return 1;
         }
     }
@@ -1335,6 +1360,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
 {
     size_t       i;
     json_t      *m;
+    ngx_int_t    rc;
     ngx_str_t    entity, *e;
     ngx_uint_t   j;
 
@@ -1357,6 +1383,13 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
             || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
         {
             continue;
+        }
+
+        /* looked up by its one spelling, as relationships are kept */
+
+        rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
         }
 
         e = t->mentioned->elts;
@@ -1384,7 +1417,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
             return NGX_ERROR;
         }
 
-        *e = entity;    /* t->post lives as long as the task */
+        *e = entity;    /* in t->pool, or t->post's, as long as the task */
     }
 
     return NGX_OK;
@@ -1843,6 +1876,8 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
 {
     ngx_http_tent_task_t *t = d->data;
 
+    ngx_str_t  entity;
+
     if (d->status) {
         ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
                       "tent delivery: a mention: %s", d->error);
@@ -1855,6 +1890,20 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
                                          || d->status == NGX_HTTP_BAD_REQUEST
                                          ? NGX_HTTP_TENT_REFUSED
                                          : NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    /* a URL that leads to another entity's profile: not its servers */
+
+    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
+        || !ngx_http_tent_entity_eq(&d->canonical, &entity))
+    {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: a mention: the profile of \"%V\" "
+                      "names another entity", &entity);
+
+        t->status = NGX_HTTP_BAD_REQUEST;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
         return;
     }
 

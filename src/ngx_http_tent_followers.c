@@ -119,6 +119,7 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     u_char                  *p;
     json_t                  *v;
     ngx_int_t                rc;
+    ngx_str_t                entity;
     ngx_http_tent_follow_t  *st;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_follow_t));
@@ -126,9 +127,19 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_tent_json_str(ctx->body, "entity", &st->entity) != NGX_OK
-        || ngx_http_tent_entity_valid(&st->entity) != NGX_OK)
-    {
+    /* one spelling per entity: "http://H:80/" follows as "http://h" */
+
+    rc = NGX_DECLINED;
+
+    if (ngx_http_tent_json_str(ctx->body, "entity", &entity) == NGX_OK) {
+        rc = ngx_http_tent_entity_canonical(r->pool, &entity, &st->entity);
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         return ngx_http_tent_send_error(r, 422, "Invalid entity");
     }
 

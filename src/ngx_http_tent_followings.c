@@ -47,6 +47,8 @@ static ngx_int_t ngx_http_tent_following_existing(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record);
 static ngx_int_t ngx_http_tent_following_discovered(ngx_http_request_t *r,
     ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_following_start(ngx_http_request_t *r,
+    ngx_http_tent_following_t *st);
 static ngx_int_t ngx_http_tent_following_pending(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_following_answered(ngx_http_request_t *r,
@@ -114,7 +116,8 @@ static ngx_int_t
 ngx_http_tent_following_requested(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
-    ngx_str_t                   param;
+    ngx_int_t                   rc;
+    ngx_str_t                   entity;
     ngx_http_tent_following_t  *st;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_following_t));
@@ -122,16 +125,23 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_tent_json_str(ctx->body, "entity", &st->entity) != NGX_OK
-        || ngx_http_tent_entity_valid(&st->entity) != NGX_OK)
-    {
-        return ngx_http_tent_send_error(r, 422, "Invalid Request Body");
+    /*
+     * One spelling per entity: a trailing slash (tent-client-ruby strips
+     * one), case, a default port... make no second following.
+     */
+
+    rc = NGX_DECLINED;
+
+    if (ngx_http_tent_json_str(ctx->body, "entity", &entity) == NGX_OK) {
+        rc = ngx_http_tent_entity_canonical(r->pool, &entity, &st->entity);
     }
 
-    /* one trailing slash is not part of an entity (tent-client-ruby) */
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
-    if (st->entity.data[st->entity.len - 1] == '/') {
-        st->entity.len--;
+    if (rc != NGX_OK) {
+        return ngx_http_tent_send_error(r, 422, "Invalid Request Body");
     }
 
     if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
@@ -144,11 +154,10 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
 
     /* already following? find it by entity */
 
-    param = st->entity;
-
-    return ngx_http_tent_relation_load(r, ctx, &ngx_http_tent_followings_rel,
-                                       &param,
-                                       ngx_http_tent_following_existing);
+    return ngx_http_tent_relation_load_entity(r, ctx,
+                                            &ngx_http_tent_followings_rel,
+                                            &st->entity,
+                                            ngx_http_tent_following_existing);
 }
 
 
@@ -165,6 +174,10 @@ ngx_http_tent_following_existing(ngx_http_request_t *r,
                                         "Already following");
     }
 
+    if (st->found) {
+        return ngx_http_tent_following_start(r, st);
+    }
+
     return ngx_http_tent_discover(r, &st->entity,
                                   ngx_http_tent_following_discovered, st);
 }
@@ -174,11 +187,10 @@ static ngx_int_t
 ngx_http_tent_following_discovered(ngx_http_request_t *r,
     ngx_http_tent_discover_t *d)
 {
-    json_t                     *pending;
-    ngx_str_t                   key, value;
+    ngx_int_t                   rc;
+    ngx_str_t                   entity;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_following_t  *st;
-    ngx_http_tent_store_op_t   *op;
 
     st = d->data;
     ctx = ngx_http_tent_get_ctx(r);
@@ -189,6 +201,54 @@ ngx_http_tent_following_discovered(ngx_http_request_t *r,
 
     st->found = d;
 
+    /*
+     * The entity is the profile's (tentd, spec 7.3), in its one spelling:
+     * the rows are keyed by it.  A URL that led to another entity's
+     * profile is looked for again under that entity, or it would be
+     * followed twice.
+     */
+
+    rc = ngx_http_tent_entity_canonical(r->pool, &d->canonical, &entity);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
+                   "The profile found names an entity that is not a URL");
+    }
+
+    if (entity.len == st->entity.len
+        && ngx_strncmp(entity.data, st->entity.data, entity.len) == 0)
+    {
+        return ngx_http_tent_following_start(r, st);
+    }
+
+    st->entity = entity;
+
+    if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
+        return ngx_http_tent_send_error(r, 406, "Can not follow self");
+    }
+
+    return ngx_http_tent_relation_load_entity(r, ctx,
+                                            &ngx_http_tent_followings_rel,
+                                            &st->entity,
+                                            ngx_http_tent_following_existing);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_start(ngx_http_request_t *r,
+    ngx_http_tent_following_t *st)
+{
+    json_t                    *pending;
+    ngx_str_t                  key, value;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
     /* unconfirmed, so that our notifications path answers the challenge */
 
     if (ngx_http_tent_relation_id(r->pool, &st->id) != NGX_OK) {
@@ -197,7 +257,7 @@ ngx_http_tent_following_discovered(ngx_http_request_t *r,
 
     pending = json_pack("{s:o, s:o, s:b, s:I}",
                         "id", ngx_http_tent_json_string(&st->id),
-                        "entity", ngx_http_tent_json_string(&d->canonical),
+                        "entity", ngx_http_tent_json_string(&st->entity),
                         "confirmed", 0,
                         "created_at", (json_int_t) ngx_time());
 
@@ -396,8 +456,7 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
     record = json_pack("{s:o, s:o, s:I, s:I, s:b, s:o, s:O, s:O, s:o, s:o,"
                        " s:o}",
                        "id", ngx_http_tent_json_string(&st->id),
-                       "entity",
-                           ngx_http_tent_json_string(&st->found->canonical),
+                       "entity", ngx_http_tent_json_string(&st->entity),
                        "created_at", (json_int_t) ngx_time(),
                        "updated_at", (json_int_t) ngx_time(),
                        "confirmed", 1,
@@ -446,7 +505,7 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
-                             &st->found->canonical, &key)
+                             &st->entity, &key)
            != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &st->id) != NGX_OK
         || ngx_http_tent_relation_post(r, ctx, op, "following", record,

@@ -133,6 +133,8 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     u_char                   *p;
     uintptr_t                 n;
+    ngx_int_t                 rc;
+    ngx_str_t                 entity;
     ngx_http_tent_mention_t  *st;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_mention_t));
@@ -140,8 +142,19 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_tent_json_str(ctx->body, "entity", &st->entity) != NGX_OK
-        || ngx_http_tent_entity_valid(&st->entity) != NGX_OK
+    /* the entity in its one spelling: discovered, compared, kept so */
+
+    rc = NGX_DECLINED;
+
+    if (ngx_http_tent_json_str(ctx->body, "entity", &entity) == NGX_OK) {
+        rc = ngx_http_tent_entity_canonical(r->pool, &entity, &st->entity);
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc != NGX_OK
         || ngx_http_tent_entity_eq(&st->entity, &ctx->entity)
         || ngx_http_tent_json_str(ctx->body, "id", &st->id) != NGX_OK
         || ngx_http_tent_token_valid(&st->id, 64) != NGX_OK

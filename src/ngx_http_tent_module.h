@@ -485,6 +485,16 @@ ngx_http_tent_ctx_t *ngx_http_tent_get_ctx(ngx_http_request_t *r);
 ngx_uint_t ngx_http_tent_next_item(u_char **p, u_char *last,
     ngx_str_t *item);
 ngx_uint_t ngx_http_tent_utf8_valid(u_char *p, size_t len);
+
+/* ngx_http_tent_util.c: entity URLs, one spelling each */
+#define NGX_HTTP_TENT_ENTITY_MAX      2048
+#define NGX_HTTP_TENT_ENTITY_SLACK    (NGX_INET6_ADDRSTRLEN + 2)
+
+ngx_int_t ngx_http_tent_entity_normalize(ngx_str_t *url, u_char *buf,
+    ngx_str_t *out);
+ngx_int_t ngx_http_tent_entity_canonical(ngx_pool_t *pool, ngx_str_t *url,
+    ngx_str_t *out);
+ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
 ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
@@ -588,6 +598,8 @@ ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
 ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *entity);
+ngx_int_t ngx_http_tent_post_entity(ngx_pool_t *pool,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *entity, ngx_str_t *out);
 ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
     ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
     json_t *entities, json_t *groups);
@@ -654,7 +666,6 @@ ngx_uint_t ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f);
 ngx_int_t ngx_http_tent_remote_error(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f, const char *step);
 ngx_int_t ngx_http_tent_entity_valid(ngx_str_t *url);
-ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
 ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_http_tent_discover_done_pt done, void *data);
 ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
@@ -697,6 +708,9 @@ ngx_int_t ngx_http_tent_relation_visible(ngx_http_tent_ctx_t *ctx,
 ngx_int_t ngx_http_tent_relation_load(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
     ngx_str_t *param, ngx_http_tent_relation_pt next);
+ngx_int_t ngx_http_tent_relation_load_entity(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
+    ngx_str_t *entity, ngx_http_tent_relation_pt next);
 ngx_int_t ngx_http_tent_relation_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel);
 ngx_int_t ngx_http_tent_relations_list(ngx_http_request_t *r,

@@ -203,6 +203,7 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
     ngx_uint_t mention)
 {
     json_t                    *post, *v;
+    ngx_int_t                  rc;
     ngx_str_t                  type;
     const char                *error;
     ngx_http_tent_received_t  *st;
@@ -240,6 +241,26 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                    "The post's entity is not the followed entity");
+    }
+
+    /*
+     * Kept under the entity's one spelling, whatever the sender wrote:
+     * "http://H/" and "http://h" must not make two copies of a post
+     */
+
+    rc = ngx_http_tent_entity_canonical(r->pool, &st->entity, &st->entity);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The post's entity is not the followed entity");
+    }
+
+    if (rc != NGX_OK
+        || json_object_set_new(post, "entity",
+                               ngx_http_tent_json_string(&st->entity))
+           != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (ngx_http_tent_json_str(post, "id", &st->id) != NGX_OK

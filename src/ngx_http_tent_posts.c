@@ -109,6 +109,28 @@ ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx, ngx_str_t *entity)
 }
 
 
+/*
+ * The spelling posts of an entity are kept under: ours as configured,
+ * another's canonical one (received posts are stored so); what is not an
+ * entity URL stays as it is.
+ */
+
+ngx_int_t
+ngx_http_tent_post_entity(ngx_pool_t *pool, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *entity, ngx_str_t *out)
+{
+    if (ngx_http_tent_entity_eq(entity, &ctx->entity)) {
+        *out = ctx->entity;
+        return NGX_OK;
+    }
+
+    *out = *entity;
+
+    return ngx_http_tent_entity_canonical(pool, entity, out) == NGX_ERROR
+           ? NGX_ERROR : NGX_OK;
+}
+
+
 /* does a permission list name the principal's entity, or one of its groups */
 
 static ngx_int_t
@@ -117,27 +139,34 @@ ngx_http_tent_post_names(ngx_http_tent_ctx_t *ctx, json_t *entities,
 {
     size_t       i, j;
     json_t      *v, *g, *mine;
+    ngx_str_t   *e, name;
     const char  *key;
-    ngx_str_t   *e;
 
     e = &ctx->principal.entity;
+
+    /* a post may name the entity in any of its spellings */
 
     if (e->len) {
         if (json_is_object(entities)) {
             json_object_foreach(entities, key, v) {
-                if (ngx_strlen(key) == e->len
-                    && ngx_strncmp(key, e->data, e->len) == 0)
-                {
+                name.data = (u_char *) key;
+                name.len = ngx_strlen(key);
+
+                if (ngx_http_tent_entity_eq(&name, e)) {
                     return 1;
                 }
             }
 
         } else {
             json_array_foreach(entities, i, v) {
-                if (json_is_string(v) && json_string_length(v) == e->len
-                    && ngx_strncmp(json_string_value(v), e->data, e->len)
-                       == 0)
-                {
+                if (!json_is_string(v)) {
+                    continue;
+                }
+
+                name.data = (u_char *) json_string_value(v);
+                name.len = json_string_length(v);
+
+                if (ngx_http_tent_entity_eq(&name, e)) {
                     return 1;
                 }
             }
@@ -1260,8 +1289,16 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (!import || ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK)
     {
         entity = ctx->entity;
-        json_object_set_new(post, "entity",
-                            ngx_http_tent_json_string(&entity));
+    }
+
+    /* an import is kept under the entity's one spelling too */
+
+    if (ngx_http_tent_post_entity(r->pool, ctx, &entity, &entity) != NGX_OK
+        || json_object_set_new(post, "entity",
+                               ngx_http_tent_json_string(&entity))
+           != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ms = ngx_http_tent_now_us();
@@ -1599,6 +1636,15 @@ ngx_http_tent_post_locate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         if (ngx_strlchr(st->post_entity.data, dst, '\0')) {
             return NGX_DECLINED;
+        }
+
+        /* any spelling of the entity finds its posts */
+
+        if (ngx_http_tent_post_entity(r->pool, ctx, &st->post_entity,
+                                      &st->post_entity)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
         }
 
         id = &ctx->params[1];

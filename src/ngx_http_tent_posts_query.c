@@ -40,7 +40,7 @@ typedef struct {
     ngx_array_t                     entities;
     ngx_str_t                       mentioned_entity;
     ngx_str_t                       mentioned_post;
-    ngx_str_t                       mentions_of;     /* "entity id" */
+    ngx_str_t                       mentions_of;     /* our post's id */
     ngx_uint_t                      cursor;
     ngx_str_t                       cursor_entity;
     ngx_str_t                       cursor_id;
@@ -191,8 +191,9 @@ static ngx_int_t
 ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_query_t *q)
 {
-    ngx_int_t   n;
-    ngx_str_t   v;
+    ngx_int_t    n;
+    ngx_str_t    v, *e;
+    ngx_uint_t   i;
 
     static struct {
         const char  *id;
@@ -273,8 +274,25 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    (void) ngx_http_tent_query_arg(r, "mentioned_entity",
-                                   &q->mentioned_entity);
+    /* entities in the spelling posts are kept under: any spelling finds */
+
+    e = q->entities.elts;
+
+    for (i = 0; i < q->entities.nelts; i++) {
+        if (ngx_http_tent_post_entity(r->pool, ctx, &e[i], &e[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_http_tent_query_arg(r, "mentioned_entity", &q->mentioned_entity)
+        == NGX_OK
+        && ngx_http_tent_post_entity(r->pool, ctx, &q->mentioned_entity,
+                                     &q->mentioned_entity)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     (void) ngx_http_tent_query_arg(r, "mentioned_post", &q->mentioned_post);
 
     for (c = cursors; c->id; c++) {
@@ -288,6 +306,12 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             != NGX_OK)
         {
             q->cursor_entity = ctx->entity;
+
+        } else if (ngx_http_tent_post_entity(r->pool, ctx, &q->cursor_entity,
+                                             &q->cursor_entity)
+                   != NGX_OK)
+        {
+            return NGX_ERROR;
         }
 
         break;
@@ -456,9 +480,13 @@ ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
     u_char     *p;
-    ngx_str_t   of, *id;
+    ngx_str_t  *id;
 
     id = &ctx->params[0];
+
+    if (id->len == 0) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
 
     for (p = id->data; p < id->data + id->len; p++) {
         if (*p == ' ' || *p < 0x20) {
@@ -467,16 +495,8 @@ ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
         }
     }
 
-    of.len = ctx->entity.len + 1 + id->len;
-    of.data = ngx_pnalloc(r->pool, of.len);
-    if (of.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_sprintf(of.data, "%V %V", &ctx->entity, id);
-
     return ngx_http_tent_posts_query(r, ctx, r->method == NGX_HTTP_HEAD,
-                                     &of);
+                                     id);
 }
 
 
@@ -605,31 +625,48 @@ ngx_http_tent_query_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 }
 
 
+/*
+ * Does an index entry's mention list hold one: "m" has entities, "mp"
+ * "entity id" pairs (with an id, the pair's id must be it; with an
+ * entity too, its entity).  An entity matches in any of its spellings.
+ */
+
 static ngx_int_t
-ngx_http_tent_json_has(json_t *list, ngx_str_t *s, ngx_uint_t suffix)
+ngx_http_tent_json_has(json_t *list, ngx_str_t *entity, ngx_str_t *id)
 {
-    size_t   i, len;
-    json_t  *v;
+    size_t      i, len;
+    json_t     *v;
+    ngx_str_t   e;
 
     json_array_foreach(list, i, v) {
+        e.data = (u_char *) json_string_value(v);
         len = json_string_length(v);
 
-        if (suffix) {
-            /* "entity id": the id after the space */
-            if (len > s->len
-                && json_string_value(v)[len - s->len - 1] == ' '
-                && ngx_strncmp(json_string_value(v) + len - s->len, s->data,
-                               s->len) == 0)
-            {
-                return 1;
-            }
-
+        if (e.data == NULL) {
             continue;
         }
 
-        if (len == s->len
-            && ngx_strncmp(json_string_value(v), s->data, len) == 0)
-        {
+        e.len = len;
+
+        if (id) {
+            /* "entity id": the id after the space */
+
+            if (len <= id->len
+                || e.data[len - id->len - 1] != ' '
+                || ngx_strncmp(e.data + len - id->len, id->data, id->len)
+                   != 0)
+            {
+                continue;
+            }
+
+            if (entity == NULL) {
+                return 1;
+            }
+
+            e.len = len - id->len - 1;
+        }
+
+        if (ngx_http_tent_entity_eq(&e, entity)) {
             return 1;
         }
     }
@@ -690,14 +727,14 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
 
     if (q->mentioned_entity.len
         && !ngx_http_tent_json_has(json_object_get(value, "m"),
-                                   &q->mentioned_entity, 0))
+                                   &q->mentioned_entity, NULL))
     {
         return 0;
     }
 
     if (q->mentioned_post.len
-        && !ngx_http_tent_json_has(json_object_get(value, "mp"),
-                                   &q->mentioned_post, 1))
+        && !ngx_http_tent_json_has(json_object_get(value, "mp"), NULL,
+                                   &q->mentioned_post))
     {
         return 0;
     }
@@ -707,7 +744,7 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
     if (q->mentions_of.len
         && (!json_is_true(json_object_get(value, "p"))
             || !ngx_http_tent_json_has(json_object_get(value, "mp"),
-                                       &q->mentions_of, 0)))
+                                       &ctx->entity, &q->mentions_of)))
     {
         return 0;
     }

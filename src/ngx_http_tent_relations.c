@@ -205,8 +205,8 @@ ngx_http_tent_relation_visible(ngx_http_tent_ctx_t *ctx,
 
 /*
  * Load the relationship named by the route's parameter: an id, or an
- * url-encoded entity URL (then Content-Location names it by id).  "next"
- * gets the record, or NULL when there is none.
+ * url-encoded entity URL in any of its spellings (then Content-Location
+ * names it by id).  "next" gets the record, or NULL when there is none.
  */
 
 ngx_int_t
@@ -215,8 +215,40 @@ ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_relation_pt next)
 {
     u_char                           *dst, *src;
-    ngx_str_t                         entity;
+    ngx_int_t                         rc;
+    ngx_str_t                         raw, entity;
     ngx_http_tent_relations_state_t  *st;
+
+    if (param->len > 4
+        && ngx_strncasecmp(param->data, (u_char *) "http", 4) == 0)
+    {
+        raw.data = ngx_pnalloc(r->pool, param->len);
+        if (raw.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        dst = raw.data;
+        src = param->data;
+        ngx_unescape_uri(&dst, &src, param->len, 0);
+        raw.len = dst - raw.data;
+
+        rc = ngx_http_tent_entity_canonical(r->pool, &raw, &entity);
+
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc != NGX_OK) {
+            return next(r, ctx, NULL);
+        }
+
+        return ngx_http_tent_relation_load_entity(r, ctx, rel, &entity,
+                                                  next);
+    }
+
+    if (ngx_http_tent_relation_id_valid(param) != NGX_OK) {
+        return next(r, ctx, NULL);
+    }
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
     if (st == NULL) {
@@ -228,36 +260,34 @@ ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->saved = ctx->state;
     ctx->state = st;
 
-    if (param->len > 4 && ngx_strncmp(param->data, "http", 4) == 0) {
-        entity.data = ngx_pnalloc(r->pool, param->len);
-        if (entity.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        dst = entity.data;
-        src = param->data;
-        ngx_unescape_uri(&dst, &src, param->len, 0);
-        entity.len = dst - entity.data;
-
-        if (ngx_http_tent_entity_valid(&entity) != NGX_OK) {
-            ctx->state = st->saved;
-            return next(r, ctx, NULL);
-        }
-
-        st->entity = entity;
-        st->by_entity = 1;
-
-        return ngx_http_tent_store_get_request(r, rel->entity_table, &entity,
-                                             ngx_http_tent_relation_by_entity);
-    }
-
-    if (ngx_http_tent_relation_id_valid(param) != NGX_OK) {
-        ctx->state = st->saved;
-        return next(r, ctx, NULL);
-    }
-
     return ngx_http_tent_store_get_request(r, rel->table, param,
                                            ngx_http_tent_relation_loaded);
+}
+
+
+/* the same by an entity already in its canonical spelling */
+
+ngx_int_t
+ngx_http_tent_relation_load_entity(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
+    ngx_str_t *entity, ngx_http_tent_relation_pt next)
+{
+    ngx_http_tent_relations_state_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->rel = rel;
+    st->next = next;
+    st->saved = ctx->state;
+    ctx->state = st;
+    st->entity = *entity;
+    st->by_entity = 1;
+
+    return ngx_http_tent_store_get_request(r, rel->entity_table, entity,
+                                           ngx_http_tent_relation_by_entity);
 }
 
 
@@ -507,6 +537,18 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         src = v.data;
         ngx_unescape_uri(&dst, &src, v.len, 0);
         st->entity.len = dst - st->entity.data;
+
+        /* any spelling finds it: records keep the canonical one */
+
+        rc = ngx_http_tent_entity_canonical(r->pool, &st->entity, &v);
+
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_OK) {
+            st->entity = v;
+        }
     }
 
     if (ngx_http_tent_key_range(r->pool, &ctx->entity, rel->table, &start,
@@ -863,14 +905,22 @@ ngx_http_tent_internal_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* "follower" or "following" {id, entity, action} (spec 7.1, 7.2, 7.3) */
+/*
+ * "follower" or "following" {id, entity, action} (spec 7.1, 7.2, 7.3).
+ * A following is the owner's own act: public as the relationship is, as
+ * in tentd.  A follower post tells of another server's act, and anyone
+ * may follow and unfollow: it is private, seen by our apps with
+ * read_posts only, so a stranger's follow is sent to none of our
+ * followers and does not fill the public feed.
+ */
 
 ngx_int_t
 ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, const char *kind, json_t *record,
     const char *action)
 {
-    json_t  *content;
+    json_t      *content;
+    ngx_uint_t   public;
 
     content = json_pack("{s:O, s:O, s:s}",
                         "id", json_object_get(record, "id"),
@@ -884,10 +934,12 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    return ngx_http_tent_internal_post(r, ctx, op, kind, content,
-               json_is_true(json_object_get(json_object_get(record,
-                                                            "permissions"),
-                                            "public")));
+    public = ngx_strcmp(kind, "follower") != 0
+             && json_is_true(json_object_get(json_object_get(record,
+                                                             "permissions"),
+                                             "public"));
+
+    return ngx_http_tent_internal_post(r, ctx, op, kind, content, public);
 }
 
 

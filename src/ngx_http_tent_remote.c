@@ -309,28 +309,6 @@ ngx_http_tent_entity_valid(ngx_str_t *url)
 }
 
 
-/* entities compare equal up to one trailing slash (spec 14.7) */
-
-ngx_int_t
-ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b)
-{
-    size_t  la, lb;
-
-    la = a->len;
-    lb = b->len;
-
-    if (la && a->data[la - 1] == '/') {
-        la--;
-    }
-
-    if (lb && b->data[lb - 1] == '/') {
-        lb--;
-    }
-
-    return la == lb && ngx_strncmp(a->data, b->data, la) == 0;
-}
-
-
 /*
  * Discovery: the handler "done" runs with d->status 0 and the profile,
  * or d->status an HTTP status and d->error what failed.

@@ -102,3 +102,327 @@ ngx_http_tent_utf8_valid(u_char *p, size_t len)
 
     return 1;
 }
+
+
+/* RFC 3986 unreserved: the bytes an escape need not hide */
+
+static ngx_uint_t
+ngx_http_tent_unreserved(u_char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+           || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+           || c == '~';
+}
+
+
+static ngx_int_t
+ngx_http_tent_hex_digit(u_char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+
+    c |= 0x20;
+
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+
+    return -1;
+}
+
+
+/*
+ * The escape at p ("%XX", p + 3 <= last): the byte, or -1 when it is not
+ * two hex digits.
+ */
+
+static ngx_int_t
+ngx_http_tent_escaped(u_char *p, u_char *last)
+{
+    ngx_int_t  hi, lo;
+
+    if (last - p < 3) {
+        return -1;
+    }
+
+    hi = ngx_http_tent_hex_digit(p[1]);
+    lo = ngx_http_tent_hex_digit(p[2]);
+
+    if (hi < 0 || lo < 0) {
+        return -1;
+    }
+
+    return hi * 16 + lo;
+}
+
+
+/* the path with RFC 3986 5.2.4's dot segments removed, in place */
+
+static u_char *
+ngx_http_tent_remove_dots(u_char *start, u_char *last)
+{
+    u_char  *src, *dst, *seg, *end;
+    size_t   len;
+
+    /* start[0] is '/'; each "/segment" is copied over or dropped */
+
+    src = start;
+    dst = start;
+
+    while (src < last) {
+        seg = src + 1;
+        end = ngx_strlchr(seg, last, '/');
+        if (end == NULL) {
+            end = last;
+        }
+
+        len = end - seg;
+
+        if (len == 1 && seg[0] == '.') {
+            /* "." names the directory itself */
+
+        } else if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (dst > start && *--dst != '/') { /* void */ }
+
+        } else {
+            dst = ngx_movemem(dst, src, end - src);
+        }
+
+        src = end;
+    }
+
+    return dst;
+}
+
+
+/*
+ * The one spelling of an entity URL that is kept and compared (RFC 3986
+ * 6.2.2, 6.2.3): scheme and host in lower case, an IPv6 address in
+ * nginx's (RFC 5952) text, the port without leading zeros and dropped
+ * when it is the scheme's default (or empty), escapes of unreserved
+ * bytes decoded and the others' hex in upper case, no dot segments, no
+ * trailing slash.  "buf" has url->len + NGX_HTTP_TENT_ENTITY_SLACK
+ * bytes.  NGX_DECLINED: not an entity URL (another scheme, no host,
+ * userinfo, a query or fragment, a bad port or escape, a byte that
+ * needs quoting).
+ */
+
+ngx_int_t
+ngx_http_tent_entity_normalize(ngx_str_t *url, u_char *buf, ngx_str_t *out)
+{
+    u_char      *p, *last, *host, *end, *port, *dst, *path;
+    ngx_int_t    c;
+    ngx_uint_t   n, dflt;
+#if (NGX_HAVE_INET6)
+    u_char       addr[16];
+#endif
+
+    if (url->len > NGX_HTTP_TENT_ENTITY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    p = url->data;
+    last = p + url->len;
+
+    for ( /* void */ ; p < last; p++) {
+        if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '<' || *p == '>'
+            || *p == '\\' || *p == '`' || *p == '{' || *p == '}'
+            || *p == '|' || *p == '^' || *p == '#' || *p == '?')
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    p = url->data;
+
+    if (url->len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
+        dst = ngx_cpymem(buf, "http://", 7);
+        host = p + 7;
+        dflt = 80;
+
+    } else if (url->len > 8
+               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
+    {
+        dst = ngx_cpymem(buf, "https://", 8);
+        host = p + 8;
+        dflt = 443;
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    path = ngx_strlchr(host, last, '/');
+    if (path == NULL) {
+        path = last;
+    }
+
+    if (host == path || ngx_strlchr(host, path, '@')) {
+        return NGX_DECLINED;
+    }
+
+    /* the host */
+
+    if (*host == '[') {
+        end = ngx_strlchr(host, path, ']');
+        if (end == NULL) {
+            return NGX_DECLINED;
+        }
+
+        port = end + 1;
+
+#if (NGX_HAVE_INET6)
+        if (ngx_inet6_addr(host + 1, end - host - 1, addr) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        *dst++ = '[';
+        dst += ngx_inet6_ntop(addr, dst, NGX_INET6_ADDRSTRLEN);
+        *dst++ = ']';
+#else
+        return NGX_DECLINED;
+#endif
+
+    } else {
+        port = ngx_strlchr(host, path, ':');
+        if (port == NULL) {
+            port = path;
+        }
+
+        if (port == host) {
+            return NGX_DECLINED;
+        }
+
+        for (p = host; p < port; p++) {
+            c = *p;
+
+            if (c == '%') {
+                c = ngx_http_tent_escaped(p, port);
+                p += 2;
+            }
+
+            if (c < 0 || !ngx_http_tent_unreserved((u_char) c)) {
+                return NGX_DECLINED;
+            }
+
+            *dst++ = ngx_tolower((u_char) c);
+        }
+    }
+
+    /* the port: digits, kept only when it is not the scheme's own */
+
+    if (port < path) {
+        if (*port != ':') {
+            return NGX_DECLINED;
+        }
+
+        for (p = port + 1; p < path && *p == '0'; p++) { /* void */ }
+
+        n = 0;
+
+        for (end = p; end < path; end++) {
+            if (*end < '0' || *end > '9' || end - p >= 5) {
+                return NGX_DECLINED;
+            }
+
+            n = n * 10 + (*end - '0');
+        }
+
+        if (n > 65535 || (n == 0 && p > port + 1)) {
+            return NGX_DECLINED;
+        }
+
+        if (n != 0 && n != dflt) {
+            dst = ngx_sprintf(dst, ":%ui", n);
+        }
+    }
+
+    /* the path: escapes as little as may be, no dot segments */
+
+    end = dst;
+
+    for (p = path; p < last; p++) {
+        if (*p != '%') {
+            *dst++ = *p;
+            continue;
+        }
+
+        c = ngx_http_tent_escaped(p, last);
+        if (c < 0) {
+            return NGX_DECLINED;
+        }
+
+        if (ngx_http_tent_unreserved((u_char) c)) {
+            *dst++ = (u_char) c;
+
+        } else {
+            *dst++ = '%';
+            *dst++ = ngx_toupper(p[1]);
+            *dst++ = ngx_toupper(p[2]);
+        }
+
+        p += 2;
+    }
+
+    if (dst > end) {
+        dst = ngx_http_tent_remove_dots(end, dst);
+    }
+
+    while (dst > end && dst[-1] == '/') {
+        dst--;
+    }
+
+    /* an IPv6 address may come out longer than it went in */
+
+    if (dst - buf > NGX_HTTP_TENT_ENTITY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    out->data = buf;
+    out->len = dst - buf;
+
+    return NGX_OK;
+}
+
+
+/* the same into the pool; NGX_ERROR only when memory runs out */
+
+ngx_int_t
+ngx_http_tent_entity_canonical(ngx_pool_t *pool, ngx_str_t *url,
+    ngx_str_t *out)
+{
+    u_char  *buf;
+
+    buf = ngx_pnalloc(pool, url->len + NGX_HTTP_TENT_ENTITY_SLACK);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_entity_normalize(url, buf, out);
+}
+
+
+/*
+ * Two spellings of one entity (spec 14.7): equal once normalized.  What
+ * is not an entity URL equals only itself.
+ */
+
+ngx_int_t
+ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b)
+{
+    u_char     ba[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
+    u_char     bb[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
+    ngx_str_t  na, nb;
+
+    if (a->len == b->len && ngx_strncmp(a->data, b->data, a->len) == 0) {
+        return 1;
+    }
+
+    if (ngx_http_tent_entity_normalize(a, ba, &na) != NGX_OK
+        || ngx_http_tent_entity_normalize(b, bb, &nb) != NGX_OK)
+    {
+        return 0;
+    }
+
+    return na.len == nb.len && ngx_strncmp(na.data, nb.data, na.len) == 0;
+}

@@ -107,10 +107,15 @@ is(scalar @{ $res->{json} }, 0, 'and not another entity');
 # the relationship posts (spec 7.1, 7.3): A's follower post, B's following
 my $FOLLOWER_T = 'https://tent.io/types/post/follower/v0.1.0';
 my $FOLLOWING_T = 'https://tent.io/types/post/following/v0.1.0';
-$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
+$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T),
+                   cred => $a_cred);
 is(scalar(grep { $_->{content}{entity} eq $B_URL
                  && $_->{content}{action} eq 'create' } @{ $res->{json} }),
-   1, 'A made a public follower post for B');
+   1, 'A made a follower post for B');
+ok(!$_->{permissions}{public}, 'a private one (t/039: no fan-out)')
+    for grep { $_->{content}{entity} eq $B_URL } @{ $res->{json} };
+$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
+is(scalar @{ $res->{json} }, 0, 'anonymous readers do not see it');
 $res = $b->request(GET => '/posts?post_types=' . uri_escape($FOLLOWING_T));
 is(scalar(grep { $_->{content}{entity} eq $A_URL
                  && $_->{content}{action} eq 'create' } @{ $res->{json} }),
@@ -305,7 +310,8 @@ is($res->{status}, 404, 'the follower record is gone');
 
 $res = notify(cred => $a_note_cred);
 is($res->{status}, 401, 'the old credential notifies no more');
-$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
+$res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T),
+                   cred => $a_cred);
 is(scalar(grep { $_->{content}{entity} eq $B_URL
                  && $_->{content}{action} eq 'delete' } @{ $res->{json} }),
    1, 'A made a follower post (delete) when B left');
