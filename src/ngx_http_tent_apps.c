@@ -2257,8 +2257,12 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
 
     ctx->state = out;
 
+    /* a compare-and-set on the credential only when the key was imported */
+
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_key_created);
+               ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_SECRETS)
+               && json_object_get(ctx->body, "mac_key_id")
+               ? ngx_http_tent_key_created : ngx_http_tent_reply_state_json);
 }
 
 

@@ -55,7 +55,8 @@ typedef struct {
 #define NGX_HTTP_TENT_NONCE_APP       0
 #define NGX_HTTP_TENT_NONCE_FOLLOWER  1
 #define NGX_HTTP_TENT_NONCE_OWNER     2
-#define NGX_HTTP_TENT_NONCE_BUDGETS   3
+#define NGX_HTTP_TENT_NONCE_FOLLOWING 3
+#define NGX_HTTP_TENT_NONCE_BUDGETS   4
 
 
 typedef struct {
@@ -568,8 +569,9 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     } else if (kind.len == 9 && ngx_strncmp(kind.data, "following", 9) == 0)
     {
+        /* a server we follow is still another party: a share of its own */
         principal = NGX_HTTP_TENT_FOLLOWING;
-        budget = NGX_HTTP_TENT_NONCE_OWNER;
+        budget = NGX_HTTP_TENT_NONCE_FOLLOWING;
 
     } else {
         return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
@@ -1125,6 +1127,7 @@ busy:
                       "if this is not an attack",
                       budget == NGX_HTTP_TENT_NONCE_APP ? "app"
                       : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
+                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWING ? "following"
                       : "owner", *retry);
     }
 

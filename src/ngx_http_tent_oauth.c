@@ -875,11 +875,6 @@ ngx_http_tent_oauth_approved(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        /* a random id already in use: never seen, but never overwritten */
-        return ngx_http_tent_key_created(r, op);
-    }
-
     ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
 

@@ -306,8 +306,8 @@ my $peer = Tent::Peer->start(
                    . ' tent_mac_nonce_cache 32k;',
     worker_processes => 2);
 my $pc = $peer->client;
-my ($papp, $powner) = $peer->authorized_app('read_posts,write_posts',
-                                              post_types => 'all');
+my ($papp, $powner) = $peer->authorized_app(
+    'read_posts,write_posts,write_followings', post_types => 'all');
 my $prx = Tent::Receiver->start;
 $res = $pc->request(POST => '/followers', body => {
     entity => $prx->url, types => ['all'], licenses => [],
@@ -392,6 +392,27 @@ for (1 .. 20) {
 }
 is($res->{status}, 200, 'follower flood: the owner is still served');
 
+# a server we follow is another party too: a share of its own
+my $frx = Tent::Receiver->start;
+$res = $pc->request(POST => '/followings', cred => $powner,
+                    body => { entity => $frx->url });
+is($res->{status}, 200, 'following flood: the peer follows a remote')
+    or diag $res->{body};
+my ($fgiven) = $frx->followers;
+my $pfollowing = cred_of($fgiven || {});
+for (1 .. 3000) {
+    $res = $pc->request(GET => '/posts', cred => $pfollowing,
+                        nonce => rand_hex(8));
+    last if $res->{status} != 200;
+}
+is(code($res), '503 MAC nonce cache is full: try again later',
+   'following flood: then 503');
+for (1 .. 20) {
+    $res = $pc->request(GET => '/posts', cred => $powner);
+    last if $res->{status} != 200;
+}
+is($res->{status}, 200, 'following flood: the owner is still served');
+
 # and when the owner's keys fill the rest: 503 for them too, and the
 # captured request is still a replay
 for (1 .. 1000) {
@@ -411,6 +432,8 @@ like($log, qr/tent_mac_nonce_cache of 32k holds (\d+) nonces/,
 like($log, qr/the MAC nonce cache is full for app keys/, 'flood: logged');
 like($log, qr/the MAC nonce cache is full for follower keys/,
      'follower flood: logged');
+like($log, qr/the MAC nonce cache is full for following keys/,
+     'following flood: logged');
 
 __DATA__
 
