@@ -98,8 +98,8 @@ for t in $targets; do
     unreached=$(nm -u $objs | awk '$2 ~ /^ngx_/ {print $2}' | sort -u \
                 | comm -23 - <(nm -g --defined-only $objs \
                                | awk '{print $3}' | sort -u))
-    "$fuzz/gen-unreached.py" "$src" "$top/src/ngx_http_tent_module.h" \
-        $unreached > "$out.unreached.c"
+    "$fuzz/gen-unreached.py" "$src" "$top/src" $unreached \
+        > "$out.unreached.c"
     $cc $cflags $incs -Wno-missing-prototypes -c "$out.unreached.c" \
         -o "$out.unreached.o"
 

@@ -7,12 +7,14 @@
 /*
  * The Authorization header parser, ngx_http_tent_mac_parse(), and what
  * the server then does with a parsed header: the timestamp as a number,
- * the HMAC over the normalized request, compared as the module does.
+ * the HMAC over the normalized request, compared as the module does;
+ * and the header we would sign with the parsed fields, which must parse
+ * back to them and verify.
  * Input: the header value, e.g. MAC id="a:1", ts="1", nonce="n", mac="m".
  */
 
 
-#include "../src/ngx_http_tent_auth.c"
+#include "../src/ngx_http_tent_mac.c"
 
 #include "fuzz.h"
 
@@ -48,17 +50,20 @@ ngx_fuzz_check_field(ngx_str_t *header, ngx_str_t *f, ngx_uint_t required)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    u_char      out[64], *p;
-    size_t      len;
-    time_t      t;
-    ngx_int_t   rc;
-    ngx_str_t   header, id, ts, nonce, mac, ext, text, alg;
-    ngx_pool_t *pool;
+    u_char                       out[NGX_HTTP_TENT_MAC_LEN], *p;
+    size_t                       len;
+    time_t                       t;
+    ngx_int_t                    rc;
+    ngx_str_t                    header, id, ts, nonce, mac, ext, text, alg;
+    ngx_str_t                    signed_value;
+    ngx_pool_t                  *pool;
+    ngx_http_tent_mac_header_t   h, back;
+    ngx_http_tent_mac_request_t  req;
 
     header.data = ngx_fuzz_dup(data, size);
     header.len = size;
 
-    rc = ngx_http_tent_mac_parse(&header, &id, &ts, &nonce, &mac, &ext);
+    rc = ngx_http_tent_mac_parse(&header, &h);
 
     ngx_fuzz_assert(rc == NGX_OK || rc == NGX_ERROR || rc == NGX_DECLINED);
     ngx_fuzz_assert(rc == NGX_DECLINED
@@ -69,6 +74,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(header.data);
         return 0;
     }
+
+    id = h.id;
+    ts = h.ts;
+    nonce = h.nonce;
+    mac = h.mac;
+    ext = h.ext;
 
     ngx_fuzz_check_field(&header, &id, 1);
     ngx_fuzz_check_field(&header, &ts, 1);
@@ -88,15 +99,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pool = ngx_create_pool(1024, &ngx_fuzz_log);
     ngx_fuzz_assert(pool != NULL);
 
-    text.len = ts.len + nonce.len + sizeof("GET") - 1
-               + sizeof("/tent/profile") - 1 + sizeof("alice.example") - 1
-               + sizeof("443") - 1 + ext.len + 7;
-    text.data = ngx_pnalloc(pool, text.len);
-    ngx_fuzz_assert(text.data != NULL);
+    req.ts = ts;
+    req.nonce = nonce;
+    ngx_str_set(&req.method, "GET");
+    ngx_str_set(&req.uri, "/tent/profile");
+    ngx_str_set(&req.host, "alice.example");
+    ngx_str_set(&req.port, "443");
+    req.ext = ext;
 
-    p = ngx_sprintf(text.data, "%V\n%V\nGET\n/tent/profile\nalice.example\n"
-                    "443\n%V\n", &ts, &nonce, &ext);
-    ngx_fuzz_assert((size_t) (p - text.data) == text.len);
+    rc = ngx_http_tent_mac_text(pool, &req, &text);
+    ngx_fuzz_assert(rc == NGX_OK);
+    ngx_fuzz_assert(text.len == ts.len + nonce.len + sizeof("GET") - 1
+                    + sizeof("/tent/profile") - 1
+                    + sizeof("alice.example") - 1 + sizeof("443") - 1
+                    + ext.len + 7);
+    ngx_fuzz_assert(text.data[text.len - 1] == '\n');
 
     ngx_str_set(&alg, "hmac-sha-256");
     rc = ngx_http_tent_mac_compute(&alg, &id, &text, out, &len);
@@ -109,6 +126,37 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ngx_str_set(&alg, "hmac-sha-1");
     rc = ngx_http_tent_mac_compute(&alg, &id, &text, out, &len);
     ngx_fuzz_assert(rc == NGX_OK && len == 28);
+
+    /* verify as auth.c does: only the right MAC passes */
+
+    rc = ngx_http_tent_mac_verify(pool, &alg, &id, &req, &mac);
+    ngx_fuzz_assert(rc == NGX_OK || rc == NGX_DECLINED);
+
+    mac.data = out;
+    mac.len = len;
+    rc = ngx_http_tent_mac_verify(pool, &alg, &id, &req, &mac);
+    ngx_fuzz_assert(rc == NGX_OK);
+
+    /* sign as fetch.c does: the header parses back to what was signed */
+
+    ngx_str_set(&alg, "hmac-sha-256");
+    rc = ngx_http_tent_mac_sign(pool, &alg, &id, &id, &req, &signed_value);
+    ngx_fuzz_assert(rc == NGX_OK);
+
+    rc = ngx_http_tent_mac_parse(&signed_value, &back);
+    ngx_fuzz_assert(rc == NGX_OK);
+    ngx_fuzz_assert(back.id.len == id.len
+                    && ngx_memcmp(back.id.data, id.data, id.len) == 0);
+    ngx_fuzz_assert(back.ts.len == ts.len
+                    && ngx_memcmp(back.ts.data, ts.data, ts.len) == 0);
+    ngx_fuzz_assert(back.nonce.len == nonce.len
+                    && ngx_memcmp(back.nonce.data, nonce.data, nonce.len)
+                       == 0);
+    ngx_fuzz_assert(back.ext.len == ext.len
+                    && ngx_memcmp(back.ext.data, ext.data, ext.len) == 0);
+
+    rc = ngx_http_tent_mac_verify(pool, &alg, &id, &req, &back.mac);
+    ngx_fuzz_assert(rc == NGX_OK);
 
     /* the replay cache key, as ngx_http_tent_auth_loaded() builds it */
 

@@ -5,11 +5,12 @@
 
 
 /*
- * HTTP MAC (draft-ietf-oauth-v2-http-mac-01, as Tent 0.2 uses it), the
- * principal a request runs as, scopes, and replay protection: requests
- * whose timestamp is outside tent_mac_skew, or whose nonce was seen
- * within it, are refused.  Seen nonces live in a shared memory zone, so
- * a replay through another worker is caught too.
+ * The principal a request runs as: its HTTP MAC header checked (by
+ * ngx_http_tent_mac.c) with the credential of its key id; scopes; and
+ * replay protection: requests whose timestamp is outside tent_mac_skew,
+ * or whose nonce was seen within it, are refused.  Seen nonces live in
+ * a shared memory zone, so a replay through another worker is caught
+ * too.
  *
  * A key id means something only within its entity: several entities
  * share one store and one nginx, and a followed server picks the id of
@@ -19,25 +20,18 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_mac.h"
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-
-#define NGX_HTTP_TENT_MAC_FIELD_MAX  256
 
 /* tent-client-ruby sends 6 characters, we 12; 64 holds a UUID or hex */
 #define NGX_HTTP_TENT_NONCE_MAX      64
 
 
 typedef struct {
-    ngx_str_t                       id;
-    ngx_str_t                       ts;
-    ngx_str_t                       nonce;
-    ngx_str_t                       mac;
-    ngx_str_t                       ext;
+    ngx_http_tent_mac_header_t      hdr;
     ngx_str_t                       key;        /* the credential row's */
     ngx_http_tent_route_pt          next;
     ngx_atomic_uint_t               generation;
@@ -132,8 +126,8 @@ static void ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
     json_t *cred, size_t size);
 static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
-static ngx_int_t ngx_http_tent_mac_text(ngx_http_request_t *r,
-    ngx_http_tent_auth_state_t *st, ngx_str_t *text);
+static void ngx_http_tent_auth_request(ngx_http_request_t *r,
+    ngx_http_tent_auth_state_t *st, ngx_http_tent_mac_request_t *req);
 static ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r,
     ngx_str_t *key, ngx_uint_t budget, time_t lifetime, time_t *retry);
 static ngx_int_t ngx_http_tent_nonce_busy(ngx_http_request_t *r,
@@ -230,169 +224,6 @@ ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type)
 
 
 /*
- * Authorization: MAC id="...", ts="...", nonce="...", mac="..."[, ext=""]
- * Values are quoted and may not contain quotes or backslashes.
- */
-
-ngx_int_t
-ngx_http_tent_mac_parse(ngx_str_t *header, ngx_str_t *id, ngx_str_t *ts,
-    ngx_str_t *nonce, ngx_str_t *mac, ngx_str_t *ext)
-{
-    u_char     *p, *last, *name, *value;
-    size_t      nlen;
-    ngx_str_t  *dst;
-
-    p = header->data;
-    last = p + header->len;
-
-    if (header->len < 4 || ngx_strncasecmp(p, (u_char *) "MAC ", 4) != 0) {
-        return NGX_DECLINED;
-    }
-
-    p += 4;
-
-    ngx_str_null(id);
-    ngx_str_null(ts);
-    ngx_str_null(nonce);
-    ngx_str_null(mac);
-    ngx_str_null(ext);
-
-    for ( ;; ) {
-        while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
-            p++;
-        }
-
-        if (p == last) {
-            break;
-        }
-
-        name = p;
-
-        while (p < last && *p >= 'a' && *p <= 'z') {
-            p++;
-        }
-
-        nlen = p - name;
-
-        if (nlen == 0 || last - p < 2 || p[0] != '=' || p[1] != '"') {
-            return NGX_ERROR;
-        }
-
-        p += 2;
-        value = p;
-
-        while (p < last && *p != '"') {
-            if (*p == '\\' || *p < 0x20 || *p == 0x7f) {
-                return NGX_ERROR;
-            }
-
-            p++;
-        }
-
-        if (p == last || p - value > NGX_HTTP_TENT_MAC_FIELD_MAX) {
-            return NGX_ERROR;
-        }
-
-        if (nlen == 2 && ngx_strncmp(name, "id", 2) == 0) {
-            dst = id;
-
-        } else if (nlen == 2 && ngx_strncmp(name, "ts", 2) == 0) {
-            dst = ts;
-
-        } else if (nlen == 5 && ngx_strncmp(name, "nonce", 5) == 0) {
-            dst = nonce;
-
-        } else if (nlen == 3 && ngx_strncmp(name, "mac", 3) == 0) {
-            dst = mac;
-
-        } else if (nlen == 3 && ngx_strncmp(name, "ext", 3) == 0) {
-            dst = ext;
-
-        } else {
-            dst = NULL;
-        }
-
-        if (dst) {
-            if (dst->data) {
-                /* a field given twice */
-                return NGX_ERROR;
-            }
-
-            dst->data = value;
-            dst->len = p - value;
-        }
-
-        p++;
-    }
-
-    if (id->len == 0 || ts->len == 0 || nonce->len == 0 || mac->len == 0) {
-        return NGX_ERROR;
-    }
-
-    for (p = ts->data; p < ts->data + ts->len; p++) {
-        if (*p < '0' || *p > '9') {
-            return NGX_ERROR;
-        }
-    }
-
-    if (ts->len > 12) {
-        return NGX_ERROR;
-    }
-
-    if (ext->data == NULL) {
-        ngx_str_set(ext, "");
-    }
-
-    return NGX_OK;
-}
-
-
-/* base64(HMAC(algorithm, key, text)); out has room for 64 bytes */
-
-ngx_int_t
-ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
-    ngx_str_t *text, u_char *out, size_t *out_len)
-{
-    u_char         digest[EVP_MAX_MD_SIZE];
-    unsigned int   len;
-    ngx_str_t      src, dst;
-    const EVP_MD  *md;
-
-    if (algorithm->len == sizeof("hmac-sha-256") - 1
-        && ngx_strncmp(algorithm->data, "hmac-sha-256", algorithm->len) == 0)
-    {
-        md = EVP_sha256();
-
-    } else if (algorithm->len == sizeof("hmac-sha-1") - 1
-               && ngx_strncmp(algorithm->data, "hmac-sha-1",
-                              algorithm->len) == 0)
-    {
-        md = EVP_sha1();
-
-    } else {
-        return NGX_ERROR;
-    }
-
-    if (HMAC(md, key->data, (int) key->len, text->data, text->len, digest,
-             &len)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    src.data = digest;
-    src.len = len;
-    dst.data = out;
-
-    ngx_encode_base64(&dst, &src);
-
-    *out_len = dst.len;
-
-    return NGX_OK;
-}
-
-
-/*
  * Every API request: a MAC header makes the request run as the holder of
  * the key; no header (or another scheme, e.g. Basic for the owner's
  * authorize page) leaves it anonymous.  Then "next" runs.
@@ -421,8 +252,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_tent_mac_parse(&h->value, &st->id, &st->ts, &st->nonce,
-                                 &st->mac, &st->ext);
+    rc = ngx_http_tent_mac_parse(&h->value, &st->hdr);
 
     if (rc == NGX_DECLINED) {
         return next(r, ctx);
@@ -433,7 +263,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "Invalid MAC header");
     }
 
-    if (st->nonce.len > NGX_HTTP_TENT_NONCE_MAX) {
+    if (st->hdr.nonce.len > NGX_HTTP_TENT_NONCE_MAX) {
         return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
                                        "MAC nonce too long");
     }
@@ -444,7 +274,8 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     /* this entity's row of the key id: no other entity's */
 
     if (ngx_http_tent_key(r->pool, &ctx->entity,
-                          NGX_HTTP_TENT_TABLE_CREDENTIAL, &st->id, &st->key)
+                          NGX_HTTP_TENT_TABLE_CREDENTIAL, &st->hdr.id,
+                          &st->key)
         != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -511,14 +342,13 @@ static ngx_int_t
 ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *cred)
 {
-    size_t                       len;
-    u_char                       mac[64];
     json_t                      *v;
     time_t                       ts, now, skew, retry;
-    ngx_str_t                    algorithm, key, text, nonce_key, kind;
+    ngx_str_t                    algorithm, key, nonce_key, kind;
     ngx_uint_t                   principal, budget;
     ngx_http_tent_loc_conf_t    *lcf;
     ngx_http_tent_auth_state_t  *st;
+    ngx_http_tent_mac_request_t  req;
 
     st = ctx->state;
 
@@ -578,17 +408,20 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "Invalid MAC Signature");
     }
 
-    if (ngx_http_tent_mac_text(r, st, &text) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ngx_http_tent_auth_request(r, st, &req);
 
-    if (ngx_http_tent_mac_compute(&algorithm, &key, &text, mac, &len)
-        != NGX_OK
-        || len != st->mac.len
-        || CRYPTO_memcmp(mac, st->mac.data, len) != 0)
+    switch (ngx_http_tent_mac_verify(r->pool, &algorithm, &key, &req,
+                                     &st->hdr.mac))
     {
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
         return ngx_http_tent_auth_fail(r, NGX_HTTP_FORBIDDEN,
                                        "Invalid MAC Signature");
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /* replay protection, beyond what tentd did: a fresh ts, a new nonce */
@@ -596,7 +429,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
     skew = lcf->mac_skew;
 
-    ts = ngx_atotm(st->ts.data, st->ts.len);
+    ts = ngx_atotm(st->hdr.ts.data, st->hdr.ts.len);
 
     if (skew && (ts == NGX_ERROR || ts < now - skew || ts > now + skew)) {
         return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
@@ -605,13 +438,14 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     /* the row key holds the entity: the same id elsewhere is another key */
 
-    nonce_key.len = st->key.len + st->ts.len + st->nonce.len + 2;
+    nonce_key.len = st->key.len + st->hdr.ts.len + st->hdr.nonce.len + 2;
     nonce_key.data = ngx_pnalloc(r->pool, nonce_key.len);
     if (nonce_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->key, &st->ts, &st->nonce);
+    ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->key, &st->hdr.ts,
+                &st->hdr.nonce);
 
     /*
      * Once now > ts + skew the timestamp check refuses the request, and
@@ -635,7 +469,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->principal.key_id = st->id;
+    ctx->principal.key_id = st->hdr.id;
     ctx->principal.kind = principal;
 
     switch (principal) {
@@ -721,14 +555,14 @@ ngx_http_tent_scope_bits(json_t *list)
 
 
 /*
- * ts \n nonce \n METHOD \n request-uri \n host \n port \n ext \n, with the
- * request-uri exactly as sent and the host and port the client used:
- * the Host header (case kept), else the scheme's default port.
+ * What the client signed: the request-uri exactly as sent, and the host
+ * and port it used: the Host header (case kept), else the scheme's
+ * default port.
  */
 
-static ngx_int_t
-ngx_http_tent_mac_text(ngx_http_request_t *r, ngx_http_tent_auth_state_t *st,
-    ngx_str_t *text)
+static void
+ngx_http_tent_auth_request(ngx_http_request_t *r,
+    ngx_http_tent_auth_state_t *st, ngx_http_tent_mac_request_t *req)
 {
     u_char     *p, *last, *colon;
     ngx_str_t   host, port;
@@ -769,19 +603,13 @@ ngx_http_tent_mac_text(ngx_http_request_t *r, ngx_http_tent_auth_state_t *st,
         }
     }
 
-    text->len = st->ts.len + st->nonce.len + r->method_name.len
-                + r->unparsed_uri.len + host.len + port.len + st->ext.len + 7;
-
-    text->data = ngx_pnalloc(r->pool, text->len);
-    if (text->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_sprintf(text->data, "%V\n%V\n%V\n%V\n%V\n%V\n%V\n",
-                &st->ts, &st->nonce, &r->method_name, &r->unparsed_uri,
-                &host, &port, &st->ext);
-
-    return NGX_OK;
+    req->ts = st->hdr.ts;
+    req->nonce = st->hdr.nonce;
+    req->method = r->method_name;
+    req->uri = r->unparsed_uri;
+    req->host = host;
+    req->port = port;
+    req->ext = st->hdr.ext;
 }
 
 

@@ -19,6 +19,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_mac.h"
 #include <ares.h>
 
 
@@ -1461,9 +1462,10 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
 static ngx_int_t
 ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
 {
-    size_t      len, mac_len;
-    u_char     *p, mac[64];
-    ngx_str_t   ts, nonce, text;
+    size_t                       len;
+    u_char                      *p, port[NGX_INT_T_LEN];
+    ngx_str_t                    auth;
+    ngx_http_tent_mac_request_t  req;
 
     f->cname = ngx_pnalloc(f->pool, f->name.len + 1);
     if (f->cname == NULL) {
@@ -1487,41 +1489,37 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
     }
 
     if (f->mac_id.len) {
-        if (ngx_http_tent_random_id(f->pool, NULL, 9, &nonce) != NGX_OK) {
+        ngx_memzero(&req, sizeof(ngx_http_tent_mac_request_t));
+
+        if (ngx_http_tent_random_id(f->pool, NULL, 9, &req.nonce) != NGX_OK) {
             return NGX_ERROR;
         }
 
-        ts.data = ngx_pnalloc(f->pool, NGX_TIME_T_LEN);
-        if (ts.data == NULL) {
+        req.ts.data = ngx_pnalloc(f->pool, NGX_TIME_T_LEN);
+        if (req.ts.data == NULL) {
             return NGX_ERROR;
         }
 
-        ts.len = ngx_sprintf(ts.data, "%T", ngx_time()) - ts.data;
+        req.ts.len = ngx_sprintf(req.ts.data, "%T", ngx_time())
+                     - req.ts.data;
 
-        /* ts, nonce, method, request-uri, host, port, ext (empty) */
+        /* the port is signed even when the Host header leaves it out */
 
-        text.len = ts.len + nonce.len + f->method.len + f->uri.len
-                   + f->name.len + NGX_INT_T_LEN + 7;
-        text.data = ngx_pnalloc(f->pool, text.len);
-        if (text.data == NULL) {
-            return NGX_ERROR;
-        }
+        req.port.data = port;
+        req.port.len = ngx_sprintf(port, "%ui", f->port) - port;
 
-        text.len = ngx_sprintf(text.data, "%V\n%V\n%V\n%V\n%V\n%ui\n\n",
-                               &ts, &nonce, &f->method, &f->uri, &f->name,
-                               f->port)
-                   - text.data;
+        req.method = f->method;
+        req.uri = f->uri;
+        req.host = f->name;
 
-        if (ngx_http_tent_mac_compute(&f->mac_algorithm, &f->mac_key, &text,
-                                      mac, &mac_len)
+        if (ngx_http_tent_mac_sign(f->pool, &f->mac_algorithm, &f->mac_key,
+                                   &f->mac_id, &req, &auth)
             != NGX_OK)
         {
             return NGX_ERROR;
         }
 
-        len += sizeof("Authorization: MAC id=\"\", ts=\"\", nonce=\"\", "
-                      "mac=\"\"\r\n") - 1
-               + f->mac_id.len + ts.len + nonce.len + mac_len;
+        len += sizeof("Authorization: \r\n") - 1 + auth.len;
     }
 
     p = ngx_pnalloc(f->pool, len);
@@ -1543,9 +1541,7 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
                     "Connection: close\r\nAccept: %V\r\n", &f->accept);
 
     if (f->mac_id.len) {
-        p = ngx_sprintf(p, "Authorization: MAC id=\"%V\", ts=\"%V\", "
-                        "nonce=\"%V\", mac=\"%*s\"\r\n",
-                        &f->mac_id, &ts, &nonce, mac_len, mac);
+        p = ngx_sprintf(p, "Authorization: %V\r\n", &auth);
     }
 
     if (f->request_body.len || f->content_type.len) {

@@ -15,6 +15,8 @@
 #include <jansson.h>
 #include <ares.h>
 
+#include "ngx_http_tent_mac.h"
+
 
 #define NGX_HTTP_TENT_MEDIA_TYPE    "application/vnd.tent.v0+json"
 #define NGX_HTTP_TENT_PROFILE_REL   "https://tent.io/rels/profile"
@@ -503,10 +505,6 @@ ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
 /* ngx_http_tent_auth.c */
 ngx_int_t ngx_http_tent_authenticate(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
-ngx_int_t ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
-    ngx_str_t *text, u_char *out, size_t *out_len);
-ngx_int_t ngx_http_tent_mac_parse(ngx_str_t *header, ngx_str_t *id,
-    ngx_str_t *ts, ngx_str_t *nonce, ngx_str_t *mac, ngx_str_t *ext);
 ngx_int_t ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx,
     ngx_uint_t scopes);
 ngx_uint_t ngx_http_tent_scope_bits(json_t *list);
