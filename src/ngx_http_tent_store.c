@@ -484,8 +484,8 @@ ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
     /* the owner's relay of another worker's operation: logged there */
     if (op->conn == NULL) {
         ngx_http_tent_store_debug(op, ngx_http_tent_owner_accepts(mcf->store)
-                                      ? "store: sent, run here"
-                                      : "store: sent to the owner", 0);
+                                      ? "store: sent (here)"
+                                      : "store: sent (to the owner)", 0);
     }
 #endif
 
@@ -657,6 +657,8 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     op->handler = ngx_http_tent_store_request_done;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent store: operation not submitted");
         return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                         "Internal Server Error");
     }
@@ -686,6 +688,8 @@ ngx_http_tent_store_get_request(ngx_http_request_t *r, u_char table,
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent store: no memory for a read");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -78,7 +78,7 @@ my $principal = $auth
 ok($principal, 'then the principal: kind, key id, entity');
 
 my $sent = $principal
-    && find_line($principal, qr/$mine.*tent store: sent(, run here| to the owner)/
+    && find_line($principal, qr/$mine.*tent store: sent \((here|to the owner)\)/
                              . qr/ (get|mget|cas|write).*, \d+ bytes$/);
 ok($sent, 'a store operation sent for the request');
 my ($op) = $sent ? $lines[$sent] =~ /tent store: sent[^"]*? (\w+(?: sync)?) "/
@@ -90,7 +90,7 @@ my $answered = $sent
 ok($answered, 'and answered: status, elapsed ms');
 
 # the other worker, when this one is not the owner
-if ($sent && $lines[$sent] =~ /sent to the owner/) {
+if ($sent && $lines[$sent] =~ /sent \(to the owner\)/) {
     my $rcv = find_line(0, qr/tent store owner: received from a worker /
                            . qr/\Q$op\E /);
     ok(defined $rcv, 'the owner received it');
