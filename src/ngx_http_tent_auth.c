@@ -244,6 +244,8 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     h = r->headers_in.authorization;
 
     if (h == NULL) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent auth: anonymous, entity \"%V\"", &ctx->entity);
         return next(r, ctx);
     }
 
@@ -255,6 +257,9 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     rc = ngx_http_tent_mac_parse(&h->value, &st->hdr);
 
     if (rc == NGX_DECLINED) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent auth: not a MAC header: anonymous, entity \"%V\"",
+                       &ctx->entity);
         return next(r, ctx);
     }
 
@@ -288,8 +293,15 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     cred = ngx_http_tent_credential_cached(st);
     if (cred) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent auth: key id \"%V\" of \"%V\": cache hit",
+                       &st->id, &ctx->entity);
         return ngx_http_tent_auth_verify(r, ctx, cred);
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent auth: key id \"%V\" of \"%V\": store read",
+                   &st->id, &ctx->entity);
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
@@ -320,6 +332,8 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent auth: key id \"%V\" not found", &st->id);
         return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
                                        "Invalid MAC Key ID");
     }
@@ -495,6 +509,11 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         break;
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent auth: principal %V, key id \"%V\", entity \"%V\""
+                   ", scopes 0x%xi",
+                   &kind, &st->id, &ctx->entity, ctx->principal.scopes);
+
     return st->next(r, ctx);
 }
 
@@ -618,6 +637,9 @@ ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
     const char *message)
 {
     ngx_table_elt_t  *h;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent auth: refused %ui: %s", status, message);
 
     if (status == NGX_HTTP_UNAUTHORIZED) {
         h = ngx_list_push(&r->headers_out.headers);

@@ -57,6 +57,7 @@ typedef struct {
     ngx_uint_t                        mentions;   /* then mentions */
     ngx_uint_t                        stranger;   /* no relationship */
     ngx_str_t                         entity;     /* of a received post */
+    ngx_str_t                         post_id;    /* for the debug log */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
@@ -890,6 +891,12 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
         t->entity = ent->entity;
     }
 
+    t->post_id = id;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: outbox row: post \"%V\" of \"%V\"",
+                   &id, &t->entity);
+
     op = ngx_http_tent_store_op_create(t->pool, dl->log);
 
     if (op == NULL
@@ -1272,8 +1279,11 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         n++;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: %ui jobs for a post", n);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui jobs made for %s",
+                   &t->post_id, n,
+                   t->apps ? "apps" : t->followings ? "followings"
+                                                    : "followers");
 
     /*
      * More followers: these jobs now, the rest after them; the outbox row
@@ -1606,8 +1616,9 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         n++;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: %ui jobs for mentions", n);
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui jobs for mentions",
+                   &t->post_id, n);
 
     if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
         ngx_http_tent_task_done(t);
@@ -1748,6 +1759,14 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
             ngx_http_tent_task_done(t);
             continue;
         }
+
+        t->post_id = pid;
+
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: job due: post \"%V\" of \"%V\", "
+                       "attempt %i", &pid, &t->entity,
+                       (ngx_int_t) json_integer_value(
+                                       json_object_get(job, "attempt")));
 
         ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_loaded);
     }
@@ -2041,6 +2060,10 @@ send:
     f->handler = ngx_http_tent_delivery_sent;
     f->data = t;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: job sent: post \"%V\" to %V",
+                   &t->post_id, &url);
+
     if (ngx_http_tent_fetch_start(f) != NGX_OK) {
         ngx_http_tent_task_done(t);
     }
@@ -2053,6 +2076,11 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
     ngx_http_tent_task_t *t = f->data;
 
     json_t  *servers;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: answer from %V: %s, status %ui",
+                   &f->url, ngx_http_tent_fetch_strerror(f->result),
+                   f->status);
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK
         && f->status >= 200 && f->status <= 299)
@@ -2160,6 +2188,11 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
             return;
         }
 
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": retry at "
+                       "%uL, in %uL ms, attempt %i", &t->post_id, due,
+                       delay, attempt + 1);
+
     } else if (outcome == NGX_HTTP_TENT_REFUSED && t->job) {
 
         /* a dead letter, for the operator */
@@ -2174,6 +2207,16 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
             ngx_http_tent_task_done(t);
             return;
         }
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": dead letter, "
+                       "status %ui", &t->post_id, t->status);
+
+    } else {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": %s",
+                       &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED
+                                    ? "delivered" : "dropped");
     }
 
     ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);

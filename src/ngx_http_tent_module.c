@@ -1835,6 +1835,21 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
         }
     }
 
+#if (NGX_DEBUG)
+    if (ctx->handler) {
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent route: %V \"%V\" is route \"%V\", "
+                       "entity \"%V\"", &r->method_name, &ctx->api_path,
+                       &route->path, &ctx->entity);
+
+    } else {
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent route: %V \"%V\" has no route%s, "
+                       "entity \"%V\"", &r->method_name, &ctx->api_path,
+                       ctx->allowed ? " for the method" : "", &ctx->entity);
+    }
+#endif
+
     if (ctx->handler == NULL
         || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_DELETE)))
     {

@@ -139,6 +139,7 @@ struct ngx_http_tent_store_op_s {
     ngx_rbtree_node_t               node;
     ngx_queue_t                     queue;
     ngx_uint_t                      where;
+    ngx_msec_t                      started;     /* for the debug log */
     ngx_http_tent_ipc_conn_t       *conn;
     u_char                         *result;
     size_t                          result_len;
@@ -895,6 +896,10 @@ void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
 void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
 void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
     ngx_uint_t status, const char *message);
+#if (NGX_DEBUG)
+void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
+    const char *what, ngx_uint_t answered);
+#endif
 
 #define NGX_HTTP_TENT_WHERE_NONE       0
 #define NGX_HTTP_TENT_WHERE_OPENING    1

@@ -30,6 +30,10 @@ static void ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op,
     ngx_str_t *s);
 static void ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op);
+#if (NGX_DEBUG)
+static u_char *ngx_http_tent_store_debug_key(u_char *p, u_char *last,
+    u_char *req, size_t len, size_t pos);
+#endif
 
 
 ngx_http_tent_store_t *
@@ -474,6 +478,17 @@ ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
 
     ngx_add_timer(&op->timer, mcf->store->timeout);
 
+    op->started = ngx_current_msec;
+
+#if (NGX_DEBUG)
+    /* the owner's relay of another worker's operation: logged there */
+    if (op->conn == NULL) {
+        ngx_http_tent_store_debug(op, ngx_http_tent_owner_accepts(mcf->store)
+                                      ? "store: sent (here)"
+                                      : "store: sent (to the owner)", 0);
+    }
+#endif
+
     ngx_http_tent_store_dispatch(mcf->store, op);
 
     return NGX_OK;
@@ -591,6 +606,12 @@ void
 ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     u_char *data, size_t len)
 {
+#if (NGX_DEBUG)
+    ngx_uint_t  ran;
+
+    ran = (op->where == NGX_HTTP_TENT_WHERE_RUNNING);
+#endif
+
     if (op->timer.timer_set) {
         ngx_del_timer(&op->timer);
     }
@@ -600,6 +621,16 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     op->res.data = data;
     op->res.len = len;
     op->cursor = data;
+
+#if (NGX_DEBUG)
+    if (op->conn == NULL) {
+        ngx_http_tent_store_debug(op, "store: answered", 1);
+
+    } else if (ran) {
+        ngx_http_tent_store_debug(op, "store owner: executed for a worker",
+                                  1);
+    }
+#endif
 
     /* done or not (it may have happened): cached credentials are stale */
 
@@ -626,6 +657,8 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     op->handler = ngx_http_tent_store_request_done;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent store: operation not submitted");
         return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                         "Internal Server Error");
     }
@@ -655,6 +688,8 @@ ngx_http_tent_store_get_request(ngx_http_request_t *r, u_char table,
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent store: no memory for a read");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -791,3 +826,117 @@ ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
 
     return NGX_OK;
 }
+
+
+#if (NGX_DEBUG)
+
+/*
+ * One line of the debug log for an operation: its name and flags, its
+ * first key made printable and cut short, its size; once answered, its
+ * status and how long it took.  Values are never shown.
+ */
+
+void
+ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
+    ngx_uint_t answered)
+{
+    u_char      *p, *last, *req;
+    size_t       len, pos;
+    uint32_t     n;
+    const char  *name, *status;
+    u_char       buf[NGX_MAX_ERROR_STR / 4];
+
+    static const char  *names[] = {
+        "?", "get", "write", "scan", "cas", "mget"
+    };
+
+    static const char  *statuses[] = {
+        "ok", "not found", "conflict", "error", "unavailable", "retry"
+    };
+
+    if (!(op->log->log_level & NGX_LOG_DEBUG_HTTP) || op->req_len < 2) {
+        return;
+    }
+
+    req = op->req;
+    len = op->req_len;
+    p = buf;
+    last = buf + sizeof(buf);
+
+    name = req[0] < sizeof(names) / sizeof(names[0]) ? names[req[0]] : "?";
+
+    p = ngx_slprintf(p, last, "%s%s", name,
+                     (req[1] & NGX_HTTP_TENT_OP_SYNC) ? " sync" : "");
+
+    /* where the first key is: after a count for batches and mget */
+
+    pos = 2;
+    n = 0;
+
+    if (req[0] == NGX_HTTP_TENT_OP_WRITE || req[0] == NGX_HTTP_TENT_OP_MGET) {
+        if (len >= 6) {
+            n = ((uint32_t) req[2] << 24) | ((uint32_t) req[3] << 16)
+                | ((uint32_t) req[4] << 8) | req[5];
+        }
+
+        pos = (req[0] == NGX_HTTP_TENT_OP_WRITE) ? 7 : 6;
+        p = ngx_slprintf(p, last, " of %uD", n);
+    }
+
+    if (n || (req[0] != NGX_HTTP_TENT_OP_WRITE
+              && req[0] != NGX_HTTP_TENT_OP_MGET))
+    {
+        p = ngx_http_tent_store_debug_key(p, last, req, len, pos);
+    }
+
+    p = ngx_slprintf(p, last, ", %uz bytes", len);
+
+    if (answered) {
+        status = op->status < sizeof(statuses) / sizeof(statuses[0])
+                 ? statuses[op->status] : "?";
+
+        p = ngx_slprintf(p, last, ": %s, %M ms", status,
+                         ngx_current_msec - op->started);
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, op->log, 0, "tent %s %*s",
+                   what, (size_t) (p - buf), buf);
+}
+
+
+static u_char *
+ngx_http_tent_store_debug_key(u_char *p, u_char *last, u_char *req,
+    size_t len, size_t pos)
+{
+    u_char    *k, *end;
+    uint32_t   klen;
+
+    if (pos + 4 > len) {
+        return p;
+    }
+
+    klen = ((uint32_t) req[pos] << 24) | ((uint32_t) req[pos + 1] << 16)
+           | ((uint32_t) req[pos + 2] << 8) | req[pos + 3];
+
+    if (klen > len - pos - 4) {
+        return p;
+    }
+
+    k = req + pos + 4;
+    end = k + ngx_min(klen, 64);
+
+    p = ngx_slprintf(p, last, " \"");
+
+    for ( /* void */ ; k < end; k++) {
+        if (*k > 0x20 && *k < 0x7f && *k != '"' && *k != '\\') {
+            p = ngx_slprintf(p, last, "%c", *k);
+
+        } else {
+            p = ngx_slprintf(p, last, "\\x%02xd", *k);
+        }
+    }
+
+    return ngx_slprintf(p, last, klen > 64 ? "\"..." : "\"");
+}
+
+#endif

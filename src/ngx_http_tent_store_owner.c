@@ -391,6 +391,14 @@ void
 ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op)
 {
+#if (NGX_DEBUG)
+    /* our own operations were logged as sent */
+    if (op->conn) {
+        ngx_http_tent_store_debug(op, "store owner: received from a worker",
+                                  0);
+    }
+#endif
+
     if (store->state == NGX_HTTP_TENT_OWNER_OPEN) {
         ngx_http_tent_owner_exec(store, op);
         return;
