@@ -295,13 +295,13 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (cred) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent auth: key id \"%V\" of \"%V\": cache hit",
-                       &st->id, &ctx->entity);
+                       &st->hdr.id, &ctx->entity);
         return ngx_http_tent_auth_verify(r, ctx, cred);
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent auth: key id \"%V\" of \"%V\": store read",
-                   &st->id, &ctx->entity);
+                   &st->hdr.id, &ctx->entity);
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
@@ -333,7 +333,7 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "tent auth: key id \"%V\" not found", &st->id);
+                       "tent auth: key id \"%V\" not found", &st->hdr.id);
         return ngx_http_tent_auth_fail(r, NGX_HTTP_UNAUTHORIZED,
                                        "Invalid MAC Key ID");
     }
@@ -512,7 +512,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent auth: principal %V, key id \"%V\", entity \"%V\""
                    ", scopes 0x%xi",
-                   &kind, &st->id, &ctx->entity, ctx->principal.scopes);
+                   &kind, &st->hdr.id, &ctx->entity, ctx->principal.scopes);
 
     return st->next(r, ctx);
 }
