@@ -43,6 +43,12 @@ static ngx_uint_t  ngx_fuzz_methods[] = {
     NGX_HTTP_DELETE, NGX_HTTP_OPTIONS
 };
 
+/* as nginx sets r->method_name: the router's debug line prints it */
+static ngx_str_t  ngx_fuzz_method_names[] = {
+    ngx_string("GET"), ngx_string("HEAD"), ngx_string("POST"),
+    ngx_string("PUT"), ngx_string("DELETE"), ngx_string("OPTIONS")
+};
+
 
 static ngx_str_t          ngx_fuzz_entity;
 static ngx_uint_t         ngx_fuzz_status;
@@ -260,6 +266,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r->ctx = ctxs;
 
     r->method = ngx_fuzz_methods[data[0] % 6];
+    r->method_name = ngx_fuzz_method_names[data[0] % 6];
 
     /* the URI as sent; r->uri is its path, decoded, as nginx makes it */
 
