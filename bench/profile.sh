@@ -107,6 +107,7 @@ bench_write_conf "$bprefix" "$bport" "$WORKERS" "" \
 "        location = /tent/profile {
             default_type  $ptype;
             add_header    Link '$link';
+            add_header    X-Content-Type-Options nosniff;
             return        200 '$body';
         }
 

@@ -24,6 +24,14 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_MAX_AUTHS      1000

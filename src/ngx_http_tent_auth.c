@@ -20,10 +20,13 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_mac.h"
+#include "ngx_http_tent_store.h"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 
 /* tent-client-ruby sends 6 characters, we 12; 64 holds a UUID or hex */
@@ -982,61 +985,6 @@ busy:
     }
 
     return NGX_BUSY;
-}
-
-
-ngx_int_t
-ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix, size_t bytes,
-    ngx_str_t *id)
-{
-    u_char     raw[32];
-    size_t     plen;
-    ngx_str_t  src, dst;
-
-    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
-        return NGX_ERROR;
-    }
-
-    plen = prefix ? ngx_strlen(prefix) : 0;
-
-    id->data = ngx_pnalloc(pool, plen + ngx_base64_encoded_length(bytes));
-    if (id->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (plen) {
-        ngx_memcpy(id->data, prefix, plen);
-    }
-
-    src.data = raw;
-    src.len = bytes;
-    dst.data = id->data + plen;
-
-    ngx_encode_base64url(&dst, &src);
-
-    id->len = plen + dst.len;
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
-{
-    u_char  raw[32];
-
-    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
-        return NGX_ERROR;
-    }
-
-    hex->data = ngx_pnalloc(pool, bytes * 2);
-    if (hex->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    hex->len = ngx_hex_dump(hex->data, raw, bytes) - hex->data;
-
-    return NGX_OK;
 }
 
 

@@ -23,6 +23,8 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_cache.h"
 
 
 #define NGX_HTTP_TENT_CACHE_ENTRIES   1024
@@ -39,16 +41,44 @@ typedef struct {
 } ngx_http_tent_cache_entry_t;
 
 
-static ngx_http_tent_store_t *
-ngx_http_tent_cache_store(ngx_http_request_t *r, size_t *max)
+/* a worker's entries: in its cycle pool, made on first use */
+typedef struct {
+    ngx_rbtree_t                    tree;
+    ngx_rbtree_node_t               sentinel;
+    ngx_queue_t                     lru;
+    ngx_uint_t                      n;
+    size_t                          bytes;
+} ngx_http_tent_cache_t;
+
+
+static ngx_http_tent_cache_t *
+ngx_http_tent_cache_entries(ngx_http_request_t *r, size_t *max)
 {
+    ngx_http_tent_cache_t      *cache;
     ngx_http_tent_main_conf_t  *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
     *max = mcf->anonymous_cache;
 
-    return (*max > 0) ? mcf->store : NULL;
+    if (*max == 0) {
+        return NULL;
+    }
+
+    if (mcf->reply_cache == NULL) {
+        cache = ngx_pcalloc(ngx_cycle->pool, sizeof(ngx_http_tent_cache_t));
+        if (cache == NULL) {
+            return NULL;
+        }
+
+        ngx_rbtree_init(&cache->tree, &cache->sentinel,
+                        ngx_str_rbtree_insert_value);
+        ngx_queue_init(&cache->lru);
+
+        mcf->reply_cache = cache;
+    }
+
+    return mcf->reply_cache;
 }
 
 
@@ -83,13 +113,13 @@ ngx_http_tent_cache_key(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
 
 static void
-ngx_http_tent_cache_drop(ngx_http_tent_store_t *store,
+ngx_http_tent_cache_drop(ngx_http_tent_cache_t *cache,
     ngx_http_tent_cache_entry_t *e)
 {
-    ngx_rbtree_delete(&store->cache, &e->sn.node);
+    ngx_rbtree_delete(&cache->tree, &e->sn.node);
     ngx_queue_remove(&e->queue);
-    store->ncache--;
-    store->cache_bytes -= e->size;
+    cache->n--;
+    cache->bytes -= e->size;
     ngx_free(e);
 }
 
@@ -98,7 +128,7 @@ ngx_http_tent_cache_drop(ngx_http_tent_store_t *store,
  * A reply for an anonymous GET or HEAD, as new as the generation:
  * NGX_OK with c->body and c->extra (copies in the request's pool: the
  * entry may go before the reply is written out); NGX_DECLINED on a miss,
- * with c->key and c->generation (read before the store is, so a write
+ * with c->key and c->generation (read before the cache is, so a write
  * meanwhile makes the entry stale) for ngx_http_tent_cache_put();
  * NGX_ERROR when the request is not for the cache.
  */
@@ -110,12 +140,12 @@ ngx_http_tent_cache_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     u_char                       *p;
     size_t                        max;
     ngx_str_node_t               *sn;
-    ngx_http_tent_store_t        *store;
+    ngx_http_tent_cache_t        *cache;
     ngx_http_tent_cache_entry_t  *e;
 
-    store = ngx_http_tent_cache_store(r, &max);
+    cache = ngx_http_tent_cache_entries(r, &max);
 
-    if (store == NULL || ctx->principal.kind != NGX_HTTP_TENT_ANONYMOUS
+    if (cache == NULL || ctx->principal.kind != NGX_HTTP_TENT_ANONYMOUS
         || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)))
     {
         return NGX_ERROR;
@@ -127,7 +157,7 @@ ngx_http_tent_cache_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->cache, &c->key,
+    sn = ngx_str_rbtree_lookup(&cache->tree, &c->key,
                                ngx_crc32_short(c->key.data, c->key.len));
     e = (ngx_http_tent_cache_entry_t *) sn;
 
@@ -139,7 +169,7 @@ ngx_http_tent_cache_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     ngx_queue_remove(&e->queue);
-    ngx_queue_insert_head(&store->cache_lru, &e->queue);
+    ngx_queue_insert_head(&cache->lru, &e->queue);
 
     p = ngx_pnalloc(r->pool, e->body.len + e->extra.len);
     if (p == NULL) {
@@ -170,19 +200,19 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_cached_t *c)
     size_t                        size, max;
     ngx_queue_t                  *q;
     ngx_str_node_t               *sn;
-    ngx_http_tent_store_t        *store;
+    ngx_http_tent_cache_t        *cache;
     ngx_http_tent_cache_entry_t  *e;
 
-    store = ngx_http_tent_cache_store(r, &max);
+    cache = ngx_http_tent_cache_entries(r, &max);
 
-    if (store == NULL || c->key.len == 0) {
+    if (cache == NULL || c->key.len == 0) {
         return;
     }
 
-    sn = ngx_str_rbtree_lookup(&store->cache, &c->key,
+    sn = ngx_str_rbtree_lookup(&cache->tree, &c->key,
                                ngx_crc32_short(c->key.data, c->key.len));
     if (sn) {
-        ngx_http_tent_cache_drop(store, (ngx_http_tent_cache_entry_t *) sn);
+        ngx_http_tent_cache_drop(cache, (ngx_http_tent_cache_entry_t *) sn);
     }
 
     size = sizeof(ngx_http_tent_cache_entry_t) + c->key.len + c->body.len
@@ -194,12 +224,12 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_cached_t *c)
 
     /* the least recently used go until the new one fits */
 
-    while (!ngx_queue_empty(&store->cache_lru)
-           && (store->ncache >= NGX_HTTP_TENT_CACHE_ENTRIES
-               || store->cache_bytes + size > max))
+    while (!ngx_queue_empty(&cache->lru)
+           && (cache->n >= NGX_HTTP_TENT_CACHE_ENTRIES
+               || cache->bytes + size > max))
     {
-        q = ngx_queue_last(&store->cache_lru);
-        ngx_http_tent_cache_drop(store,
+        q = ngx_queue_last(&cache->lru);
+        ngx_http_tent_cache_drop(cache,
             ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue));
     }
 
@@ -229,29 +259,36 @@ ngx_http_tent_cache_put(ngx_http_request_t *r, ngx_http_tent_cached_t *c)
     e->sn.node.key = ngx_crc32_short(c->key.data, c->key.len);
     e->generation = c->generation;
 
-    ngx_rbtree_insert(&store->cache, &e->sn.node);
-    ngx_queue_insert_head(&store->cache_lru, &e->queue);
-    store->ncache++;
-    store->cache_bytes += size;
+    ngx_rbtree_insert(&cache->tree, &e->sn.node);
+    ngx_queue_insert_head(&cache->lru, &e->queue);
+    cache->n++;
+    cache->bytes += size;
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent cache: stored %08XD, %uz bytes; %ui entries, "
-                   "%uz bytes", (uint32_t) e->sn.node.key, size, store->ncache,
-                   store->cache_bytes);
+                   "%uz bytes", (uint32_t) e->sn.node.key, size, cache->n,
+                   cache->bytes);
 }
 
 
 /* at worker exit: the entries are the heap's, not a pool's */
 
 void
-ngx_http_tent_cache_exit(ngx_http_tent_store_t *store)
+ngx_http_tent_cache_exit(ngx_http_tent_main_conf_t *mcf)
 {
     ngx_queue_t                  *q;
+    ngx_http_tent_cache_t        *cache;
     ngx_http_tent_cache_entry_t  *e;
 
-    while (!ngx_queue_empty(&store->cache_lru)) {
-        q = ngx_queue_head(&store->cache_lru);
+    cache = mcf->reply_cache;
+
+    if (cache == NULL) {
+        return;
+    }
+
+    while (!ngx_queue_empty(&cache->lru)) {
+        q = ngx_queue_head(&cache->lru);
         e = ngx_queue_data(q, ngx_http_tent_cache_entry_t, queue);
-        ngx_http_tent_cache_drop(store, e);
+        ngx_http_tent_cache_drop(cache, e);
     }
 }

@@ -26,6 +26,14 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_OUTBOX_SCAN   256
@@ -36,6 +44,25 @@
 /* what an outbox row says of its post, before the post is read */
 #define NGX_HTTP_TENT_ROW_PROFILE   1   /* maybe for the followings too */
 #define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
+
+
+/* the engine: the store owner's only */
+struct ngx_http_tent_delivery_s {
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_log_t                      *log;
+    ngx_event_t                     timer;
+    ngx_event_t                     step;
+    ngx_pool_t                     *pool;
+    ngx_queue_t                     tasks;
+    ngx_uint_t                      inflight;
+    ngx_uint_t                      next_entity;
+    ngx_array_t                     rows;        /* key, value: outbox */
+    ngx_uint_t                      census;      /* the table looked at */
+    ngx_msec_t                      pruned;      /* dead letters, last */
+    unsigned                        profile_rows:1;
+    unsigned                        busy:1;
+    unsigned                        prune:1;     /* in this pass */
+};
 
 
 typedef struct {

@@ -14,6 +14,8 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_profile.h"
 
 
 static ngx_int_t ngx_http_tent_header_filter(ngx_http_request_t *r);

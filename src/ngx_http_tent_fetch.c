@@ -19,7 +19,10 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_mac.h"
+#include "ngx_http_tent_resolver.h"
 #include <ares.h>
 
 

@@ -16,6 +16,14 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_LIST_MAX        100

@@ -15,6 +15,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_guard.h"
 
 
 /* special-purpose ranges (RFC 6890 and successors) */

@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_json.h"
 
 
 #define NGX_HTTP_TENT_JSON_FLAGS                                             \

@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_keys.h"
 
 
 ngx_int_t

@@ -14,6 +14,7 @@
  */
 
 
+#include "ngx_http_tent_module.h"
 #include "ngx_http_tent_mac.h"
 
 #include <openssl/crypto.h>

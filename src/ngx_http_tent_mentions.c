@@ -16,6 +16,10 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_notifications.h"
+#include "ngx_http_tent_remote.h"
 
 
 typedef struct {

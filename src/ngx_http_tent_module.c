@@ -12,6 +12,18 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_cache.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_guard.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_notifications.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_profile.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_resolver.h"
+#include "ngx_http_tent_store.h"
 
 #include <dirent.h>
 
@@ -2025,19 +2037,12 @@ ngx_http_tent_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    mcf->store = ngx_http_tent_store_create(cycle, mcf);
-    if (mcf->store == NULL) {
+    if (ngx_http_tent_store_init_process(cycle, mcf) != NGX_OK) {
         return NGX_ERROR;
     }
 
     if (ngx_worker != 0) {
         return NGX_OK;
-    }
-
-    if (ngx_http_tent_owner_start(mcf->store) != NGX_OK) {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "tent store: cannot start the store owner");
-        return NGX_ERROR;
     }
 
     if (ngx_http_tent_delivery_start(cycle, mcf) != NGX_OK) {
@@ -2059,13 +2064,9 @@ ngx_http_tent_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
-    ngx_http_tent_ipc_exit(mcf->store);
-    ngx_http_tent_cache_exit(mcf->store);
+    ngx_http_tent_cache_exit(mcf);
     ngx_http_tent_resolver_destroy(mcf->resolver);
     mcf->resolver = NULL;
     ngx_http_tent_credential_cache_exit(mcf);
-
-    if (mcf->store->owner) {
-        ngx_http_tent_owner_exit(mcf->store);
-    }
+    ngx_http_tent_store_exit_process(mcf);
 }

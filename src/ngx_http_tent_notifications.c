@@ -14,6 +14,17 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_notifications.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
 
 
 typedef struct {
@@ -48,28 +59,6 @@ static ngx_int_t ngx_http_tent_notification_refreshed(ngx_http_request_t *r,
 
 
 /* a post or relationship id, a challenge: [A-Za-z0-9_-], 1 to max bytes */
-
-ngx_int_t
-ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
-{
-    size_t  i;
-
-    if (s->len == 0 || s->len > max) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < s->len; i++) {
-        if (!((s->data[i] >= 'a' && s->data[i] <= 'z')
-              || (s->data[i] >= 'A' && s->data[i] <= 'Z')
-              || (s->data[i] >= '0' && s->data[i] <= '9')
-              || s->data[i] == '-' || s->data[i] == '_'))
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
 
 
 /* the sender's relationship: a server we follow, or one that follows us */

@@ -15,6 +15,11 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -15,6 +15,8 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
 
 
 #define NGX_HTTP_TENT_POST_TYPE_PREFIX   "https://tent.io/types/post/"

@@ -14,6 +14,13 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_notifications.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_store.h"
 
 #include <openssl/evp.h>
 
@@ -87,16 +94,6 @@ static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
  * The clock, in microseconds, not nginx's cached time: two posts made one
  * after the other keep their order in the feed even within a millisecond.
  */
-
-uint64_t
-ngx_http_tent_now_us(void)
-{
-    struct timeval  tv;
-
-    ngx_gettimeofday(&tv);
-
-    return (uint64_t) tv.tv_sec * 1000000 + tv.tv_usec;
-}
 
 
 /* a post of ours, or received from another entity */
@@ -2652,7 +2649,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     /* every version of the deleted post */
 
-    op->cursor = op->res.data;
+    ngx_http_tent_store_rewind(op);
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
         if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK

@@ -14,6 +14,11 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_cache.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_LIMIT_DEFAULT   50

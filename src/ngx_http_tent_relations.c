@@ -15,6 +15,14 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_store.h"
 
 
 /* a page is read with some more rows than asked, for those hidden */

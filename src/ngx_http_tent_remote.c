@@ -15,6 +15,10 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_remote.h"
 
 
 #define NGX_HTTP_TENT_MAX_LINKS     8

@@ -15,6 +15,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_resolver.h"
 #include <ares.h>
 
 

@@ -12,7 +12,13 @@
  */
 
 
+#define NGX_HTTP_TENT_STORE_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store_private.h"
 
 
 static ngx_int_t ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op,
@@ -60,13 +66,63 @@ ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
     ngx_queue_init(&store->unsent);
     ngx_rbtree_init(&store->sent, &store->sent_sentinel,
                     ngx_rbtree_insert_value);
-    ngx_rbtree_init(&store->cache, &store->cache_sentinel,
-                    ngx_str_rbtree_insert_value);
-    ngx_queue_init(&store->cache_lru);
 
     ngx_http_tent_ipc_init_client(store);
 
     return store;
+}
+
+
+/*
+ * A worker's store: every worker is a client of the owner's socket;
+ * worker 0 is also the owner, which opens LevelDB.
+ */
+
+ngx_int_t
+ngx_http_tent_store_init_process(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf)
+{
+    mcf->store = ngx_http_tent_store_create(cycle, mcf);
+    if (mcf->store == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_worker != 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_owner_start(mcf->store) != NGX_OK) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "tent store: cannot start the store owner");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_tent_store_exit_process(ngx_http_tent_main_conf_t *mcf)
+{
+    ngx_http_tent_ipc_exit(mcf->store);
+
+    if (mcf->store->owner) {
+        ngx_http_tent_owner_exit(mcf->store);
+    }
+}
+
+
+/* what the caller read so far is read again from the start */
+
+ngx_int_t
+ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+    sop->cursor = sop->res.data;
+
+    return NGX_OK;
 }
 
 
@@ -75,7 +131,7 @@ ngx_http_tent_store_op_create(ngx_pool_t *pool, ngx_log_t *log)
 {
     ngx_http_tent_store_op_t  *op;
 
-    op = ngx_pcalloc(pool, sizeof(ngx_http_tent_store_op_t));
+    op = ngx_pcalloc(pool, sizeof(ngx_http_tent_store_op_full_t));
     if (op == NULL) {
         return NULL;
     }
@@ -90,33 +146,36 @@ ngx_http_tent_store_op_create(ngx_pool_t *pool, ngx_log_t *log)
 static ngx_int_t
 ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op, size_t n)
 {
-    size_t   size;
-    u_char  *p;
+    size_t                          size;
+    u_char                         *p;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    if (op->req_len + n <= op->req_size) {
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->req_len + n <= sop->req_size) {
         return NGX_OK;
     }
 
-    if (op->req_len + n > NGX_HTTP_TENT_MAX_FRAME - 64) {
-        op->failed_encoding = 1;
+    if (sop->req_len + n > NGX_HTTP_TENT_MAX_FRAME - 64) {
+        sop->failed_encoding = 1;
         return NGX_ERROR;
     }
 
-    size = ngx_max(op->req_size * 2, op->req_len + n);
+    size = ngx_max(sop->req_size * 2, sop->req_len + n);
     size = ngx_max(size, 256);
 
     p = ngx_palloc(op->pool, size);
     if (p == NULL) {
-        op->failed_encoding = 1;
+        sop->failed_encoding = 1;
         return NGX_ERROR;
     }
 
-    if (op->req_len) {
-        ngx_memcpy(p, op->req, op->req_len);
+    if (sop->req_len) {
+        ngx_memcpy(p, sop->req, sop->req_len);
     }
 
-    op->req = p;
-    op->req_size = size;
+    sop->req = p;
+    sop->req_size = size;
 
     return NGX_OK;
 }
@@ -125,8 +184,12 @@ ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op, size_t n)
 static void
 ngx_http_tent_store_put_u8(ngx_http_tent_store_op_t *op, ngx_uint_t v)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_reserve(op, 1) == NGX_OK) {
-        op->req[op->req_len++] = (u_char) v;
+        sop->req[sop->req_len++] = (u_char) v;
     }
 }
 
@@ -134,26 +197,33 @@ ngx_http_tent_store_put_u8(ngx_http_tent_store_op_t *op, ngx_uint_t v)
 static void
 ngx_http_tent_store_put_u32(ngx_http_tent_store_op_t *op, uint32_t v)
 {
-    u_char  *p;
+    u_char                         *p;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     if (ngx_http_tent_store_reserve(op, 4) != NGX_OK) {
         return;
     }
 
-    p = op->req + op->req_len;
+    p = sop->req + sop->req_len;
 
     p[0] = (u_char) (v >> 24);
     p[1] = (u_char) (v >> 16);
     p[2] = (u_char) (v >> 8);
     p[3] = (u_char) v;
 
-    op->req_len += 4;
+    sop->req_len += 4;
 }
 
 
 static void
 ngx_http_tent_store_put_str(ngx_http_tent_store_op_t *op, ngx_str_t *s)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_reserve(op, 4 + s->len) != NGX_OK) {
         return;
     }
@@ -161,8 +231,8 @@ ngx_http_tent_store_put_str(ngx_http_tent_store_op_t *op, ngx_str_t *s)
     ngx_http_tent_store_put_u32(op, (uint32_t) s->len);
 
     if (s->len) {
-        ngx_memcpy(op->req + op->req_len, s->data, s->len);
-        op->req_len += s->len;
+        ngx_memcpy(sop->req + sop->req_len, s->data, s->len);
+        sop->req_len += s->len;
     }
 }
 
@@ -171,9 +241,13 @@ static ngx_int_t
 ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op, ngx_uint_t type,
     ngx_uint_t flags, size_t size)
 {
-    op->req_len = 0;
-    op->count_pos = 0;
-    op->failed_encoding = 0;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    sop->req_len = 0;
+    sop->count_pos = 0;
+    sop->failed_encoding = 0;
 
     if (ngx_http_tent_store_reserve(op, 2 + size) != NGX_OK) {
         return NGX_ERROR;
@@ -189,6 +263,10 @@ ngx_http_tent_store_begin(ngx_http_tent_store_op_t *op, ngx_uint_t type,
 ngx_int_t
 ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_GET, 0, 4 + key->len)
         != NGX_OK)
     {
@@ -197,7 +275,7 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 
     ngx_http_tent_store_put_str(op, key);
 
-    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+    return sop->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
 
@@ -218,14 +296,17 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 static void
 ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    u_char  *z;
+    u_char                         *z;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     z = ngx_strlchr(key->data, key->data + key->len, '\0');
 
     if (z && z + 1 < key->data + key->len
         && z[1] == NGX_HTTP_TENT_TABLE_CREDENTIAL)
     {
-        op->credential = 1;
+        sop->credential = 1;
     }
 }
 
@@ -234,7 +315,10 @@ ngx_int_t
 ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     ngx_str_t *expected, ngx_str_t *value)
 {
-    size_t  size;
+    size_t                          size;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     ngx_http_tent_store_note_key(op, key);
 
@@ -259,16 +343,20 @@ ngx_http_tent_store_cas(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 
     /* more puts and deletes may follow: applied with it, or not at all */
 
-    op->count_pos = op->req_len;
+    sop->count_pos = sop->req_len;
     ngx_http_tent_store_put_u32(op, 0);
 
-    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+    return sop->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
 
 ngx_int_t
 ngx_http_tent_store_write(ngx_http_tent_store_op_t *op, ngx_uint_t sync)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_WRITE,
                                   sync ? NGX_HTTP_TENT_OP_SYNC : 0, 256)
         != NGX_OK)
@@ -277,20 +365,23 @@ ngx_http_tent_store_write(ngx_http_tent_store_op_t *op, ngx_uint_t sync)
     }
 
     /* the number of entries, counted up by put and del */
-    op->count_pos = op->req_len;
+    sop->count_pos = sop->req_len;
     ngx_http_tent_store_put_u32(op, 0);
 
-    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+    return sop->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
 
 static void
 ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op)
 {
-    u_char    *p;
-    uint32_t   n;
+    u_char                         *p;
+    uint32_t                        n;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    p = op->req + op->count_pos;
+    sop = ngx_http_tent_sop(op);
+
+    p = sop->req + sop->count_pos;
     n = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
         | ((uint32_t) p[2] << 8) | p[3];
     n++;
@@ -306,11 +397,15 @@ ngx_int_t
 ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     ngx_str_t *value)
 {
-    if (op->count_pos == 0 || op->req_len < op->count_pos + 4
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->count_pos == 0 || sop->req_len < sop->count_pos + 4
         || ngx_http_tent_store_reserve(op, 9 + key->len + value->len)
            != NGX_OK)
     {
-        op->failed_encoding = 1;
+        sop->failed_encoding = 1;
         return NGX_ERROR;
     }
 
@@ -328,10 +423,14 @@ ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 ngx_int_t
 ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    if (op->count_pos == 0 || op->req_len < op->count_pos + 4
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->count_pos == 0 || sop->req_len < sop->count_pos + 4
         || ngx_http_tent_store_reserve(op, 5 + key->len) != NGX_OK)
     {
-        op->failed_encoding = 1;
+        sop->failed_encoding = 1;
         return NGX_ERROR;
     }
 
@@ -354,18 +453,23 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     u_char    *p;
     size_t     start, len;
     uint32_t   n, m;
+    ngx_http_tent_store_op_full_t  *sop;
+    ngx_http_tent_store_op_full_t  *sother;
 
-    if (op->count_pos == 0 || other->count_pos == 0
-        || op->req[0] == NGX_HTTP_TENT_OP_MGET
-        || other->req[0] == NGX_HTTP_TENT_OP_MGET)
+    sop = ngx_http_tent_sop(op);
+    sother = ngx_http_tent_sop(other);
+
+    if (sop->count_pos == 0 || sother->count_pos == 0
+        || sop->req[0] == NGX_HTTP_TENT_OP_MGET
+        || sother->req[0] == NGX_HTTP_TENT_OP_MGET)
     {
         return NGX_ERROR;
     }
 
-    op->credential |= other->credential;
+    sop->credential |= sother->credential;
 
-    start = other->count_pos + 4;
-    len = other->req_len - start;
+    start = sother->count_pos + 4;
+    len = sother->req_len - start;
 
     if (len == 0) {
         return NGX_OK;
@@ -375,14 +479,14 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
         return NGX_ERROR;
     }
 
-    ngx_memcpy(op->req + op->req_len, other->req + start, len);
-    op->req_len += len;
+    ngx_memcpy(sop->req + sop->req_len, sother->req + start, len);
+    sop->req_len += len;
 
-    p = other->req + other->count_pos;
+    p = sother->req + sother->count_pos;
     m = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
         | ((uint32_t) p[2] << 8) | p[3];
 
-    p = op->req + op->count_pos;
+    p = sop->req + sop->count_pos;
     n = ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
         | ((uint32_t) p[2] << 8) | p[3];
     n += m;
@@ -401,26 +505,34 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
 ngx_int_t
 ngx_http_tent_store_mget(ngx_http_tent_store_op_t *op)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_MGET, 0, 256)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    op->count_pos = op->req_len;
+    sop->count_pos = sop->req_len;
     ngx_http_tent_store_put_u32(op, 0);
 
-    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+    return sop->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
 
 ngx_int_t
 ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    if (op->count_pos == 0 || op->req[0] != NGX_HTTP_TENT_OP_MGET
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->count_pos == 0 || sop->req[0] != NGX_HTTP_TENT_OP_MGET
         || ngx_http_tent_store_reserve(op, 4 + key->len) != NGX_OK)
     {
-        op->failed_encoding = 1;
+        sop->failed_encoding = 1;
         return NGX_ERROR;
     }
 
@@ -437,6 +549,10 @@ ngx_int_t
 ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op, ngx_str_t *start,
     ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     if (ngx_http_tent_store_begin(op, NGX_HTTP_TENT_OP_SCAN, 0,
                                   13 + start->len + end->len)
         != NGX_OK)
@@ -449,19 +565,22 @@ ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op, ngx_str_t *start,
     ngx_http_tent_store_put_u32(op, (uint32_t) limit);
     ngx_http_tent_store_put_u8(op, reverse ? 1 : 0);
 
-    return op->failed_encoding ? NGX_ERROR : NGX_OK;
+    return sop->failed_encoding ? NGX_ERROR : NGX_OK;
 }
 
 
 ngx_int_t
 ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
 
-    if (mcf == NULL || mcf->store == NULL || op->failed_encoding
-        || op->req_len < 2 || op->handler == NULL)
+    if (mcf == NULL || mcf->store == NULL || sop->failed_encoding
+        || sop->req_len < 2 || op->handler == NULL)
     {
         return NGX_ERROR;
     }
@@ -472,17 +591,17 @@ ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
      * a worker shutting down still answers the requests it holds.
      */
 
-    op->timer.handler = ngx_http_tent_store_timeout_handler;
-    op->timer.data = op;
-    op->timer.log = op->log;
+    sop->timer.handler = ngx_http_tent_store_timeout_handler;
+    sop->timer.data = op;
+    sop->timer.log = op->log;
 
-    ngx_add_timer(&op->timer, mcf->store->timeout);
+    ngx_add_timer(&sop->timer, mcf->store->timeout);
 
-    op->started = ngx_current_msec;
+    sop->started = ngx_current_msec;
 
 #if (NGX_DEBUG)
     /* the owner's relay of another worker's operation: logged there */
-    if (op->conn == NULL) {
+    if (sop->conn == NULL) {
         ngx_http_tent_store_debug(op, ngx_http_tent_owner_accepts(mcf->store)
                                       ? "store: sent (here)"
                                       : "store: sent (to the owner)", 0);
@@ -511,11 +630,13 @@ ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
 static void
 ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
 {
-    ngx_http_tent_store_op_t  *op;
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
 
     op = ev->data;
+    sop = ngx_http_tent_sop(op);
 
-    switch (op->where) {
+    switch (sop->where) {
 
     case NGX_HTTP_TENT_WHERE_RUNNING:
         /* a thread has it; its answer always comes back */
@@ -531,9 +652,9 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
         break;
 
     case NGX_HTTP_TENT_WHERE_FAILED:
-        ngx_log_error(NGX_LOG_WARN, op->log, 0, "tent store: %V", &op->res);
-        ngx_http_tent_store_finish(op, op->status, op->res.data,
-                                   op->res.len);
+        ngx_log_error(NGX_LOG_WARN, op->log, 0, "tent store: %V", &sop->res);
+        ngx_http_tent_store_finish(op, op->status, sop->res.data,
+                                   sop->res.len);
         return;
 
     default:
@@ -557,16 +678,21 @@ void
 ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
     ngx_uint_t status, const char *message)
 {
-    op->where = NGX_HTTP_TENT_WHERE_FAILED;
-    op->status = status;
-    op->res.data = (u_char *) message;
-    op->res.len = ngx_strlen(message);
+    ngx_http_tent_store_op_full_t  *sop;
 
-    if (op->timer.timer_set) {
-        ngx_del_timer(&op->timer);
+    sop = ngx_http_tent_sop(op);
+
+    sop->where = NGX_HTTP_TENT_WHERE_FAILED;
+    op->status = status;
+
+    sop->res.data = (u_char *) message;
+    sop->res.len = ngx_strlen(message);
+
+    if (sop->timer.timer_set) {
+        ngx_del_timer(&sop->timer);
     }
 
-    ngx_add_timer(&op->timer, 0);
+    ngx_add_timer(&sop->timer, 0);
 }
 
 
@@ -574,14 +700,18 @@ void
 ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op, ngx_uint_t where)
 {
-    op->where = where;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    sop->where = where;
 
     if (where == NGX_HTTP_TENT_WHERE_OPENING) {
-        ngx_queue_insert_tail(&store->waiting, &op->queue);
+        ngx_queue_insert_tail(&store->waiting, &sop->queue);
         store->nwaiting++;
 
     } else {
-        ngx_queue_insert_tail(&store->unsent, &op->queue);
+        ngx_queue_insert_tail(&store->unsent, &sop->queue);
     }
 }
 
@@ -589,16 +719,19 @@ ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
 void
 ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    if (op->where == NGX_HTTP_TENT_WHERE_OPENING) {
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->where == NGX_HTTP_TENT_WHERE_OPENING) {
         mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                                   ngx_http_tent_module);
         mcf->store->nwaiting--;
     }
 
-    ngx_queue_remove(&op->queue);
-    op->where = NGX_HTTP_TENT_WHERE_NONE;
+    ngx_queue_remove(&sop->queue);
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
 }
 
 
@@ -606,24 +739,28 @@ void
 ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     u_char *data, size_t len)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
 #if (NGX_DEBUG)
     ngx_uint_t  ran;
 
-    ran = (op->where == NGX_HTTP_TENT_WHERE_RUNNING);
+    ran = (sop->where == NGX_HTTP_TENT_WHERE_RUNNING);
 #endif
 
-    if (op->timer.timer_set) {
-        ngx_del_timer(&op->timer);
+    if (sop->timer.timer_set) {
+        ngx_del_timer(&sop->timer);
     }
 
-    op->where = NGX_HTTP_TENT_WHERE_NONE;
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
     op->status = status;
-    op->res.data = data;
-    op->res.len = len;
-    op->cursor = data;
+    sop->res.data = data;
+    sop->res.len = len;
+    sop->cursor = data;
 
 #if (NGX_DEBUG)
-    if (op->conn == NULL) {
+    if (sop->conn == NULL) {
         ngx_http_tent_store_debug(op, "store: answered", 1);
 
     } else if (ran) {
@@ -634,7 +771,7 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
 
     /* done or not (it may have happened): cached credentials are stale */
 
-    if (op->credential) {
+    if (sop->credential) {
         ngx_http_tent_credential_bump((ngx_cycle_t *) ngx_cycle);
     }
 
@@ -652,8 +789,12 @@ ngx_int_t
 ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     op->data = r;
-    op->request_done = handler;
+    sop->request_done = handler;
     op->handler = ngx_http_tent_store_request_done;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
@@ -700,14 +841,17 @@ ngx_http_tent_store_get_request(ngx_http_request_t *r, u_char table,
 static void
 ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t            rc;
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
+    ngx_int_t                       rc;
+    ngx_connection_t               *c;
+    ngx_http_request_t             *r;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     r = op->data;
     c = r->connection;
 
-    rc = op->request_done(r, op);
+    rc = sop->request_done(r, op);
 
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
@@ -719,6 +863,10 @@ ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 ngx_int_t
 ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     switch (op->status) {
 
     case NGX_HTTP_TENT_STORE_OK:
@@ -732,7 +880,7 @@ ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
 
     default:
         ngx_log_error(NGX_LOG_ERR, op->log, 0, "tent store error: \"%V\"",
-                      &op->res);
+                      &sop->res);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 }
@@ -741,7 +889,11 @@ ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
 ngx_int_t
 ngx_http_tent_store_value(ngx_http_tent_store_op_t *op, ngx_str_t *value)
 {
-    *value = op->res;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    *value = sop->res;
 
     return NGX_OK;
 }
@@ -750,26 +902,29 @@ ngx_http_tent_store_value(ngx_http_tent_store_op_t *op, ngx_str_t *value)
 static ngx_int_t
 ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op, ngx_str_t *s)
 {
-    u_char    *last;
-    uint32_t   n;
+    u_char                         *last;
+    uint32_t                        n;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    last = op->res.data + op->res.len;
+    sop = ngx_http_tent_sop(op);
 
-    if (last - op->cursor < 4) {
+    last = sop->res.data + sop->res.len;
+
+    if (last - sop->cursor < 4) {
         return NGX_ERROR;
     }
 
-    n = ((uint32_t) op->cursor[0] << 24) | ((uint32_t) op->cursor[1] << 16)
-        | ((uint32_t) op->cursor[2] << 8) | op->cursor[3];
-    op->cursor += 4;
+    n = ((uint32_t) sop->cursor[0] << 24) | ((uint32_t) sop->cursor[1] << 16)
+        | ((uint32_t) sop->cursor[2] << 8) | sop->cursor[3];
+    sop->cursor += 4;
 
-    if ((size_t) (last - op->cursor) < n) {
+    if ((size_t) (last - sop->cursor) < n) {
         return NGX_ERROR;
     }
 
     s->len = n;
-    s->data = op->cursor;
-    op->cursor += n;
+    s->data = sop->cursor;
+    sop->cursor += n;
 
     return NGX_OK;
 }
@@ -781,8 +936,12 @@ ngx_int_t
 ngx_http_tent_store_next(ngx_http_tent_store_op_t *op, ngx_str_t *key,
     ngx_str_t *value)
 {
-    if (op->status != NGX_HTTP_TENT_STORE_OK || op->cursor == NULL
-        || op->cursor == op->res.data + op->res.len)
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK || sop->cursor == NULL
+        || sop->cursor == sop->res.data + sop->res.len)
     {
         return NGX_DONE;
     }
@@ -805,13 +964,17 @@ ngx_int_t
 ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
     ngx_uint_t *found, ngx_str_t *value)
 {
-    if (op->status != NGX_HTTP_TENT_STORE_OK || op->cursor == NULL
-        || op->cursor == op->res.data + op->res.len)
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK || sop->cursor == NULL
+        || sop->cursor == sop->res.data + sop->res.len)
     {
         return NGX_DONE;
     }
 
-    *found = *op->cursor++;
+    *found = *sop->cursor++;
 
     if (*found == 0) {
         ngx_str_null(value);
@@ -845,6 +1008,9 @@ ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
     uint32_t     n;
     const char  *name, *status;
     u_char       buf[NGX_MAX_ERROR_STR / 4];
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     static const char  *names[] = {
         "?", "get", "write", "scan", "cas", "mget"
@@ -854,12 +1020,12 @@ ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
         "ok", "not found", "conflict", "error", "unavailable", "retry"
     };
 
-    if (!(op->log->log_level & NGX_LOG_DEBUG_HTTP) || op->req_len < 2) {
+    if (!(op->log->log_level & NGX_LOG_DEBUG_HTTP) || sop->req_len < 2) {
         return;
     }
 
-    req = op->req;
-    len = op->req_len;
+    req = sop->req;
+    len = sop->req_len;
     p = buf;
     last = buf + sizeof(buf);
 
@@ -896,7 +1062,7 @@ ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
                  ? statuses[op->status] : "?";
 
         p = ngx_slprintf(p, last, ": %s, %M ms", status,
-                         ngx_current_msec - op->started);
+                         ngx_current_msec - sop->started);
     }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, op->log, 0, "tent %s %*s",

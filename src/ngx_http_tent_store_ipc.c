@@ -14,7 +14,10 @@
  */
 
 
+#define NGX_HTTP_TENT_STORE_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_store_private.h"
 
 #include <sys/un.h>
 
@@ -554,9 +557,10 @@ static ngx_int_t
 ngx_http_tent_ipc_server_request(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
     u_char *data, size_t len)
 {
-    ngx_pool_t                *pool;
-    ngx_http_tent_store_t     *store;
-    ngx_http_tent_store_op_t  *op;
+    ngx_pool_t                     *pool;
+    ngx_http_tent_store_t          *store;
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
 
     store = conn->store;
 
@@ -572,20 +576,21 @@ ngx_http_tent_ipc_server_request(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
     }
 
     op = ngx_http_tent_store_op_create(pool, store->log);
+    sop = ngx_http_tent_sop(op);
     if (op == NULL) {
         goto failed;
     }
 
-    op->req = ngx_pnalloc(pool, len ? len : 1);
-    if (op->req == NULL) {
+    sop->req = ngx_pnalloc(pool, len ? len : 1);
+    if (sop->req == NULL) {
         goto failed;
     }
 
-    ngx_memcpy(op->req, data, len);
-    op->req_len = len;
-    op->req_size = len;
-    op->node.key = id;
-    op->conn = conn;
+    ngx_memcpy(sop->req, data, len);
+    sop->req_len = len;
+    sop->req_size = len;
+    sop->node.key = id;
+    sop->conn = conn;
     op->handler = ngx_http_tent_ipc_reply;
 
     conn->refs++;
@@ -611,13 +616,16 @@ failed:
 static void
 ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_ipc_conn_t  *conn;
+    ngx_http_tent_ipc_conn_t       *conn;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    conn = op->conn;
+    sop = ngx_http_tent_sop(op);
+
+    conn = sop->conn;
 
     if (!conn->closed) {
-        if (ngx_http_tent_ipc_frame(conn, (uint32_t) op->node.key,
-                                    op->status, op->res.data, op->res.len)
+        if (ngx_http_tent_ipc_frame(conn, (uint32_t) sop->node.key,
+                                    op->status, sop->res.data, sop->res.len)
             != NGX_OK
             || ngx_http_tent_ipc_flush(conn) == NGX_ERROR)
         {
@@ -779,15 +787,17 @@ ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store)
 static void
 ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
 {
-    ngx_queue_t               *q;
-    ngx_http_tent_ipc_conn_t  *conn;
-    ngx_http_tent_store_op_t  *op;
+    ngx_queue_t                    *q;
+    ngx_http_tent_ipc_conn_t       *conn;
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
 
     conn = store->client;
 
     while (!ngx_queue_empty(&store->unsent)) {
         q = ngx_queue_head(&store->unsent);
-        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+        op = ngx_http_tent_store_op_of(q);
+        sop = ngx_http_tent_sop(op);
 
         ngx_http_tent_store_unwait(op);
 
@@ -795,8 +805,8 @@ ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
             store->next_id = 1;
         }
 
-        if (ngx_http_tent_ipc_frame(conn, store->next_id, -1, op->req,
-                                    op->req_len)
+        if (ngx_http_tent_ipc_frame(conn, store->next_id, -1, sop->req,
+                                    sop->req_len)
             != NGX_OK)
         {
             ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_ERROR,
@@ -804,9 +814,9 @@ ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
             continue;
         }
 
-        op->node.key = store->next_id;
-        op->where = NGX_HTTP_TENT_WHERE_SENT;
-        ngx_rbtree_insert(&store->sent, &op->node);
+        sop->node.key = store->next_id;
+        sop->where = NGX_HTTP_TENT_WHERE_SENT;
+        ngx_rbtree_insert(&store->sent, &sop->node);
     }
 
     if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
@@ -897,7 +907,7 @@ ngx_http_tent_ipc_lookup(ngx_http_tent_store_t *store, uint32_t id)
         if (id == node->key) {
             return (ngx_http_tent_store_op_t *)
                        ((u_char *) node
-                        - offsetof(ngx_http_tent_store_op_t, node));
+                        - offsetof(ngx_http_tent_store_op_full_t, node));
         }
 
         node = (id < node->key) ? node->left : node->right;
@@ -911,19 +921,21 @@ static void
 ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
     u_char *data, size_t len)
 {
-    u_char                    *copy;
-    ngx_uint_t                 status;
-    ngx_http_tent_store_op_t  *op;
+    u_char                         *copy;
+    ngx_uint_t                      status;
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
 
     op = ngx_http_tent_ipc_lookup(store, id);
+    sop = ngx_http_tent_sop(op);
 
     if (op == NULL) {
         /* it timed out already */
         return;
     }
 
-    ngx_rbtree_delete(&store->sent, &op->node);
-    op->where = NGX_HTTP_TENT_WHERE_NONE;
+    ngx_rbtree_delete(&store->sent, &sop->node);
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
 
     status = data[0];
 
@@ -954,12 +966,15 @@ ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
 void
 ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
 
     mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
 
-    ngx_rbtree_delete(&mcf->store->sent, &op->node);
-    op->where = NGX_HTTP_TENT_WHERE_NONE;
+    ngx_rbtree_delete(&mcf->store->sent, &sop->node);
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
 }
 
 
@@ -991,7 +1006,8 @@ ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store)
     while (store->sent.root != store->sent.sentinel) {
         node = ngx_rbtree_min(store->sent.root, store->sent.sentinel);
         op = (ngx_http_tent_store_op_t *)
-                 ((u_char *) node - offsetof(ngx_http_tent_store_op_t, node));
+                 ((u_char *) node
+                  - offsetof(ngx_http_tent_store_op_full_t, node));
 
         ngx_rbtree_delete(&store->sent, node);
 

@@ -13,7 +13,10 @@
  */
 
 
+#define NGX_HTTP_TENT_STORE_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_store_private.h"
 
 #include <leveldb/c.h>
 #include <pthread.h>
@@ -366,7 +369,7 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 
     while (!ngx_queue_empty(&store->waiting)) {
         q = ngx_queue_head(&store->waiting);
-        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+        op = ngx_http_tent_store_op_of(q);
 
         ngx_http_tent_store_unwait(op);
         ngx_http_tent_owner_exec(store, op);
@@ -391,9 +394,13 @@ void
 ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op)
 {
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
 #if (NGX_DEBUG)
     /* our own operations were logged as sent */
-    if (op->conn) {
+    if (sop->conn) {
         ngx_http_tent_store_debug(op, "store owner: received from a worker",
                                   0);
     }
@@ -447,7 +454,7 @@ ngx_http_tent_owner_resign(ngx_http_tent_store_t *store)
 
     while (!ngx_queue_empty(&store->waiting)) {
         q = ngx_queue_head(&store->waiting);
-        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+        op = ngx_http_tent_store_op_of(q);
 
         ngx_http_tent_store_unwait(op);
         ngx_http_tent_store_dispatch(store, op);
@@ -561,12 +568,15 @@ static void
 ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_thread_task_t         *task;
-    ngx_http_tent_exec_ctx_t  *ctx;
+    ngx_thread_task_t              *task;
+    ngx_http_tent_exec_ctx_t       *ctx;
+    ngx_http_tent_store_op_full_t  *sop;
 
-    if (op->req_len > 2 && op->req[0] == NGX_HTTP_TENT_OP_CAS) {
-        ngx_queue_insert_tail(&store->cas_queue, &op->queue);
-        op->where = NGX_HTTP_TENT_WHERE_RUNNING;
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
+        ngx_queue_insert_tail(&store->cas_queue, &sop->queue);
+        sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
         store->inflight++;
 
         if (!store->cas_running) {
@@ -595,7 +605,7 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         return;
     }
 
-    op->where = NGX_HTTP_TENT_WHERE_RUNNING;
+    sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
     store->inflight++;
 }
 
@@ -605,11 +615,13 @@ ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log)
 {
     ngx_http_tent_exec_ctx_t *ctx = data;
 
-    ngx_http_tent_store_op_t  *op;
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
 
     op = ctx->op;
+    sop = ngx_http_tent_sop(op);
 
-    if (ngx_http_tent_store_exec(ctx->store->ldb, op->req, op->req_len,
+    if (ngx_http_tent_store_exec(ctx->store->ldb, sop->req, sop->req_len,
                                  &ctx->res, &ctx->res_len)
         != NGX_OK)
     {
@@ -725,8 +737,7 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         {
             q = ngx_queue_head(&store->cas_queue);
             ngx_queue_remove(q);
-            g->ops[g->n++] = ngx_queue_data(q, ngx_http_tent_store_op_t,
-                                            queue);
+            g->ops[g->n++] = ngx_http_tent_store_op_of(q);
         }
 
         if (ngx_thread_task_post(store->thread_pool, &g->task) == NGX_OK) {
@@ -737,7 +748,8 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         /* not posted: they wait no more, they fail */
 
         for (i = 0; i < g->n; i++) {
-            ngx_queue_insert_tail(&store->cas_queue, &g->ops[i]->queue);
+            ngx_queue_insert_tail(&store->cas_queue,
+                                  &ngx_http_tent_sop(g->ops[i])->queue);
         }
 
         ngx_free(g);
@@ -746,7 +758,7 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
     while (!ngx_queue_empty(&store->cas_queue)) {
         q = ngx_queue_head(&store->cas_queue);
         ngx_queue_remove(q);
-        op = ngx_queue_data(q, ngx_http_tent_store_op_t, queue);
+        op = ngx_http_tent_store_op_of(q);
 
         store->inflight--;
         ngx_http_tent_owner_reject(op);
@@ -775,7 +787,8 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     /* those the group left go first in the next one, in their order */
 
     for (i = g->n; i > g->ran; i--) {
-        ngx_queue_insert_head(&store->cas_queue, &g->ops[i - 1]->queue);
+        ngx_queue_insert_head(&store->cas_queue,
+                              &ngx_http_tent_sop(g->ops[i - 1])->queue);
     }
 
     for (i = 0; i < g->ran; i++) {
@@ -1412,8 +1425,8 @@ ngx_http_tent_owner_cas_thread(void *data, ngx_log_t *log)
     for (i = 0; i < g->n; i++) {
         ngx_http_tent_out_put(&out[i], "\0", 1);
 
-        in.pos = g->ops[i]->req;
-        in.last = in.pos + g->ops[i]->req_len;
+        in.pos = ngx_http_tent_sop(g->ops[i])->req;
+        in.last = in.pos + ngx_http_tent_sop(g->ops[i])->req_len;
 
         if (out[i].failed
             || ngx_http_tent_in_u8(&in, &op) != NGX_OK

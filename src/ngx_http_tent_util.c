@@ -4,10 +4,15 @@
  */
 
 
-/* small string helpers more than one file needs */
+/*
+ * Helpers more than one layer needs: lists, UTF-8, entity URLs, the clock,
+ * random ids and tokens.
+ */
 
 
 #include "ngx_http_tent_module.h"
+
+#include <openssl/rand.h>
 
 
 /*
@@ -425,4 +430,93 @@ ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b)
     }
 
     return na.len == nb.len && ngx_strncmp(na.data, nb.data, na.len) == 0;
+}
+
+
+uint64_t
+ngx_http_tent_now_us(void)
+{
+    struct timeval  tv;
+
+    ngx_gettimeofday(&tv);
+
+    return (uint64_t) tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+
+ngx_int_t
+ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix, size_t bytes,
+    ngx_str_t *id)
+{
+    u_char     raw[32];
+    size_t     plen;
+    ngx_str_t  src, dst;
+
+    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
+        return NGX_ERROR;
+    }
+
+    plen = prefix ? ngx_strlen(prefix) : 0;
+
+    id->data = ngx_pnalloc(pool, plen + ngx_base64_encoded_length(bytes));
+    if (id->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (plen) {
+        ngx_memcpy(id->data, prefix, plen);
+    }
+
+    src.data = raw;
+    src.len = bytes;
+    dst.data = id->data + plen;
+
+    ngx_encode_base64url(&dst, &src);
+
+    id->len = plen + dst.len;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
+{
+    u_char  raw[32];
+
+    if (bytes > sizeof(raw) || RAND_bytes(raw, (int) bytes) != 1) {
+        return NGX_ERROR;
+    }
+
+    hex->data = ngx_pnalloc(pool, bytes * 2);
+    if (hex->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    hex->len = ngx_hex_dump(hex->data, raw, bytes) - hex->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
+{
+    size_t  i;
+
+    if (s->len == 0 || s->len > max) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < s->len; i++) {
+        if (!((s->data[i] >= 'a' && s->data[i] <= 'z')
+              || (s->data[i] >= 'A' && s->data[i] <= 'Z')
+              || (s->data[i] >= '0' && s->data[i] <= '9')
+              || s->data[i] == '-' || s->data[i] == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }

@@ -1,0 +1,27 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_DELIVERY_H_INCLUDED_
+#define _NGX_HTTP_TENT_DELIVERY_H_INCLUDED_
+
+
+/*
+ * Delivery of our posts to followers: the outbox row a post write adds,
+ * and the engine in the store owner that fans out and sends.
+ */
+
+
+#include "ngx_http_tent_store.h"
+
+
+/* ngx_http_tent_delivery.c */
+ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
+ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf);
+
+
+#endif /* _NGX_HTTP_TENT_DELIVERY_H_INCLUDED_ */

@@ -1,0 +1,196 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_STORE_PRIVATE_H_INCLUDED_
+#define _NGX_HTTP_TENT_STORE_PRIVATE_H_INCLUDED_
+
+
+/*
+ * The store's inside: the per-process store, an operation's private
+ * state, the IPC connection and the owner's LevelDB calls.  Only the
+ * store files define NGX_HTTP_TENT_STORE_PRIVATE and include this; any
+ * other file that does fails to compile.
+ */
+
+
+#include "ngx_http_tent_store.h"
+
+
+#if !(NGX_HTTP_TENT_STORE_PRIVATE)
+#error "only the store files include ngx_http_tent_store_private.h"
+#endif
+
+
+/* store operations */
+#define NGX_HTTP_TENT_OP_GET             1
+#define NGX_HTTP_TENT_OP_WRITE           2
+#define NGX_HTTP_TENT_OP_SCAN            3
+#define NGX_HTTP_TENT_OP_CAS             4
+#define NGX_HTTP_TENT_OP_MGET            5
+
+#define NGX_HTTP_TENT_OP_SYNC            0x01
+
+#define NGX_HTTP_TENT_WRITE_PUT          1
+#define NGX_HTTP_TENT_WRITE_DEL          2
+
+/* one IPC frame, and so one request or reply, is at most this big */
+#define NGX_HTTP_TENT_MAX_FRAME          (64 * 1024 * 1024)
+
+
+typedef struct ngx_http_tent_ipc_conn_s  ngx_http_tent_ipc_conn_t;
+
+
+/* a growable byte buffer on the heap: long-lived IPC connections use it */
+typedef struct {
+    u_char                         *start;
+    u_char                         *pos;
+    u_char                         *last;
+    u_char                         *end;
+} ngx_http_tent_bytes_t;
+
+
+/* an operation as the store files see it: the caller's part first */
+typedef struct {
+    ngx_http_tent_store_op_t        op;
+
+    /* the encoded request: op byte, flags byte, arguments */
+    u_char                         *req;
+    size_t                          req_len;
+    size_t                          req_size;
+    size_t                          count_pos;
+
+    /* the reply: the payload behind the status byte */
+    ngx_str_t                       res;
+    u_char                         *cursor;
+
+    ngx_http_tent_request_done_pt   request_done;
+
+    ngx_event_t                     timer;
+    ngx_rbtree_node_t               node;
+    ngx_queue_t                     queue;
+    ngx_uint_t                      where;
+    ngx_msec_t                      started;     /* for the debug log */
+    ngx_http_tent_ipc_conn_t       *conn;
+    unsigned                        failed_encoding:1;
+    unsigned                        credential:1;
+} ngx_http_tent_store_op_full_t;
+
+
+#define ngx_http_tent_sop(o)  ((ngx_http_tent_store_op_full_t *) (o))
+
+#define ngx_http_tent_store_op_of(q)                                          \
+    ((ngx_http_tent_store_op_t *)                                             \
+     ngx_queue_data(q, ngx_http_tent_store_op_full_t, queue))
+
+
+struct ngx_http_tent_ipc_conn_s {
+    ngx_connection_t               *connection;
+    ngx_http_tent_store_t          *store;
+    ngx_http_tent_bytes_t           in;
+    ngx_http_tent_bytes_t           out;
+    ngx_queue_t                     queue;
+    ngx_uint_t                      refs;
+    unsigned                        closed:1;
+    unsigned                        close_when_flushed:1;
+};
+
+
+/* per-process store state; lives in the cycle pool */
+struct ngx_http_tent_store_s {
+    ngx_str_t                       path;
+    ngx_str_t                       db_path;
+    ngx_str_t                       socket_path;
+    ngx_str_t                       thread_pool_name;
+    ngx_thread_pool_t              *thread_pool;
+    ngx_msec_t                      timeout;
+    ngx_uint_t                      max_waiting;
+    ngx_log_t                      *log;
+
+    /* owner side */
+    ngx_uint_t                      owner;
+    ngx_uint_t                      state;
+    void                           *ldb;
+    ngx_thread_task_t              *open_task;
+    ngx_thread_task_t              *close_task;
+    ngx_uint_t                      inflight;
+    ngx_queue_t                     cas_queue;   /* the next group */
+    ngx_uint_t                      cas_running;
+    ngx_queue_t                     waiting;
+    ngx_uint_t                      nwaiting;
+    ngx_event_t                     open_timer;
+    ngx_msec_t                      open_backoff;
+    ngx_msec_t                      open_started;
+    ngx_uint_t                      open_attempts;
+    ngx_connection_t               *listening;
+    ngx_queue_t                     conns;
+
+    /* client side: every worker, the owner too once it has resigned */
+    ngx_http_tent_ipc_conn_t       *client;
+    ngx_uint_t                      client_state;
+    ngx_event_t                     connect_timer;
+    ngx_msec_t                      connect_backoff;
+    ngx_queue_t                     unsent;
+    ngx_rbtree_t                    sent;
+    ngx_rbtree_node_t               sent_sentinel;
+    uint32_t                        next_id;
+};
+
+/* internal to the store files */
+ngx_http_tent_store_t *ngx_http_tent_store_create(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf);
+void ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op,
+    ngx_uint_t status, u_char *data, size_t len);
+void ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t where);
+void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
+void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
+    ngx_uint_t status, const char *message);
+#if (NGX_DEBUG)
+void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
+    const char *what, ngx_uint_t answered);
+#endif
+
+#define NGX_HTTP_TENT_WHERE_NONE       0
+#define NGX_HTTP_TENT_WHERE_OPENING    1
+#define NGX_HTTP_TENT_WHERE_UNSENT     2
+#define NGX_HTTP_TENT_WHERE_SENT       3
+#define NGX_HTTP_TENT_WHERE_RUNNING    4
+#define NGX_HTTP_TENT_WHERE_FAILED     5
+
+/* ngx_http_tent_store_owner.c: LevelDB, only ever on the thread pool */
+#define NGX_HTTP_TENT_OWNER_NONE       0
+#define NGX_HTTP_TENT_OWNER_OPENING    1
+#define NGX_HTTP_TENT_OWNER_OPEN       2
+#define NGX_HTTP_TENT_OWNER_CLOSING    3
+#define NGX_HTTP_TENT_OWNER_CLOSED     4
+
+ngx_int_t ngx_http_tent_owner_start(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_owner_resign(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
+ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
+ngx_int_t ngx_http_tent_store_exec(void *ldb, u_char *req, size_t len,
+    u_char **res, size_t *res_len);
+
+/* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
+ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_submit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op);
+void ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store);
+
+/* ngx_http_tent_bytes.c helpers live in the IPC file */
+ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);
+void ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b);
+
+
+#endif /* _NGX_HTTP_TENT_STORE_PRIVATE_H_INCLUDED_ */
