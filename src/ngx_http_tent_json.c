@@ -295,7 +295,7 @@ ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t  body;
 
     if (ngx_http_tent_json_dump(r->pool, json, &body) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the JSON reply");
     }
 
     return ngx_http_tent_send_body(r, status, &body);
@@ -309,10 +309,26 @@ ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t  body;
 
     if (ngx_http_tent_error_body(r->pool, status, message, &body) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the error reply");
     }
 
     return ngx_http_tent_send_body(r, status, &body);
+}
+
+
+/*
+ * Every 500 of the module goes through here: the error log says, once and
+ * at "error", which step of which request failed.  The caller returns
+ * what this returns; callers up the chain pass it on without logging.
+ */
+
+ngx_int_t
+ngx_http_tent_internal_error(ngx_http_request_t *r, const char *step)
+{
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "tent: %s failed", step);
+
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 

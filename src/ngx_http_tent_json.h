@@ -21,6 +21,8 @@ ngx_int_t ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
     json_t *json);
 ngx_int_t ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message);
+ngx_int_t ngx_http_tent_internal_error(ngx_http_request_t *r,
+    const char *step);
 ngx_int_t ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body);
 ngx_int_t ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
