@@ -569,7 +569,7 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
     ctx->state = out;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_relation_written);
+                                              ngx_http_tent_reply_state_json);
 }
 
 

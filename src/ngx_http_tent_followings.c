@@ -547,8 +547,6 @@ ngx_http_tent_following_stored(ngx_http_request_t *r,
                    "The remote's credential id is already in use here");
     }
 
-    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 

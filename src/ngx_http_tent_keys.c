@@ -264,3 +264,39 @@ ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
     return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_BLOB_COUNT,
                              digest, key);
 }
+
+
+/*
+ * What a write of this key makes stale, decided here because only this
+ * file knows the tables: the workers' cached credentials (a credential
+ * row), their cached anonymous replies (a post, its index or versions, a
+ * profile section).  The store calls it for each key an operation writes.
+ */
+
+ngx_uint_t
+ngx_http_tent_key_caches(ngx_str_t *key)
+{
+    u_char  *z;
+
+    z = ngx_strlchr(key->data, key->data + key->len, '\0');
+
+    if (z == NULL || z + 1 >= key->data + key->len) {
+        return 0;
+    }
+
+    switch (z[1]) {
+
+    case NGX_HTTP_TENT_TABLE_CREDENTIAL:
+        return NGX_HTTP_TENT_CACHE_CREDENTIALS;
+
+    case NGX_HTTP_TENT_TABLE_POST:
+    case NGX_HTTP_TENT_TABLE_POST_INDEX:
+    case NGX_HTTP_TENT_TABLE_POST_VERSION:
+    case NGX_HTTP_TENT_TABLE_PROFILE:
+    case NGX_HTTP_TENT_TABLE_PROFILE_OLD:
+        return NGX_HTTP_TENT_CACHE_REPLIES;
+
+    default:
+        return 0;
+    }
+}

@@ -59,4 +59,11 @@ ngx_int_t ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *digest, ngx_str_t *key);
 
 
+/* what a key's write makes stale: ngx_http_tent_key_caches() */
+#define NGX_HTTP_TENT_CACHE_CREDENTIALS  0x01
+#define NGX_HTTP_TENT_CACHE_REPLIES      0x02
+
+ngx_uint_t ngx_http_tent_key_caches(ngx_str_t *key);
+
+
 #endif /* _NGX_HTTP_TENT_KEYS_H_INCLUDED_ */

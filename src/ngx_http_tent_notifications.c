@@ -388,8 +388,6 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
     st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
         if (st->deletes.len) {
             get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
@@ -500,7 +498,7 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
     }
 
     return ngx_http_tent_store_submit_request(r, wop,
-                                              ngx_http_tent_relation_written);
+                                              ngx_http_tent_reply_state_json);
 }
 
 

@@ -1518,9 +1518,6 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
     st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        /* cached feeds are older than this post now */
-        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
         out = ngx_http_tent_post_render(ctx, st->post);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
@@ -2429,8 +2426,6 @@ ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                                      ngx_http_tent_post_reply)
                         : ngx_http_tent_post_reply(r, ctx);
     }
-
-    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
 
     if (st->made == NULL) {
         return ngx_http_tent_blobs_adjust(r, ctx, -1,

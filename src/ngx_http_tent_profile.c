@@ -686,8 +686,6 @@ static ngx_int_t ngx_http_tent_profile_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_profile_removed(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 
 
 ngx_int_t
@@ -946,8 +944,6 @@ ngx_http_tent_profile_written(ngx_http_request_t *r,
                    "The section changed meanwhile: send the PUT again");
     }
 
-    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
     /* the whole profile, as this app sees it */
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -1059,15 +1055,5 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ctx->state = NULL;
 
     return ngx_http_tent_store_submit_request(r, wop,
-                                              ngx_http_tent_profile_removed);
-}
-
-
-static ngx_int_t
-ngx_http_tent_profile_removed(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-
-    return ngx_http_tent_reply_state_json(r, op);
+                                              ngx_http_tent_reply_state_json);
 }

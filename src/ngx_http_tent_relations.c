@@ -951,20 +951,6 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* after a write that made a post: cached feeds are stale, then reply */
-
-ngx_int_t
-ngx_http_tent_relation_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
-    }
-
-    return ngx_http_tent_reply_state_json(r, op);
-}
-
-
 /*
  * Forget a relationship: its row, its entity row and its credential go,
  * and a post says so, in one synced batch; the answer is 200, empty.
@@ -1009,7 +995,7 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ctx->state = NULL;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_relation_written);
+                                              ngx_http_tent_reply_state_json);
 }
 
 

@@ -63,8 +63,6 @@ ngx_int_t ngx_http_tent_internal_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_relation_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
     json_t *record, const char *action);
-ngx_int_t ngx_http_tent_relation_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 void ngx_http_tent_relation_update(json_t *record, json_t *body);
 ngx_int_t ngx_http_tent_relation_remove(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, json_t *record);

@@ -288,25 +288,27 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
  */
 
 /*
- * A write that touches a credential row ("c") makes the workers' caches
- * of credentials stale once it is done: the key says so (entity, zero
- * byte, table).
+ * What a write makes stale, the key says (ngx_http_tent_key_caches()):
+ * the workers' cached credentials, their cached anonymous replies.  Both
+ * are moved here, once the operation is done, never by its caller.
  */
 
 static void
 ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    u_char                         *z;
+    ngx_uint_t                      caches;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
 
-    z = ngx_strlchr(key->data, key->data + key->len, '\0');
+    caches = ngx_http_tent_key_caches(key);
 
-    if (z && z + 1 < key->data + key->len
-        && z[1] == NGX_HTTP_TENT_TABLE_CREDENTIAL)
-    {
+    if (caches & NGX_HTTP_TENT_CACHE_CREDENTIALS) {
         sop->credential = 1;
+    }
+
+    if (caches & NGX_HTTP_TENT_CACHE_REPLIES) {
+        sop->replies = 1;
     }
 }
 
@@ -467,6 +469,7 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     }
 
     sop->credential |= sother->credential;
+    sop->replies |= sother->replies;
 
     start = sother->count_pos + 4;
     len = sother->req_len - start;
@@ -769,10 +772,14 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     }
 #endif
 
-    /* done or not (it may have happened): cached credentials are stale */
+    /* done or not (it may have happened): what it wrote is stale */
 
     if (sop->credential) {
         ngx_http_tent_credential_bump((ngx_cycle_t *) ngx_cycle);
+    }
+
+    if (sop->replies) {
+        ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
     }
 
     op->handler(op);

@@ -75,7 +75,8 @@ typedef struct {
     ngx_msec_t                      started;     /* for the debug log */
     ngx_http_tent_ipc_conn_t       *conn;
     unsigned                        failed_encoding:1;
-    unsigned                        credential:1;
+    unsigned                        credential:1;  /* wrote one */
+    unsigned                        replies:1;     /* wrote what is cached */
 } ngx_http_tent_store_op_full_t;
 
 
