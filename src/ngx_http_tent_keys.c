@@ -19,8 +19,63 @@
 #include "ngx_http_tent_keys.h"
 
 
+/*
+ * The byte of each table in a key, by NGX_HTTP_TENT_TABLE_* (keys.h);
+ * docs/store.md lists them.  Nothing outside this file knows them.
+ */
+
+static u_char  ngx_http_tent_tables[] = {
+    'a',    /* APP */
+    'b',    /* BLOB */
+    'B',    /* BLOB_COUNT */
+    'A',    /* AUTHORIZATION */
+    'c',    /* CREDENTIAL */
+    'g',    /* GROUP */
+    'k',    /* CODE */
+    'm',    /* META */
+    'p',    /* PROFILE */
+    'q',    /* PROFILE_OLD */
+    'd',    /* IDEMPOTENCY */
+    'i',    /* POST_INDEX */
+    't',    /* POST */
+    'v',    /* POST_VERSION */
+    'f',    /* FOLLOWER */
+    'o',    /* OUTBOX */
+    'j',    /* JOB */
+    'x',    /* DEAD */
+    'e',    /* FOLLOWER_ENTITY */
+    'F',    /* FOLLOWING */
+    'E',    /* FOLLOWING_ENTITY */
+    'n',    /* SUBSCRIPTION */
+    'u'     /* UNCONFIRMED */
+};
+
+
+/* the feed index columns: received_at, published_at, updated_at */
+static u_char  ngx_http_tent_columns[] = { 'r', 'p', 'u' };
+
+
+static ngx_int_t ngx_http_tent_key_bytes(ngx_pool_t *pool, ngx_str_t *entity,
+    u_char table, ngx_str_t *rest, ngx_str_t *key);
+static u_char *ngx_http_tent_put_u64(u_char *p, uint64_t v);
+static uint64_t ngx_http_tent_get_u64(u_char *p);
+
+
 ngx_int_t
-ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
+ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t table,
+    ngx_str_t *rest, ngx_str_t *key)
+{
+    if (table >= sizeof(ngx_http_tent_tables)) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_key_bytes(pool, entity, ngx_http_tent_tables[table],
+                                   rest, key);
+}
+
+
+static ngx_int_t
+ngx_http_tent_key_bytes(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
     ngx_str_t *rest, ngx_str_t *key)
 {
     u_char  *p;
@@ -49,17 +104,236 @@ ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
 /* [start, end) covering every key of one entity's table */
 
 ngx_int_t
-ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity, u_char table,
-    ngx_str_t *start, ngx_str_t *end)
+ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, ngx_str_t *start, ngx_str_t *end)
 {
-    if (ngx_http_tent_key(pool, entity, table, NULL, start) != NGX_OK
-        || ngx_http_tent_key(pool, entity, (u_char) (table + 1), NULL, end)
+    if (table >= sizeof(ngx_http_tent_tables)
+        || ngx_http_tent_key(pool, entity, table, NULL, start) != NGX_OK
+        || ngx_http_tent_key_bytes(pool, entity,
+                                   (u_char) (ngx_http_tent_tables[table] + 1),
+                                   NULL, end)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
 
     return NGX_OK;
+}
+
+
+/* the smallest key above this one: a scan that resumes after a key */
+
+ngx_int_t
+ngx_http_tent_key_after(ngx_pool_t *pool, ngx_str_t *key, ngx_str_t *after)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(pool, key->len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, key->data, key->len);
+    p[key->len] = '\0';
+
+    after->data = p;
+    after->len = key->len + 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * "<a> 0x00 <b>": an authorization under its app, a subscription under
+ * its app.  With b NULL, "<a> 0x00": the prefix of all of a's rows.
+ */
+
+ngx_int_t
+ngx_http_tent_pair_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t table,
+    ngx_str_t *a, ngx_str_t *b, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = a->len + 1 + (b ? b->len : 0);
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, a->data, a->len);
+    *p++ = '\0';
+
+    if (b) {
+        ngx_memcpy(p, b->data, b->len);
+    }
+
+    return ngx_http_tent_key(pool, entity, table, &rest, key);
+}
+
+
+/* the two parts of a pair key; NGX_ERROR unless both are there */
+
+ngx_int_t
+ngx_http_tent_pair_parse(ngx_str_t *entity, ngx_str_t *key, ngx_str_t *a,
+    ngx_str_t *b)
+{
+    u_char  *p, *z, *last;
+
+    if (key->len <= entity->len + 2) {
+        return NGX_ERROR;
+    }
+
+    p = key->data + entity->len + 2;
+    last = key->data + key->len;
+
+    z = ngx_strlchr(p, last, '\0');
+    if (z == NULL || z == p) {
+        return NGX_ERROR;
+    }
+
+    a->data = p;
+    a->len = z - p;
+    b->data = z + 1;
+    b->len = last - b->data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * "<time: u64, big-endian> <id>": rows kept in time order, as the outbox
+ * (written at, us), jobs (due, ms) and dead letters (kept until, s).
+ * With id NULL, the bound of a scan up to that time.
+ */
+
+ngx_int_t
+ngx_http_tent_timed_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, uint64_t time, ngx_str_t *id, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = 8 + (id ? id->len : 0);
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_http_tent_put_u64(rest.data, time);
+
+    if (id) {
+        ngx_memcpy(p, id->data, id->len);
+    }
+
+    return ngx_http_tent_key(pool, entity, table, &rest, key);
+}
+
+
+ngx_int_t
+ngx_http_tent_timed_key_parse(ngx_str_t *entity, ngx_str_t *key,
+    uint64_t *time, ngx_str_t *id)
+{
+    size_t  prefix;
+
+    prefix = entity->len + 2;
+
+    if (key->len < prefix + 8) {
+        return NGX_ERROR;
+    }
+
+    *time = ngx_http_tent_get_u64(key->data + prefix);
+
+    id->data = key->data + prefix + 8;
+    id->len = key->len - prefix - 8;
+
+    return NGX_OK;
+}
+
+
+/* "<slot: u32>": one of a bounded number of places */
+
+ngx_int_t
+ngx_http_tent_slot_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t table,
+    uint32_t slot, ngx_str_t *key)
+{
+    u_char     buf[4];
+    ngx_str_t  rest;
+
+    buf[0] = (u_char) (slot >> 24);
+    buf[1] = (u_char) (slot >> 16);
+    buf[2] = (u_char) (slot >> 8);
+    buf[3] = (u_char) slot;
+
+    rest.data = buf;
+    rest.len = 4;
+
+    return ngx_http_tent_key(pool, entity, table, &rest, key);
+}
+
+
+ngx_int_t
+ngx_http_tent_slot_parse(ngx_str_t *entity, ngx_str_t *key, uint32_t *slot)
+{
+    u_char  *k;
+
+    if (key->len != entity->len + 2 + 4) {
+        return NGX_ERROR;
+    }
+
+    k = key->data + key->len - 4;
+
+    *slot = ((uint32_t) k[0] << 24) | ((uint32_t) k[1] << 16)
+            | ((uint32_t) k[2] << 8) | k[3];
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_credential_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *id, ngx_str_t *key)
+{
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_CREDENTIAL, id,
+                             key);
+}
+
+
+/*
+ * A profile section's old version: "<base> 0x00 <version: u32>"; with
+ * version < 0, "<base> 0x01": the end of the section's history, so
+ * [key of version 0, that) is all of it.
+ */
+
+ngx_int_t
+ngx_http_tent_history_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *base, ngx_int_t version, ngx_str_t *key)
+{
+    u_char     *p;
+    uint32_t    n;
+    ngx_str_t   rest;
+
+    n = (version < 0) ? 0 : (uint32_t) version;
+
+    rest.len = base->len + 5;
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, base->data, base->len);
+    *p++ = (version < 0) ? '\1' : '\0';
+    *p++ = (u_char) (n >> 24);
+    *p++ = (u_char) (n >> 16);
+    *p++ = (u_char) (n >> 8);
+    *p = (u_char) n;
+
+    if (version < 0) {
+        rest.len = base->len + 1;
+    }
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_PROFILE_OLD,
+                             &rest, key);
 }
 
 
@@ -114,7 +388,7 @@ ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base)
  * post's place in it is fully determined by its own record.
  */
 
-u_char *
+static u_char *
 ngx_http_tent_put_u64(u_char *p, uint64_t v)
 {
     ngx_uint_t  i;
@@ -181,12 +455,16 @@ ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
  */
 
 ngx_int_t
-ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity, u_char column,
-    uint64_t seconds, uint64_t ms, ngx_str_t *post_entity, ngx_str_t *id,
-    ngx_uint_t parts, ngx_str_t *key)
+ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t column, uint64_t seconds, uint64_t ms, ngx_str_t *post_entity,
+    ngx_str_t *id, ngx_uint_t parts, ngx_str_t *key)
 {
     u_char     *p;
     ngx_str_t   rest;
+
+    if (column >= sizeof(ngx_http_tent_columns)) {
+        return NGX_ERROR;
+    }
 
     rest.len = 17 + (post_entity ? post_entity->len + 1 + id->len : 0);
     rest.data = ngx_pnalloc(pool, rest.len);
@@ -195,7 +473,7 @@ ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity, u_char column,
     }
 
     p = rest.data;
-    *p++ = column;
+    *p++ = ngx_http_tent_columns[column];
 
     if (post_entity || parts >= 2) {
         p = ngx_http_tent_put_u64(p, seconds);
@@ -212,6 +490,57 @@ ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity, u_char column,
 
     return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_POST_INDEX,
                              &rest, key);
+}
+
+
+/* [start, end) covering a whole feed index column */
+
+ngx_int_t
+ngx_http_tent_index_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t column, ngx_str_t *start, ngx_str_t *end)
+{
+    u_char     c;
+    ngx_str_t  rest;
+
+    if (column >= sizeof(ngx_http_tent_columns)) {
+        return NGX_ERROR;
+    }
+
+    c = ngx_http_tent_columns[column];
+    rest.data = &c;
+    rest.len = 1;
+
+    if (ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_POST_INDEX, &rest,
+                          start)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    c++;
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_POST_INDEX,
+                             &rest, end);
+}
+
+
+/* the version a post version's key ends with; NGX_ERROR if too short */
+
+ngx_int_t
+ngx_http_tent_key_version(ngx_str_t *key, uint32_t *version)
+{
+    u_char  *k;
+
+    if (key->len < 5 || key->data[key->len - 5] != '\0') {
+        return NGX_ERROR;
+    }
+
+    k = key->data + key->len - 4;
+
+    *version = ((uint32_t) k[0] << 24) | ((uint32_t) k[1] << 16)
+               | ((uint32_t) k[2] << 8) | k[3];
+
+    return NGX_OK;
 }
 
 
@@ -255,8 +584,6 @@ ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
  * "b <SHA-256, hex>" (docs/store.md).
  */
 
-#define NGX_HTTP_TENT_TABLE_BLOB_COUNT  'B'
-
 ngx_int_t
 ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *digest, ngx_str_t *key)
@@ -284,19 +611,18 @@ ngx_http_tent_key_caches(ngx_str_t *key)
         return 0;
     }
 
-    switch (z[1]) {
-
-    case NGX_HTTP_TENT_TABLE_CREDENTIAL:
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_CREDENTIAL]) {
         return NGX_HTTP_TENT_CACHE_CREDENTIALS;
-
-    case NGX_HTTP_TENT_TABLE_POST:
-    case NGX_HTTP_TENT_TABLE_POST_INDEX:
-    case NGX_HTTP_TENT_TABLE_POST_VERSION:
-    case NGX_HTTP_TENT_TABLE_PROFILE:
-    case NGX_HTTP_TENT_TABLE_PROFILE_OLD:
-        return NGX_HTTP_TENT_CACHE_REPLIES;
-
-    default:
-        return 0;
     }
+
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_POST]
+        || z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_POST_INDEX]
+        || z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_POST_VERSION]
+        || z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_PROFILE]
+        || z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_PROFILE_OLD])
+    {
+        return NGX_HTTP_TENT_CACHE_REPLIES;
+    }
+
+    return 0;
 }

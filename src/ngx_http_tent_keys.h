@@ -16,48 +16,89 @@
 #include "ngx_http_tent_module.h"
 
 
-/* ngx_http_tent_keys.c */
-#define NGX_HTTP_TENT_TABLE_APP            'a'
-#define NGX_HTTP_TENT_TABLE_BLOB           'b'
-#define NGX_HTTP_TENT_TABLE_AUTHORIZATION  'A'
-#define NGX_HTTP_TENT_TABLE_CREDENTIAL     'c'
-#define NGX_HTTP_TENT_TABLE_GROUP          'g'
-#define NGX_HTTP_TENT_TABLE_CODE           'k'
-#define NGX_HTTP_TENT_TABLE_META           'm'
-#define NGX_HTTP_TENT_TABLE_PROFILE        'p'
-#define NGX_HTTP_TENT_TABLE_PROFILE_OLD    'q'
-#define NGX_HTTP_TENT_TABLE_IDEMPOTENCY    'd'
-#define NGX_HTTP_TENT_TABLE_POST_INDEX     'i'
-#define NGX_HTTP_TENT_TABLE_POST           't'
-#define NGX_HTTP_TENT_TABLE_POST_VERSION   'v'
-#define NGX_HTTP_TENT_TABLE_FOLLOWER       'f'
-#define NGX_HTTP_TENT_TABLE_OUTBOX         'o'
-#define NGX_HTTP_TENT_TABLE_JOB            'j'
-#define NGX_HTTP_TENT_TABLE_DEAD           'x'
-#define NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY 'e'
-#define NGX_HTTP_TENT_TABLE_FOLLOWING      'F'
-#define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY 'E'
-#define NGX_HTTP_TENT_TABLE_SUBSCRIPTION   'n'
-#define NGX_HTTP_TENT_TABLE_UNCONFIRMED    'u'
+/*
+ * The tables.  A key's table is one of these; its byte in the key (and
+ * every other byte of the layout) is ngx_http_tent_keys.c's to know.
+ */
+#define NGX_HTTP_TENT_TABLE_APP               0
+#define NGX_HTTP_TENT_TABLE_BLOB              1
+#define NGX_HTTP_TENT_TABLE_BLOB_COUNT        2
+#define NGX_HTTP_TENT_TABLE_AUTHORIZATION     3
+#define NGX_HTTP_TENT_TABLE_CREDENTIAL        4
+#define NGX_HTTP_TENT_TABLE_GROUP             5
+#define NGX_HTTP_TENT_TABLE_CODE              6
+#define NGX_HTTP_TENT_TABLE_META              7
+#define NGX_HTTP_TENT_TABLE_PROFILE           8
+#define NGX_HTTP_TENT_TABLE_PROFILE_OLD       9
+#define NGX_HTTP_TENT_TABLE_IDEMPOTENCY       10
+#define NGX_HTTP_TENT_TABLE_POST_INDEX        11
+#define NGX_HTTP_TENT_TABLE_POST              12
+#define NGX_HTTP_TENT_TABLE_POST_VERSION      13
+#define NGX_HTTP_TENT_TABLE_FOLLOWER          14
+#define NGX_HTTP_TENT_TABLE_OUTBOX            15
+#define NGX_HTTP_TENT_TABLE_JOB               16
+#define NGX_HTTP_TENT_TABLE_DEAD              17
+#define NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY   18
+#define NGX_HTTP_TENT_TABLE_FOLLOWING         19
+#define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY  20
+#define NGX_HTTP_TENT_TABLE_SUBSCRIPTION      21
+#define NGX_HTTP_TENT_TABLE_UNCONFIRMED       22
 
+/* the feed indexes, by sort column */
+#define NGX_HTTP_TENT_INDEX_RECEIVED          0
+#define NGX_HTTP_TENT_INDEX_PUBLISHED         1
+#define NGX_HTTP_TENT_INDEX_UPDATED           2
+
+
+/* any table: "<rest>", the range of all its keys, the key just after */
 ngx_int_t ngx_http_tent_key(ngx_pool_t *pool, ngx_str_t *entity,
-    u_char table, ngx_str_t *rest, ngx_str_t *key);
-u_char *ngx_http_tent_put_u64(u_char *p, uint64_t v);
+    ngx_uint_t table, ngx_str_t *rest, ngx_str_t *key);
 ngx_int_t ngx_http_tent_key_range(ngx_pool_t *pool, ngx_str_t *entity,
-    u_char table, ngx_str_t *start, ngx_str_t *end);
-ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
+    ngx_uint_t table, ngx_str_t *start, ngx_str_t *end);
+ngx_int_t ngx_http_tent_key_after(ngx_pool_t *pool, ngx_str_t *key,
+    ngx_str_t *after);
+
+/* "<a> 0x00 <b>": an app's authorizations, subscriptions; b NULL: all */
+ngx_int_t ngx_http_tent_pair_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, ngx_str_t *a, ngx_str_t *b, ngx_str_t *key);
+ngx_int_t ngx_http_tent_pair_parse(ngx_str_t *entity, ngx_str_t *key,
+    ngx_str_t *a, ngx_str_t *b);
+
+/* "<time: u64> <id>": outbox rows, jobs by due time, dead letters */
+ngx_int_t ngx_http_tent_timed_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, uint64_t time, ngx_str_t *id, ngx_str_t *key);
+ngx_int_t ngx_http_tent_timed_key_parse(ngx_str_t *entity, ngx_str_t *key,
+    uint64_t *time, ngx_str_t *id);
+
+/* "<slot: u32>": the places of unconfirmed apps */
+ngx_int_t ngx_http_tent_slot_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, uint32_t slot, ngx_str_t *key);
+ngx_int_t ngx_http_tent_slot_parse(ngx_str_t *entity, ngx_str_t *key,
+    uint32_t *slot);
+
+/* a credential row: by entity and key id */
+ngx_int_t ngx_http_tent_credential_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *id, ngx_str_t *key);
+
+/* profile sections' old versions: "<base> 0x00 <version: u32>" */
+ngx_int_t ngx_http_tent_history_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *base, ngx_int_t version, ngx_str_t *key);
+
+/* posts, their versions and the feed indexes */
 ngx_int_t ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *post_entity, ngx_str_t *id, ngx_int_t version, ngx_str_t *key);
+ngx_int_t ngx_http_tent_key_version(ngx_str_t *key, uint32_t *version);
 ngx_int_t ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity,
-    u_char column, uint64_t seconds, uint64_t ms, ngx_str_t *post_entity,
+    ngx_uint_t column, uint64_t seconds, uint64_t ms, ngx_str_t *post_entity,
     ngx_str_t *id, ngx_uint_t parts, ngx_str_t *key);
+ngx_int_t ngx_http_tent_index_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t column, ngx_str_t *start, ngx_str_t *end);
 ngx_int_t ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
     uint64_t *seconds, ngx_str_t *post_entity, ngx_str_t *id);
-
-/* in ngx_http_tent_keys.c: an attachment's reference count */
 ngx_int_t ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *digest, ngx_str_t *key);
 
+ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 
 /* what a key's write makes stale: ngx_http_tent_key_caches() */
 #define NGX_HTTP_TENT_CACHE_CREDENTIALS  0x01
