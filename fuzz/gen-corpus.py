@@ -123,6 +123,16 @@ seeds('fuzz_url', [
 ])
 
 
+# fuzz_keys: entity, a, b, one per line, then 8 bytes for the numbers
+seeds('fuzz_keys', [
+    ('plain', b'https://alice.example\napp1\nauth1\n' + bytes(8)),
+    ('numbers', b'https://alice.example\nhttps://bob.example\npost\n'
+                + struct.pack('>Q', 1764745200123456)),
+    ('empty-a', b'https://alice.example\n\nx\n' + bytes([255] * 8)),
+    ('zero-in-a', b'http://x\na\x00b\nc\n' + struct.pack('>Q', 7)),
+])
+
+
 # fuzz_type: the type, then one allowed type per line
 seeds('fuzz_type', [
     ('core', 'https://tent.io/types/info/core/v0.1.0\nall'),
