@@ -113,7 +113,8 @@ $res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T),
 is(scalar(grep { $_->{content}{entity} eq $B_URL
                  && $_->{content}{action} eq 'create' } @{ $res->{json} }),
    1, 'A made a follower post for B');
-ok(!$_->{permissions}{public}, 'a private one (t/039: no fan-out)')
+ok(!$_->{permissions}{public},
+   'a private one (no fan-out: 060-adversarial-entities.t)')
     for grep { $_->{content}{entity} eq $B_URL } @{ $res->{json} };
 $res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
 is(scalar @{ $res->{json} }, 0, 'anonymous readers do not see it');
