@@ -195,7 +195,8 @@ ngx_http_tent_blob_step(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the read of a reference count");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -321,6 +322,9 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (count) {
         rec = ngx_http_tent_json_parse(count, r->connection->log);
         if (rec == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "tent: reading the reference count of attachment "
+                          "%V failed", &ref->digest);
             return ngx_http_tent_blob_failed(r, ctx,
                                              NGX_HTTP_INTERNAL_SERVER_ERROR);
         }
@@ -342,7 +346,8 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                              &ref->digest, &bkey)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the keys of an attachment's bytes");
     }
 
     if (n <= 0 && !legacy) {
@@ -360,14 +365,15 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             || ngx_http_tent_store_write_del(op, &key) != NGX_OK
             || ngx_http_tent_store_write_del(op, &bkey) != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "adding the bytes' removal to the batch");
         }
 
     } else {
         value.data = ngx_pnalloc(r->pool, sizeof("{\"n\":,\"legacy\":true}")
                                           + NGX_INT64_LEN);
         if (value.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "writing a reference count");
         }
 
         value.len = ngx_sprintf(value.data, "{\"n\":%L%s}",
@@ -376,7 +382,8 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                     - value.data;
 
         if (ngx_http_tent_store_cas(op, &key, count, &value) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "adding the reference count to the batch");
         }
 
         /* the first reference brings the bytes */
@@ -385,7 +392,8 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             && ngx_http_tent_store_write_put(op, &bkey, &ref->bytes)
                != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "adding the attachment's bytes to the batch");
         }
     }
 
@@ -566,7 +574,8 @@ ngx_http_tent_post_attachment(ngx_http_request_t *r,
 
     st->attachment.data = ngx_pnalloc(r->pool, name.len);
     if (st->attachment.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "decoding the attachment's name");
     }
 
     dst = st->attachment.data;
@@ -793,7 +802,8 @@ ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
                                          &st->attachment)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "setting the attachment's headers");
     }
 
     ctx->own_reply = 1;

@@ -70,7 +70,8 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                != NGX_OK
             || ngx_http_tent_store_get(op, &key) != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "building the read of the version");
         }
 
         return ngx_http_tent_store_submit_request(r, op,
@@ -81,7 +82,7 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     probe = ngx_http_tent_json_own(r->pool, json_deep_copy(ctx->body));
     if (probe == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "copying the new fields");
     }
 
     json_object_set(probe, "type", json_object_get(st->post, "type"));
@@ -98,18 +99,21 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     valid = ngx_http_tent_post_validate(probe, 0, &error);
 
     if (valid == NULL) {
-        return error ? ngx_http_tent_send_error(r, 422, error)
-                     : NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (error == NULL) {
+            return ngx_http_tent_internal_error(r, "validating the new fields");
+        }
+
+        return ngx_http_tent_send_error(r, 422, error);
     }
 
     if (ngx_http_tent_json_cleanup(r->pool, valid) != NGX_OK) {
         json_decref(valid);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the validated fields");
     }
 
     post = ngx_http_tent_json_own(r->pool, json_deep_copy(st->post));
     if (post == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "copying the post");
     }
 
     json_object_set(post, "content", json_object_get(valid, "content"));
@@ -132,7 +136,8 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         st->refs = ngx_array_create(r->pool, 2,
                                     sizeof(ngx_http_tent_blob_ref_t));
         if (st->refs == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "allocating the attachment references");
         }
 
         rc = ngx_http_tent_post_attachments(r, ctx, post, st->refs);
@@ -147,7 +152,8 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         }
 
         if (rc != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "making the attachment list");
         }
     }
 
@@ -180,12 +186,12 @@ ngx_http_tent_post_revert(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     old = ngx_http_tent_json_load(r, &value);
     if (old == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the stored version");
     }
 
     post = ngx_http_tent_json_own(r->pool, json_deep_copy(st->post));
     if (post == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "copying the post");
     }
 
     json_object_set(post, "content", json_object_get(old, "content"));
@@ -233,16 +239,36 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
                                   &st->id, (ngx_int_t) version, &vkey)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK
-        || ngx_http_tent_store_cas(op, &key, &st->raw, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, st->post, 1) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
-        || (ngx_http_tent_post_original(ctx, &st->post_entity)
-            && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK))
+           != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the keys of the new version");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "writing the new version as JSON");
+    }
+
+    if (ngx_http_tent_store_cas(op, &key, &st->raw, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                   "adding the new version to the batch");
+    }
+
+    if (ngx_http_tent_post_index(r, ctx, op, st->post, 1) != NGX_OK
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                   "moving the post's index rows in the batch");
+    }
+
+    if (ngx_http_tent_post_original(ctx, &st->post_entity)
+        && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                   "adding the new version's outbox row to the batch");
     }
 
     st->made = post;
@@ -254,10 +280,14 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
     if (st->refs == NULL) {
         st->refs = ngx_array_create(r->pool, 2,
                                     sizeof(ngx_http_tent_blob_ref_t));
-        if (st->refs == NULL
-            || ngx_http_tent_blob_refs(r->pool, st->refs, post) != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (st->refs == NULL) {
+            return ngx_http_tent_internal_error(r,
+                       "allocating the attachment references");
+        }
+
+        if (ngx_http_tent_blob_refs(r->pool, st->refs, post) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                       "listing the new version's references");
         }
     }
 
@@ -327,7 +357,7 @@ ngx_http_tent_post_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     out = ngx_http_tent_post_render(ctx, st->made);
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "rendering the new version");
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -381,7 +411,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                   &st->id, -1, &cur)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the post's key");
     }
 
     /* which versions there are */
@@ -396,7 +426,8 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     st->refs = ngx_array_create(r->pool, 2, sizeof(ngx_http_tent_blob_ref_t));
     if (st->refs == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "allocating the attachment references");
     }
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
@@ -423,7 +454,8 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         /* one version of several: the post stays */
 
         if (ngx_http_tent_blob_refs_raw(r, st->refs, &gone) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "listing the references of the version removed");
         }
 
         if (ngx_http_tent_store_cas(wop, &cur, &st->raw,
@@ -432,19 +464,27 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             != NGX_OK
             || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "adding the version's removal to the batch");
         }
 
         if (version == current) {
             newest = ngx_http_tent_json_parse(&newest_raw,
                                               r->connection->log);
             if (newest == NULL
-                || ngx_http_tent_json_cleanup(r->pool, newest) != NGX_OK
-                || ngx_http_tent_post_index(r, ctx, wop, st->post, 1)
-                   != NGX_OK
+                || ngx_http_tent_json_cleanup(r->pool, newest) != NGX_OK)
+            {
+                json_decref(newest);
+                return ngx_http_tent_internal_error(r,
+                           "reading the newest other version");
+            }
+
+            if (ngx_http_tent_post_index(r, ctx, wop, st->post, 1)
+                != NGX_OK
                 || ngx_http_tent_post_index(r, ctx, wop, newest, 0) != NGX_OK)
             {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                           "moving the post's index rows in the batch");
             }
         }
 
@@ -455,7 +495,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     /* the whole post: a delete post takes its place in the feed */
 
     if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the delete post's id");
     }
 
     ms = ngx_http_tent_now_us();
@@ -476,7 +516,7 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (del == NULL || ngx_http_tent_json_cleanup(r->pool, del) != NGX_OK) {
         json_decref(del);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the delete post");
     }
 
     prev = json_object_get(st->post, "app");
@@ -490,8 +530,12 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
      * makes this fail rather than be lost.
      */
 
-    if (ngx_http_tent_json_dump(r->pool, del, &value) != NGX_OK
-        || ngx_http_tent_store_cas(wop, &cur, &st->raw, &st->raw) != NGX_OK
+    if (ngx_http_tent_json_dump(r->pool, del, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "writing the delete post as JSON");
+    }
+
+    if (ngx_http_tent_store_cas(wop, &cur, &st->raw, &st->raw) != NGX_OK
         || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
                                   &id, -1, &key)
            != NGX_OK
@@ -499,13 +543,30 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->post_entity,
                                   &id, 1, &key)
            != NGX_OK
-        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, wop, del, 0) != NGX_OK
-        || ngx_http_tent_delivery_mark(r, ctx, wop, del) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &cur) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, wop, st->post, 1) != NGX_OK)
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "adding the delete post to the batch");
+    }
+
+    if (ngx_http_tent_post_index(r, ctx, wop, del, 0) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "adding the delete post's index rows to the batch");
+    }
+
+    if (ngx_http_tent_delivery_mark(r, ctx, wop, del) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "adding the delete post's outbox row to the batch");
+    }
+
+    if (ngx_http_tent_store_write_del(wop, &cur) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "adding the post's removal to the batch");
+    }
+
+    if (ngx_http_tent_post_index(r, ctx, wop, st->post, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "removing the post's index rows in the batch");
     }
 
     /* every version of the deleted post */
@@ -513,10 +574,14 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_rewind(op);
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
-        if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK
-            || ngx_http_tent_blob_refs_raw(r, st->refs, &v) != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (ngx_http_tent_store_write_del(wop, &k) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                       "adding a version's removal to the batch");
+        }
+
+        if (ngx_http_tent_blob_refs_raw(r, st->refs, &v) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                       "listing the references of a version removed");
         }
     }
 

@@ -96,7 +96,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (post == NULL) {
         if (error == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "validating the post");
         }
 
         return ngx_http_tent_send_error(r, 422, error);
@@ -104,7 +104,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
         json_decref(post);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the validated post");
     }
 
     (void) ngx_http_tent_json_str(post, "type", &type);
@@ -123,7 +123,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (!given) {
         if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "making the post's id");
         }
 
         json_object_set_new(post, "id", ngx_http_tent_json_string(&id));
@@ -136,12 +136,15 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* an import is kept under the entity's one spelling too */
 
-    if (ngx_http_tent_post_entity(r->pool, ctx, &entity, &entity) != NGX_OK
-        || json_object_set_new(post, "entity",
-                               ngx_http_tent_json_string(&entity))
-           != 0)
+    if (ngx_http_tent_post_entity(r->pool, ctx, &entity, &entity) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "spelling the post's entity");
+    }
+
+    if (json_object_set_new(post, "entity",
+                            ngx_http_tent_json_string(&entity))
+        != 0)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "setting the post's entity");
     }
 
     ms = ngx_http_tent_now_us();
@@ -164,7 +167,8 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     refs = ngx_array_create(r->pool, 2, sizeof(ngx_http_tent_blob_ref_t));
     if (refs == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "allocating the attachment references");
     }
 
     rc = ngx_http_tent_post_attachments(r, ctx, post, refs);
@@ -178,7 +182,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the attachment list");
     }
 
     if (!import || json_object_get(post, "app") == NULL) {
@@ -240,15 +244,18 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (op == NULL
         || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, -1,
                                   &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK)
+           != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the post's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, post, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "writing the post as JSON");
     }
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_post_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the post's state");
     }
 
     st->post = post;
@@ -265,7 +272,8 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         irest.len = ctx->principal.app_id.len + 1 + idem.len;
         irest.data = ngx_pnalloc(r->pool, irest.len);
         if (irest.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "building the Idempotency-Key's key");
         }
 
         ngx_memcpy(irest.data, ctx->principal.app_id.data,
@@ -280,15 +288,21 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
         if (v == NULL || ngx_http_tent_json_cleanup(r->pool, v) != NGX_OK) {
             json_decref(v);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "making the Idempotency-Key's record");
         }
 
         if (ngx_http_tent_key(r->pool, &ctx->entity,
                               NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest, &ikey)
-            != NGX_OK
-            || ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK)
+            != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "building the Idempotency-Key's key");
+        }
+
+        if (ngx_http_tent_json_dump(r->pool, v, &idem) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                       "writing the Idempotency-Key's record");
         }
     }
 
@@ -314,19 +328,29 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the post to the batch");
+    }
+
+    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, 1, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                   "adding the post's version 1 to the batch");
+    }
+
+    if (ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                   "adding the post's index rows to the batch");
     }
 
     /* and, for a post of ours, its row in the followers' outbox */
 
-    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id, 1, &key)
-        != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
-        || (ngx_http_tent_post_original(ctx, &entity)
-            && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK))
+    if (ngx_http_tent_post_original(ctx, &entity)
+        && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "adding the post's outbox row to the batch");
     }
 
     /* the attachments' references (and bytes) first, then the post */
@@ -369,7 +393,8 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
         {
             json_decref(out);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "rendering the post created");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -397,7 +422,8 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     prev = ngx_http_tent_json_load(r, &st->raw);
     if (prev == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "reading the record already stored");
     }
 
     if (json_object_get(prev, "version")) {
@@ -419,7 +445,7 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
         {
             json_decref(out);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "rendering the post found");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -428,7 +454,8 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (ngx_http_tent_json_str(prev, "entity", &entity) != NGX_OK
         || ngx_http_tent_json_str(prev, "id", &id) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "reading the Idempotency-Key's record");
     }
 
     get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -439,7 +466,8 @@ ngx_http_tent_post_found(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
            != NGX_OK
         || ngx_http_tent_store_get(get, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the read of the first post");
     }
 
     ctx->state = NULL;
@@ -522,7 +550,7 @@ ngx_http_tent_post_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_post_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the post's state");
     }
 
     ctx->state = st;
@@ -530,7 +558,8 @@ ngx_http_tent_post_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     rc = ngx_http_tent_post_locate(r, ctx, st);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "reading the post's entity and id");
     }
 
     if (rc == NGX_DECLINED) {
@@ -561,7 +590,7 @@ ngx_http_tent_post_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the read of the post");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -594,7 +623,7 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     post = ngx_http_tent_json_load(r, &value);
     if (post == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the stored post");
     }
 
     /* what may not be seen does not exist */
@@ -619,7 +648,8 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
         {
             json_decref(out);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "rendering the post in its view");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -703,7 +733,8 @@ ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_store_scan(op, &start, &end, 100000, 1) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the scan of the post's versions");
     }
 
     return ngx_http_tent_store_submit_request(r, op, next);

@@ -182,7 +182,7 @@ ngx_http_tent_query_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                     NGX_HTTP_TENT_SCAN_BATCH, q->desc_scan)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the scan of the feed");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -370,7 +370,8 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                 pk = ngx_array_push(&q->found);
                 if (pk == NULL) {
                     json_decref(value);
-                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                    return ngx_http_tent_internal_error(r,
+                               "keeping a row of the page");
                 }
 
                 if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity,
@@ -378,7 +379,8 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                     != NGX_OK)
                 {
                     json_decref(value);
-                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                    return ngx_http_tent_internal_error(r,
+                               "building a page post's key");
                 }
 
                 if (q->found.nelts >= q->limit) {
@@ -391,7 +393,7 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the scanned rows");
     }
 
     q->scanned += n;
@@ -407,7 +409,8 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         } else {
             p = ngx_pnalloc(r->pool, last.len + 1);
             if (p == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                           "building the key after the batch");
             }
 
             ngx_memcpy(p, last.data, last.len);
@@ -429,14 +432,15 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     mget = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (mget == NULL || ngx_http_tent_store_mget(mget) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the read of the page");
     }
 
     pk = q->found.elts;
 
     for (n = 0; n < q->found.nelts; n++) {
         if (ngx_http_tent_store_mget_key(mget, &pk[n]) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "adding a post to the read of the page");
         }
     }
 
@@ -466,7 +470,7 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
 
     list = ngx_http_tent_json_own(r->pool, json_array());
     if (list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the page");
     }
 
     while ((rc = ngx_http_tent_store_next_value(op, &found, &value))
@@ -495,7 +499,8 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
         json_decref(post);
 
         if (out == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "rendering a post of the page");
         }
 
         if (q->reverse_result) {
@@ -507,7 +512,7 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the page's posts");
     }
 
     return ngx_http_tent_query_reply(r, ctx, list);
@@ -753,7 +758,8 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             h = ngx_list_push(&r->headers_out.headers);
             p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
             if (h == NULL || p == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                           "setting the Count header");
             }
 
             h->hash = 1;
@@ -764,17 +770,20 @@ ngx_http_tent_query_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         count = ngx_http_tent_json_own(r->pool, json_integer(q->count));
         if (count == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "making the count");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
     }
 
     if (ngx_http_tent_query_tails(r, ctx, q, list, &tails) != NGX_OK
-        || ngx_http_tent_query_link_header(r, &tails, &link) != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, list, &body) != NGX_OK)
+        || ngx_http_tent_query_link_header(r, &tails, &link) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the page's Link");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, list, &body) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "writing the page as JSON");
     }
 
     if (q->cache) {
@@ -819,7 +828,7 @@ ngx_http_tent_versions_list(ngx_http_request_t *r,
 
     list = ngx_http_tent_json_own(r->pool, json_array());
     if (list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the list of versions");
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK

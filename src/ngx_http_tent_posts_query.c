@@ -354,7 +354,7 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     q = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_query_t));
     if (q == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the query");
     }
 
     ctx->state = q;
@@ -367,7 +367,7 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     rc = ngx_http_tent_query_parse(r, ctx, q);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "parsing the query");
     }
 
     if (rc == NGX_DECLINED) {
@@ -384,7 +384,8 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (!count_only) {
         if (ngx_http_tent_query_canonical(r, ctx, q, &what) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                       "making the feed's cache key");
         }
 
         switch (ngx_http_tent_cache_get(r, ctx, &what, &q->cached)) {
@@ -393,7 +394,8 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             if (ngx_http_tent_query_link_header(r, &q->cached.extra, &link)
                 != NGX_OK)
             {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                           "making the cached page's Link");
             }
 
             return ngx_http_tent_send_body(r, NGX_HTTP_OK, &q->cached.body);
@@ -421,7 +423,8 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the read of the cursor post");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -500,7 +503,7 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         post = ngx_http_tent_json_load(r, &value);
         if (post == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "reading the cursor post");
         }
     }
 
@@ -518,7 +521,7 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         json = ngx_http_tent_json_own(r->pool, json_array());
         if (json == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "making an empty page");
         }
 
         return ngx_http_tent_query_reply(r, ctx, json);
@@ -533,7 +536,8 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                 &key)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the cursor's index key");
     }
 
     if (q->cursor == NGX_HTTP_TENT_CURSOR_BEFORE) {
@@ -549,7 +553,8 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     p = ngx_pnalloc(r->pool, key.len + 1);
     if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                   "building the key after the cursor");
     }
 
     ngx_memcpy(p, key.data, key.len);
