@@ -336,6 +336,12 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     n += st->sign * ref->count;
 
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: attachment %V: %L references after %s %i%s",
+                   &ref->digest, (int64_t) n,
+                   st->sign > 0 ? "taking" : "giving back", ref->count,
+                   legacy ? " (its bytes kept for good)" : "");
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL

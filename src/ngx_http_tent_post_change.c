@@ -271,6 +271,10 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
                    "adding the new version's outbox row to the batch");
     }
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\": version %L: batch built",
+                   &st->id, (int64_t) version);
+
     st->made = post;
     st->write = op;
     st->write_done = ngx_http_tent_post_changed;
@@ -316,12 +320,20 @@ ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     st = ctx->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent posts: post \"%V\": not changed, "
+                       "it changed meanwhile", &st->id);
+
         st->conflict = 1;
 
         return st->made ? ngx_http_tent_blobs_adjust(r, ctx, -1,
                                                      ngx_http_tent_post_reply)
                         : ngx_http_tent_post_reply(r, ctx);
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\": %s stored", &st->id,
+                   st->made ? "new version" : "removal");
 
     if (st->made == NULL) {
         return ngx_http_tent_blobs_adjust(r, ctx, -1,
@@ -488,6 +500,10 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             }
         }
 
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent posts: post \"%V\": removal of version %i: "
+                       "batch built, submitted", &st->id, version);
+
         return ngx_http_tent_store_submit_request(r, wop,
                                                   ngx_http_tent_post_changed);
     }
@@ -584,6 +600,11 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                        "listing the references of a version removed");
         }
     }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\": removal of the post and its "
+                   "%i versions, delete post \"%V\": batch built, submitted",
+                   &st->id, count, &id);
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_post_changed);

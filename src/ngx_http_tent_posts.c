@@ -117,6 +117,10 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "Unauthorized");
     }
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: validated: type \"%V\"%s", &type,
+                   import ? ", an import" : "");
+
     /* what the server decides, unless an import says otherwise */
 
     given = import && ngx_http_tent_json_str(post, "id", &id) == NGX_OK;
@@ -353,6 +357,14 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "adding the post's outbox row to the batch");
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\" of \"%V\": batch built, "
+                   "compare-and-set on %s, %ui attachment digests",
+                   &id, &entity,
+                   (ikey.len && !given) ? "the Idempotency-Key"
+                                        : "the post's key",
+                   refs->nelts);
+
     /* the attachments' references (and bytes) first, then the post */
 
     return ngx_http_tent_blobs_adjust(r, ctx, 1, ngx_http_tent_post_submit);
@@ -365,6 +377,10 @@ ngx_http_tent_post_submit(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_http_tent_post_state_t  *st;
 
     st = ctx->state;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\": references taken, "
+                   "batch submitted", &st->id);
 
     return ngx_http_tent_store_submit_request(r, st->write, st->write_done);
 }
@@ -388,6 +404,9 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
     st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent posts: post \"%V\": stored", &st->id);
+
         out = ngx_http_tent_post_render(ctx, st->post);
         if (out == NULL
             || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK)
@@ -401,6 +420,10 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
     }
 
     /* the key existed: an import of a post we have, or a retry */
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: post \"%V\": not stored, its key exists "
+                   "(a retry, or an import of a post we have)", &st->id);
 
     ngx_http_tent_store_value(op, &st->raw);
 

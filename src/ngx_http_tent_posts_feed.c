@@ -175,6 +175,10 @@ ngx_http_tent_query_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     q = ctx->state;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent feed: scan %s, %ui rows read before",
+                   q->desc_scan ? "down" : "up", q->scanned);
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
@@ -398,6 +402,11 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     q->scanned += n;
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent feed: %ui rows scanned, %ui kept in all, "
+                   "%ui on the page%s", n, q->count, q->found.nelts,
+                   done ? ": the page is full" : "");
+
     /* more to read: the next batch starts after the last key seen */
 
     if (!done && n == NGX_HTTP_TENT_SCAN_BATCH
@@ -514,6 +523,10 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
     if (rc == NGX_ERROR) {
         return ngx_http_tent_internal_error(r, "reading the page's posts");
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent feed: page read: %uz of %ui posts",
+                   json_array_size(list), q->found.nelts);
 
     return ngx_http_tent_query_reply(r, ctx, list);
 }

@@ -29,6 +29,13 @@
 #define NGX_HTTP_TENT_CURSOR_UNTIL    3
 
 
+#if (NGX_DEBUG)
+static const char  *ngx_http_tent_query_cursors[] = {
+    "no cursor", "since_id", "before_id", "until_id"
+};
+#endif
+
+
 static ngx_int_t ngx_http_tent_query_cursor(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_query_canonical(ngx_http_request_t *r,
@@ -375,6 +382,14 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                         "Invalid query parameter");
     }
 
+    ngx_log_debug7(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent feed: parsed: column %c, limit %ui, %s, %s, "
+                   "%ui types, %ui entities%s", (int) q->column, q->limit,
+                   q->asc ? "oldest first" : "newest first",
+                   ngx_http_tent_query_cursors[q->cursor],
+                   q->bases.nelts, q->entities.nelts,
+                   count_only ? ", a count" : "");
+
     /*
      * The public feed, as anonymous readers get it, from the cache: by
      * the query as parsed, not as spelled.  The entry has the body and
@@ -514,6 +529,10 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
      */
 
     if (post == NULL || !ngx_http_tent_post_record_visible(ctx, post)) {
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent feed: cursor post \"%V\" unknown or not "
+                       "visible: an empty page", &q->cursor_id);
 
         if (q->count_only) {
             return ngx_http_tent_query_reply(r, ctx, NULL);
