@@ -5,22 +5,24 @@
 
 
 /*
- * The outbound client's response parsing (src/ngx_http_tent_fetch.c):
- * ngx_http_tent_fetch_parse() with _headers() and _chunked(), over
- * arbitrary bytes that arrive in pieces, each piece moving the receive
- * buffer to a new exact-size allocation as ngx_http_tent_fetch_recv()
- * does when it grows it (so a pointer kept across pieces is a
- * use-after-free ASan sees), then the end of the stream.  The outcome
- * and the body must not depend on where the pieces were cut: the same
- * bytes in one piece give the same.  A body found is no larger than the
- * limit, lies in the buffer or the chunked copy, and has the
- * Content-Length's size when there is one.
+ * The outbound client's response parsing
+ * (src/ngx_http_tent_fetch_parse.c): ngx_http_tent_fetch_parse() with
+ * _headers() and _chunked(), over arbitrary bytes that arrive in pieces,
+ * each piece moving the receive buffer to a new exact-size allocation as
+ * ngx_http_tent_fetch_recv() does when it grows it (so a pointer kept
+ * across pieces is a use-after-free ASan sees), then the end of the
+ * stream.  The outcome and the body must not depend on where the pieces
+ * were cut: the same bytes in one piece give the same.  A body found is
+ * no larger than the limit, lies in the buffer or the chunked copy, and
+ * has the Content-Length's size when there is one.  The fetch itself
+ * comes from ngx_http_tent_fetch_create() (src/ngx_http_tent_fetch.c).
  * Input: byte 0 method (bit 0: HEAD) and limit (bits 1-3); byte 1 the
  * seed of the cut points; then the response bytes.
  */
 
 
 #include "../src/ngx_http_tent_fetch.c"
+#include "../src/ngx_http_tent_fetch_parse.c"
 
 #include "fuzz.h"
 

@@ -74,4 +74,20 @@ typedef struct {
 #define ngx_http_tent_fetch_full(f)  ((ngx_http_tent_fetch_full_t *) (f))
 
 
+/* ngx_http_tent_fetch.c */
+ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
+void ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result);
+
+/* ngx_http_tent_fetch_connect.c */
+void ngx_http_tent_fetch_resolved(void *data, int status,
+    struct ares_addrinfo *ai);
+#if (NGX_HTTP_SSL)
+void ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
+    ngx_connection_t *c);
+#endif
+
+/* ngx_http_tent_fetch_parse.c */
+void ngx_http_tent_fetch_recv(ngx_event_t *ev);
+
+
 #endif /* _NGX_HTTP_TENT_FETCH_PRIVATE_H_INCLUDED_ */
