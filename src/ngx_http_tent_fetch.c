@@ -29,6 +29,7 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_fetch_private.h"
+#include "ngx_http_tent_json.h"
 #include "ngx_http_tent_mac.h"
 #include "ngx_http_tent_resolver.h"
 
@@ -381,7 +382,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     } else if (ff->uri.data[0] == '?') {
         host = ngx_pnalloc(ff->pool, ff->uri.len + 1);
         if (host == NULL) {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            ngx_http_tent_fetch_error(f, "copying the URI");
             return;
         }
 
@@ -395,7 +396,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
 
     host = ngx_pnalloc(ff->pool, ff->host.len + 1);
     if (host == NULL) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "copying the host name");
         return;
     }
 
@@ -420,7 +421,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     }
 
     if (ngx_http_tent_fetch_build(f) != NGX_OK) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "building the request");
         return;
     }
 
@@ -429,10 +430,14 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     ff->cut = (ngx_msec_t) left < ff->conf->timeout;
     ngx_add_timer(&ff->timer, ff->cut ? (ngx_msec_t) left : ff->conf->timeout);
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: %V %V: resolving \"%V\", %M ms left",
+                   &f->method, &f->url, &ff->name, (ngx_msec_t) left);
+
     ff->resolving = ngx_http_tent_resolve(ff->mcf->resolver, host,
                                           ngx_http_tent_fetch_resolved, f);
     if (ff->resolving == NULL) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "starting the resolution");
     }
 }
 
@@ -492,6 +497,10 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
     }
 
     f->redirects--;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: redirect %ui to %V, %ui more followed",
+                   f->status, &url, f->redirects);
 
     if (f->status == 303) {
         ngx_str_set(&f->method, "GET");
@@ -711,9 +720,30 @@ ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
         f->status = 0;
     }
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: done %V: %s, status %ui", &f->url,
+                   f->handler ? ngx_http_tent_fetch_strerror(result)
+                              : "aborted",
+                   f->status);
+
     if (f->handler) {
         ngx_post_event(&ff->done, &ngx_posted_events);
     }
+}
+
+
+/* a failure of ours, not the remote's: logged once, at error */
+
+void
+ngx_http_tent_fetch_error(ngx_http_tent_fetch_t *f, const char *step)
+{
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    ngx_log_error(NGX_LOG_ERR, ff->log, 0, "tent fetch: %s failed", step);
+
+    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
 }
 
 
@@ -746,7 +776,7 @@ ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the fetch's cleanup");
     }
 
     /*
@@ -772,7 +802,7 @@ ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
     f->handler = ngx_http_tent_fetch_request_done;
 
     if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "starting a fetch");
     }
 
     cln->handler = ngx_http_tent_fetch_request_cleanup;

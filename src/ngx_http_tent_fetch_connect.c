@@ -93,7 +93,7 @@ ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
     ff->addrs = ngx_pcalloc(ff->pool, (n + 1) * sizeof(ngx_addr_t));
     if (ff->addrs == NULL) {
         ares_freeaddrinfo(ai);
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "keeping the addresses");
         return;
     }
 
@@ -125,7 +125,7 @@ ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
         addr->sockaddr = ngx_palloc(ff->pool, node->ai_addrlen);
         if (addr->sockaddr == NULL) {
             ares_freeaddrinfo(ai);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            ngx_http_tent_fetch_error(f, "copying an address");
             return;
         }
 
@@ -136,7 +136,7 @@ ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
         addr->name.data = ngx_pnalloc(ff->pool, NGX_SOCKADDR_STRLEN);
         if (addr->name.data == NULL) {
             ares_freeaddrinfo(ai);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            ngx_http_tent_fetch_error(f, "naming an address");
             return;
         }
 
@@ -147,6 +147,10 @@ ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
     }
 
     ares_freeaddrinfo(ai);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: \"%V\" resolved: %ui addresses, "
+                   "%ui refused by the guard", &ff->name, ff->naddrs, refused);
 
     if (ff->naddrs == 0) {
         if (refused) {
@@ -193,6 +197,9 @@ ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
         ff->peer.get = ngx_event_get_peer;
         ff->peer.log = ff->log;
         ff->peer.log_error = NGX_ERROR_INFO;
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                       "tent fetch: connecting to %V", &addr->name);
 
         rc = ngx_event_connect_peer(&ff->peer);
 
@@ -360,6 +367,11 @@ ngx_http_tent_fetch_handshaked(ngx_connection_t *c)
     }
 
     ff->tls_verified = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: TLS with \"%V\" established%s", &ff->name,
+                   SSL_session_reused(c->ssl->connection)
+                   ? ", session reused" : "");
 
     c->read->handler = ngx_http_tent_fetch_recv;
     c->write->handler = ngx_http_tent_fetch_send;
@@ -545,6 +557,10 @@ ngx_http_tent_fetch_send(ngx_event_t *ev)
     }
 
     ff->sent = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: sent %uz bytes to %V",
+                   (size_t) (ff->out.last - ff->out.start), ff->peer.name);
 
     ngx_http_tent_fetch_recv(c->read);
 }

@@ -73,7 +73,7 @@ ngx_http_tent_fetch_recv(ngx_event_t *ev)
 
             p = ngx_pnalloc(ff->pool, size);
             if (p == NULL) {
-                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+                ngx_http_tent_fetch_error(f, "growing the receive buffer");
                 return;
             }
 
@@ -137,6 +137,10 @@ ngx_http_tent_fetch_recv(ngx_event_t *ev)
     }
 
     /* a whole response */
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: answer from %V: status %ui, body %uz bytes",
+                   ff->peer.name, f->status, f->body.len);
 
     if (f->status >= 300 && f->status < 400 && f->status != 304
         && f->redirects)
@@ -414,6 +418,10 @@ again:
     }
 
     ff->header_done = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: status %ui, %ui headers", f->status,
+                   f->headers.nelts);
     ff->body_offset = b.pos - ff->in.start;
     ff->chunk_offset = ff->body_offset;
 

@@ -77,6 +77,7 @@ typedef struct {
 /* ngx_http_tent_fetch.c */
 ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
 void ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result);
+void ngx_http_tent_fetch_error(ngx_http_tent_fetch_t *f, const char *step);
 
 /* ngx_http_tent_fetch_connect.c */
 void ngx_http_tent_fetch_resolved(void *data, int status,
