@@ -5,7 +5,7 @@
 
 
 /*
- * The store executor, ngx_http_tent_store_exec(): it decodes what the
+ * The store executor, ngx_http_tent_ldb_exec(): it decodes what the
  * socket delivers (docs/store.md: "u8 op, u8 flags, arguments", strings
  * as "u32 length, bytes", integers big-endian) and runs it against a
  * real LevelDB, opened in a temporary directory (in /dev/shm when there
@@ -19,7 +19,7 @@
  */
 
 
-#include "../src/ngx_http_tent_store_owner.c"
+#include "../src/ngx_http_tent_store_leveldb.c"
 
 #include "fuzz.h"
 
@@ -37,10 +37,11 @@
 #define NGX_FUZZ_STORE_BOUND  2048
 
 
-static ngx_http_tent_ldb_t  ngx_fuzz_ldb;
-static char                 ngx_fuzz_dir[256];
-static size_t               ngx_fuzz_written;
-static ngx_uint_t           ngx_fuzz_verbose;
+static ngx_pool_t           *ngx_fuzz_pool;
+static ngx_http_tent_ldb_t  *ngx_fuzz_ldb;
+static char                  ngx_fuzz_dir[256];
+static size_t                ngx_fuzz_written;
+static ngx_uint_t            ngx_fuzz_verbose;
 
 
 static void
@@ -49,9 +50,9 @@ ngx_fuzz_store_open(void)
     char  *err;
 
     err = NULL;
-    ngx_fuzz_ldb.db = leveldb_open(ngx_fuzz_ldb.options, ngx_fuzz_dir, &err);
+    ngx_fuzz_ldb->db = leveldb_open(ngx_fuzz_ldb->options, ngx_fuzz_dir, &err);
 
-    if (ngx_fuzz_ldb.db == NULL) {
+    if (ngx_fuzz_ldb->db == NULL) {
         fprintf(stderr, "fuzz_store: leveldb_open(\"%s\"): %s\n",
                 ngx_fuzz_dir, err ? err : "?");
         exit(1);
@@ -64,17 +65,17 @@ ngx_fuzz_store_destroy(void)
 {
     char  *err;
 
-    if (ngx_fuzz_ldb.db) {
-        leveldb_close(ngx_fuzz_ldb.db);
-        ngx_fuzz_ldb.db = NULL;
+    if (ngx_fuzz_ldb->db) {
+        leveldb_close(ngx_fuzz_ldb->db);
+        ngx_fuzz_ldb->db = NULL;
     }
 
     /* as ngx_http_tent_owner_reopen_thread() does: a new database */
-    ngx_fuzz_ldb.write_failed = 0;
+    ngx_fuzz_ldb->write_failed = 0;
     ngx_fuzz_written = 0;
 
     err = NULL;
-    leveldb_destroy_db(ngx_fuzz_ldb.options, ngx_fuzz_dir, &err);
+    leveldb_destroy_db(ngx_fuzz_ldb->options, ngx_fuzz_dir, &err);
 
     if (err) {
         leveldb_free(err);
@@ -87,13 +88,15 @@ ngx_fuzz_store_exit(void)
 {
     ngx_fuzz_store_destroy();
     (void) rmdir(ngx_fuzz_dir);
+
+    ngx_http_tent_ldb_destroy(ngx_fuzz_ldb);
+    ngx_destroy_pool(ngx_fuzz_pool);
 }
 
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    ngx_uint_t   i;
     const char  *tmp;
 
     tmp = getenv("TENT_FUZZ_TMPDIR");
@@ -115,29 +118,22 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     }
 
     /*
-     * as ngx_http_tent_owner_start() sets them up, but for a smaller
-     * write buffer: the database is reset often, and a small one keeps
-     * the resets cheap
+     * as ngx_http_tent_owner_start() sets it up, but for a smaller write
+     * buffer: the database is reset often, and a small one keeps the
+     * resets cheap
      */
 
-    ngx_fuzz_ldb.path = ngx_fuzz_dir;
-    ngx_fuzz_ldb.options = leveldb_options_create();
-    ngx_fuzz_ldb.bloom = leveldb_filterpolicy_create_bloom(10);
-    ngx_fuzz_ldb.read = leveldb_readoptions_create();
-    ngx_fuzz_ldb.write_sync = leveldb_writeoptions_create();
-    ngx_fuzz_ldb.write_async = leveldb_writeoptions_create();
+    ngx_fuzz_pool = ngx_create_pool(4096, &ngx_fuzz_log);
 
-    leveldb_options_set_create_if_missing(ngx_fuzz_ldb.options, 1);
-    leveldb_options_set_filter_policy(ngx_fuzz_ldb.options, ngx_fuzz_ldb.bloom);
-    leveldb_options_set_write_buffer_size(ngx_fuzz_ldb.options, 1 << 20);
-    leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_sync, 1);
-    leveldb_writeoptions_set_sync(ngx_fuzz_ldb.write_async, 0);
+    ngx_fuzz_ldb = (ngx_fuzz_pool == NULL) ? NULL
+                   : ngx_http_tent_ldb_create(ngx_fuzz_pool, ngx_fuzz_dir);
 
-    for (i = 0; i < NGX_HTTP_TENT_CAS_STRIPES; i++) {
-        if (pthread_mutex_init(&ngx_fuzz_ldb.cas_lock[i], NULL) != 0) {
-            exit(1);
-        }
+    if (ngx_fuzz_ldb == NULL) {
+        fprintf(stderr, "fuzz_store: ngx_http_tent_ldb_create() failed\n");
+        exit(1);
     }
+
+    leveldb_options_set_write_buffer_size(ngx_fuzz_ldb->options, 1 << 20);
 
     ngx_fuzz_store_open();
 
@@ -288,7 +284,7 @@ ngx_fuzz_exec(const uint8_t *data, size_t len)
     res = NULL;
     res_len = 0;
 
-    rc = ngx_http_tent_store_exec(&ngx_fuzz_ldb, req, len, &res, &res_len);
+    rc = ngx_http_tent_ldb_exec(ngx_fuzz_ldb, req, len, &res, &res_len);
 
     ngx_fuzz_assert(rc == NGX_OK);
     ngx_fuzz_assert(res != NULL && res_len >= 1);
