@@ -19,16 +19,6 @@
 #include "ngx_http_tent_store_private.h"
 
 #include <leveldb/c.h>
-#include <pthread.h>
-
-
-/*
- * Compare-and-set holds a lock from its read to its write; one lock per
- * stripe of keys, so that sets of different keys run at once and LevelDB
- * can group their synced writes into one fsync.
- */
-
-#define NGX_HTTP_TENT_CAS_STRIPES  64
 
 
 struct ngx_http_tent_ldb_s {
@@ -38,7 +28,6 @@ struct ngx_http_tent_ldb_s {
     leveldb_readoptions_t      *read;
     leveldb_writeoptions_t     *write_sync;
     leveldb_writeoptions_t     *write_async;
-    pthread_mutex_t             cas_lock[NGX_HTTP_TENT_CAS_STRIPES];
     char                       *path;
     char                       *error;
 
@@ -68,6 +57,24 @@ typedef struct {
 } ngx_http_tent_in_t;
 
 
+/* a request as ngx_http_tent_ldb_decode() finds it: into its bytes */
+
+typedef struct {
+    ngx_uint_t                  op;
+    ngx_uint_t                  flags;
+    ngx_str_t                   key;        /* GET, CAS */
+    ngx_uint_t                  has;        /* CAS: "expected" is given */
+    ngx_str_t                   expected;
+    ngx_str_t                   value;
+    ngx_str_t                   start;      /* SCAN */
+    ngx_str_t                   end;
+    uint32_t                    limit;
+    ngx_uint_t                  reverse;
+    uint32_t                    n;          /* WRITE, CAS: entries; MGET */
+    ngx_http_tent_in_t          items;      /* the entries, or the keys */
+} ngx_http_tent_ldb_req_t;
+
+
 static void ngx_http_tent_out_put(ngx_http_tent_out_t *out, const void *data,
     size_t n);
 static void ngx_http_tent_out_u32(ngx_http_tent_out_t *out, uint32_t v);
@@ -83,12 +90,29 @@ static ngx_int_t ngx_http_tent_in_u8(ngx_http_tent_in_t *in, ngx_uint_t *v);
 static ngx_int_t ngx_http_tent_in_u32(ngx_http_tent_in_t *in, uint32_t *v);
 static ngx_int_t ngx_http_tent_in_str(ngx_http_tent_in_t *in, ngx_str_t *s);
 static int ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b);
+static ngx_int_t ngx_http_tent_in_entry(ngx_http_tent_in_t *in,
+    ngx_uint_t *kind, ngx_str_t *key, ngx_str_t *value);
+static ngx_int_t ngx_http_tent_in_batch(ngx_http_tent_in_t *in,
+    ngx_http_tent_ldb_req_t *rq);
+static const char *ngx_http_tent_ldb_decode(u_char *req, size_t len,
+    ngx_http_tent_ldb_req_t *rq);
+static ngx_int_t ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
+    leveldb_writebatch_t *batch, ngx_array_t *keys);
+static void ngx_http_tent_exec_get(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out);
+static void ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out);
+static void ngx_http_tent_exec_mget(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out);
+static void ngx_http_tent_exec_scan(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out);
+static ngx_int_t ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n,
+    ngx_str_t *key);
 
 
 ngx_http_tent_ldb_t *
 ngx_http_tent_ldb_create(ngx_pool_t *pool, char *path)
 {
-    ngx_uint_t            i;
     ngx_http_tent_ldb_t  *ldb;
 
     ldb = ngx_pcalloc(pool, sizeof(ngx_http_tent_ldb_t));
@@ -120,12 +144,6 @@ ngx_http_tent_ldb_create(ngx_pool_t *pool, char *path)
     leveldb_options_set_filter_policy(ldb->options, ldb->bloom);
     leveldb_writeoptions_set_sync(ldb->write_sync, 1);
     leveldb_writeoptions_set_sync(ldb->write_async, 0);
-
-    for (i = 0; i < NGX_HTTP_TENT_CAS_STRIPES; i++) {
-        if (pthread_mutex_init(&ldb->cas_lock[i], NULL) != 0) {
-            return NULL;
-        }
-    }
 
     return ldb;
 }
@@ -203,8 +221,6 @@ ngx_http_tent_ldb_close(ngx_http_tent_ldb_t *ldb)
 void
 ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb)
 {
-    ngx_uint_t  i;
-
     /* an open that failed and was never looked at */
     ngx_http_tent_ldb_forget_error(ldb);
 
@@ -215,9 +231,6 @@ ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb)
     leveldb_readoptions_destroy(ldb->read);
     leveldb_writeoptions_destroy(ldb->write_sync);
     leveldb_writeoptions_destroy(ldb->write_async);
-    for (i = 0; i < NGX_HTTP_TENT_CAS_STRIPES; i++) {
-        (void) pthread_mutex_destroy(&ldb->cas_lock[i]);
-    }
 }
 
 
@@ -371,22 +384,193 @@ ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b)
 }
 
 
-static void
-ngx_http_tent_exec_get(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
-    ngx_http_tent_out_t *out)
-{
-    char       *err, *v;
-    size_t      vlen;
-    ngx_str_t   key;
+/* one put or delete of a batch */
 
-    if (ngx_http_tent_in_str(in, &key) != NGX_OK || in->pos != in->last) {
-        ngx_http_tent_out_error(out, "malformed get");
-        return;
+static ngx_int_t
+ngx_http_tent_in_entry(ngx_http_tent_in_t *in, ngx_uint_t *kind,
+    ngx_str_t *key, ngx_str_t *value)
+{
+    if (ngx_http_tent_in_u8(in, kind) != NGX_OK
+        || ngx_http_tent_in_str(in, key) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
+    if (*kind == NGX_HTTP_TENT_WRITE_PUT) {
+        return ngx_http_tent_in_str(in, value);
+    }
+
+    return (*kind == NGX_HTTP_TENT_WRITE_DEL) ? NGX_OK : NGX_ERROR;
+}
+
+
+/* "u32 n, n x (PUT key value | DEL key)" to the end of the input */
+
+static ngx_int_t
+ngx_http_tent_in_batch(ngx_http_tent_in_t *in, ngx_http_tent_ldb_req_t *rq)
+{
+    uint32_t    i;
+    ngx_str_t   key, value;
+    ngx_uint_t  kind;
+
+    if (ngx_http_tent_in_u32(in, &rq->n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rq->items = *in;
+
+    for (i = 0; i < rq->n; i++) {
+        if (ngx_http_tent_in_entry(in, &kind, &key, &value) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return (in->pos == in->last) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * The one decoder of a request, "u8 op, u8 flags, arguments", for the
+ * executor and the compare-and-set groups alike: the whole request is
+ * checked before any of it runs.  NULL when it is well formed, else what
+ * the reply says.
+ */
+
+static const char *
+ngx_http_tent_ldb_decode(u_char *req, size_t len, ngx_http_tent_ldb_req_t *rq)
+{
+    uint32_t            i;
+    ngx_str_t           key;
+    ngx_http_tent_in_t  in;
+
+    ngx_memzero(rq, sizeof(ngx_http_tent_ldb_req_t));
+
+    in.pos = req;
+    in.last = req + len;
+
+    if (ngx_http_tent_in_u8(&in, &rq->op) != NGX_OK
+        || ngx_http_tent_in_u8(&in, &rq->flags) != NGX_OK)
+    {
+        return "malformed request";
+    }
+
+    switch (rq->op) {
+
+    case NGX_HTTP_TENT_OP_GET:
+        if (ngx_http_tent_in_str(&in, &rq->key) != NGX_OK
+            || in.pos != in.last)
+        {
+            return "malformed get";
+        }
+
+        return NULL;
+
+    case NGX_HTTP_TENT_OP_CAS:
+        if (ngx_http_tent_in_str(&in, &rq->key) != NGX_OK
+            || ngx_http_tent_in_u8(&in, &rq->has) != NGX_OK
+            || (rq->has && ngx_http_tent_in_str(&in, &rq->expected) != NGX_OK)
+            || ngx_http_tent_in_str(&in, &rq->value) != NGX_OK
+            || ngx_http_tent_in_batch(&in, rq) != NGX_OK)
+        {
+            return "malformed cas";
+        }
+
+        return NULL;
+
+    case NGX_HTTP_TENT_OP_WRITE:
+        if (ngx_http_tent_in_batch(&in, rq) != NGX_OK) {
+            return "malformed write";
+        }
+
+        return NULL;
+
+    case NGX_HTTP_TENT_OP_SCAN:
+        if (ngx_http_tent_in_str(&in, &rq->start) != NGX_OK
+            || ngx_http_tent_in_str(&in, &rq->end) != NGX_OK
+            || ngx_http_tent_in_u32(&in, &rq->limit) != NGX_OK
+            || ngx_http_tent_in_u8(&in, &rq->reverse) != NGX_OK
+            || in.pos != in.last)
+        {
+            return "malformed scan";
+        }
+
+        return NULL;
+
+    case NGX_HTTP_TENT_OP_MGET:
+        if (ngx_http_tent_in_u32(&in, &rq->n) != NGX_OK || rq->n > 100000) {
+            return "malformed mget";
+        }
+
+        rq->items = in;
+
+        for (i = 0; i < rq->n; i++) {
+            if (ngx_http_tent_in_str(&in, &key) != NGX_OK) {
+                return "malformed mget";
+            }
+        }
+
+        return (in.pos == in.last) ? NULL : "malformed mget";
+
+    default:
+        return "unknown operation";
+    }
+}
+
+
+/*
+ * A decoded batch's puts and deletes into a LevelDB one, and their keys
+ * into "keys" when given.  The decoder checked the entries: NGX_ERROR is
+ * "keys" out of memory.
+ */
+
+static ngx_int_t
+ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
+    leveldb_writebatch_t *batch, ngx_array_t *keys)
+{
+    uint32_t             i;
+    ngx_str_t            key, value, *k;
+    ngx_uint_t           kind;
+    ngx_http_tent_in_t   in;
+
+    in = rq->items;
+
+    for (i = 0; i < rq->n; i++) {
+        if (ngx_http_tent_in_entry(&in, &kind, &key, &value) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (kind == NGX_HTTP_TENT_WRITE_PUT) {
+            leveldb_writebatch_put(batch, (char *) key.data, key.len,
+                                   (char *) value.data, value.len);
+
+        } else {
+            leveldb_writebatch_delete(batch, (char *) key.data, key.len);
+        }
+
+        if (keys) {
+            k = ngx_array_push(keys);
+            if (k == NULL) {
+                return NGX_ERROR;
+            }
+
+            *k = key;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_exec_get(ngx_http_tent_ldb_t *ldb, ngx_http_tent_ldb_req_t *rq,
+    ngx_http_tent_out_t *out)
+{
+    char    *err, *v;
+    size_t   vlen;
+
     err = NULL;
-    v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len, &vlen,
-                    &err);
+    v = leveldb_get(ldb->db, ldb->read, (char *) rq->key.data, rq->key.len,
+                    &vlen, &err);
 
     if (err) {
         ngx_http_tent_out_error(out, err);
@@ -404,56 +588,11 @@ ngx_http_tent_exec_get(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
 }
 
 
-/* "u32 n, n x (PUT key value | DEL key)" to the end of the input */
-
-static ngx_int_t
-ngx_http_tent_in_batch(ngx_http_tent_in_t *in, leveldb_writebatch_t *batch)
-{
-    uint32_t    n, i;
-    ngx_str_t   key, value;
-    ngx_uint_t  kind;
-
-    if (ngx_http_tent_in_u32(in, &n) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-
-        if (ngx_http_tent_in_u8(in, &kind) != NGX_OK
-            || ngx_http_tent_in_str(in, &key) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        if (kind == NGX_HTTP_TENT_WRITE_PUT) {
-            if (ngx_http_tent_in_str(in, &value) != NGX_OK) {
-                return NGX_ERROR;
-            }
-
-            leveldb_writebatch_put(batch, (char *) key.data, key.len,
-                                   (char *) value.data, value.len);
-
-        } else if (kind == NGX_HTTP_TENT_WRITE_DEL) {
-            leveldb_writebatch_delete(batch, (char *) key.data, key.len);
-
-        } else {
-            return NGX_ERROR;
-        }
-    }
-
-    return (in->pos == in->last) ? NGX_OK : NGX_ERROR;
-}
-
-
 static void
-ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
-    ngx_http_tent_in_t *in, ngx_http_tent_out_t *out)
+ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out)
 {
-    char                  *err, *v;
-    size_t                 vlen;
-    ngx_str_t              key, expected, value;
-    ngx_uint_t             has;
-    pthread_mutex_t       *lock;
+    char                  *err;
     leveldb_writebatch_t  *batch;
 
     batch = leveldb_writebatch_create();
@@ -462,53 +601,16 @@ ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
         return;
     }
 
-    if (ngx_http_tent_in_str(in, &key) != NGX_OK
-        || ngx_http_tent_in_u8(in, &has) != NGX_OK
-        || (has && ngx_http_tent_in_str(in, &expected) != NGX_OK)
-        || ngx_http_tent_in_str(in, &value) != NGX_OK)
-    {
-        leveldb_writebatch_destroy(batch);
-        ngx_http_tent_out_error(out, "malformed cas");
-        return;
-    }
+    (void) ngx_http_tent_ldb_batch(rq, batch, NULL);
 
-    leveldb_writebatch_put(batch, (char *) key.data, key.len,
-                           (char *) value.data, value.len);
-
-    if (ngx_http_tent_in_batch(in, batch) != NGX_OK) {
-        leveldb_writebatch_destroy(batch);
-        ngx_http_tent_out_error(out, "malformed cas");
-        return;
-    }
-
-    lock = &ldb->cas_lock[ngx_crc32_short(key.data, key.len)
-                          % NGX_HTTP_TENT_CAS_STRIPES];
-
-    (void) pthread_mutex_lock(lock);
+    /*
+     * Concurrent synced writes from several pool threads are grouped by
+     * LevelDB into one log write and one fsync.
+     */
 
     err = NULL;
-    v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len, &vlen,
-                    &err);
-
-    if (err) {
-        ngx_http_tent_out_error(out, err);
-        leveldb_free(err);
-        goto done;
-    }
-
-    if (v == NULL && has) {
-        ngx_http_tent_out_status(out, NGX_HTTP_TENT_STORE_NOT_FOUND);
-        goto done;
-    }
-
-    if (v && (!has || ngx_http_tent_key_cmp(v, vlen, &expected) != 0)) {
-        ngx_http_tent_out_status(out, NGX_HTTP_TENT_STORE_CONFLICT);
-        ngx_http_tent_out_put(out, v, vlen);
-        goto done;
-    }
-
-    leveldb_write(ldb->db, (flags & NGX_HTTP_TENT_OP_SYNC) ? ldb->write_sync
-                                                           : ldb->write_async,
+    leveldb_write(ldb->db, (rq->flags & NGX_HTTP_TENT_OP_SYNC)
+                           ? ldb->write_sync : ldb->write_async,
                   batch, &err);
 
     if (err) {
@@ -516,15 +618,190 @@ ngx_http_tent_exec_cas(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
         leveldb_free(err);
     }
 
-done:
-
-    (void) pthread_mutex_unlock(lock);
-
     leveldb_writebatch_destroy(batch);
+}
 
-    if (v) {
+
+static void
+ngx_http_tent_exec_mget(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out)
+{
+    char                *err, *v;
+    size_t               vlen;
+    uint32_t             i;
+    ngx_str_t            key;
+    ngx_http_tent_in_t   in;
+
+    in = rq->items;
+
+    for (i = 0; i < rq->n; i++) {
+        (void) ngx_http_tent_in_str(&in, &key);
+
+        err = NULL;
+        v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len,
+                        &vlen, &err);
+
+        if (err) {
+            ngx_http_tent_out_error(out, err);
+            leveldb_free(err);
+            return;
+        }
+
+        if (v == NULL) {
+            ngx_http_tent_out_put(out, "\0", 1);
+            continue;
+        }
+
+        ngx_http_tent_out_put(out, "\1", 1);
+        ngx_http_tent_out_str(out, v, vlen);
         leveldb_free(v);
     }
+}
+
+
+static void
+ngx_http_tent_exec_scan(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out)
+{
+    size_t               klen, vlen;
+    uint32_t             count;
+    const char          *k, *v;
+    leveldb_iterator_t  *it;
+
+    it = leveldb_create_iterator(ldb->db, ldb->read);
+    if (it == NULL) {
+        ngx_http_tent_out_error(out, "out of memory");
+        return;
+    }
+
+    if (!rq->reverse) {
+        leveldb_iter_seek(it, (char *) rq->start.data, rq->start.len);
+
+    } else if (rq->end.len) {
+        leveldb_iter_seek(it, (char *) rq->end.data, rq->end.len);
+
+        if (leveldb_iter_valid(it)) {
+            leveldb_iter_prev(it);
+
+        } else {
+            leveldb_iter_seek_to_last(it);
+        }
+
+    } else {
+        leveldb_iter_seek_to_last(it);
+    }
+
+    /* a reply stays well inside one IPC frame */
+
+    for (count = 0;
+         leveldb_iter_valid(it) && (rq->limit == 0 || count < rq->limit)
+         && out->len < NGX_HTTP_TENT_MAX_FRAME / 4;
+         count++)
+    {
+        k = leveldb_iter_key(it, &klen);
+
+        if (rq->reverse) {
+            if (ngx_http_tent_key_cmp(k, klen, &rq->start) < 0) {
+                break;
+            }
+
+        } else if (rq->end.len
+                   && ngx_http_tent_key_cmp(k, klen, &rq->end) >= 0)
+        {
+            break;
+        }
+
+        v = leveldb_iter_value(it, &vlen);
+
+        ngx_http_tent_out_str(out, k, klen);
+        ngx_http_tent_out_str(out, v, vlen);
+
+        if (rq->reverse) {
+            leveldb_iter_prev(it);
+
+        } else {
+            leveldb_iter_next(it);
+        }
+    }
+
+    leveldb_iter_destroy(it);
+}
+
+
+/*
+ * Every operation but a compare-and-set: those run in groups, below.
+ * The result, malloc()ed, is the status byte and the payload; NGX_ERROR
+ * when there was no memory for it.
+ */
+
+ngx_int_t
+ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req, size_t len,
+    u_char **res, size_t *res_len)
+{
+    const char               *malformed;
+    ngx_http_tent_out_t       out;
+    ngx_http_tent_ldb_req_t   rq;
+
+    ngx_memzero(&out, sizeof(ngx_http_tent_out_t));
+
+    ngx_http_tent_out_put(&out, "\0", 1);
+
+    if (out.failed) {
+        return NGX_ERROR;
+    }
+
+    malformed = ngx_http_tent_ldb_decode(req, len, &rq);
+
+    /* once op and flags are read: a closed database says so first */
+
+    if (len >= 2
+        && (ldb == NULL || ldb->db == NULL
+            || (ldb->write_failed && (rq.op == NGX_HTTP_TENT_OP_CAS
+                                      || rq.op == NGX_HTTP_TENT_OP_WRITE))))
+    {
+        ngx_http_tent_out_status(&out, NGX_HTTP_TENT_STORE_UNAVAILABLE);
+        goto done;
+    }
+
+    if (malformed) {
+        ngx_http_tent_out_error(&out, malformed);
+        goto done;
+    }
+
+    switch (rq.op) {
+
+    case NGX_HTTP_TENT_OP_GET:
+        ngx_http_tent_exec_get(ldb, &rq, &out);
+        break;
+
+    case NGX_HTTP_TENT_OP_WRITE:
+        ngx_http_tent_exec_write(ldb, &rq, &out);
+        break;
+
+    case NGX_HTTP_TENT_OP_SCAN:
+        ngx_http_tent_exec_scan(ldb, &rq, &out);
+        break;
+
+    case NGX_HTTP_TENT_OP_MGET:
+        ngx_http_tent_exec_mget(ldb, &rq, &out);
+        break;
+
+    default: /* NGX_HTTP_TENT_OP_CAS: the owner sends it to a group */
+        ngx_http_tent_out_error(&out, "a compare-and-set runs in a group");
+        break;
+    }
+
+done:
+
+    if (out.failed) {
+        free(out.data);
+        return NGX_ERROR;
+    }
+
+    *res = out.data;
+    *res_len = out.len;
+
+    return NGX_OK;
 }
 
 
@@ -547,58 +824,28 @@ ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n, ngx_str_t *key)
 }
 
 
-/* a batch's keys, for the check above (NULL: not a batch we can read) */
-
-static ngx_int_t
-ngx_http_tent_cas_keys(ngx_http_tent_in_t *in, ngx_array_t *keys)
-{
-    ngx_str_t            key, value, *k;
-    uint32_t             n, i;
-    ngx_uint_t           kind;
-    ngx_http_tent_in_t   copy;
-
-    copy = *in;
-
-    if (ngx_http_tent_in_u32(&copy, &n) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-        if (ngx_http_tent_in_u8(&copy, &kind) != NGX_OK
-            || ngx_http_tent_in_str(&copy, &key) != NGX_OK
-            || (kind == NGX_HTTP_TENT_WRITE_PUT
-                && ngx_http_tent_in_str(&copy, &value) != NGX_OK))
-        {
-            return NGX_ERROR;
-        }
-
-        k = ngx_array_push(keys);
-        if (k == NULL) {
-            return NGX_ERROR;
-        }
-
-        *k = key;
-    }
-
-    return NGX_OK;
-}
-
-
-/* a group of compare-and-sets: g->ran of them answered, one write */
+/*
+ * The compare-and-sets of a group (docs/store.md), the only way one
+ * runs: each is read and compared in turn, those that hold go into one
+ * synced write.  g->ran of them are answered in g->res (NULL: no memory),
+ * the rest wait for the next group.
+ */
 
 void
 ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
     ngx_http_tent_cas_group_t *g, ngx_log_t *log)
 {
-    char                      *err, *v;
-    size_t                     vlen;
-    ngx_str_t                  key, expected, value;
-    ngx_uint_t                 i, j, op, flags, has, first, accepted;
-    ngx_pool_t                *pool;
-    ngx_array_t                keys;
-    ngx_http_tent_in_t         in;
-    ngx_http_tent_out_t        out[NGX_HTTP_TENT_CAS_GROUP];
-    leveldb_writebatch_t      *batch, *one;
+    char                           *err, *v;
+    size_t                          vlen;
+    ngx_str_t                      *k;
+    ngx_uint_t                      i, j, accepted;
+    ngx_pool_t                     *pool;
+    const char                     *malformed;
+    ngx_array_t                     keys;
+    ngx_http_tent_out_t             out[NGX_HTTP_TENT_CAS_GROUP];
+    leveldb_writebatch_t           *batch;
+    ngx_http_tent_ldb_req_t         rq;
+    ngx_http_tent_store_op_full_t  *sop;
 
     accepted = 0;
     batch = NULL;
@@ -616,24 +863,23 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
     for (i = 0; i < g->n; i++) {
         ngx_http_tent_out_put(&out[i], "\0", 1);
 
-        in.pos = ngx_http_tent_sop(g->ops[i])->req;
-        in.last = in.pos + ngx_http_tent_sop(g->ops[i])->req_len;
+        if (out[i].failed) {
+            /* answered "out of memory" */
+            continue;
+        }
 
-        if (out[i].failed
-            || ngx_http_tent_in_u8(&in, &op) != NGX_OK
-            || ngx_http_tent_in_u8(&in, &flags) != NGX_OK
-            || ngx_http_tent_in_str(&in, &key) != NGX_OK
-            || ngx_http_tent_in_u8(&in, &has) != NGX_OK
-            || (has && ngx_http_tent_in_str(&in, &expected) != NGX_OK)
-            || ngx_http_tent_in_str(&in, &value) != NGX_OK)
-        {
+        sop = ngx_http_tent_sop(g->ops[i]);
+
+        malformed = ngx_http_tent_ldb_decode(sop->req, sop->req_len, &rq);
+
+        if (malformed || rq.op != NGX_HTTP_TENT_OP_CAS) {
             ngx_http_tent_out_error(&out[i], "malformed cas");
             continue;
         }
 
         /* an earlier member writes this key: the next group reads it */
 
-        if (ngx_http_tent_cas_written(keys.elts, keys.nelts, &key)) {
+        if (ngx_http_tent_cas_written(keys.elts, keys.nelts, &rq.key)) {
             break;
         }
 
@@ -644,7 +890,7 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
         }
 
         err = NULL;
-        v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len,
+        v = leveldb_get(ldb->db, ldb->read, (char *) rq.key.data, rq.key.len,
                         &vlen, &err);
 
         if (err) {
@@ -653,12 +899,13 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
             continue;
         }
 
-        if (v == NULL && has) {
+        if (v == NULL && rq.has) {
             ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_NOT_FOUND);
             continue;
         }
 
-        if (v && (!has || ngx_http_tent_key_cmp(v, vlen, &expected) != 0)) {
+        if (v && (!rq.has || ngx_http_tent_key_cmp(v, vlen, &rq.expected) != 0))
+        {
             ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_CONFLICT);
             ngx_http_tent_out_put(&out[i], v, vlen);
             leveldb_free(v);
@@ -671,41 +918,19 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
 
         /* it holds: its value and batch join the group's write */
 
-        first = keys.nelts;
+        leveldb_writebatch_put(batch, (char *) rq.key.data, rq.key.len,
+                               (char *) rq.value.data, rq.value.len);
 
-        one = leveldb_writebatch_create();
-
-        if (one == NULL
-            || ngx_http_tent_cas_keys(&in, &keys) != NGX_OK)
-        {
-            if (one) {
-                leveldb_writebatch_destroy(one);
-            }
-
-            keys.nelts = first;
-            ngx_http_tent_out_error(&out[i], "malformed cas");
-            continue;
-        }
-
-        leveldb_writebatch_put(one, (char *) key.data, key.len,
-                               (char *) value.data, value.len);
-
-        if (ngx_http_tent_in_batch(&in, one) != NGX_OK) {
-            leveldb_writebatch_destroy(one);
-            keys.nelts = first;
-            ngx_http_tent_out_error(&out[i], "malformed cas");
-            continue;
-        }
-
-        if (ngx_array_push(&keys) == NULL) {
-            leveldb_writebatch_destroy(one);
+        k = ngx_array_push(&keys);
+        if (k == NULL) {
             goto failed;
         }
 
-        ((ngx_str_t *) keys.elts)[keys.nelts - 1] = key;
+        *k = rq.key;
 
-        leveldb_writebatch_append(batch, one);
-        leveldb_writebatch_destroy(one);
+        if (ngx_http_tent_ldb_batch(&rq, batch, &keys) != NGX_OK) {
+            goto failed;
+        }
 
         ngx_http_tent_out_status(&out[i], NGX_HTTP_TENT_STORE_OK);
         accepted++;
@@ -765,254 +990,4 @@ failed:
     if (pool) {
         ngx_destroy_pool(pool);
     }
-}
-
-
-static void
-ngx_http_tent_exec_write(ngx_http_tent_ldb_t *ldb, ngx_uint_t flags,
-    ngx_http_tent_in_t *in, ngx_http_tent_out_t *out)
-{
-    char                  *err;
-    leveldb_writebatch_t  *batch;
-
-    batch = leveldb_writebatch_create();
-    if (batch == NULL) {
-        ngx_http_tent_out_error(out, "out of memory");
-        return;
-    }
-
-    if (ngx_http_tent_in_batch(in, batch) != NGX_OK) {
-        leveldb_writebatch_destroy(batch);
-        ngx_http_tent_out_error(out, "malformed write");
-        return;
-    }
-
-    /*
-     * Concurrent synced writes from several pool threads are grouped by
-     * LevelDB into one log write and one fsync.
-     */
-
-    err = NULL;
-    leveldb_write(ldb->db, (flags & NGX_HTTP_TENT_OP_SYNC) ? ldb->write_sync
-                                                           : ldb->write_async,
-                  batch, &err);
-
-    if (err) {
-        ngx_http_tent_out_write_failed(ldb, out, err);
-        leveldb_free(err);
-    }
-
-    leveldb_writebatch_destroy(batch);
-}
-
-
-static void
-ngx_http_tent_exec_mget(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
-    ngx_http_tent_out_t *out)
-{
-    char       *err, *v;
-    size_t      vlen;
-    uint32_t    n, i;
-    ngx_str_t   key;
-    u_char     *save;
-
-    if (ngx_http_tent_in_u32(in, &n) != NGX_OK || n > 100000) {
-        ngx_http_tent_out_error(out, "malformed mget");
-        return;
-    }
-
-    /* check the whole request before answering any of it */
-
-    save = in->pos;
-
-    for (i = 0; i < n; i++) {
-        if (ngx_http_tent_in_str(in, &key) != NGX_OK) {
-            ngx_http_tent_out_error(out, "malformed mget");
-            return;
-        }
-    }
-
-    if (in->pos != in->last) {
-        ngx_http_tent_out_error(out, "malformed mget");
-        return;
-    }
-
-    in->pos = save;
-
-    for (i = 0; i < n; i++) {
-        (void) ngx_http_tent_in_str(in, &key);
-
-        err = NULL;
-        v = leveldb_get(ldb->db, ldb->read, (char *) key.data, key.len,
-                        &vlen, &err);
-
-        if (err) {
-            ngx_http_tent_out_error(out, err);
-            leveldb_free(err);
-            return;
-        }
-
-        if (v == NULL) {
-            ngx_http_tent_out_put(out, "\0", 1);
-            continue;
-        }
-
-        ngx_http_tent_out_put(out, "\1", 1);
-        ngx_http_tent_out_str(out, v, vlen);
-        leveldb_free(v);
-    }
-}
-
-
-static void
-ngx_http_tent_exec_scan(ngx_http_tent_ldb_t *ldb, ngx_http_tent_in_t *in,
-    ngx_http_tent_out_t *out)
-{
-    size_t             klen, vlen;
-    uint32_t           limit, count;
-    ngx_str_t          start, end;
-    ngx_uint_t         reverse;
-    const char        *k, *v;
-    leveldb_iterator_t  *it;
-
-    if (ngx_http_tent_in_str(in, &start) != NGX_OK
-        || ngx_http_tent_in_str(in, &end) != NGX_OK
-        || ngx_http_tent_in_u32(in, &limit) != NGX_OK
-        || ngx_http_tent_in_u8(in, &reverse) != NGX_OK
-        || in->pos != in->last)
-    {
-        ngx_http_tent_out_error(out, "malformed scan");
-        return;
-    }
-
-    it = leveldb_create_iterator(ldb->db, ldb->read);
-    if (it == NULL) {
-        ngx_http_tent_out_error(out, "out of memory");
-        return;
-    }
-
-    if (!reverse) {
-        leveldb_iter_seek(it, (char *) start.data, start.len);
-
-    } else if (end.len) {
-        leveldb_iter_seek(it, (char *) end.data, end.len);
-
-        if (leveldb_iter_valid(it)) {
-            leveldb_iter_prev(it);
-
-        } else {
-            leveldb_iter_seek_to_last(it);
-        }
-
-    } else {
-        leveldb_iter_seek_to_last(it);
-    }
-
-    /* a reply stays well inside one IPC frame */
-
-    for (count = 0;
-         leveldb_iter_valid(it) && (limit == 0 || count < limit)
-         && out->len < NGX_HTTP_TENT_MAX_FRAME / 4;
-         count++)
-    {
-        k = leveldb_iter_key(it, &klen);
-
-        if (reverse) {
-            if (ngx_http_tent_key_cmp(k, klen, &start) < 0) {
-                break;
-            }
-
-        } else if (end.len && ngx_http_tent_key_cmp(k, klen, &end) >= 0) {
-            break;
-        }
-
-        v = leveldb_iter_value(it, &vlen);
-
-        ngx_http_tent_out_str(out, k, klen);
-        ngx_http_tent_out_str(out, v, vlen);
-
-        if (reverse) {
-            leveldb_iter_prev(it);
-
-        } else {
-            leveldb_iter_next(it);
-        }
-    }
-
-    leveldb_iter_destroy(it);
-}
-
-
-ngx_int_t
-ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req, size_t len,
-    u_char **res, size_t *res_len)
-{
-    ngx_uint_t           op, flags;
-    ngx_http_tent_in_t   in;
-    ngx_http_tent_out_t  out;
-
-    ngx_memzero(&out, sizeof(ngx_http_tent_out_t));
-
-    ngx_http_tent_out_put(&out, "\0", 1);
-
-    if (out.failed) {
-        return NGX_ERROR;
-    }
-
-    in.pos = req;
-    in.last = req + len;
-
-    if (ngx_http_tent_in_u8(&in, &op) != NGX_OK
-        || ngx_http_tent_in_u8(&in, &flags) != NGX_OK)
-    {
-        ngx_http_tent_out_error(&out, "malformed request");
-        goto done;
-    }
-
-    if (ldb == NULL || ldb->db == NULL
-        || (ldb->write_failed
-            && (op == NGX_HTTP_TENT_OP_CAS || op == NGX_HTTP_TENT_OP_WRITE)))
-    {
-        ngx_http_tent_out_status(&out, NGX_HTTP_TENT_STORE_UNAVAILABLE);
-        goto done;
-    }
-
-    switch (op) {
-
-    case NGX_HTTP_TENT_OP_GET:
-        ngx_http_tent_exec_get(ldb, &in, &out);
-        break;
-
-    case NGX_HTTP_TENT_OP_CAS:
-        ngx_http_tent_exec_cas(ldb, flags, &in, &out);
-        break;
-
-    case NGX_HTTP_TENT_OP_WRITE:
-        ngx_http_tent_exec_write(ldb, flags, &in, &out);
-        break;
-
-    case NGX_HTTP_TENT_OP_SCAN:
-        ngx_http_tent_exec_scan(ldb, &in, &out);
-        break;
-
-    case NGX_HTTP_TENT_OP_MGET:
-        ngx_http_tent_exec_mget(ldb, &in, &out);
-        break;
-
-    default:
-        ngx_http_tent_out_error(&out, "unknown operation");
-        break;
-    }
-
-done:
-
-    if (out.failed) {
-        free(out.data);
-        return NGX_ERROR;
-    }
-
-    *res = out.data;
-    *res_len = out.len;
-
-    return NGX_OK;
 }
