@@ -149,7 +149,7 @@ struct ngx_http_tent_store_s {
     uint32_t                        next_id;
 };
 
-/* internal to the store files */
+/* ngx_http_tent_store.c, for the other store files */
 ngx_http_tent_store_t *ngx_http_tent_store_create(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);
 void ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op,
@@ -161,6 +161,9 @@ void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
 void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
 void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
     ngx_uint_t status, const char *message);
+
+/* ngx_http_tent_store_log.c */
+const char *ngx_http_tent_store_op_name(ngx_http_tent_store_op_t *op);
 #if (NGX_DEBUG)
 void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
     const char *what, ngx_uint_t answered);
