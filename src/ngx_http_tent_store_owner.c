@@ -298,6 +298,10 @@ ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
     }
 
     ngx_http_tent_store_wait(store, op, NGX_HTTP_TENT_WHERE_OPENING);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: %ui operation(s) wait for the database",
+                   store->nwaiting);
 }
 
 
@@ -595,6 +599,10 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         }
 
         if (ngx_thread_task_post(store->thread_pool, &g->task) == NGX_OK) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                           "tent store owner: a group of %ui cas, on the pool",
+                           g->n);
+
             store->cas_running = 1;
             return;
         }
@@ -640,6 +648,10 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     ngx_http_tent_store_op_t  *op;
 
     store = g->store;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: the cas group ran: %ui answered, "
+                   "%ui wait for the next", g->ran, g->n - g->ran);
 
     /*
      * cas_running stays set while the results are delivered: a handler
