@@ -292,8 +292,6 @@ ngx_fuzz_check_scan(u_char *req, size_t len, u_char *res, size_t res_len)
 }
 
 
-
-
 /* the executor's answer to a GET of "key"; freed by the caller */
 
 static u_char *

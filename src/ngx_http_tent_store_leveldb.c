@@ -786,7 +786,8 @@ ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req, size_t len,
         ngx_http_tent_exec_mget(ldb, &rq, &out);
         break;
 
-    default: /* NGX_HTTP_TENT_OP_CAS: the owner sends it to a group */
+    default:
+        /* NGX_HTTP_TENT_OP_CAS: the owner sends those to a group */
         ngx_http_tent_out_error(&out, "a compare-and-set runs in a group");
         break;
     }
