@@ -5,6 +5,8 @@ MODULE       = $(BUILD)/ngx_http_tent_module.so
 ASAN_BUILD   = build-asan
 NGINX       ?= /usr/sbin/nginx
 PROVE_JOBS  ?= 1
+# a suite, an area's folder (t/posts/), or t/ for all of them and the
+# harness self-tests: prove -r finds the folders (docs/testing.md)
 TESTS       ?= t/
 
 SRCS = $(wildcard src/*.c src/*.h) config

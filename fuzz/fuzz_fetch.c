@@ -5,22 +5,24 @@
 
 
 /*
- * The outbound client's response parsing (src/ngx_http_tent_fetch.c):
- * ngx_http_tent_fetch_parse() with _headers() and _chunked(), over
- * arbitrary bytes that arrive in pieces, each piece moving the receive
- * buffer to a new exact-size allocation as ngx_http_tent_fetch_recv()
- * does when it grows it (so a pointer kept across pieces is a
- * use-after-free ASan sees), then the end of the stream.  The outcome
- * and the body must not depend on where the pieces were cut: the same
- * bytes in one piece give the same.  A body found is no larger than the
- * limit, lies in the buffer or the chunked copy, and has the
- * Content-Length's size when there is one.
+ * The outbound client's response parsing
+ * (src/ngx_http_tent_fetch_parse.c): ngx_http_tent_fetch_parse() with
+ * _headers() and _chunked(), over arbitrary bytes that arrive in pieces,
+ * each piece moving the receive buffer to a new exact-size allocation as
+ * ngx_http_tent_fetch_recv() does when it grows it (so a pointer kept
+ * across pieces is a use-after-free ASan sees), then the end of the
+ * stream.  The outcome and the body must not depend on where the pieces
+ * were cut: the same bytes in one piece give the same.  A body found is
+ * no larger than the limit, lies in the buffer or the chunked copy, and
+ * has the Content-Length's size when there is one.  The fetch itself
+ * comes from ngx_http_tent_fetch_create() (src/ngx_http_tent_fetch.c).
  * Input: byte 0 method (bit 0: HEAD) and limit (bits 1-3); byte 1 the
  * seed of the cut points; then the response bytes.
  */
 
 
 #include "../src/ngx_http_tent_fetch.c"
+#include "../src/ngx_http_tent_fetch_parse.c"
 
 #include "fuzz.h"
 
@@ -47,6 +49,7 @@ ngx_fuzz_fetch_run(const uint8_t *data, size_t size, ngx_uint_t head,
     ngx_pool_t                     *pool;
     ngx_http_request_t             *r;
     ngx_http_tent_fetch_t          *f;
+    ngx_http_tent_fetch_full_t     *ff;
     ngx_http_tent_outbound_conf_t   conf;
 
     pool = ngx_create_pool(1024, &ngx_fuzz_log);
@@ -63,17 +66,19 @@ ngx_fuzz_fetch_run(const uint8_t *data, size_t size, ngx_uint_t head,
         abort();
     }
 
+    ff = ngx_http_tent_fetch_full(f);
+
     if (head) {
         ngx_str_set(&f->method, "HEAD");
     }
 
     r = ngx_fuzz_request(pool);
-    f->hr = ngx_pcalloc(pool, sizeof(ngx_http_request_t));
-    if (f->hr == NULL) {
+    ff->hr = ngx_pcalloc(pool, sizeof(ngx_http_request_t));
+    if (ff->hr == NULL) {
         abort();
     }
 
-    f->peer.connection = r->connection;
+    ff->peer.connection = r->connection;
 
     /*
      * nginx's parsers log to the connection's log: ngx_http_parse_chunked()
@@ -120,15 +125,15 @@ ngx_fuzz_fetch_run(const uint8_t *data, size_t size, ngx_uint_t head,
         }
 
         if (have) {
-            ngx_memcpy(p, f->in.start, have);
-            free(f->in.start);
+            ngx_memcpy(p, ff->in.start, have);
+            free(ff->in.start);
         }
 
         ngx_memcpy(p + have, data + have, piece);
-        f->in.start = p;
-        f->in.pos = p;
-        f->in.last = p + cap;
-        f->in.end = p + cap;
+        ff->in.start = p;
+        ff->in.pos = p;
+        ff->in.last = p + cap;
+        ff->in.end = p + cap;
         have = cap;
 
         rc = ngx_http_tent_fetch_parse(f, 0);
@@ -147,24 +152,24 @@ ngx_fuzz_fetch_run(const uint8_t *data, size_t size, ngx_uint_t head,
 
     out->rc = rc;
     out->status = f->status;
-    out->nheaders = f->header_done ? f->headers.nelts : 0;
+    out->nheaders = ff->header_done ? f->headers.nelts : 0;
     out->body.len = 0;
     out->body.data = NULL;
 
     if (rc == NGX_OK) {
-        ngx_fuzz_assert(f->header_done);
+        ngx_fuzz_assert(ff->header_done);
         ngx_fuzz_assert(f->status >= 100 && f->status <= 999);
         ngx_fuzz_assert(f->body.len <= limit);
 
-        if (f->no_body) {
+        if (ff->no_body) {
             ngx_fuzz_assert(f->body.len == 0);
 
-        } else if (!f->chunked) {
-            ngx_fuzz_assert(f->body.data >= f->in.start
-                            && f->body.data + f->body.len <= f->in.last);
+        } else if (!ff->chunked) {
+            ngx_fuzz_assert(f->body.data >= ff->in.start
+                            && f->body.data + f->body.len <= ff->in.last);
 
-            if (f->content_length >= 0) {
-                ngx_fuzz_assert((off_t) f->body.len == f->content_length);
+            if (ff->content_length >= 0) {
+                ngx_fuzz_assert((off_t) f->body.len == ff->content_length);
             }
         }
 
@@ -179,7 +184,7 @@ ngx_fuzz_fetch_run(const uint8_t *data, size_t size, ngx_uint_t head,
         }
     }
 
-    free(f->in.start);
+    free(ff->in.start);
     ngx_destroy_pool(pool);
 }
 

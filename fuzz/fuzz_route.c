@@ -21,7 +21,7 @@
  */
 
 
-#include "../src/ngx_http_tent_module.c"
+#include "../src/ngx_http_tent_router.c"
 
 #include "fuzz.h"
 

@@ -15,7 +15,7 @@
  */
 
 
-#include "../src/ngx_http_tent_module.c"
+#include "../src/ngx_http_tent_router.c"
 #include "../src/ngx_http_tent_util.c"
 
 #include "fuzz.h"

@@ -89,6 +89,13 @@ seeds('fuzz_store', [
                [('put', ent + b'kcode', '{}'), ('del', ent + b'kold')]))
      + rec(cas(ent + b'moauth-secret', 'stale', 'x'))
      + rec(cas(ent + b'mnone', 'x', 'y'))),
+    # one group: a batch writes a later member's key (it waits for the
+    # next group), a batch deletes its own key, a member is malformed
+    ('cas-group', rec(cas(ent + b'g1', None, 'a', [('put', ent + b'g2', 'b')]))
+     + rec(cas(ent + b'g3', None, 'c', [('del', ent + b'g3')]))
+     + rec(bytes([4, 1]) + s(ent + b'g4'))
+     + rec(cas(ent + b'g2', 'b', 'd'))
+     + rec(get(ent + b'g2'))),
     ('bare-get', get('k')),
     ('unknown-op', bytes([9, 0, 0, 0])),
 ])

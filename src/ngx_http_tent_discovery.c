@@ -346,7 +346,7 @@ ngx_http_tent_root_handler(ngx_http_request_t *r)
     }
 
     if (ngx_http_tent_add_nosniff(r) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the nosniff header");
     }
 
     r->headers_out.status = NGX_HTTP_OK;
@@ -362,7 +362,7 @@ ngx_http_tent_root_handler(ngx_http_request_t *r)
 
     b = ngx_calloc_buf(r->pool);
     if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the page's buffer");
     }
 
     b->pos = body;

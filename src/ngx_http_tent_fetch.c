@@ -15,73 +15,29 @@
  * those made for unsigned requests.  It needs no client request and no
  * configured location, so background work (deliveries) uses it as
  * handlers do.
+ *
+ * This file is a fetch's life: made, started within the worker's
+ * budgets, aborted, tied to a client request; each hop (its URL, the
+ * request bytes, signed when the fetch has a credential, its deadline)
+ * and its redirects; the outcome, handed back from the event loop.
+ * ngx_http_tent_fetch_connect.c takes a hop from the addresses resolved
+ * to the request sent, ngx_http_tent_fetch_parse.c reads the answer.
  */
 
+
+#define NGX_HTTP_TENT_FETCH_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
-#include "ngx_http_tent_fetch.h"
-#include "ngx_http_tent_guard.h"
+#include "ngx_http_tent_fetch_private.h"
+#include "ngx_http_tent_json.h"
 #include "ngx_http_tent_mac.h"
 #include "ngx_http_tent_resolver.h"
-#include <ares.h>
-
-
-#define NGX_HTTP_TENT_FETCH_HEADER_MAX  16384
-#define NGX_HTTP_TENT_SSL_SESSIONS      64
-#define NGX_HTTP_TENT_SSL_SESSION_KEY   (255 + sizeof(":65535"))
-
-
-#if (NGX_HTTP_SSL)
-
-/*
- * A worker's TLS sessions, one per "name:port" it has talked to, so the
- * next delivery to a follower resumes instead of a full handshake.  A
- * small array, the least recently used entry replaced: a lookup costs
- * far less than the handshake it saves.
- */
-
-typedef struct {
-    SSL_SESSION                    *session;
-    ngx_msec_t                      used;
-    size_t                          len;
-    u_char                          key[NGX_HTTP_TENT_SSL_SESSION_KEY];
-} ngx_http_tent_ssl_session_t;
-
-
-typedef struct {
-    ngx_http_tent_ssl_session_t     entries[NGX_HTTP_TENT_SSL_SESSIONS];
-} ngx_http_tent_ssl_sessions_t;
-
-#endif
 
 
 static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_fetch_resolved(void *data, int status,
-    struct ares_addrinfo *ai);
-static void ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_fetch_connected(ngx_event_t *ev);
-#if (NGX_HTTP_SSL)
-static void ngx_http_tent_fetch_handshaked(ngx_connection_t *c);
-static ngx_http_tent_ssl_session_t *ngx_http_tent_fetch_session(
-    ngx_http_tent_fetch_t *f, ngx_uint_t create);
-static void ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
-    ngx_connection_t *c);
-static void ngx_http_tent_ssl_sessions_cleanup(void *data);
-#endif
-static void ngx_http_tent_fetch_send(ngx_event_t *ev);
-static void ngx_http_tent_fetch_recv(ngx_event_t *ev);
-static ngx_int_t ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f,
-    ngx_uint_t eof);
-static ngx_int_t ngx_http_tent_fetch_block(ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f,
-    ngx_uint_t eof);
-static ngx_int_t ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_timeout(ngx_event_t *ev);
 static void ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f,
-    ngx_uint_t result);
 static void ngx_http_tent_fetch_done_event(ngx_event_t *ev);
 static void ngx_http_tent_fetch_request_cleanup(void *data);
 static void ngx_http_tent_fetch_request_done(ngx_http_tent_fetch_t *f);
@@ -118,23 +74,26 @@ ngx_http_tent_fetch_t *
 ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_outbound_conf_t *conf)
 {
-    ngx_http_tent_fetch_t  *f;
+    ngx_http_tent_fetch_t       *f;
+    ngx_http_tent_fetch_full_t  *ff;
 
-    f = ngx_pcalloc(pool, sizeof(ngx_http_tent_fetch_t));
-    if (f == NULL) {
+    ff = ngx_pcalloc(pool, sizeof(ngx_http_tent_fetch_full_t));
+    if (ff == NULL) {
         return NULL;
     }
 
-    f->pool = pool;
-    f->log = log;
-    f->conf = conf;
+    f = &ff->f;
+
+    ff->pool = pool;
+    ff->log = log;
+    ff->conf = conf;
     f->max_response = conf->max_response;
     ngx_str_set(&f->method, "GET");
     ngx_str_set(&f->accept, NGX_HTTP_TENT_MEDIA_TYPE);
 
-    f->timer.handler = ngx_http_tent_fetch_timeout;
-    f->timer.data = f;
-    f->timer.log = log;
+    ff->timer.handler = ngx_http_tent_fetch_timeout;
+    ff->timer.data = f;
+    ff->timer.log = log;
 
     /*
      * Not cancelable: a worker shutting down (reload) waits for fetches
@@ -143,11 +102,11 @@ ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
      * the client's and the remote's sockets open ("open socket left in
      * connection", "aborting") and the pending request dropped.
      */
-    f->timer.cancelable = 0;
+    ff->timer.cancelable = 0;
 
-    f->done.handler = ngx_http_tent_fetch_done_event;
-    f->done.data = f;
-    f->done.log = log;
+    ff->done.handler = ngx_http_tent_fetch_done_event;
+    ff->done.data = f;
+    ff->done.log = log;
 
     return f;
 }
@@ -161,14 +120,17 @@ ngx_http_tent_fetch_create(ngx_pool_t *pool, ngx_log_t *log,
 ngx_int_t
 ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
 {
-    ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_main_conf_t   *mcf;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
 
     mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                               ngx_http_tent_module);
 
-    f->mcf = mcf;
-    f->hr = ngx_pcalloc(f->pool, sizeof(ngx_http_request_t));
-    if (f->hr == NULL) {
+    ff->mcf = mcf;
+    ff->hr = ngx_pcalloc(ff->pool, sizeof(ngx_http_request_t));
+    if (ff->hr == NULL) {
         return NGX_ERROR;
     }
 
@@ -180,12 +142,12 @@ ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
         }
     }
 
-    f->started = 1;
+    ff->started = 1;
 
     /* a fetch alone is an operation of its own: its redirects included */
 
     if (!f->has_deadline) {
-        f->deadline = ngx_current_msec + f->conf->deadline;
+        f->deadline = ngx_current_msec + ff->conf->deadline;
         f->has_deadline = 1;
     }
 
@@ -195,15 +157,15 @@ ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
      */
 
     if (mcf->fetches >= mcf->max_fetches
-        || (f->anonymous && mcf->anonymous >= mcf->max_anonymous))
+        || (ff->anonymous && mcf->anonymous >= mcf->max_anonymous))
     {
         ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BUSY);
         return NGX_OK;
     }
 
     mcf->fetches++;
-    mcf->anonymous += f->anonymous;
-    f->counted = 1;
+    mcf->anonymous += ff->anonymous;
+    ff->counted = 1;
 
     ngx_http_tent_fetch_hop(f);
 
@@ -240,9 +202,13 @@ ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f)
 void
 ngx_http_tent_fetch_abort(ngx_http_tent_fetch_t *f)
 {
-    if (!f->started || f->finished) {
-        if (f->done.posted) {
-            ngx_delete_posted_event(&f->done);
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    if (!ff->started || ff->finished) {
+        if (ff->done.posted) {
+            ngx_delete_posted_event(&ff->done);
         }
 
         return;
@@ -251,8 +217,8 @@ ngx_http_tent_fetch_abort(ngx_http_tent_fetch_t *f)
     f->handler = NULL;
     ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
 
-    if (f->done.posted) {
-        ngx_delete_posted_event(&f->done);
+    if (ff->done.posted) {
+        ngx_delete_posted_event(&ff->done);
     }
 }
 
@@ -346,10 +312,13 @@ ngx_http_tent_fetch_numeric(ngx_str_t *name)
 static void
 ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
 {
-    u_char          *host;
-    ngx_str_t        rest;
-    ngx_url_t        u;
-    ngx_msec_int_t   left;
+    u_char                      *host;
+    ngx_str_t                    rest;
+    ngx_url_t                    u;
+    ngx_msec_int_t               left;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
 
     left = (ngx_msec_int_t) (f->deadline - ngx_current_msec);
 
@@ -363,14 +332,14 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     if (rest.len > 7 && ngx_strncasecmp(rest.data, (u_char *) "http://", 7)
                         == 0)
     {
-        f->ssl = 0;
+        ff->ssl = 0;
         rest.data += 7;
         rest.len -= 7;
 
     } else if (rest.len > 8
                && ngx_strncasecmp(rest.data, (u_char *) "https://", 8) == 0)
     {
-        f->ssl = 1;
+        ff->ssl = 1;
         rest.data += 8;
         rest.len -= 8;
 
@@ -380,7 +349,7 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     }
 
 #if !(NGX_HTTP_SSL)
-    if (f->ssl) {
+    if (ff->ssl) {
         ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
         return;
     }
@@ -389,1007 +358,101 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     ngx_memzero(&u, sizeof(ngx_url_t));
 
     u.url = rest;
-    u.default_port = f->ssl ? 443 : 80;
+    u.default_port = ff->ssl ? 443 : 80;
     u.uri_part = 1;
     u.no_resolve = 1;
 
-    if (ngx_parse_url(f->pool, &u) != NGX_OK || u.host.len == 0
+    if (ngx_parse_url(ff->pool, &u) != NGX_OK || u.host.len == 0
         || ngx_strlchr(u.host.data, u.host.data + u.host.len, '@'))
     {
-        ngx_log_error(NGX_LOG_INFO, f->log, 0,
+        ngx_log_error(NGX_LOG_INFO, ff->log, 0,
                       "tent: invalid outbound URL \"%V\"", &f->url);
         ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
         return;
     }
 
-    f->host = u.host;
-    f->port = u.port ? u.port : u.default_port;
-    f->explicit_port = u.port != 0 && u.port != u.default_port;
-    f->uri = u.uri;
+    ff->host = u.host;
+    ff->port = u.port ? u.port : u.default_port;
+    ff->explicit_port = u.port != 0 && u.port != u.default_port;
+    ff->uri = u.uri;
 
-    if (f->uri.len == 0) {
-        ngx_str_set(&f->uri, "/");
+    if (ff->uri.len == 0) {
+        ngx_str_set(&ff->uri, "/");
 
-    } else if (f->uri.data[0] == '?') {
-        host = ngx_pnalloc(f->pool, f->uri.len + 1);
+    } else if (ff->uri.data[0] == '?') {
+        host = ngx_pnalloc(ff->pool, ff->uri.len + 1);
         if (host == NULL) {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+            ngx_http_tent_fetch_error(f, "copying the URI");
             return;
         }
 
         host[0] = '/';
-        ngx_memcpy(host + 1, f->uri.data, f->uri.len);
-        f->uri.data = host;
-        f->uri.len++;
+        ngx_memcpy(host + 1, ff->uri.data, ff->uri.len);
+        ff->uri.data = host;
+        ff->uri.len++;
     }
 
     /* the name for c-ares: no brackets around an IPv6 literal */
 
-    host = ngx_pnalloc(f->pool, f->host.len + 1);
+    host = ngx_pnalloc(ff->pool, ff->host.len + 1);
     if (host == NULL) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "copying the host name");
         return;
     }
 
-    if (f->host.len > 2 && f->host.data[0] == '[') {
-        ngx_memcpy(host, f->host.data + 1, f->host.len - 2);
-        host[f->host.len - 2] = '\0';
-        f->name.data = host;
-        f->name.len = f->host.len - 2;
+    if (ff->host.len > 2 && ff->host.data[0] == '[') {
+        ngx_memcpy(host, ff->host.data + 1, ff->host.len - 2);
+        host[ff->host.len - 2] = '\0';
+        ff->name.data = host;
+        ff->name.len = ff->host.len - 2;
 
     } else {
-        ngx_memcpy(host, f->host.data, f->host.len);
-        host[f->host.len] = '\0';
-        f->name = f->host;
+        ngx_memcpy(host, ff->host.data, ff->host.len);
+        host[ff->host.len] = '\0';
+        ff->name = ff->host;
 
-        if (ngx_http_tent_fetch_numeric(&f->name) != NGX_OK) {
-            ngx_log_error(NGX_LOG_INFO, f->log, 0,
+        if (ngx_http_tent_fetch_numeric(&ff->name) != NGX_OK) {
+            ngx_log_error(NGX_LOG_INFO, ff->log, 0,
                           "tent: \"%V\" is not a dotted-quad address",
-                          &f->name);
+                          &ff->name);
             ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
             return;
         }
     }
 
     if (ngx_http_tent_fetch_build(f) != NGX_OK) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
+        ngx_http_tent_fetch_error(f, "building the request");
         return;
     }
 
     /* the hop's own timeout, or what is left of the operation's */
 
-    f->cut = (ngx_msec_t) left < f->conf->timeout;
-    ngx_add_timer(&f->timer, f->cut ? (ngx_msec_t) left : f->conf->timeout);
-
-    f->resolving = ngx_http_tent_resolve(f->mcf->resolver, host,
-                                         ngx_http_tent_fetch_resolved, f);
-    if (f->resolving == NULL) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
-    }
-}
-
-
-static void
-ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
-{
-    ngx_http_tent_fetch_t *f = data;
-
-    size_t                      n;
-    ngx_uint_t                  refused;
-    ngx_addr_t                 *addr;
-    struct ares_addrinfo_node  *node;
-
-    f->resolving = NULL;
-
-    if (ai == NULL) {
-        ngx_log_error(NGX_LOG_INFO, f->log, 0,
-                      "tent: cannot resolve \"%V\": %s", &f->name,
-                      ngx_http_tent_resolve_strerror(status));
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_DNS);
-        return;
-    }
-
-    n = 0;
-    for (node = ai->nodes; node; node = node->ai_next) {
-        n++;
-    }
-
-    f->addrs = ngx_pcalloc(f->pool, (n + 1) * sizeof(ngx_addr_t));
-    if (f->addrs == NULL) {
-        ares_freeaddrinfo(ai);
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
-        return;
-    }
-
-    f->naddrs = 0;
-    f->next_addr = 0;
-    refused = 0;
-
-    for (node = ai->nodes; node; node = node->ai_next) {
-
-        if (node->ai_family != AF_INET
-#if (NGX_HAVE_INET6)
-            && node->ai_family != AF_INET6
-#endif
-           )
-        {
-            continue;
-        }
-
-        if (ngx_http_tent_guard_check(f->mcf->denied, f->conf->allow,
-                                      node->ai_addr)
-            != NGX_OK)
-        {
-            refused++;
-            continue;
-        }
-
-        addr = &f->addrs[f->naddrs];
-
-        addr->sockaddr = ngx_palloc(f->pool, node->ai_addrlen);
-        if (addr->sockaddr == NULL) {
-            ares_freeaddrinfo(ai);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
-            return;
-        }
-
-        ngx_memcpy(addr->sockaddr, node->ai_addr, node->ai_addrlen);
-        addr->socklen = node->ai_addrlen;
-        ngx_inet_set_port(addr->sockaddr, (in_port_t) f->port);
-
-        addr->name.data = ngx_pnalloc(f->pool, NGX_SOCKADDR_STRLEN);
-        if (addr->name.data == NULL) {
-            ares_freeaddrinfo(ai);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
-            return;
-        }
-
-        addr->name.len = ngx_sock_ntop(addr->sockaddr, addr->socklen,
-                                       addr->name.data, NGX_SOCKADDR_STRLEN,
-                                       1);
-        f->naddrs++;
-    }
-
-    ares_freeaddrinfo(ai);
-
-    if (f->naddrs == 0) {
-        if (refused) {
-            ngx_log_error(NGX_LOG_WARN, f->log, 0,
-                          "tent: outbound request to \"%V\" refused: its "
-                          "addresses are in special-purpose ranges, see "
-                          "\"tent_outbound_allow\"", &f->name);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_REFUSED);
-
-        } else {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_DNS);
-        }
-
-        return;
-    }
-
-    ngx_http_tent_fetch_connect(f);
-}
-
-
-static void
-ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
-{
-    ngx_int_t           rc;
-    ngx_addr_t         *addr;
-    ngx_connection_t   *c;
-
-    for ( ;; ) {
-
-        if (f->next_addr >= f->naddrs) {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
-            return;
-        }
-
-        addr = &f->addrs[f->next_addr++];
-
-        ngx_memzero(&f->peer, sizeof(ngx_peer_connection_t));
-        f->peer.sockaddr = addr->sockaddr;
-        f->peer.socklen = addr->socklen;
-        f->peer.name = &addr->name;
-        f->peer.get = ngx_event_get_peer;
-        f->peer.log = f->log;
-        f->peer.log_error = NGX_ERROR_INFO;
-
-        rc = ngx_event_connect_peer(&f->peer);
-
-        if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
-            if (f->peer.connection) {
-                ngx_close_connection(f->peer.connection);
-                f->peer.connection = NULL;
-            }
-
-            continue;
-        }
-
-        break;
-    }
-
-    c = f->peer.connection;
-    c->data = f;
-    c->pool = f->pool;
-    c->read->handler = ngx_http_tent_fetch_connected;
-    c->write->handler = ngx_http_tent_fetch_connected;
-
-    if (rc == NGX_OK) {
-        ngx_http_tent_fetch_connected(c->write);
-    }
-}
-
-
-static void
-ngx_http_tent_fetch_connected(ngx_event_t *ev)
-{
-    int                           err;
-    socklen_t                     len;
-    ngx_connection_t             *c;
-    ngx_http_tent_fetch_t        *f;
-#if (NGX_HTTP_SSL)
-    ngx_http_tent_ssl_session_t  *ss;
-#endif
-
-    c = ev->data;
-    f = c->data;
-
-    err = 0;
-    len = sizeof(int);
-
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, (void *) &err, &len) == -1) {
-        err = ngx_socket_errno;
-    }
-
-    if (err) {
-        ngx_log_error(NGX_LOG_INFO, f->log, err,
-                      "tent: connect() to %V failed", f->peer.name);
-        ngx_close_connection(c);
-        f->peer.connection = NULL;
-        ngx_http_tent_fetch_connect(f);
-        return;
-    }
-
-    /*
-     * Nagle would hold a small write (a TLS Finished, then the request)
-     * until the peer's delayed ACK, some 40 ms on Linux
-     */
-
-    if (ngx_tcp_nodelay(c) != NGX_OK) {
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
-        return;
-    }
-
-#if (NGX_HTTP_SSL)
-
-    if (f->ssl) {
-        if (f->mcf->ssl == NULL
-            || ngx_ssl_create_connection(f->mcf->ssl, c, NGX_SSL_CLIENT)
-               != NGX_OK)
-        {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
-            return;
-        }
-
-        /* SNI carries names only, never address literals */
-
-        if (ngx_inet_addr(f->name.data, f->name.len) == INADDR_NONE
-            && ngx_strlchr(f->name.data, f->name.data + f->name.len, ':')
-               == NULL)
-        {
-            (void) SSL_set_tlsext_host_name(c->ssl->connection,
-                                            (char *) f->cname);
-        }
-
-        c->sendfile = 0;
-
-        ss = ngx_http_tent_fetch_session(f, 0);
-
-        if (ss && ngx_ssl_set_session(c, ss->session) != NGX_OK) {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
-            return;
-        }
-
-        if (ngx_ssl_handshake(c) == NGX_AGAIN) {
-            c->ssl->handler = ngx_http_tent_fetch_handshaked;
-            return;
-        }
-
-        ngx_http_tent_fetch_handshaked(c);
-        return;
-    }
-
-#endif
-
-    c->read->handler = ngx_http_tent_fetch_recv;
-    c->write->handler = ngx_http_tent_fetch_send;
-
-    ngx_http_tent_fetch_send(c->write);
-}
-
-
-#if (NGX_HTTP_SSL)
-
-static void
-ngx_http_tent_fetch_handshaked(ngx_connection_t *c)
-{
-    long                          rc;
-    ngx_http_tent_fetch_t        *f;
-    ngx_http_tent_ssl_session_t  *ss;
-
-    f = c->data;
-
-    if (!c->ssl->handshaked) {
-
-        /* a session the server chokes on is not offered again */
-
-        ss = ngx_http_tent_fetch_session(f, 0);
-
-        if (ss) {
-            SSL_SESSION_free(ss->session);
-            ss->session = NULL;
-        }
-
-        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
-        return;
-    }
-
-    if (f->mcf->ssl_verify) {
-        rc = SSL_get_verify_result(c->ssl->connection);
-
-        if (rc != X509_V_OK) {
-            ngx_log_error(NGX_LOG_WARN, f->log, 0,
-                          "tent: certificate of \"%V\" not verified: "
-                          "(%l:%s)", &f->name, rc,
-                          X509_verify_cert_error_string(rc));
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
-            return;
-        }
-
-        if (ngx_ssl_check_host(c, &f->name) != NGX_OK) {
-            ngx_log_error(NGX_LOG_WARN, f->log, 0,
-                          "tent: certificate does not match \"%V\"",
-                          &f->name);
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TLS);
-            return;
-        }
-    }
-
-    f->tls_verified = 1;
-
-    c->read->handler = ngx_http_tent_fetch_recv;
-    c->write->handler = ngx_http_tent_fetch_send;
-
-    ngx_http_tent_fetch_send(c->write);
-}
-
-
-/* the entry of f's "name:port", NULL if none; create: one to fill in */
-
-static ngx_http_tent_ssl_session_t *
-ngx_http_tent_fetch_session(ngx_http_tent_fetch_t *f, ngx_uint_t create)
-{
-    u_char                        key[NGX_HTTP_TENT_SSL_SESSION_KEY];
-    size_t                        len;
-    ngx_uint_t                    i;
-    ngx_pool_cleanup_t           *cln;
-    ngx_http_tent_ssl_session_t  *e, *lru;
-    ngx_http_tent_ssl_sessions_t *ss;
-
-    if (f->name.len > 255) {
-        return NULL;
-    }
-
-    len = ngx_sprintf(key, "%V:%ui", &f->name, f->port) - key;
-
-    ss = f->mcf->ssl_sessions;
-
-    if (ss == NULL) {
-        if (!create) {
-            return NULL;
-        }
-
-        /* made in the worker, freed with its cycle */
-
-        cln = ngx_pool_cleanup_add(ngx_cycle->pool,
-                                   sizeof(ngx_http_tent_ssl_sessions_t));
-        if (cln == NULL) {
-            return NULL;
-        }
-
-        ss = cln->data;
-        ngx_memzero(ss, sizeof(ngx_http_tent_ssl_sessions_t));
-        cln->handler = ngx_http_tent_ssl_sessions_cleanup;
-        f->mcf->ssl_sessions = ss;
-    }
-
-    lru = NULL;
-
-    for (i = 0; i < NGX_HTTP_TENT_SSL_SESSIONS; i++) {
-        e = &ss->entries[i];
-
-        if (e->session && e->len == len && ngx_memcmp(e->key, key, len) == 0)
-        {
-            e->used = ngx_current_msec;
-            return e;
-        }
-
-        if (lru == NULL || e->session == NULL
-            || (lru->session && e->used < lru->used))
-        {
-            lru = e;
-        }
-    }
-
-    if (!create) {
-        return NULL;
-    }
-
-    if (lru->session) {
-        SSL_SESSION_free(lru->session);
-        lru->session = NULL;
-    }
-
-    ngx_memcpy(lru->key, key, len);
-    lru->len = len;
-    lru->used = ngx_current_msec;
-
-    return lru;
-}
-
-
-/*
- * After the answer, not after the handshake: a TLS 1.3 server sends its
- * ticket after the handshake, and it has been read by now.  Only from a
- * connection whose certificate passed the checks.
- */
-
-static void
-ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
-    ngx_connection_t *c)
-{
-    SSL_SESSION                  *sess;
-    ngx_http_tent_ssl_session_t  *e;
-
-    if (!f->tls_verified || !c->ssl->handshaked) {
-        return;
-    }
-
-    sess = SSL_get1_session(c->ssl->connection);
-    if (sess == NULL) {
-        return;
-    }
-
-    if (!SSL_SESSION_is_resumable(sess)) {
-        SSL_SESSION_free(sess);
-        return;
-    }
-
-    e = ngx_http_tent_fetch_session(f, 1);
-    if (e == NULL) {
-        SSL_SESSION_free(sess);
-        return;
-    }
-
-    if (e->session) {
-        SSL_SESSION_free(e->session);
-    }
-
-    e->session = sess;
-}
-
-
-static void
-ngx_http_tent_ssl_sessions_cleanup(void *data)
-{
-    ngx_http_tent_ssl_sessions_t *ss = data;
-
-    ngx_uint_t  i;
-
-    for (i = 0; i < NGX_HTTP_TENT_SSL_SESSIONS; i++) {
-        if (ss->entries[i].session) {
-            SSL_SESSION_free(ss->entries[i].session);
-            ss->entries[i].session = NULL;
-        }
-    }
-}
-
-#endif
-
-
-static void
-ngx_http_tent_fetch_send(ngx_event_t *ev)
-{
-    ssize_t                 n;
-    ngx_connection_t       *c;
-    ngx_http_tent_fetch_t  *f;
-
-    c = ev->data;
-    f = c->data;
-
-    while (f->out.pos < f->out.last) {
-        n = c->send(c, f->out.pos, f->out.last - f->out.pos);
-
-        if (n == NGX_AGAIN) {
-            if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
-                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
-            }
-
-            return;
-        }
-
-        if (n <= 0) {
-            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
-            return;
-        }
-
-        f->out.pos += n;
-    }
-
-    c->write->handler = ngx_http_tent_fetch_send;    /* nothing left */
-
-    if (f->sent) {
-        return;
-    }
-
-    f->sent = 1;
-
-    ngx_http_tent_fetch_recv(c->read);
-}
-
-
-static void
-ngx_http_tent_fetch_recv(ngx_event_t *ev)
-{
-    size_t                  size, limit;
-    ssize_t                 n;
-    u_char                 *p;
-    ngx_int_t               rc;
-    ngx_connection_t       *c;
-    ngx_http_tent_fetch_t  *f;
-
-    c = ev->data;
-    f = c->data;
-
-    if (!f->sent) {
-        return;
-    }
-
-    limit = NGX_HTTP_TENT_FETCH_HEADER_MAX + f->max_response + 4096;
-
-    for ( ;; ) {
-
-        if (f->in.last == f->in.end) {
-
-            /* grow; offsets, not pointers, survive this */
-
-            size = f->in.end - f->in.start;
-            size = size ? 2 * size : 4096;
-
-            if (size > limit) {
-                size = limit;
-            }
-
-            if ((size_t) (f->in.end - f->in.start) >= size) {
-                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_TOO_BIG);
-                return;
-            }
-
-            p = ngx_pnalloc(f->pool, size);
-            if (p == NULL) {
-                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
-                return;
-            }
-
-            if (f->in.start == NULL) {
-                /* the first buffer: nothing to carry over */
-                f->in.pos = p;
-                f->in.last = p;
-
-            } else {
-                f->in.pos = p + (f->in.pos - f->in.start);
-                f->in.last = ngx_cpymem(p, f->in.start,
-                                        f->in.last - f->in.start);
-            }
-
-            f->in.start = p;
-            f->in.end = p + size;
-        }
-
-        n = c->recv(c, f->in.last, f->in.end - f->in.last);
-
-        if (n == NGX_AGAIN) {
-            if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
-                ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
-            }
-
-            return;
-        }
-
-        if (n == NGX_ERROR) {
-            rc = f->in.last > f->in.start
-                 ? ngx_http_tent_fetch_parse(f, 1) : NGX_ERROR;
-
-            if (rc == NGX_OK) {
-                break;
-            }
-
-            ngx_http_tent_fetch_finish(f, f->in.last > f->in.start
-                                          ? NGX_HTTP_TENT_FETCH_INVALID
-                                          : NGX_HTTP_TENT_FETCH_CONNECT);
-            return;
-        }
-
-        if (n > 0) {
-            f->in.last += n;
-        }
-
-        rc = ngx_http_tent_fetch_parse(f, n == 0);
-
-        if (rc == NGX_OK) {
-            break;
-        }
-
-        if (rc == NGX_AGAIN && n > 0) {
-            continue;
-        }
-
-        ngx_http_tent_fetch_finish(f, rc == NGX_DECLINED
-                                      ? NGX_HTTP_TENT_FETCH_TOO_BIG
-                                      : NGX_HTTP_TENT_FETCH_INVALID);
-        return;
-    }
-
-    /* a whole response */
-
-    if (f->status >= 300 && f->status < 400 && f->status != 304
-        && f->redirects)
-    {
-        rc = ngx_http_tent_fetch_redirect(f);
-
-        if (rc == NGX_OK) {
-            return;
-        }
-    }
-
-    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_OK);
-}
-
-
-/*
- * NGX_OK: the response is complete; NGX_AGAIN: more bytes are needed;
- * NGX_DECLINED: over a size limit; NGX_ERROR: not HTTP.  The status line
- * and headers are parsed again from the start until they are complete,
- * so no parser pointer outlives a buffer that grows.
- */
-
-static ngx_int_t
-ngx_http_tent_fetch_parse(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
-{
-    off_t       have;
-    ngx_int_t   rc;
-
-    if (!f->header_done) {
-        rc = ngx_http_tent_fetch_headers(f, eof);
-
-        if (rc == NGX_AGAIN) {
-            if (f->in.last - f->in.start >= NGX_HTTP_TENT_FETCH_HEADER_MAX) {
-                return NGX_DECLINED;
-            }
-
-            return eof ? NGX_ERROR : NGX_AGAIN;
-        }
-
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        if (f->content_length > (off_t) f->max_response) {
-            return NGX_DECLINED;
-        }
-    }
-
-    if (f->no_body) {
-        return NGX_OK;
-    }
-
-    if (f->chunked) {
-        rc = ngx_http_tent_fetch_chunked(f);
-
-        if (rc == NGX_AGAIN && eof) {
-            return NGX_ERROR;
-        }
-
-        return rc;
-    }
-
-    have = f->in.last - (f->in.start + f->body_offset);
-
-    /*
-     * With a Content-Length (checked against the limit above) bytes after
-     * the body are not the body: whether they came in the same read must
-     * not make the answer "too large"
-     */
-
-    if (f->content_length >= 0) {
-        if (have < f->content_length) {
-            return eof ? NGX_ERROR : NGX_AGAIN;
-        }
-
-        have = f->content_length;
-
-    } else if (have > (off_t) f->max_response) {
-        return NGX_DECLINED;
-
-    } else if (!eof) {
-        return NGX_AGAIN;
-    }
-
-    f->body.data = f->in.start + f->body_offset;
-    f->body.len = (size_t) have;
-
-    return NGX_OK;
-}
-
-
-/*
- * Whether a whole header block (up to its empty line) is there after the
- * 1xx blocks already skipped.  Until it is, the block is not parsed: a
- * server that sends its headers a few bytes at a time would otherwise
- * have them parsed, and copied into the pool, once per read: the square
- * of their size in time and memory (1.7 GB for 16 KB sent byte by byte).
- * The bytes are looked at once; a block must start as a status line does.
- */
-
-static ngx_int_t
-ngx_http_tent_fetch_block(ngx_http_tent_fetch_t *f)
-{
-    u_char  *p, *last, *start;
-    size_t   n;
-
-    start = f->in.start + f->interim;
-    last = f->in.last;
-
-    n = ngx_min((size_t) (last - start), sizeof("HTTP/") - 1);
-
-    if (ngx_strncmp(start, "HTTP/", n) != 0) {
-        return NGX_ERROR;
-    }
-
-    p = f->in.start + ngx_max(f->interim, f->scanned);
-
-    for ( /* void */ ; p < last; p++) {
-        if (*p == LF
-            && ((p + 1 < last && p[1] == LF)
-                || (p + 2 < last && p[1] == CR && p[2] == LF)))
-        {
-            return NGX_OK;
-        }
-    }
-
-    /* the last two bytes may begin the empty line */
-
-    n = last - f->in.start;
-    f->scanned = n > 2 ? n - 2 : 0;
-
-    return NGX_AGAIN;
-}
-
-
-static ngx_int_t
-ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f, ngx_uint_t eof)
-{
-    ngx_int_t           rc;
-    ngx_buf_t           b;
-    ngx_table_elt_t    *h;
-    ngx_http_status_t   status;
-
-    if (f->in.start == NULL) {
-        return NGX_AGAIN;
-    }
-
-    if (!eof) {
-        rc = ngx_http_tent_fetch_block(f);
-
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
-    ngx_memzero(&b, sizeof(ngx_buf_t));
-    b.start = f->in.start;
-    b.pos = f->in.start + f->interim;
-    b.last = f->in.last;
-    b.end = f->in.end;
-
-again:
-
-    ngx_memzero(f->hr, sizeof(ngx_http_request_t));
-    f->hr->connection = f->peer.connection;
-
-    ngx_memzero(&status, sizeof(ngx_http_status_t));
-
-    rc = ngx_http_parse_status_line(f->hr, &b, &status);
-
-    if (rc != NGX_OK) {
-        return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
-    }
-
-    /* nginx's parser takes any three digits: "000" is not a status */
-
-    if (status.code < 100) {
-        return NGX_ERROR;
-    }
-
-    f->status = status.code;
-    f->content_length = -1;
-    f->chunked = 0;
-
-    if (ngx_array_init(&f->headers, f->pool, 8, sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    for ( ;; ) {
-        f->hr->state = 0;
-        f->hr->invalid_header = 0;
-
-        rc = ngx_http_parse_header_line(f->hr, &b, 1);
-
-        if (rc == NGX_AGAIN) {
-            f->headers.nelts = 0;
-            return NGX_AGAIN;
-        }
-
-        if (rc == NGX_HTTP_PARSE_HEADER_DONE) {
-            break;
-        }
-
-        if (rc != NGX_OK || f->hr->invalid_header) {
-            return NGX_ERROR;
-        }
-
-        h = ngx_array_push(&f->headers);
-        if (h == NULL) {
-            return NGX_ERROR;
-        }
-
-        h->hash = 1;
-        h->key.len = f->hr->header_name_end - f->hr->header_name_start;
-        h->value.len = f->hr->header_end - f->hr->header_start;
-
-        h->key.data = ngx_pnalloc(f->pool, 2 * h->key.len + h->value.len + 1);
-        if (h->key.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        h->lowcase_key = h->key.data + h->key.len;
-        h->value.data = h->lowcase_key + h->key.len;
-
-        ngx_memcpy(h->key.data, f->hr->header_name_start, h->key.len);
-        ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
-        ngx_memcpy(h->value.data, f->hr->header_start, h->value.len);
-        h->value.data[h->value.len] = '\0';
-
-        if (h->key.len == sizeof("content-length") - 1
-            && ngx_strncmp(h->lowcase_key, "content-length", h->key.len) == 0)
-        {
-            f->content_length = ngx_atoof(h->value.data, h->value.len);
-            if (f->content_length == NGX_ERROR) {
-                return NGX_ERROR;
-            }
-
-        } else if (h->key.len == sizeof("transfer-encoding") - 1
-                   && ngx_strncmp(h->lowcase_key, "transfer-encoding",
-                                  h->key.len)
-                      == 0)
-        {
-            if (ngx_strlcasestrn(h->value.data,
-                                 h->value.data + h->value.len,
-                                 (u_char *) "chunked", 7 - 1)
-                == NULL)
-            {
-                return NGX_ERROR;
-            }
-
-            f->chunked = 1;
-        }
-    }
-
-    if (f->chunked) {
-        f->content_length = -1;
-    }
-
-    /* "100 Continue", "103 Early Hints": the answer comes after them */
-
-    if (f->status < 200) {
-        f->interim = b.pos - f->in.start;
-        goto again;
-    }
-
-    f->header_done = 1;
-    f->body_offset = b.pos - f->in.start;
-    f->chunk_offset = f->body_offset;
-
-    f->no_body = (f->method.len == 4
-                  && ngx_strncmp(f->method.data, "HEAD", 4) == 0)
-                 || f->status == 204 || f->status == 304;
-
-    return NGX_OK;
-}
-
-
-/*
- * Chunked bodies are decoded into a buffer of their own, from where the
- * parser stopped last time; the parser's state holds no pointers.
- */
-
-static ngx_int_t
-ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f)
-{
-    off_t       size;
-    ngx_int_t   rc;
-    ngx_buf_t   b;
-    u_char     *p;
-
-    ngx_memzero(&b, sizeof(ngx_buf_t));
-    b.start = f->in.start;
-    b.pos = f->in.start + f->chunk_offset;
-    b.last = f->in.last;
-    b.end = f->in.end;
-
-    for ( ;; ) {
-        rc = ngx_http_parse_chunked(f->hr, &b, &f->chunked_state);
-
-        if (rc == NGX_OK) {
-            size = ngx_min(f->chunked_state.size, b.last - b.pos);
-
-            if (f->body.len + size > f->max_response) {
-                return NGX_DECLINED;
-            }
-
-            if (f->body.data == NULL) {
-                f->body.data = ngx_pnalloc(f->pool, f->max_response + 1);
-                if (f->body.data == NULL) {
-                    return NGX_ERROR;
-                }
-            }
-
-            p = f->body.data + f->body.len;
-            ngx_memcpy(p, b.pos, (size_t) size);
-
-            f->body.len += size;
-            b.pos += size;
-            f->chunked_state.size -= size;
-
-            continue;
-        }
-
-        f->chunk_offset = b.pos - f->in.start;
-
-        if (rc == NGX_DONE) {
-            if (f->body.data == NULL) {
-                ngx_str_set(&f->body, "");
-            }
-
-            return NGX_OK;
-        }
-
-        return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
+    ff->cut = (ngx_msec_t) left < ff->conf->timeout;
+    ngx_add_timer(&ff->timer, ff->cut ? (ngx_msec_t) left : ff->conf->timeout);
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: %V %V: resolving \"%V\", %M ms left",
+                   &f->method, &f->url, &ff->name, (ngx_msec_t) left);
+
+    ff->resolving = ngx_http_tent_resolve(ff->mcf->resolver, host,
+                                          ngx_http_tent_fetch_resolved, f);
+    if (ff->resolving == NULL) {
+        ngx_http_tent_fetch_error(f, "starting the resolution");
     }
 }
 
 
 /* follow a redirect as a new hop: the guard checks it again */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
 {
-    u_char     *p;
-    size_t      len;
-    ngx_str_t  *location, url;
+    u_char                      *p;
+    size_t                       len;
+    ngx_str_t                   *location, url;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
 
     location = ngx_http_tent_fetch_header(f, "location");
     if (location == NULL || location->len == 0) {
@@ -1401,19 +464,19 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
     {
         /* relative to this origin */
 
-        len = (f->ssl ? 8 : 7) + f->host.len + sizeof(":65535") - 1
+        len = (ff->ssl ? 8 : 7) + ff->host.len + sizeof(":65535") - 1
               + location->len;
 
-        url.data = ngx_pnalloc(f->pool, len);
+        url.data = ngx_pnalloc(ff->pool, len);
         if (url.data == NULL) {
             return NGX_ERROR;
         }
 
-        p = ngx_sprintf(url.data, "%s%V", f->ssl ? "https://" : "http://",
-                        &f->host);
+        p = ngx_sprintf(url.data, "%s%V", ff->ssl ? "https://" : "http://",
+                        &ff->host);
 
-        if (f->explicit_port) {
-            p = ngx_sprintf(p, ":%ui", f->port);
+        if (ff->explicit_port) {
+            p = ngx_sprintf(p, ":%ui", ff->port);
         }
 
         p = ngx_cpymem(p, location->data, location->len);
@@ -1435,6 +498,10 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
 
     f->redirects--;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: redirect %ui to %V, %ui more followed",
+                   f->status, &url, f->redirects);
+
     if (f->status == 303) {
         ngx_str_set(&f->method, "GET");
         f->request_body.len = 0;
@@ -1443,16 +510,16 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
     ngx_http_tent_fetch_close(f);
 
     f->url = url;
-    f->header_done = 0;
-    f->interim = 0;
-    f->scanned = 0;
-    f->sent = 0;
+    ff->header_done = 0;
+    ff->interim = 0;
+    ff->scanned = 0;
+    ff->sent = 0;
     f->status = 0;
     f->body.data = NULL;
     f->body.len = 0;
     f->headers.nelts = 0;
-    ngx_memzero(&f->chunked_state, sizeof(ngx_http_chunked_t));
-    ngx_memzero(&f->in, sizeof(ngx_buf_t));
+    ngx_memzero(&ff->chunked_state, sizeof(ngx_http_chunked_t));
+    ngx_memzero(&ff->in, sizeof(ngx_buf_t));
 
     ngx_http_tent_fetch_hop(f);
 
@@ -1469,17 +536,20 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
     u_char                      *p, port[NGX_INT_T_LEN];
     ngx_str_t                    auth;
     ngx_http_tent_mac_request_t  req;
+    ngx_http_tent_fetch_full_t  *ff;
 
-    f->cname = ngx_pnalloc(f->pool, f->name.len + 1);
-    if (f->cname == NULL) {
+    ff = ngx_http_tent_fetch_full(f);
+
+    ff->cname = ngx_pnalloc(ff->pool, ff->name.len + 1);
+    if (ff->cname == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memcpy(f->cname, f->name.data, f->name.len);
-    f->cname[f->name.len] = '\0';
+    ngx_memcpy(ff->cname, ff->name.data, ff->name.len);
+    ff->cname[ff->name.len] = '\0';
 
-    len = f->method.len + 1 + f->uri.len + sizeof(" HTTP/1.1\r\n") - 1
-          + sizeof("Host: :65535\r\n") - 1 + f->host.len
+    len = f->method.len + 1 + ff->uri.len + sizeof(" HTTP/1.1\r\n") - 1
+          + sizeof("Host: :65535\r\n") - 1 + ff->host.len
           + sizeof("User-Agent: ngx_http_tent_module\r\n") - 1
           + sizeof("Connection: close\r\n") - 1
           + sizeof("Accept: \r\n") - 1 + f->accept.len
@@ -1494,11 +564,11 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
     if (f->mac_id.len) {
         ngx_memzero(&req, sizeof(ngx_http_tent_mac_request_t));
 
-        if (ngx_http_tent_random_id(f->pool, NULL, 9, &req.nonce) != NGX_OK) {
+        if (ngx_http_tent_random_id(ff->pool, NULL, 9, &req.nonce) != NGX_OK) {
             return NGX_ERROR;
         }
 
-        req.ts.data = ngx_pnalloc(f->pool, NGX_TIME_T_LEN);
+        req.ts.data = ngx_pnalloc(ff->pool, NGX_TIME_T_LEN);
         if (req.ts.data == NULL) {
             return NGX_ERROR;
         }
@@ -1509,13 +579,13 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         /* the port is signed even when the Host header leaves it out */
 
         req.port.data = port;
-        req.port.len = ngx_sprintf(port, "%ui", f->port) - port;
+        req.port.len = ngx_sprintf(port, "%ui", ff->port) - port;
 
         req.method = f->method;
-        req.uri = f->uri;
-        req.host = f->name;
+        req.uri = ff->uri;
+        req.host = ff->name;
 
-        if (ngx_http_tent_mac_sign(f->pool, &f->mac_algorithm, &f->mac_key,
+        if (ngx_http_tent_mac_sign(ff->pool, &f->mac_algorithm, &f->mac_key,
                                    &f->mac_id, &req, &auth)
             != NGX_OK)
         {
@@ -1525,19 +595,19 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         len += sizeof("Authorization: \r\n") - 1 + auth.len;
     }
 
-    p = ngx_pnalloc(f->pool, len);
+    p = ngx_pnalloc(ff->pool, len);
     if (p == NULL) {
         return NGX_ERROR;
     }
 
-    f->out.start = p;
-    f->out.pos = p;
+    ff->out.start = p;
+    ff->out.pos = p;
 
-    p = ngx_sprintf(p, "%V %V HTTP/1.1\r\nHost: %V", &f->method, &f->uri,
-                    &f->host);
+    p = ngx_sprintf(p, "%V %V HTTP/1.1\r\nHost: %V", &f->method, &ff->uri,
+                    &ff->host);
 
-    if (f->explicit_port) {
-        p = ngx_sprintf(p, ":%ui", f->port);
+    if (ff->explicit_port) {
+        p = ngx_sprintf(p, ":%ui", ff->port);
     }
 
     p = ngx_sprintf(p, "\r\nUser-Agent: ngx_http_tent_module\r\n"
@@ -1558,8 +628,8 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         p = ngx_cpymem(p, f->request_body.data, f->request_body.len);
     }
 
-    f->out.last = p;
-    f->out.end = p;
+    ff->out.last = p;
+    ff->out.end = p;
 
     return NGX_OK;
 }
@@ -1570,11 +640,15 @@ ngx_http_tent_fetch_timeout(ngx_event_t *ev)
 {
     ngx_http_tent_fetch_t *f = ev->data;
 
-    ngx_log_error(NGX_LOG_INFO, f->log, NGX_ETIMEDOUT,
-                  "tent: outbound request to \"%V\" timed out%s", &f->url,
-                  f->cut ? " (the operation's deadline)" : "");
+    ngx_http_tent_fetch_full_t  *ff;
 
-    ngx_http_tent_fetch_finish(f, f->cut ? NGX_HTTP_TENT_FETCH_DEADLINE
+    ff = ngx_http_tent_fetch_full(f);
+
+    ngx_log_error(NGX_LOG_INFO, ff->log, NGX_ETIMEDOUT,
+                  "tent: outbound request to \"%V\" timed out%s", &f->url,
+                  ff->cut ? " (the operation's deadline)" : "");
+
+    ngx_http_tent_fetch_finish(f, ff->cut ? NGX_HTTP_TENT_FETCH_DEADLINE
                                          : NGX_HTTP_TENT_FETCH_TIMEOUT);
 }
 
@@ -1582,24 +656,27 @@ ngx_http_tent_fetch_timeout(ngx_event_t *ev)
 static void
 ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f)
 {
-    ngx_connection_t  *c;
+    ngx_connection_t            *c;
+    ngx_http_tent_fetch_full_t  *ff;
 
-    if (f->timer.timer_set) {
-        ngx_del_timer(&f->timer);
+    ff = ngx_http_tent_fetch_full(f);
+
+    if (ff->timer.timer_set) {
+        ngx_del_timer(&ff->timer);
     }
 
-    if (f->resolving) {
-        ngx_http_tent_resolve_cancel(f->resolving);
-        f->resolving = NULL;
+    if (ff->resolving) {
+        ngx_http_tent_resolve_cancel(ff->resolving);
+        ff->resolving = NULL;
     }
 
-    c = f->peer.connection;
+    c = ff->peer.connection;
 
     if (c == NULL) {
         return;
     }
 
-    f->peer.connection = NULL;
+    ff->peer.connection = NULL;
 
 #if (NGX_HTTP_SSL)
     if (c->ssl) {
@@ -1617,31 +694,56 @@ ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f)
 
 /* the outcome is known: release everything, call back from the loop */
 
-static void
+void
 ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
 {
-    if (f->finished) {
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    if (ff->finished) {
         return;
     }
 
-    f->finished = 1;
+    ff->finished = 1;
     f->result = result;
 
     ngx_http_tent_fetch_close(f);
 
-    if (f->counted) {
-        f->counted = 0;
-        f->mcf->fetches--;
-        f->mcf->anonymous -= f->anonymous;
+    if (ff->counted) {
+        ff->counted = 0;
+        ff->mcf->fetches--;
+        ff->mcf->anonymous -= ff->anonymous;
     }
 
     if (result != NGX_HTTP_TENT_FETCH_OK) {
         f->status = 0;
     }
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: done %V: %s, status %ui", &f->url,
+                   f->handler ? ngx_http_tent_fetch_strerror(result)
+                              : "aborted",
+                   f->status);
+
     if (f->handler) {
-        ngx_post_event(&f->done, &ngx_posted_events);
+        ngx_post_event(&ff->done, &ngx_posted_events);
     }
+}
+
+
+/* a failure of ours, not the remote's: logged once, at error */
+
+void
+ngx_http_tent_fetch_error(ngx_http_tent_fetch_t *f, const char *step)
+{
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    ngx_log_error(NGX_LOG_ERR, ff->log, 0, "tent fetch: %s failed", step);
+
+    ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ERROR);
 }
 
 
@@ -1666,12 +768,15 @@ ngx_int_t
 ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
     ngx_http_tent_fetch_done_pt done)
 {
-    ngx_pool_cleanup_t   *cln;
-    ngx_http_tent_ctx_t  *ctx;
+    ngx_pool_cleanup_t          *cln;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the fetch's cleanup");
     }
 
     /*
@@ -1683,21 +788,21 @@ ngx_http_tent_fetch_request(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
 
     if (ctx) {
         if (!ctx->has_deadline) {
-            ctx->deadline = ngx_current_msec + f->conf->deadline;
+            ctx->deadline = ngx_current_msec + ff->conf->deadline;
             ctx->has_deadline = 1;
         }
 
         f->deadline = ctx->deadline;
         f->has_deadline = 1;
-        f->anonymous = ctx->anonymous;
+        ff->anonymous = ctx->anonymous;
     }
 
-    f->request = r;
-    f->request_done = done;
+    ff->request = r;
+    ff->request_done = done;
     f->handler = ngx_http_tent_fetch_request_done;
 
     if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "starting a fetch");
     }
 
     cln->handler = ngx_http_tent_fetch_request_cleanup;
@@ -1721,14 +826,17 @@ ngx_http_tent_fetch_request_cleanup(void *data)
 static void
 ngx_http_tent_fetch_request_done(ngx_http_tent_fetch_t *f)
 {
-    ngx_int_t            rc;
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
+    ngx_int_t                    rc;
+    ngx_connection_t            *c;
+    ngx_http_request_t          *r;
+    ngx_http_tent_fetch_full_t  *ff;
 
-    r = f->request;
+    ff = ngx_http_tent_fetch_full(f);
+
+    r = ff->request;
     c = r->connection;
 
-    rc = f->request_done(r, f);
+    rc = ff->request_done(r, f);
 
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);

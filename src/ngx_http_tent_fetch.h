@@ -33,7 +33,6 @@
 
 
 typedef struct ngx_http_tent_fetch_s     ngx_http_tent_fetch_t;
-typedef struct ngx_http_tent_resolve_s   ngx_http_tent_resolve_t;
 
 typedef void (*ngx_http_tent_fetch_pt)(ngx_http_tent_fetch_t *f);
 typedef ngx_int_t (*ngx_http_tent_fetch_done_pt)(ngx_http_request_t *r,
@@ -42,17 +41,14 @@ typedef ngx_int_t (*ngx_http_tent_fetch_done_pt)(ngx_http_request_t *r,
 
 /*
  * One outbound HTTP request.  Callers fill in the request and read the
- * outcome.
+ * outcome; the connection, the buffers and the parsers' state are the
+ * fetch files' own (ngx_http_tent_fetch_private.h).
  */
 
 struct ngx_http_tent_fetch_s {
-    ngx_pool_t                     *pool;
-    ngx_log_t                      *log;
-    ngx_http_tent_outbound_conf_t  *conf;
-
     /* the request */
     ngx_str_t                       method;
-    ngx_str_t                       url;
+    ngx_str_t                       url;         /* the last hop's */
     ngx_str_t                       accept;
     ngx_str_t                       content_type;
     ngx_str_t                       request_body;
@@ -71,44 +67,6 @@ struct ngx_http_tent_fetch_s {
     ngx_array_t                     headers;     /* ngx_table_elt_t */
     ngx_str_t                       body;
     unsigned                        has_deadline:1;
-
-    /* private to ngx_http_tent_fetch.c */
-    ngx_http_tent_main_conf_t      *mcf;
-    ngx_http_request_t             *request;
-    ngx_http_tent_fetch_done_pt     request_done;
-    ngx_str_t                       host;        /* as in the URL */
-    ngx_str_t                       name;        /* without brackets */
-    u_char                         *cname;
-    ngx_uint_t                      port;
-    ngx_str_t                       uri;
-    ngx_http_tent_resolve_t        *resolving;
-    ngx_addr_t                     *addrs;
-    ngx_uint_t                      naddrs;
-    ngx_uint_t                      next_addr;
-    ngx_peer_connection_t           peer;
-    ngx_buf_t                       out;
-    ngx_buf_t                       in;
-    ngx_http_request_t             *hr;          /* for nginx's parsers */
-    off_t                           content_length;
-    size_t                          interim;     /* 1xx blocks skipped */
-    size_t                          scanned;     /* no header end before */
-    size_t                          body_offset;
-    size_t                          chunk_offset;
-    ngx_http_chunked_t              chunked_state;
-    ngx_event_t                     timer;
-    ngx_event_t                     done;
-    unsigned                        ssl:1;
-    unsigned                        tls_verified:1;
-    unsigned                        explicit_port:1;
-    unsigned                        started:1;
-    unsigned                        counted:1;
-    unsigned                        finished:1;
-    unsigned                        sent:1;
-    unsigned                        header_done:1;
-    unsigned                        chunked:1;
-    unsigned                        no_body:1;
-    unsigned                        anonymous:1; /* its own budget */
-    unsigned                        cut:1;       /* hop cut by deadline */
 };
 
 

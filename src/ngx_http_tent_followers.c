@@ -71,6 +71,8 @@ static ngx_int_t ngx_http_tent_follow_old(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_follow_store(ngx_http_request_t *r,
     ngx_http_tent_follow_t *st);
+static ngx_int_t ngx_http_tent_follow_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_follower_change(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record);
 static ngx_int_t ngx_http_tent_follower_update(ngx_http_request_t *r,
@@ -132,7 +134,7 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_follow_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the follow state");
     }
 
     /* one spelling per entity: "http://H:80/" follows as "http://h" */
@@ -144,7 +146,8 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "spelling the follower's entity");
     }
 
     if (rc != NGX_OK) {
@@ -192,7 +195,8 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "reading the types and licenses");
     }
 
     if (rc == NGX_DECLINED) {
@@ -235,8 +239,12 @@ ngx_http_tent_follow_discovered(ngx_http_request_t *r,
 
     st->found = d;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followers: \"%V\" discovered, %uz servers",
+                   &st->entity, json_array_size(d->servers));
+
     if (ngx_http_tent_random_hex(r->pool, 32, &st->challenge) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the challenge");
     }
 
     return ngx_http_tent_follow_challenge(r, st);
@@ -255,7 +263,7 @@ ngx_http_tent_follow_challenge(ngx_http_request_t *r,
     query.len = sizeof("challenge=") - 1 + st->challenge.len;
     query.data = ngx_pnalloc(r->pool, query.len);
     if (query.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the challenge query");
     }
 
     ngx_sprintf(query.data, "challenge=%V", &st->challenge);
@@ -266,13 +274,19 @@ ngx_http_tent_follow_challenge(ngx_http_request_t *r,
                                  &st->path, &query, &url)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the challenge URL");
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
     if (f == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "starting the challenge GET");
     }
+
+    /* the URL without its query: the challenge stays out of the log */
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followers: \"%V\" challenged at %*s",
+                   &st->entity, url.len - query.len - 1, url.data);
 
     ngx_str_set(&f->accept, "text/plain");
     f->max_response = 4096;
@@ -299,6 +313,10 @@ ngx_http_tent_follow_challenged(ngx_http_request_t *r,
         && ngx_strncmp(f->body.data, st->challenge.data, st->challenge.len)
            == 0)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent followers: \"%V\" answered the challenge",
+                       &st->entity);
+
         ctx->state = st;
 
         return ngx_http_tent_store_get_request(r,
@@ -324,7 +342,8 @@ ngx_http_tent_follow_challenged(ngx_http_request_t *r,
     len = f->url.len + 128;
     msg = ngx_pnalloc(r->pool, len);
     if (msg == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "writing the challenge's failure");
     }
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK) {
@@ -394,7 +413,8 @@ ngx_http_tent_follow_old(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         st->old = ngx_http_tent_json_load(r, &value);
         if (st->old == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "reading the former follower record");
         }
     }
 
@@ -458,7 +478,7 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
 {
     json_t                    *record, *out;
     ngx_str_t                  id, key_id, mac_key, key, value, ekey,
-                               *expected;
+                               ckey, cvalue, *expected;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *op;
 
@@ -469,18 +489,19 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
             || ngx_http_tent_json_str(st->old, "mac_key_id", &key_id)
                != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "reading the former follower's ids");
         }
 
     } else if (ngx_http_tent_relation_id(r->pool, &id) != NGX_OK
                || ngx_http_tent_random_id(r->pool, "s:", 16, &key_id)
                   != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the follower's ids");
     }
 
     if (ngx_http_tent_random_hex(r->pool, 16, &mac_key) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the follower's key");
     }
 
     record = json_pack("{s:o, s:o, s:I, s:I, s:{s:b}, s:O, s:O, s:o, s:O,"
@@ -507,7 +528,7 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
         || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
     {
         json_decref(record);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the follower record");
     }
 
     if (st->old && json_object_get(st->old, "groups")) {
@@ -520,29 +541,49 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
     st->record = record;
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "creating the store operation");
+    }
+
     expected = st->old ? &st->old_id : NULL;
 
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
-                             &st->entity, &ekey)
-           != NGX_OK
-        || ngx_http_tent_store_cas(op, &ekey, expected, &id) != NGX_OK
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &st->entity,
+                          &ekey)
+        != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_credential_row(r, ctx, "follower", record, &key,
-                                        &value)
-           != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || (st->old == NULL
-            && ngx_http_tent_relation_post(r, ctx, op, "follower", record,
-                                           "create")
-               != NGX_OK))
+           != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the follower's keys");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the follower record");
+    }
+
+    if (ngx_http_tent_credential_row(r, ctx, "follower", record, &ckey,
+                                     &cvalue)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "building the follower's credential");
+    }
+
+    if (ngx_http_tent_store_cas(op, &ekey, expected, &id) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &ckey, &cvalue) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "adding the follower to the batch");
+    }
+
+    if (st->old == NULL
+        && ngx_http_tent_relation_post(r, ctx, op, "follower", record,
+                                       "create")
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the follower post");
     }
 
     /* the answer is the follower's own view, with its new secrets */
@@ -563,13 +604,36 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
 
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the follower's view");
     }
 
     ctx->state = out;
 
     return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_reply_state_json);
+                                              ngx_http_tent_follow_stored);
+}
+
+
+/* the follower and its credential written: the answer, as for any write */
+
+static ngx_int_t
+ngx_http_tent_follow_stored(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+#if (NGX_DEBUG)
+    json_t  *out;
+
+    out = ngx_http_tent_get_ctx(r)->state;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followers: \"%s\", key id \"%s\": %s",
+                   json_string_value(json_object_get(out, "entity")),
+                   json_string_value(json_object_get(out, "mac_key_id")),
+                   op->status == NGX_HTTP_TENT_STORE_OK
+                   ? "follower and credential stored" : "not stored");
+#endif
+
+    return ngx_http_tent_reply_state_json(r, op);
 }
 
 
@@ -642,7 +706,7 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     json_t                    *record, *list, *out;
     ngx_int_t                  rc;
-    ngx_str_t                  id, key, value;
+    ngx_str_t                  id, key, value, ckey, cvalue;
     ngx_http_tent_store_op_t  *op;
 
     record = ctx->state;
@@ -673,29 +737,45 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    /* the credential row carries the groups: rewritten with the record */
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "creating the store operation");
+    }
 
-    if (op == NULL
-        || ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
-        || ngx_http_tent_store_write(op, 1) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_credential_row(r, ctx, "follower", record, &key,
-                                        &value)
-           != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+           != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the follower's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the follower record");
+    }
+
+    /* the credential row carries the groups: rewritten with the record */
+
+    if (ngx_http_tent_credential_row(r, ctx, "follower", record, &ckey,
+                                     &cvalue)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "building the follower's credential");
+    }
+
+    if (ngx_http_tent_store_write(op, 1) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &ckey, &cvalue) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "adding the follower to the batch");
     }
 
     out = ngx_http_tent_json_own(r->pool,
                                  ngx_http_tent_relation_render(r, ctx,
                                      &ngx_http_tent_followers_rel, record));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "rendering the follower");
     }
 
     ctx->state = out;

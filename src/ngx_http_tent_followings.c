@@ -130,7 +130,8 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_following_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "allocating the following state");
     }
 
     /*
@@ -145,7 +146,8 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "spelling the followed entity");
     }
 
     if (rc != NGX_OK) {
@@ -216,10 +218,15 @@ ngx_http_tent_following_discovered(ngx_http_request_t *r,
      * followed twice.
      */
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followings: \"%V\" discovered, API root %V",
+                   &st->entity, &d->api_root);
+
     rc = ngx_http_tent_entity_canonical(r->pool, &d->canonical, &entity);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "spelling the discovered entity");
     }
 
     if (rc != NGX_OK) {
@@ -260,7 +267,7 @@ ngx_http_tent_following_start(ngx_http_request_t *r,
     /* unconfirmed, so that our notifications path answers the challenge */
 
     if (ngx_http_tent_relation_id(r->pool, &st->id) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the following's id");
     }
 
     pending = json_pack("{s:o, s:o, s:b, s:I}",
@@ -269,19 +276,35 @@ ngx_http_tent_following_start(ngx_http_request_t *r,
                         "confirmed", 0,
                         "created_at", (json_int_t) ngx_time());
 
+    if (pending == NULL
+        || ngx_http_tent_json_cleanup(r->pool, pending) != NGX_OK)
+    {
+        json_decref(pending);
+        return ngx_http_tent_internal_error(r,
+                                       "building the unconfirmed following");
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                            "building the following's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, pending, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                       "encoding the unconfirmed following");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    if (pending == NULL
-        || ngx_http_tent_json_cleanup(r->pool, pending) != NGX_OK
-        || op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, pending, &value) != NGX_OK
+    if (op == NULL
         || ngx_http_tent_store_write(op, 0) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "adding the following to the batch");
     }
 
     ctx->state = st;
@@ -325,7 +348,8 @@ ngx_http_tent_following_pending(ngx_http_request_t *r,
     if (path.data == NULL) {
         json_decref(types);
         json_decref(licenses);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "building the notification path");
     }
 
     ngx_sprintf(path.data, "notifications/%V", &st->id);
@@ -339,13 +363,14 @@ ngx_http_tent_following_pending(ngx_http_request_t *r,
 
     if (req == NULL || ngx_http_tent_json_cleanup(r->pool, req) != NGX_OK) {
         json_decref(req);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the follow request");
     }
 
     url.len = st->found->api_root.len + sizeof("/followers") - 1;
     url.data = ngx_pnalloc(r->pool, url.len);
     if (url.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "building the follow request URL");
     }
 
     p = ngx_cpymem(url.data, st->found->api_root.data,
@@ -358,11 +383,18 @@ ngx_http_tent_following_pending(ngx_http_request_t *r,
     url.len = p - url.data;
 
     f = ngx_http_tent_remote_fetch(r, &url, "POST");
-    if (f == NULL
-        || ngx_http_tent_json_dump(r->pool, req, &f->request_body) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (f == NULL) {
+        return ngx_http_tent_internal_error(r, "starting the follow request");
     }
+
+    if (ngx_http_tent_json_dump(r->pool, req, &f->request_body) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the follow request");
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followings: \"%V\" notified: POST %V, "
+                   "unconfirmed following \"%V\"", &st->entity, &url,
+                   &st->id);
 
     ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
     f->max_response = 64 * 1024;
@@ -381,7 +413,7 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
     size_t                      len;
     json_t                     *res, *record, *v;
     ngx_str_t                   remote_id, key_id, mac_key, algorithm, key,
-                                value, ckey, cvalue, error;
+                                value, ekey, ckey, cvalue, error;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_following_t  *st;
     ngx_http_tent_store_op_t   *op;
@@ -392,11 +424,17 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
 
     /* on failure the unconfirmed row goes before the error is sent */
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followings: the follow request to %V: %s, "
+                   "status %ui", &f->url,
+                   ngx_http_tent_fetch_strerror(f->result), f->status);
+
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
         len = f->url.len + 128;
         msg = ngx_pnalloc(r->pool, len);
         if (msg == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "writing the follow request's error");
         }
 
         p = ngx_snprintf(msg, len - 1, "The follow request to %V: %s",
@@ -414,7 +452,8 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
         res = ngx_http_tent_json_parse(&f->body, r->connection->log);
         if (res && ngx_http_tent_json_cleanup(r->pool, res) != NGX_OK) {
             json_decref(res);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "keeping the follow request's answer");
         }
     }
 
@@ -428,7 +467,8 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
         len = f->url.len + ngx_min(error.len, 512) + 128;
         msg = ngx_pnalloc(r->pool, len);
         if (msg == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "writing the follow request's refusal");
         }
 
         p = ngx_snprintf(msg, len - 1, "The follow request to %V was "
@@ -479,7 +519,8 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
         || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
     {
         json_decref(record);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "building the following record");
     }
 
     v = json_object_get(st->body, "types");
@@ -499,28 +540,47 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
 
     st->record = record;
 
+    if (ngx_http_tent_credential_row(r, ctx, "following", record, &ckey,
+                                     &cvalue)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "building the following's credential");
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
+        != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+                             &st->entity, &ekey)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                            "building the following's keys");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                            "encoding the following record");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_credential_row(r, ctx, "following", record, &ckey,
-                                        &cvalue)
-           != NGX_OK
         || ngx_http_tent_store_cas(op, &ckey, NULL, &cvalue) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING, &st->id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
-                             &st->entity, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &st->id) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, "following", record,
-                                       "create")
-           != NGX_OK)
+        || ngx_http_tent_store_write_put(op, &ekey, &st->id) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "adding the following to the batch");
+    }
+
+    if (ngx_http_tent_relation_post(r, ctx, op, "following", record,
+                                    "create")
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the following post");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -542,18 +602,25 @@ ngx_http_tent_following_stored(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
+    ctx = ngx_http_tent_get_ctx(r);
+    st = ctx->state;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followings: following \"%V\" of \"%V\": %s",
+                   &st->id, &st->entity,
+                   op->status == NGX_HTTP_TENT_STORE_OK
+                   ? "credential stored"
+                   : "not stored, its credential id is in use");
+
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_GATEWAY,
                    "The remote's credential id is already in use here");
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
-    st = ctx->state;
-
     out = ngx_http_tent_json_own(r->pool,
                                  ngx_http_tent_following_view(st->record));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "rendering the following");
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -672,7 +739,7 @@ ngx_http_tent_following_change(ngx_http_request_t *r,
     path.data = ngx_pnalloc(r->pool, sizeof("followers/") - 1
                                      + 3 * remote_id.len);
     if (path.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the unfollow path");
     }
 
     p = ngx_cpymem(path.data, "followers/", sizeof("followers/") - 1);
@@ -684,12 +751,16 @@ ngx_http_tent_following_change(ngx_http_request_t *r,
                                  NULL, &url)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the unfollow URL");
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "DELETE");
-    if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (f == NULL) {
+        return ngx_http_tent_internal_error(r, "starting the unfollow DELETE");
+    }
+
+    if (ngx_http_tent_remote_sign(f, record) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "signing the unfollow DELETE");
     }
 
     f->max_response = 64 * 1024;
@@ -739,24 +810,34 @@ ngx_http_tent_following_update(ngx_http_request_t *r,
 
     json_object_set_new(record, "updated_at", json_integer(ngx_time()));
 
+    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                            "building the following's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                            "encoding the following record");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
         || ngx_http_tent_store_write(op, 1) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "adding the following to the batch");
     }
 
     out = ngx_http_tent_json_own(r->pool,
                                  ngx_http_tent_following_view(record));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "rendering the following");
     }
 
     ctx->state = out;
@@ -814,12 +895,16 @@ ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the proxied URL");
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
-    if (f == NULL || ngx_http_tent_remote_sign(f, record) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (f == NULL) {
+        return ngx_http_tent_internal_error(r, "starting the proxied GET");
+    }
+
+    if (ngx_http_tent_remote_sign(f, record) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "signing the proxied GET");
     }
 
     if (r->headers_in.accept && r->headers_in.accept->value.len < 512

@@ -113,7 +113,7 @@ ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                 NGX_HTTP_TENT_TABLE_GROUP, &start, &end)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the groups' range");
     }
 
     limit = NGX_HTTP_TENT_GROUPS_MAX;
@@ -141,14 +141,16 @@ ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                   NGX_HTTP_TENT_TABLE_GROUP, &v, &key)
                 != NGX_OK)
             {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                "building the since_id key");
             }
 
             /* the smallest key after "key": key + 0x00 */
 
             p = ngx_pnalloc(r->pool, key.len + 1);
             if (p == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                "building the since_id key");
             }
 
             ngx_memcpy(p, key.data, key.len);
@@ -164,7 +166,8 @@ ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                  NGX_HTTP_TENT_TABLE_GROUP, &v, &end)
                != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the before_id key");
         }
     }
 
@@ -173,7 +176,7 @@ ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (op == NULL
         || ngx_http_tent_store_scan(op, &start, &end, limit, 0) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the groups' scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -202,7 +205,7 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
 
     list = ngx_http_tent_json_own(r->pool, json_array());
     if (list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the groups' list");
     }
 
     n = 0;
@@ -221,13 +224,13 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the groups' rows");
     }
 
     if (ngx_http_tent_is_count(ctx)) {
         count = ngx_http_tent_json_own(r->pool, json_integer(n));
         if (count == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "building the count");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
@@ -237,7 +240,7 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
         h = ngx_list_push(&r->headers_out.headers);
         p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
         if (h == NULL || p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "adding the Count header");
         }
 
         h->hash = 1;
@@ -276,7 +279,7 @@ ngx_http_tent_group_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the group's id");
     }
 
     group = json_pack("{s:o, s:O, s:I, s:I}",
@@ -289,7 +292,18 @@ ngx_http_tent_group_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         || ngx_http_tent_json_cleanup(r->pool, group) != NGX_OK)
     {
         json_decref(group);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the group");
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
+                          &id, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the group's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, group, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the group");
     }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -297,13 +311,9 @@ ngx_http_tent_group_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     /* a random 16-byte id: "must be absent" guards the impossible clash */
 
     if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
-                             &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, group, &value) != NGX_OK
         || ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the group to the batch");
     }
 
     ctx->state = group;
@@ -364,7 +374,7 @@ ngx_http_tent_group_loaded(ngx_http_request_t *r,
 
     group = ngx_http_tent_json_load(r, &value);
     if (group == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the group");
     }
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
@@ -374,7 +384,8 @@ ngx_http_tent_group_loaded(ngx_http_request_t *r,
     if (r->method == NGX_HTTP_PUT) {
         st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_groups_t));
         if (st == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "allocating the rename state");
         }
 
         st->group = group;
@@ -388,16 +399,21 @@ ngx_http_tent_group_loaded(ngx_http_request_t *r,
 
     (void) ngx_http_tent_group_id(ctx, &id);
 
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
+                          &id, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the group's key");
+    }
+
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (wop == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
-                             &id, &key)
-           != NGX_OK
         || ngx_http_tent_store_write(wop, 1) != NGX_OK
         || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "adding the delete to the batch");
     }
 
     ctx->state = NULL;
@@ -426,16 +442,23 @@ ngx_http_tent_group_rename(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     (void) ngx_http_tent_group_id(ctx, &id);
 
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
+                          &id, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the group's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, st->group, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the group");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
-                             &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, st->group, &value) != NGX_OK
         || ngx_http_tent_store_cas(op, &key, &st->raw, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the group to the batch");
     }
 
     ctx->state = st->group;

@@ -102,7 +102,7 @@ ngx_http_tent_mention_read(ngx_http_request_t *r)
     }
 
     if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        rc = ngx_http_tent_internal_error(r, "reading the mention's body");
         goto done;
     }
 
@@ -116,7 +116,7 @@ ngx_http_tent_mention_read(ngx_http_request_t *r)
 
     if (ngx_http_tent_json_cleanup(r->pool, json) != NGX_OK) {
         json_decref(json);
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        rc = ngx_http_tent_internal_error(r, "keeping the mention's body");
         goto done;
     }
 
@@ -143,7 +143,7 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_mention_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the mention state");
     }
 
     /* the entity in its one spelling: discovered, compared, kept so */
@@ -155,7 +155,8 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "spelling the mention's entity");
     }
 
     if (rc != NGX_OK
@@ -179,7 +180,7 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     st->path.len = sizeof("posts/") - 1 + st->id.len + 2 * n;
     st->path.data = ngx_pnalloc(r->pool, st->path.len);
     if (st->path.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the post's path");
     }
 
     p = ngx_cpymem(st->path.data, "posts/", sizeof("posts/") - 1);
@@ -239,6 +240,10 @@ ngx_http_tent_mention_discovered(ngx_http_request_t *r,
 
     st->found = d;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent mentions: \"%V\" discovered, reading post \"%V\" "
+                   "at its servers", &st->entity, &st->id);
+
     return ngx_http_tent_mention_fetch(r, st);
 }
 
@@ -270,7 +275,7 @@ ngx_http_tent_mention_fetch(ngx_http_request_t *r,
         }
 
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "building the post's URL");
         }
 
         st->server++;
@@ -278,7 +283,7 @@ ngx_http_tent_mention_fetch(ngx_http_request_t *r,
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
     if (f == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "starting the post's GET");
     }
 
     /* no bigger than a post pushed to us may be */
@@ -360,6 +365,10 @@ ngx_http_tent_mention_fetched(ngx_http_request_t *r,
                                                 "it does not mention us", 0);
     }
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent mentions: post \"%V\" verified at %V",
+                   &st->id, &f->url);
+
     /* the copy its server serves is the one kept, as a notification */
 
     return ngx_http_tent_notification_store(r, ctx, post, &st->entity, 1);
@@ -377,7 +386,8 @@ ngx_http_tent_mention_unverified(ngx_http_request_t *r, ngx_str_t *url,
 
     msg = ngx_pnalloc(r->pool, len);
     if (msg == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "writing why the mention is refused");
     }
 
     p = ngx_cpymem(msg, "Unauthorized: the post could not be verified at "

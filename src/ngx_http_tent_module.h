@@ -210,8 +210,12 @@ typedef struct {
 } ngx_http_tent_part_t;
 
 
-/* ngx_http_tent_module.c: directives, the router */
+/* ngx_http_tent_router.c: the request's ctx, the API path, the servers */
 ngx_http_tent_ctx_t *ngx_http_tent_get_ctx(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t **servers);
 
 /* ngx_http_tent_util.c: lists, UTF-8, entity URLs, clock, ids, tokens */
 ngx_uint_t ngx_http_tent_next_item(u_char **p, u_char *last,
@@ -226,10 +230,6 @@ ngx_int_t ngx_http_tent_entity_normalize(ngx_str_t *url, u_char *buf,
 ngx_int_t ngx_http_tent_entity_canonical(ngx_pool_t *pool, ngx_str_t *url,
     ngx_str_t *out);
 ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
-ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx);
-ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t **servers);
 uint64_t ngx_http_tent_now_us(void);
 ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
     size_t bytes, ngx_str_t *id);

@@ -58,9 +58,6 @@ static ngx_int_t ngx_http_tent_notification_refreshed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
-/* a post or relationship id, a challenge: [A-Za-z0-9_-], 1 to max bytes */
-
-
 /* the sender's relationship: a server we follow, or one that follows us */
 
 static u_char
@@ -92,7 +89,7 @@ ngx_http_tent_notification_challenge(ngx_http_request_t *r,
 
     state = ngx_palloc(r->pool, sizeof(ngx_str_t));
     if (state == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the challenge");
     }
 
     *state = challenge;
@@ -117,11 +114,18 @@ ngx_http_tent_notification_challenged(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
+    ctx = ngx_http_tent_get_ctx(r);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent notifications: challenge for following \"%V\": "
+                   "%s", &ctx->params[0],
+                   op->status == NGX_HTTP_TENT_STORE_NOT_FOUND
+                   ? "no such following" : "answered");
+
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     challenge = ctx->state;
 
     ngx_str_set(&r->headers_out.content_type, "text/plain");
@@ -173,6 +177,11 @@ static ngx_int_t
 ngx_http_tent_notification_body(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent notifications: from \"%V\", relationship \"%V\": "
+                   "signature verified", &ctx->principal.entity,
+                   &ctx->principal.auth_id);
+
     return ngx_http_tent_notification_store(r, ctx, ctx->body,
                                             &ctx->principal.entity, 0);
 }
@@ -199,13 +208,15 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_received_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "allocating the notification state");
     }
 
     if (mention) {
         st->reply = ngx_http_tent_json_own(r->pool, json_object());
         if (st->reply == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "building the mention's answer");
         }
     }
 
@@ -214,7 +225,8 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
 
     if (post == NULL) {
         if (error == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "copying the received post");
         }
 
         return ngx_http_tent_send_error(r, 422, error);
@@ -222,7 +234,7 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
 
     if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
         json_decref(post);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the received post");
     }
 
     if (ngx_http_tent_json_str(post, "entity", &st->entity) != NGX_OK
@@ -244,12 +256,15 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
                    "The post's entity is not the followed entity");
     }
 
-    if (rc != NGX_OK
-        || json_object_set_new(post, "entity",
-                               ngx_http_tent_json_string(&st->entity))
-           != 0)
+    if (rc != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "spelling the post's entity");
+    }
+
+    if (json_object_set_new(post, "entity",
+                            ngx_http_tent_json_string(&st->entity))
+        != 0)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "setting the post's entity");
     }
 
     if (ngx_http_tent_json_str(post, "id", &st->id) != NGX_OK
@@ -306,6 +321,11 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
         st->profile = 0;
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent notifications: post \"%V\" version %L of \"%V\" "
+                   "valid%s", &st->id, (int64_t) st->version, &st->entity,
+                   mention ? ", a mention" : "");
+
     st->post = post;
     ctx->state = st;
 
@@ -322,7 +342,7 @@ static ngx_int_t
 ngx_http_tent_notification_write(ngx_http_request_t *r,
     ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw)
 {
-    ngx_str_t                  key, value;
+    ngx_str_t                  key, vkey, value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *op;
 
@@ -338,27 +358,37 @@ ngx_http_tent_notification_write(ngx_http_request_t *r,
         }
     }
 
+    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity, &st->id,
+                               -1, &key)
+        != NGX_OK
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                  &st->id, st->version, &vkey)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the post's keys");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, st->post, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the received post");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity, &st->id,
-                                  -1, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, st->post, &value) != NGX_OK)
+        || ngx_http_tent_store_cas(op, &key, raw, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the post to the batch");
     }
 
-    if (ngx_http_tent_store_cas(op, &key, raw, &value)
-        != NGX_OK
-        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                                  &st->id, st->version, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK
-        || ngx_http_tent_delivery_mark(r, ctx, op, st->post) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                       "adding the post's index rows");
+    }
+
+    if (ngx_http_tent_delivery_mark(r, ctx, op, st->post) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                       "marking the post for the apps");
     }
 
     /* its outbox row tells the apps subscribed (spec 7.4, 9.2) */
@@ -387,17 +417,27 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent notifications: post \"%V\" of \"%V\": %s",
+                   &st->id, &st->entity,
+                   op->status == NGX_HTTP_TENT_STORE_OK
+                   ? "stored" : "a copy is there");
+
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
         if (st->deletes.len) {
+            if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                                       &st->deletes, -1, &key)
+                != NGX_OK)
+            {
+                return ngx_http_tent_internal_error(r,
+                                       "building the deleted post's key");
+            }
+
             get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-            if (get == NULL
-                || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                                          &st->deletes, -1, &key)
-                   != NGX_OK
-                || ngx_http_tent_store_get(get, &key) != NGX_OK)
-            {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            if (get == NULL || ngx_http_tent_store_get(get, &key) != NGX_OK) {
+                return ngx_http_tent_internal_error(r,
+                                       "building the deleted post's read");
             }
 
             return ngx_http_tent_store_submit_request(r, get,
@@ -423,7 +463,7 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
 
     current = ngx_http_tent_json_load(r, &value);
     if (current == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading our copy of the post");
     }
 
     if (json_integer_value(json_object_get(current, "version"))
@@ -469,20 +509,30 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
 
     copy = ngx_http_tent_json_load(r, &value);
     if (copy == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the deleted copy");
+    }
+
+    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
+                               &st->deletes, -1, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                            "building the deleted post's key");
     }
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (wop == NULL
-        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                                  &st->deletes, -1, &key)
-           != NGX_OK
         || ngx_http_tent_store_cas(wop, &key, &value, &value) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &key) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, wop, copy, 1) != NGX_OK)
+        || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "adding the delete to the batch");
+    }
+
+    if (ngx_http_tent_post_index(r, ctx, wop, copy, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r,
+                                       "removing the deleted post's index");
     }
 
     for (v = 1; v <= json_integer_value(json_object_get(copy, "version"))
@@ -490,10 +540,15 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
     {
         if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
                                    &st->deletes, v, &key)
-            != NGX_OK
-            || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
+            != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "building a deleted version's key");
+        }
+
+        if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                                       "adding the delete to the batch");
         }
     }
 
@@ -541,12 +596,17 @@ ngx_http_tent_notification_following(ngx_http_request_t *r,
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the profile's URL");
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
-    if (f == NULL || ngx_http_tent_remote_sign(f, st->following) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (f == NULL) {
+        return ngx_http_tent_internal_error(r,
+                                            "starting the profile refresh");
+    }
+
+    if (ngx_http_tent_remote_sign(f, st->following) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "signing the profile refresh");
     }
 
     f->max_response = NGX_HTTP_TENT_PROFILE_MAX;
@@ -637,25 +697,35 @@ ngx_http_tent_notification_profile(ngx_http_request_t *r,
 
     servers = ngx_http_tent_servers_cap(r->pool, servers, &scf->outbound);
     if (servers == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "keeping the profile's servers");
     }
 
     json_object_set(st->following, "profile", profile);
     json_object_set(st->following, "servers", servers);
     json_object_set_new(st->following, "updated_at", json_integer(ngx_time()));
 
-    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (wop == NULL
-        || ngx_http_tent_json_str(st->following, "id", &id) != NGX_OK
+    if (ngx_http_tent_json_str(st->following, "id", &id) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              ngx_http_tent_notification_table(ctx), &id,
                              &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, st->following, &value) != NGX_OK
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "building the relationship's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, st->following, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the relationship");
+    }
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
         || ngx_http_tent_store_cas(wop, &key, &st->raw, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "adding the relationship to the batch");
     }
 
     /* a concurrent change of the following wins: this is only a refresh */

@@ -10,12 +10,13 @@
 
 /*
  * Posts: types and validation, creation and versions, who may see a
- * post and how it is rendered, attachments, queries.
+ * post and how it is rendered, attachments, queries.  What the router
+ * and other subsystems call; what only the posts files share is in
+ * ngx_http_tent_posts_private.h.
  */
 
 
 #include "ngx_http_tent_store.h"
-
 
 
 /* ngx_http_tent_post_types.c */
@@ -25,32 +26,16 @@ ngx_int_t ngx_http_tent_post_type_is(ngx_str_t *type, const char *name);
 json_int_t ngx_http_tent_post_published_at(json_t *v, time_t now);
 
 /* ngx_http_tent_posts.c */
-uint64_t ngx_http_tent_now_us(void);
 ngx_int_t ngx_http_tent_posts_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_versions(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_attachments.c */
 ngx_int_t ngx_http_tent_post_attachment(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
-ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
-ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *entity);
-ngx_int_t ngx_http_tent_post_entity(ngx_pool_t *pool,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *entity, ngx_str_t *out);
-ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
-    json_t *entities, json_t *groups);
-ngx_int_t ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx,
-    json_t *post);
-json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
-json_t *ngx_http_tent_post_render_view(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *post);
-ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,
-    ngx_uint_t del);
 
 /* ngx_http_tent_posts_query.c */
 ngx_int_t ngx_http_tent_posts_list(ngx_http_request_t *r,
@@ -59,8 +44,11 @@ ngx_int_t ngx_http_tent_posts_count(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
-ngx_int_t ngx_http_tent_versions_list(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_posts_feed.c */
+ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,
+    ngx_uint_t del);
 
 
 #endif /* _NGX_HTTP_TENT_POSTS_H_INCLUDED_ */

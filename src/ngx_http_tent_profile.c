@@ -162,7 +162,7 @@ ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     pr = ngx_http_tent_profile_state(r, ctx);
     if (pr == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the profile state");
     }
 
     /* no query parameter changes the profile: none is in the key */
@@ -244,7 +244,7 @@ ngx_http_tent_profile_type_get(ngx_http_request_t *r,
 
     pr = ngx_http_tent_profile_state(r, ctx);
     if (pr == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the profile state");
     }
 
     if (ngx_http_tent_profile_type(r, ctx, pr) != NGX_OK) {
@@ -263,19 +263,21 @@ ngx_http_tent_profile_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_str_t                  start, end;
     ngx_http_tent_store_op_t  *op;
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (op == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
     if (ngx_http_tent_key_range(r->pool, &ctx->entity,
                                 NGX_HTTP_TENT_TABLE_PROFILE, &start, &end)
-        != NGX_OK
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the profile's range");
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
         || ngx_http_tent_store_scan(op, &start, &end,
                                     NGX_HTTP_TENT_PROFILE_SECTIONS, 0)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the profile's scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -303,7 +305,7 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 
     profile = ngx_http_tent_json_own(r->pool, json_object());
     if (profile == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the profile");
     }
 
     core = NULL;
@@ -338,12 +340,12 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
         }
 
         if (ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "adding a section");
         }
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the profile's rows");
     }
 
     /*
@@ -356,7 +358,7 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 
     record = ngx_http_tent_profile_core(r, ctx, core, NULL);
     if (record == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the core section");
     }
 
     if (pr->one && ngx_http_tent_is_core(&pr->base)) {
@@ -364,10 +366,12 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     }
 
     if (!pr->one) {
-        if (ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK
-            || ngx_http_tent_json_dump(r->pool, profile, &value) != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (ngx_http_tent_profile_section(ctx, profile, record) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "adding the core section");
+        }
+
+        if (ngx_http_tent_json_dump(r->pool, profile, &value) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "encoding the profile");
         }
 
         if (pr->cache) {
@@ -392,7 +396,7 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_profile_section(ctx, profile, wanted) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the section");
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK,
@@ -601,18 +605,22 @@ ngx_http_tent_profile_history(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     pr = ctx->state;
 
+    if (ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, 0,
+                                  &start)
+        != NGX_OK
+        || ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, -1,
+                                     &end)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the history's range");
+    }
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, 0,
-                                     &start)
-           != NGX_OK
-        || ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base, -1,
-                                     &end)
-           != NGX_OK
         || ngx_http_tent_store_scan(op, &start, &end, 10000, 1) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the history's scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -646,7 +654,7 @@ ngx_http_tent_profile_history_read(ngx_http_request_t *r,
 
         if (ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK) {
             json_decref(record);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "keeping an old version");
         }
 
         if (json_integer_value(json_object_get(record, "version"))
@@ -657,7 +665,7 @@ ngx_http_tent_profile_history_read(ngx_http_request_t *r,
 
         profile = ngx_http_tent_json_own(r->pool, json_object());
         if (profile == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "building the section");
         }
 
         if (!ngx_http_tent_profile_visible(ctx, record)
@@ -697,7 +705,7 @@ ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     pr = ngx_http_tent_profile_state(r, ctx);
     if (pr == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the profile state");
     }
 
     if (ngx_http_tent_profile_type(r, ctx, pr) != NGX_OK) {
@@ -748,7 +756,7 @@ ngx_http_tent_profile_loaded(ngx_http_request_t *r,
 
         record = ngx_http_tent_json_load(r, &value);
         if (record == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "reading the section");
         }
 
         pr->record = record;
@@ -831,7 +839,7 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     content = ngx_http_tent_json_own(r->pool, json_deep_copy(ctx->body));
     if (content == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "copying the section's body");
     }
 
     old_perms = pr->record ? json_object_get(pr->record, "permissions")
@@ -852,7 +860,8 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
         record = ngx_http_tent_profile_core(r, ctx, pr->record, content);
         if (record == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the core section");
         }
 
     } else {
@@ -871,8 +880,19 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
             || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
         {
             json_decref(record);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "building the section");
         }
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
+                          &pr->base, &key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the section's key");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the section");
     }
 
     /* the new version replaces exactly what we read; the old one is kept */
@@ -880,15 +900,12 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (cas == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
         || ngx_http_tent_store_cas(cas, &key, pr->record ? &pr->raw : NULL,
                                    &value)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "adding the section to the batch");
     }
 
     if (pr->record) {
@@ -896,11 +913,15 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
         if (ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base,
                                       (ngx_int_t) v, &old_key)
-            != NGX_OK
-            || ngx_http_tent_store_write_put(cas, &old_key, &pr->raw)
-               != NGX_OK)
+            != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the history's key");
+        }
+
+        if (ngx_http_tent_store_write_put(cas, &old_key, &pr->raw) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                                       "adding the old version to the batch");
         }
     }
 
@@ -910,16 +931,25 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                      "types", ngx_http_tent_json_string(&pr->type),
                      "action", "update");
 
-    if (post == NULL
-        || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK
-        || ngx_http_tent_internal_post(r, ctx, cas, "profile", post,
-               ngx_http_tent_is_core(&pr->base)
-               || json_is_true(json_object_get(
-                      json_object_get(record, "permissions"), "public")))
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return ngx_http_tent_internal_error(r, "building the profile post");
     }
+
+    if (ngx_http_tent_internal_post(r, ctx, cas, "profile", post,
+            ngx_http_tent_is_core(&pr->base)
+            || json_is_true(json_object_get(
+                   json_object_get(record, "permissions"), "public")))
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the profile post");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent profile: section \"%V\" version %L: storing",
+                   &pr->type,
+                   (int64_t) json_integer_value(json_object_get(record,
+                                                                "version")));
 
     return ngx_http_tent_store_submit_request(r, cas,
                                               ngx_http_tent_profile_written);
@@ -981,15 +1011,17 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
     current = (ngx_int_t) json_integer_value(json_object_get(pr->record,
                                                              "version"));
 
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
+                          &pr->base, &cur_key)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the section's key");
+    }
+
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    if (wop == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_PROFILE, &pr->base, &cur_key)
-           != NGX_OK
-        || ngx_http_tent_store_write(wop, 1) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "creating the store operation");
     }
 
     found = (pr->version < 0 || pr->version == current);
@@ -1006,7 +1038,8 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
 
         if (pr->version < 0) {
             if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                       "adding a version's removal");
             }
 
             continue;
@@ -1024,7 +1057,8 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
 
             if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
                 json_decref(record);
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                       "adding the version's removal");
             }
         }
 
@@ -1038,7 +1072,8 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
     if (pr->version < 0 || newest_key.data == NULL) {
         if (pr->version == current || pr->version < 0) {
             if (ngx_http_tent_store_write_del(wop, &cur_key) != NGX_OK) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                       "adding the section's removal");
             }
         }
 
@@ -1048,7 +1083,8 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
         if (ngx_http_tent_store_write_put(wop, &cur_key, &newest) != NGX_OK
             || ngx_http_tent_store_write_del(wop, &newest_key) != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "adding the version brought back");
         }
     }
 

@@ -232,7 +232,7 @@ ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     {
         raw.data = ngx_pnalloc(r->pool, param->len);
         if (raw.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "unescaping the entity");
         }
 
         dst = raw.data;
@@ -243,7 +243,7 @@ ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         rc = ngx_http_tent_entity_canonical(r->pool, &raw, &entity);
 
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "spelling the entity");
         }
 
         if (rc != NGX_OK) {
@@ -260,7 +260,7 @@ ngx_http_tent_relation_load(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the load state");
     }
 
     st->rel = rel;
@@ -284,7 +284,7 @@ ngx_http_tent_relation_load_entity(ngx_http_request_t *r,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the load state");
     }
 
     st->rel = rel;
@@ -358,7 +358,7 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
 
     record = ngx_http_tent_json_load(r, &value);
     if (record == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the relationship");
     }
 
     if (st->by_entity
@@ -371,7 +371,8 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
         p = ngx_pnalloc(r->pool, ctx->origin.len + scf->api_root.len
                                  + st->rel->name.len + id.len + 4);
         if (h == NULL || p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                       "adding the Content-Location header");
         }
 
         h->hash = 1;
@@ -407,7 +408,7 @@ ngx_http_tent_relation_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                  ngx_http_tent_relation_render(r, ctx, rel,
                                                                record));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "rendering the relationship");
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
@@ -496,7 +497,7 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the list state");
     }
 
     st->rel = rel;
@@ -538,7 +539,8 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (ngx_http_arg(r, (u_char *) "entity", 6, &v) == NGX_OK && v.len) {
         st->entity.data = ngx_pnalloc(r->pool, v.len);
         if (st->entity.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "unescaping the entity filter");
         }
 
         dst = st->entity.data;
@@ -551,7 +553,8 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         rc = ngx_http_tent_entity_canonical(r->pool, &st->entity, &v);
 
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "spelling the entity filter");
         }
 
         if (rc == NGX_OK) {
@@ -563,7 +566,7 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                 &end)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the list's range");
     }
 
     if (!st->count) {
@@ -572,7 +575,8 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         rc = ngx_http_tent_relations_cursor(r, ctx, rel, "since_id", 1,
                                             &key);
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the since_id key");
         }
 
         if (rc == NGX_OK) {
@@ -583,7 +587,8 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         rc = ngx_http_tent_relations_cursor(r, ctx, rel, "until_id", 1,
                                             &key);
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the until_id key");
         }
 
         if (rc == NGX_OK) {
@@ -593,7 +598,8 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         rc = ngx_http_tent_relations_cursor(r, ctx, rel, "before_id", 0,
                                             &key);
         if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "building the before_id key");
         }
 
         if (rc == NGX_OK) {
@@ -606,7 +612,7 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     st->list = ngx_http_tent_json_own(r->pool, json_array());
     if (st->list == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the list");
     }
 
     return ngx_http_tent_relations_scan(r, st);
@@ -629,7 +635,7 @@ ngx_http_tent_relations_scan(ngx_http_request_t *r,
                                     st->reverse && !st->since)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "building the list's scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -727,7 +733,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
             json_decref(record);
 
             if (shown == NGX_ERROR) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                    "rendering a list item");
             }
 
             if (shown == NGX_DECLINED) {
@@ -768,7 +775,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         json_decref(record);
 
         if (out == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "rendering a relationship");
         }
 
         json_array_append_new(list, out);
@@ -779,7 +787,7 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the list's rows");
     }
 
     /* a full batch and room left: the next one, after the last row */
@@ -793,13 +801,15 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
             st->end.len = last.len;
 
             if (st->end.data == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                "keeping the list's cursor");
             }
 
         } else {
             st->start.data = ngx_pnalloc(r->pool, last.len + 1);
             if (st->start.data == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                "keeping the list's cursor");
             }
 
             ngx_memcpy(st->start.data, last.data, last.len);
@@ -815,7 +825,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
             h = ngx_list_push(&r->headers_out.headers);
             p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
             if (h == NULL || p == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                    "adding the Count header");
             }
 
             h->hash = 1;
@@ -826,7 +837,7 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 
         count = ngx_http_tent_json_own(r->pool, json_integer(n));
         if (count == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "building the count");
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
@@ -848,7 +859,7 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         && ngx_http_tent_relations_link(r, list, st->limit, &st->args)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the Link header");
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
@@ -960,36 +971,50 @@ ngx_int_t
 ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_relation_t *rel, json_t *record)
 {
-    ngx_str_t                  id, entity, key_id, key;
+    ngx_str_t                  id, entity, key_id, key, ekey, ckey;
     ngx_http_tent_store_op_t  *op;
 
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
         || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "reading the relationship's ids");
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent relations: removing %s \"%V\" of \"%V\"",
+                   rel->kind, &id, &entity);
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, rel->table, &id, &key)
+        != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity, rel->entity_table,
+                             &entity, &ekey)
+           != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &ckey)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "building the relationship's keys");
     }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
         || ngx_http_tent_store_write(op, 1) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity, rel->table, &id, &key)
-           != NGX_OK
         || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity, rel->entity_table,
-                             &entity, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, rel->kind, record,
-                                       "delete")
-           != NGX_OK)
+        || ngx_http_tent_store_write_del(op, &ekey) != NGX_OK
+        || ngx_http_tent_store_write_del(op, &ckey) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                       "adding the removal to the batch");
+    }
+
+    if (ngx_http_tent_relation_post(r, ctx, op, rel->kind, record, "delete")
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the removal's post");
     }
 
     ctx->state = NULL;

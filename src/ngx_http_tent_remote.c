@@ -38,6 +38,8 @@ static ngx_int_t ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
     ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_links_html(ngx_http_tent_discover_t *d,
     ngx_str_t *html);
+static ngx_int_t ngx_http_tent_discover_error(ngx_http_tent_discover_t *d,
+    const char *step);
 
 
 #define NGX_HTTP_TENT_DISCOVER_HEAD     0
@@ -178,7 +180,7 @@ ngx_http_tent_remote_error(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
 
     msg = ngx_pnalloc(r->pool, len);
     if (msg == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "formatting an outbound error");
     }
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK) {
@@ -332,7 +334,7 @@ ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
     d = ngx_http_tent_discover_create(r->pool, r->connection->log,
                                       &scf->outbound, entity, 0, data);
     if (d == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "starting discovery");
     }
 
     d->request = r;
@@ -405,7 +407,7 @@ ngx_http_tent_discover_step(ngx_http_tent_discover_t *d)
 
     f = ngx_http_tent_fetch_create(d->pool, d->log, d->outbound);
     if (f == NULL) {
-        return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+        return ngx_http_tent_discover_error(d, "creating discovery's fetch");
     }
 
     switch (d->stage) {
@@ -441,6 +443,10 @@ ngx_http_tent_discover_step(ngx_http_tent_discover_t *d)
 
     f->data = d;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, d->log, 0,
+                   "tent discovery: \"%V\": %V %V", &d->entity, &f->method,
+                   &f->url);
+
     /* with a request, the request's deadline (ngx_http_tent_fetch_request) */
 
     if (d->request) {
@@ -453,7 +459,29 @@ ngx_http_tent_discover_step(ngx_http_tent_discover_t *d)
 
     f->handler = ngx_http_tent_discover_event_fetched;
 
-    return ngx_http_tent_fetch_start(f);
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        return ngx_http_tent_discover_error(d, "starting discovery's fetch");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A failure of ours: with a request its 500, without one NGX_ERROR;
+ * either way logged once, at error
+ */
+
+static ngx_int_t
+ngx_http_tent_discover_error(ngx_http_tent_discover_t *d, const char *step)
+{
+    if (d->request) {
+        return ngx_http_tent_internal_error(d->request, step);
+    }
+
+    ngx_log_error(NGX_LOG_ERR, d->log, 0, "tent discovery: %s failed", step);
+
+    return NGX_ERROR;
 }
 
 
@@ -495,7 +523,8 @@ ngx_http_tent_discover_finish(ngx_http_tent_discover_t *d,
 
         msg = ngx_pnalloc(d->pool, len);
         if (msg == NULL) {
-            return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+            return ngx_http_tent_discover_error(d,
+                                                "formatting discovery's error");
         }
 
         if (f->result == NGX_HTTP_TENT_FETCH_OK) {
@@ -514,6 +543,17 @@ ngx_http_tent_discover_finish(ngx_http_tent_discover_t *d,
 
     } else {
         d->error = error;
+    }
+
+    if (status) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, d->log, 0,
+                       "tent discovery: \"%V\" failed, %ui: %s",
+                       &d->entity, status, d->error);
+
+    } else {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, d->log, 0,
+                       "tent discovery: \"%V\" is \"%V\", API root %V",
+                       &d->entity, &d->canonical, &d->api_root);
     }
 
     if (d->request == NULL) {
@@ -722,7 +762,8 @@ ngx_http_tent_discover_fetched(ngx_http_tent_discover_t *d,
         }
 
         if (ngx_http_tent_links_resolve(d->pool, d) != NGX_OK) {
-            return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+            return ngx_http_tent_discover_error(d, "making profile links "
+                                                   "absolute");
         }
     }
 
@@ -829,7 +870,7 @@ ngx_http_tent_discover_profile(ngx_http_tent_discover_t *d,
 
     d->servers = ngx_http_tent_servers_cap(d->pool, servers, d->outbound);
     if (d->servers == NULL) {
-        return d->request ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+        return ngx_http_tent_discover_error(d, "keeping the profile's servers");
     }
 
     /* the API root: the profile URL without "/profile" (spec 2.2) */

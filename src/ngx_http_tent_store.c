@@ -8,7 +8,10 @@
  * The store API handlers use.  An operation is encoded once into bytes;
  * the owner process executes those bytes on its thread pool, any other
  * worker ships them over the store socket.  Either way the handler is
- * called back later on the event loop, never from inside submit.
+ * called back later on the event loop, never from inside submit.  Here:
+ * encoding, submit and its deadline, the answer and its decoding, and
+ * the caches a write makes stale.  No request: an HTTP handler's side
+ * is ngx_http_tent_store_request.c.
  */
 
 
@@ -16,7 +19,6 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
-#include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store_private.h"
 
@@ -35,11 +37,6 @@ static void ngx_http_tent_store_timeout_handler(ngx_event_t *ev);
 static void ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op,
     ngx_str_t *s);
-static void ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op);
-#if (NGX_DEBUG)
-static u_char *ngx_http_tent_store_debug_key(u_char *p, u_char *last,
-    u_char *req, size_t len, size_t pos);
-#endif
 
 
 ngx_http_tent_store_t *
@@ -786,113 +783,6 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
 }
 
 
-/*
- * For HTTP handlers: keep the request alive while the store works, then
- * run "handler" and finalize with what it returns.  NGX_DONE from the
- * handler means it submitted another operation.
- */
-
-ngx_int_t
-ngx_http_tent_store_submit_request(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
-{
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    op->data = r;
-    sop->request_done = handler;
-    op->handler = ngx_http_tent_store_request_done;
-
-    if (ngx_http_tent_store_submit(op) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "tent store: operation not submitted");
-        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                        "Internal Server Error");
-    }
-
-    r->main->count++;
-
-    return NGX_DONE;
-}
-
-
-/* read one record of the request's entity, then run "handler" */
-
-ngx_int_t
-ngx_http_tent_store_get_request(ngx_http_request_t *r, u_char table,
-    ngx_str_t *rest, ngx_http_tent_request_done_pt handler)
-{
-    ngx_str_t                  key;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_store_op_t  *op;
-
-    ctx = ngx_http_tent_get_ctx(r);
-
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity, table, rest, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(op, &key) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "tent store: no memory for a read");
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_tent_store_submit_request(r, op, handler);
-}
-
-
-static void
-ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
-{
-    ngx_int_t                       rc;
-    ngx_connection_t               *c;
-    ngx_http_request_t             *r;
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    r = op->data;
-    c = r->connection;
-
-    rc = sop->request_done(r, op);
-
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
-}
-
-
-/* the HTTP answer for a store failure, or NGX_OK when there is none */
-
-ngx_int_t
-ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    switch (op->status) {
-
-    case NGX_HTTP_TENT_STORE_OK:
-    case NGX_HTTP_TENT_STORE_NOT_FOUND:
-    case NGX_HTTP_TENT_STORE_CONFLICT:
-        return NGX_OK;
-
-    case NGX_HTTP_TENT_STORE_UNAVAILABLE:
-    case NGX_HTTP_TENT_STORE_RETRY:
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-
-    default:
-        ngx_log_error(NGX_LOG_ERR, op->log, 0, "tent store error: \"%V\"",
-                      &sop->res);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-}
-
-
 ngx_int_t
 ngx_http_tent_store_value(ngx_http_tent_store_op_t *op, ngx_str_t *value)
 {
@@ -997,119 +887,3 @@ ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
     return NGX_OK;
 }
 
-
-#if (NGX_DEBUG)
-
-/*
- * One line of the debug log for an operation: its name and flags, its
- * first key made printable and cut short, its size; once answered, its
- * status and how long it took.  Values are never shown.
- */
-
-void
-ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
-    ngx_uint_t answered)
-{
-    u_char      *p, *last, *req;
-    size_t       len, pos;
-    uint32_t     n;
-    const char  *name, *status;
-    u_char       buf[NGX_MAX_ERROR_STR / 4];
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    static const char  *names[] = {
-        "?", "get", "write", "scan", "cas", "mget"
-    };
-
-    static const char  *statuses[] = {
-        "ok", "not found", "conflict", "error", "unavailable", "retry"
-    };
-
-    if (!(op->log->log_level & NGX_LOG_DEBUG_HTTP) || sop->req_len < 2) {
-        return;
-    }
-
-    req = sop->req;
-    len = sop->req_len;
-    p = buf;
-    last = buf + sizeof(buf);
-
-    name = req[0] < sizeof(names) / sizeof(names[0]) ? names[req[0]] : "?";
-
-    p = ngx_slprintf(p, last, "%s%s", name,
-                     (req[1] & NGX_HTTP_TENT_OP_SYNC) ? " sync" : "");
-
-    /* where the first key is: after a count for batches and mget */
-
-    pos = 2;
-    n = 0;
-
-    if (req[0] == NGX_HTTP_TENT_OP_WRITE || req[0] == NGX_HTTP_TENT_OP_MGET) {
-        if (len >= 6) {
-            n = ((uint32_t) req[2] << 24) | ((uint32_t) req[3] << 16)
-                | ((uint32_t) req[4] << 8) | req[5];
-        }
-
-        pos = (req[0] == NGX_HTTP_TENT_OP_WRITE) ? 7 : 6;
-        p = ngx_slprintf(p, last, " of %uD", n);
-    }
-
-    if (n || (req[0] != NGX_HTTP_TENT_OP_WRITE
-              && req[0] != NGX_HTTP_TENT_OP_MGET))
-    {
-        p = ngx_http_tent_store_debug_key(p, last, req, len, pos);
-    }
-
-    p = ngx_slprintf(p, last, ", %uz bytes", len);
-
-    if (answered) {
-        status = op->status < sizeof(statuses) / sizeof(statuses[0])
-                 ? statuses[op->status] : "?";
-
-        p = ngx_slprintf(p, last, ": %s, %M ms", status,
-                         ngx_current_msec - sop->started);
-    }
-
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, op->log, 0, "tent %s %*s",
-                   what, (size_t) (p - buf), buf);
-}
-
-
-static u_char *
-ngx_http_tent_store_debug_key(u_char *p, u_char *last, u_char *req,
-    size_t len, size_t pos)
-{
-    u_char    *k, *end;
-    uint32_t   klen;
-
-    if (pos + 4 > len) {
-        return p;
-    }
-
-    klen = ((uint32_t) req[pos] << 24) | ((uint32_t) req[pos + 1] << 16)
-           | ((uint32_t) req[pos + 2] << 8) | req[pos + 3];
-
-    if (klen > len - pos - 4) {
-        return p;
-    }
-
-    k = req + pos + 4;
-    end = k + ngx_min(klen, 64);
-
-    p = ngx_slprintf(p, last, " \"");
-
-    for ( /* void */ ; k < end; k++) {
-        if (*k > 0x20 && *k < 0x7f && *k != '"' && *k != '\\') {
-            p = ngx_slprintf(p, last, "%c", *k);
-
-        } else {
-            p = ngx_slprintf(p, last, "\\x%02xd", *k);
-        }
-    }
-
-    return ngx_slprintf(p, last, klen > 64 ? "\"..." : "\"");
-}
-
-#endif

@@ -49,7 +49,7 @@ struct ngx_http_tent_store_op_s {
 };
 
 
-/* ngx_http_tent_store.c: the one store API handlers use */
+/* ngx_http_tent_store.c: build an operation, submit it, read its answer */
 ngx_http_tent_store_op_t *ngx_http_tent_store_op_create(ngx_pool_t *pool,
     ngx_log_t *log);
 ngx_int_t ngx_http_tent_store_get(ngx_http_tent_store_op_t *op,
@@ -72,17 +72,19 @@ ngx_int_t ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op,
 ngx_int_t ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
     ngx_uint_t *found, ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op);
-ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler);
-ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
-    u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
 ngx_int_t ngx_http_tent_store_value(ngx_http_tent_store_op_t *op,
     ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
     ngx_str_t *key, ngx_str_t *value);
-ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
 
 ngx_int_t ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_request.c: the store from an HTTP request */
+ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler);
+ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
+    u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
+ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
 
 /* a worker's start and exit: the owner, the socket, the reply cache */
 ngx_int_t ngx_http_tent_store_init_process(ngx_cycle_t *cycle,

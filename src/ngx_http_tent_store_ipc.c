@@ -275,6 +275,9 @@ ngx_http_tent_ipc_accept(ngx_event_t *ev)
 
         ngx_queue_insert_tail(&store->conns, &conn->queue);
 
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: a worker connected, fd:%d", s);
+
         if (ngx_handle_read_event(conn->connection->read, 0) != NGX_OK) {
             ngx_http_tent_ipc_conn_close(conn);
             continue;
@@ -566,6 +569,11 @@ ngx_http_tent_ipc_server_request(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
 
     if (!ngx_http_tent_owner_accepts(store)) {
         /* resigning: the client goes to the new owner */
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: handing over, operation %uD "
+                       "is sent back to retry", id);
+
         return ngx_http_tent_ipc_frame(conn, id, NGX_HTTP_TENT_STORE_RETRY,
                                        NULL, 0);
     }
@@ -645,6 +653,10 @@ ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
 {
     ngx_queue_t               *q, *next;
     ngx_http_tent_ipc_conn_t  *conn;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: handed over, closing the workers' "
+                   "connections");
 
     for (q = ngx_queue_head(&store->conns);
          q != ngx_queue_sentinel(&store->conns);
@@ -747,6 +759,10 @@ ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store)
     store->client = conn;
     store->client_state = NGX_HTTP_TENT_CLIENT_READY;
     store->connect_backoff = 0;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store: connected to the owner at \"%V\"",
+                   &store->socket_path);
 
     ngx_http_tent_ipc_send_unsent(store);
 
@@ -1000,6 +1016,9 @@ ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store)
 {
     ngx_rbtree_node_t         *node;
     ngx_http_tent_store_op_t  *op;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store: lost the connection to the owner");
 
     ngx_http_tent_ipc_client_close(store);
 

@@ -10,7 +10,7 @@
 
 /*
  * The store's inside: the per-process store, an operation's private
- * state, the IPC connection and the owner's LevelDB calls.  Only the
+ * state, the IPC connection, the owner and its LevelDB calls.  Only the
  * store files define NGX_HTTP_TENT_STORE_PRIVATE and include this; any
  * other file that does fails to compile.
  */
@@ -41,6 +41,7 @@
 
 
 typedef struct ngx_http_tent_ipc_conn_s  ngx_http_tent_ipc_conn_t;
+typedef struct ngx_http_tent_ldb_s       ngx_http_tent_ldb_t;
 
 
 /* a growable byte buffer on the heap: long-lived IPC connections use it */
@@ -113,7 +114,7 @@ struct ngx_http_tent_store_s {
     /* owner side */
     ngx_uint_t                      owner;
     ngx_uint_t                      state;
-    void                           *ldb;
+    ngx_http_tent_ldb_t            *ldb;
     ngx_thread_task_t              *open_task;
     ngx_thread_task_t              *close_task;
     ngx_uint_t                      inflight;
@@ -125,6 +126,15 @@ struct ngx_http_tent_store_s {
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;
     ngx_uint_t                      open_attempts;
+
+    /* after a failed write: is there room to reopen (see the ldb) */
+    ngx_thread_task_t              *probe_task;
+    ngx_thread_task_t              *reopen_task;
+    ngx_event_t                     reopen_timer;
+    ngx_uint_t                      room;        /* set by the probe */
+    unsigned                        probing:1;
+    unsigned                        reopen_pending:1;
+
     ngx_connection_t               *listening;
     ngx_queue_t                     conns;
 
@@ -139,7 +149,7 @@ struct ngx_http_tent_store_s {
     uint32_t                        next_id;
 };
 
-/* internal to the store files */
+/* ngx_http_tent_store.c, for the other store files */
 ngx_http_tent_store_t *ngx_http_tent_store_create(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);
 void ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op,
@@ -151,6 +161,9 @@ void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
 void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
 void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
     ngx_uint_t status, const char *message);
+
+/* ngx_http_tent_store_log.c */
+const char *ngx_http_tent_store_op_name(ngx_http_tent_store_op_t *op);
 #if (NGX_DEBUG)
 void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
     const char *what, ngx_uint_t answered);
@@ -163,7 +176,7 @@ void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
 #define NGX_HTTP_TENT_WHERE_RUNNING    4
 #define NGX_HTTP_TENT_WHERE_FAILED     5
 
-/* ngx_http_tent_store_owner.c: LevelDB, only ever on the thread pool */
+/* ngx_http_tent_store_owner.c: when and where LevelDB runs */
 #define NGX_HTTP_TENT_OWNER_NONE       0
 #define NGX_HTTP_TENT_OWNER_OPENING    1
 #define NGX_HTTP_TENT_OWNER_OPEN       2
@@ -176,8 +189,47 @@ void ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
 void ngx_http_tent_owner_resign(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
-ngx_int_t ngx_http_tent_store_exec(void *ldb, u_char *req, size_t len,
-    u_char **res, size_t *res_len);
+
+
+/*
+ * Compare-and-sets go one group at a time: every one queued while the
+ * previous group ran is read and compared in turn, and those that hold
+ * are written in one synced batch, so one fsync serves them all instead
+ * of one each.  An operation whose key an earlier one of the group
+ * writes waits for the next group, so every comparison sees all that
+ * was written before it.
+ */
+
+#define NGX_HTTP_TENT_CAS_GROUP  256
+
+typedef struct {
+    ngx_thread_task_t               task;
+    ngx_http_tent_store_t          *store;
+    ngx_uint_t                      n;
+    ngx_uint_t                      ran;        /* the rest go back */
+    ngx_http_tent_store_op_t       *ops[NGX_HTTP_TENT_CAS_GROUP];
+    u_char                         *res[NGX_HTTP_TENT_CAS_GROUP];
+    size_t                          res_len[NGX_HTTP_TENT_CAS_GROUP];
+} ngx_http_tent_cas_group_t;
+
+
+/*
+ * ngx_http_tent_store_leveldb.c: the only file that calls LevelDB.  Open,
+ * close and run on a pool thread (destroy once the pool has joined its
+ * threads); a result is malloc()ed: status byte, then the payload.
+ */
+ngx_http_tent_ldb_t *ngx_http_tent_ldb_create(ngx_pool_t *pool, char *path);
+void ngx_http_tent_ldb_open(ngx_http_tent_ldb_t *ldb);
+ngx_uint_t ngx_http_tent_ldb_is_open(ngx_http_tent_ldb_t *ldb);
+const char *ngx_http_tent_ldb_error(ngx_http_tent_ldb_t *ldb);
+void ngx_http_tent_ldb_forget_error(ngx_http_tent_ldb_t *ldb);
+ngx_uint_t ngx_http_tent_ldb_write_failed(ngx_http_tent_ldb_t *ldb);
+void ngx_http_tent_ldb_close(ngx_http_tent_ldb_t *ldb);
+void ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb);
+ngx_int_t ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req,
+    size_t len, u_char **res, size_t *res_len);
+void ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_cas_group_t *g, ngx_log_t *log);
 
 /* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
 ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);

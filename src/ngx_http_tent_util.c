@@ -433,6 +433,11 @@ ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b)
 }
 
 
+/*
+ * The clock, in microseconds, not nginx's cached time: two posts made one
+ * after the other keep their order in the feed even within a millisecond.
+ */
+
 uint64_t
 ngx_http_tent_now_us(void)
 {

@@ -1,5 +1,7 @@
-# Profile writes with scopes, types, permissions and versions (spec 3.3);
-# groups (spec 7.9).
+# Profile writes with scopes, types, permissions and versions (spec 3.3),
+# the core section, deletes, and the public profile and feed cached by
+# each worker seen changed at once by both.  Groups (spec 7.9), once
+# here, are t/api/050-groups.t.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -198,55 +200,6 @@ is($res->{status}, 422, 'PUT with permissions not an object: 422');
            "feed cache: after posting '$text', both workers show it");
     }
 }
-
-# ---- groups
-
-my ($gw, $gwriter) = $c->authorized_app('read_groups,write_groups');
-my ($gr, $greader) = $c->authorized_app('read_groups');
-
-$res = $c->request(POST => '/groups', cred => $greader, body => { name => 'x' });
-is($res->{status}, 403, 'POST /groups needs write_groups');
-$res = $c->request(GET => '/groups');
-is($res->{status}, 403, 'GET /groups needs read_groups');
-
-my @ids;
-for my $name ('family', 'friends', 'work') {
-    $res = $c->request(POST => '/groups', cred => $gwriter, body => { name => $name });
-    is($res->{status}, 200, "POST /groups $name");
-    like($res->{json}{id}, qr/^[A-Za-z0-9_-]{22}$/, "group $name: an id");
-    push @ids, $res->{json}{id};
-}
-
-$res = $c->request(POST => '/groups', cred => $gwriter, body => { name => '' });
-is($res->{status}, 422, 'a group needs a name');
-
-$res = $c->request(GET => '/groups', cred => $greader);
-is(scalar @{ $res->{json} }, 3, 'GET /groups: all three');
-$res = $c->request(GET => '/groups/count', cred => $greader);
-is($res->{body}, '3', 'GET /groups/count');
-$res = $c->request(HEAD => '/groups', cred => $greader);
-is($res->{headers}{count}, 3, 'HEAD /groups: Count');
-$res = $c->request(GET => '/groups?limit=2', cred => $greader);
-is(scalar @{ $res->{json} }, 2, 'GET /groups?limit=2');
-my @sorted = sort @ids;
-$res = $c->request(GET => "/groups?since_id=$sorted[0]", cred => $greader);
-is_deeply([map { $_->{id} } @{ $res->{json} }], [@sorted[1, 2]],
-          'GET /groups?since_id');
-$res = $c->request(GET => "/groups?before_id=$sorted[2]", cred => $greader);
-is_deeply([map { $_->{id} } @{ $res->{json} }], [@sorted[0, 1]],
-          'GET /groups?before_id');
-
-$res = $c->request(PUT => "/groups/$ids[0]", cred => $gwriter, body => { name => 'kin' });
-is("$res->{status} $res->{json}{name}", '200 kin', 'PUT /groups/:id renames');
-$res = $c->request(GET => "/groups/$ids[0]", cred => $greader);
-is($res->{json}{name}, 'kin', 'GET /groups/:id');
-
-$res = $c->request(DELETE => "/groups/$ids[0]", cred => $gwriter);
-is($res->{status}, 200, 'DELETE /groups/:id');
-$res = $c->request(GET => "/groups/$ids[0]", cred => $greader);
-is($res->{status}, 404, 'a deleted group: 404');
-$res = $c->request(GET => '/groups/..%2Fx', cred => $greader);
-is($res->{status}, 404, 'a group id with path tricks: 404');
 
 __DATA__
 

@@ -1,9 +1,15 @@
-# The permission matrix with followers (spec 6.2, 7.2): posts that are
-# public, addressed to one follower's entity, addressed to a group, or
-# private, read by anonymous callers, followers (signing with their s:
-# credential) in and out of the group, an unrelated follower, and apps
-# with and without read_posts — on every read route.  Zero leaks.
+# Followers (spec 7.2): follow requests refused before anything is
+# fetched (no body, an absolute notification path, a non-http entity)
+# and a follower id with path tricks, in the blocks; then the permission
+# matrix with followers (spec 6.2): posts that are public, addressed to
+# one follower's entity, addressed to a group, or private, read by
+# anonymous callers, followers (signing with their s: credential) in and
+# out of the group, an unrelated follower, and apps with and without
+# read_posts — on every read route.  Zero leaks.  Then the followers list
+# walked by Link, a follower taken out of its group, and one removed.
 # The followers are real: loopback receivers that answer the challenge.
+# Two servers following each other: t/federation/010-federation.t; 600
+# followers, over more than one store batch: 030-followers-many.t.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -159,7 +165,62 @@ $f{$_}{rx}->stop for keys %f;
 
 __DATA__
 
-=== TEST 1: the server
+=== TEST 1: a follow request without a body
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 400
+--- response_body_like: "error"
+
+
+
+=== TEST 2: a follow request with an absolute notification path
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"http://127.0.0.1:1","notification_path":"http://evil.example/x"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 422
+--- response_body_like: Invalid notification path
+
+
+
+=== TEST 3: a follow request for a non-http entity
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"file:///etc/passwd","notification_path":"n/1"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 422
+--- response_body_like: Invalid entity
+
+
+
+=== TEST 4: a follower id that is not one
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/followers/..%2F..%2Fetc
+--- error_code: 404
+
+
+
+=== TEST 5: the server
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;

@@ -166,7 +166,8 @@ my $mentions = sub {
     return @l;
 };
 # spellings of one entity are one mention, by its canonical spelling
-# (t/039): the host's case, the IPv6 address's form, a trailing slash
+# (t/federation/060-adversarial-entities.t): the host's case, the IPv6
+# address's form, a trailing slash
 my %told = map { my $e = $_; $e =~ s{^(\w+://)([^/]+)}{$1\L$2\E};
                  $e =~ s/::ffff:7f00:1/::ffff:127.0.0.1/; $e =~ s{/$}{};
                  $e => 1 } @refused;

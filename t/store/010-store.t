@@ -171,7 +171,7 @@ GET /tent/profile
 
 
 
-=== TEST 2: after a full restart with other servers: reads stored nothing, so the default is version 1 (issue #11 finding 9; persistence across restarts: the later tests and t/011)
+=== TEST 2: after a full restart with other servers: reads stored nothing, so the default is version 1 (issue #11 finding 9; persistence across restarts: the later tests and t/store/020-posts-reload.t)
 --- http_config
     tent_store $TEST_NGINX_PERSIST;
 --- config

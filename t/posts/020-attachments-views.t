@@ -1,7 +1,9 @@
-# Posts, continued: PUT /posts/:id with attachments (multipart), the
-# reclaiming of attachment bytes no version of any post lists any more
-# (checked in the LevelDB itself once nginx is stopped), and ?view= on
-# GET /posts and GET /posts/:id, within what the principal may see.
+# Attachments of posts and views: PUT /posts/:id with attachments
+# (multipart), the reclaiming of attachment bytes no version of any post
+# lists any more (checked in the LevelDB itself once nginx is stopped),
+# clients racing on posts that share a file, and ?view= on GET /posts
+# and GET /posts/:id, within what the principal may see.  A create with
+# attachments as tent-client-ruby sends it is in t/posts/010-posts.t.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx parallel_clients);

@@ -3,6 +3,7 @@
 # with two workers, talking over loopback.  They follow each other
 # through the app API, notifications are checked for signature, replay
 # and sender, unfollow removes both sides, and A reloads in the middle.
+# Follow requests refused before any fetch: t/federation/020-followers.t.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx reload_nginx
@@ -112,7 +113,8 @@ $res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T),
 is(scalar(grep { $_->{content}{entity} eq $B_URL
                  && $_->{content}{action} eq 'create' } @{ $res->{json} }),
    1, 'A made a follower post for B');
-ok(!$_->{permissions}{public}, 'a private one (t/039: no fan-out)')
+ok(!$_->{permissions}{public},
+   'a private one (no fan-out: 060-adversarial-entities.t)')
     for grep { $_->{content}{entity} eq $B_URL } @{ $res->{json} };
 $res = $a->request(GET => '/posts?post_types=' . uri_escape($FOLLOWER_T));
 is(scalar @{ $res->{json} }, 0, 'anonymous readers do not see it');
@@ -458,51 +460,7 @@ GET /tent/followers
 
 
 
-=== TEST 2: a follow request without a body
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
---- request
-POST /tent/followers
---- more_headers
-Content-Type: application/vnd.tent.v0+json
---- error_code: 400
---- response_body_like: "error"
-
-
-
-=== TEST 3: a follow request with an absolute notification path
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
---- request
-POST /tent/followers
-{"entity":"http://127.0.0.1:1","notification_path":"http://evil.example/x"}
---- more_headers
-Content-Type: application/vnd.tent.v0+json
---- error_code: 422
---- response_body_like: Invalid notification path
-
-
-
-=== TEST 4: a follow request for a non-http entity
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
---- request
-POST /tent/followers
-{"entity":"file:///etc/passwd","notification_path":"n/1"}
---- more_headers
-Content-Type: application/vnd.tent.v0+json
---- error_code: 422
---- response_body_like: Invalid entity
-
-
-
-=== TEST 5: the challenge of an unknown following
+=== TEST 2: the challenge of an unknown following
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -513,7 +471,7 @@ GET /tent/notifications/00000000000000000000000000000000?challenge=abc
 
 
 
-=== TEST 6: a challenge that is not a token is not echoed
+=== TEST 3: a challenge that is not a token is not echoed
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -525,18 +483,7 @@ GET /tent/notifications/00000000000000000000000000000000?challenge=%3Cscript%3E
 
 
 
-=== TEST 7: a follower id that is not one
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
---- request
-GET /tent/followers/..%2F..%2Fetc
---- error_code: 404
-
-
-
-=== TEST 8: the last block: A for the flows above
+=== TEST 4: the last block: A for the flows above
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;

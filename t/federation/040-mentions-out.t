@@ -231,7 +231,7 @@ $res = $b->request(GET => '/posts/' . uri_escape($A_URL) . "/$hidden->{id}",
 is($res->{status}, 404, 'a private post that does not name B is not sent');
 
 # --- an entity with no relationship that is a Tent server too ----------
-# It reads the post again at our server before it keeps it (t/031).
+# It reads the post again at our server before it keeps it (050-mentions-in.t).
 
 my $c_peer = Tent::Peer->start(
     http_config => 'tent_store $SERVROOT/tent_temp;'

@@ -209,7 +209,7 @@ Content-Type: application/vnd.tent.v0+json
     # versions earlier blocks wrote for alice.  Nothing is stored for it
     # (reads never write the core section, issue #11 finding 9), so it
     # stays the default, version 1; a stored one brought in line shows as
-    # the next version (t/041-adversarial-cache.t)
+    # the next version (t/api/090-adversarial-cache.t)
     tent_entity https://servers.example;
     tent_servers https://$http_x_server;
 --- request eval

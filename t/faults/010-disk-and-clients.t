@@ -2,7 +2,7 @@
 # slow-loris clients (headers and bodies), 10,000 idle connections.
 # Everywhere: no crash, no acknowledged write lost, JSON errors (503 with
 # Retry-After when the store cannot write), and recovery without a
-# restart.  (A killed store owner and reload storms are t/004-store.t.)
+# restart.  (A killed store owner and reload storms are t/store/010-store.t.)
 #
 # The disk parts need a private mount namespace (unshare -m, as root) for
 # a small tmpfs: the suite re-executes itself inside one, so no mount is

@@ -1,0 +1,140 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_POSTS_PRIVATE_H_INCLUDED_
+#define _NGX_HTTP_TENT_POSTS_PRIVATE_H_INCLUDED_
+
+
+/*
+ * What the posts files share and no other subsystem uses: a post
+ * request's state, a feed query, and the steps one file hands to
+ * another.  Only the posts files include it; what other subsystems call
+ * is in ngx_http_tent_posts.h.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_cache.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_store.h"
+
+
+#define NGX_HTTP_TENT_LIMIT_DEFAULT   50
+#define NGX_HTTP_TENT_LIMIT_MAX       200
+
+
+/* references a change adds to (or drops from) one digest's bytes */
+typedef struct {
+    ngx_str_t                       digest;
+    ngx_str_t                       bytes;       /* uploaded, or null */
+    ngx_int_t                       count;
+} ngx_http_tent_blob_ref_t;
+
+
+/* a request on one post: GET, PUT, DELETE, its versions, an attachment */
+typedef struct {
+    json_t                         *post;
+    ngx_str_t                       raw;
+    ngx_str_t                       post_entity;
+    ngx_str_t                       id;
+    json_t                         *made;
+    ngx_uint_t                      versions;
+    ngx_str_t                       attachment;
+    ngx_str_t                       attachment_type;
+
+    /* the post's write, sent once its references are taken */
+    ngx_http_tent_store_op_t       *write;
+    ngx_http_tent_request_done_pt   write_done;
+
+    /* references being taken (sign 1) or given back (-1), one by one */
+    ngx_array_t                    *refs;
+    ngx_uint_t                      ref;
+    ngx_int_t                       sign;
+    ngx_uint_t                      tries;
+    ngx_http_tent_route_pt          after;
+    unsigned                        conflict:1;
+} ngx_http_tent_post_state_t;
+
+
+/* a feed query: GET and HEAD /posts, /posts/count, a post's mentions */
+typedef struct {
+    u_char                          column;
+    ngx_uint_t                      limit;
+    ngx_uint_t                      count_only;
+    ngx_uint_t                      asc;
+    ngx_uint_t                      desc_scan;
+    ngx_uint_t                      reverse_result;
+    ngx_str_t                       start;
+    ngx_str_t                       end;
+    ngx_array_t                     bases;
+    ngx_array_t                     entities;
+    ngx_str_t                       mentioned_entity;
+    ngx_str_t                       mentioned_post;
+    ngx_str_t                       mentions_of;     /* our post's id */
+    ngx_uint_t                      cursor;
+    ngx_str_t                       cursor_entity;
+    ngx_str_t                       cursor_id;
+    ngx_int_t                       since_time;      /* or -1 */
+    ngx_int_t                       before_time;     /* or -1 */
+    ngx_str_t                       view;
+    ngx_uint_t                      count;
+    ngx_uint_t                      scanned;
+    ngx_array_t                     found;
+    ngx_http_tent_cached_t          cached;
+    ngx_uint_t                      cache;
+} ngx_http_tent_query_t;
+
+
+/* ngx_http_tent_posts.c */
+ngx_int_t ngx_http_tent_post_submit(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_versions_scan(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
+
+/* ngx_http_tent_post_change.c */
+ngx_int_t ngx_http_tent_post_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_post_remove(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_post_view.c */
+ngx_int_t ngx_http_tent_post_original(ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *entity);
+ngx_int_t ngx_http_tent_post_entity(ngx_pool_t *pool,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *entity, ngx_str_t *out);
+ngx_int_t ngx_http_tent_post_visible(ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *type, ngx_uint_t public, ngx_uint_t original,
+    json_t *entities, json_t *groups);
+ngx_int_t ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx,
+    json_t *post);
+json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
+json_t *ngx_http_tent_post_render_view(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
+
+/* ngx_http_tent_attachments.c */
+ngx_int_t ngx_http_tent_post_attachments(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post, ngx_array_t *refs);
+ngx_int_t ngx_http_tent_blob_refs(ngx_pool_t *pool, ngx_array_t *refs,
+    json_t *post);
+ngx_int_t ngx_http_tent_blob_refs_raw(ngx_http_request_t *r,
+    ngx_array_t *refs, ngx_str_t *raw);
+ngx_int_t ngx_http_tent_blobs_adjust(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_int_t sign, ngx_http_tent_route_pt after);
+ngx_int_t ngx_http_tent_post_blob(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
+
+/* ngx_http_tent_posts_feed.c */
+ngx_int_t ngx_http_tent_query_scan(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_query_reply(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *list);
+ngx_int_t ngx_http_tent_query_link_header(ngx_http_request_t *r,
+    ngx_str_t *tails, ngx_str_t **link);
+ngx_int_t ngx_http_tent_versions_list(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+#endif /* _NGX_HTTP_TENT_POSTS_PRIVATE_H_INCLUDED_ */

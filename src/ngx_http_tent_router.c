@@ -1,0 +1,727 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The router: a request's entity evaluated once (its ctx), the route
+ * table, a path matched to a route, the methods it allows, and the
+ * content handler that runs the route.  Tent routes are answered in the
+ * content phase, after nginx's own access phase, so auth_basic,
+ * allow/deny or limit_req work on any Tent location.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_module_private.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_notifications.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_profile.h"
+#include "ngx_http_tent_relations.h"
+
+
+typedef struct {
+    ngx_str_t                       path;
+    ngx_uint_t                      methods;
+    ngx_http_tent_route_pt          handler;
+} ngx_http_tent_route_t;
+
+
+static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
+static void ngx_http_tent_raw_api_path(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_dispatch(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+
+/* paths are relative to the API root; ":x" matches one segment */
+
+static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
+
+    { ngx_string("/profile"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_profile_get },
+
+    { ngx_string("/profile/:type"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_profile_type_get },
+
+    { ngx_string("/profile/:type"),
+      NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_profile_change },
+
+    { ngx_string("/apps"),
+      NGX_HTTP_POST,
+      ngx_http_tent_apps_create },
+
+    { ngx_string("/apps"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_apps_list },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_app_get },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_PUT,
+      ngx_http_tent_app_update },
+
+    { ngx_string("/apps/:id"),
+      NGX_HTTP_DELETE,
+      ngx_http_tent_app_delete },
+
+    { ngx_string("/apps/:id/authorizations"),
+      NGX_HTTP_POST,
+      ngx_http_tent_authorizations_post },
+
+    { ngx_string("/apps/:id/authorizations"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_authorizations_list },
+
+    { ngx_string("/apps/:id/authorizations/:auth"),
+      NGX_HTTP_PUT,
+      ngx_http_tent_authorization_update },
+
+    { ngx_string("/apps/:id/authorizations/:auth"),
+      NGX_HTTP_DELETE,
+      ngx_http_tent_authorization_delete },
+
+    { ngx_string("/posts"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_posts_list },
+
+    { ngx_string("/posts"),
+      NGX_HTTP_POST,
+      ngx_http_tent_posts_post },
+
+    { ngx_string("/posts/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_posts_count },
+
+    { ngx_string("/posts/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_post_get },
+
+    { ngx_string("/posts/:id/mentions"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_mentions_list },
+
+    { ngx_string("/posts/:id/versions"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_versions },
+
+    { ngx_string("/posts/:entity/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_get },
+
+    { ngx_string("/posts/:id/attachments/:name"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_attachment },
+
+    { ngx_string("/posts/:entity/:id/attachments/:name"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_attachment },
+
+    { ngx_string("/groups"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_groups_list },
+
+    { ngx_string("/groups"),
+      NGX_HTTP_POST,
+      ngx_http_tent_groups_post },
+
+    { ngx_string("/groups/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_groups_list },
+
+    { ngx_string("/groups/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_group },
+
+    { ngx_string("/followers"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_followers_list },
+
+    { ngx_string("/followers"),
+      NGX_HTTP_POST,
+      ngx_http_tent_followers_post },
+
+    { ngx_string("/followers/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_followers_list },
+
+    { ngx_string("/followers/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_follower },
+
+    { ngx_string("/followings"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_followings_list },
+
+    { ngx_string("/followings"),
+      NGX_HTTP_POST,
+      ngx_http_tent_followings_post },
+
+    { ngx_string("/followings/count"),
+      NGX_HTTP_GET,
+      ngx_http_tent_followings_list },
+
+    { ngx_string("/followings/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
+      ngx_http_tent_following },
+
+    { ngx_string("/followings/:id/*"),
+      NGX_HTTP_GET,
+      ngx_http_tent_following_proxy },
+
+    { ngx_string("/notifications/:id"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_notification_challenge },
+
+    { ngx_string("/notifications/:id"),
+      NGX_HTTP_POST,
+      ngx_http_tent_notification_post },
+
+    { ngx_string("/oauth/authorize"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
+      ngx_http_tent_oauth_authorize },
+
+    { ngx_null_string, 0, NULL }
+};
+
+
+/*
+ * An entity or server URL: http(s)://host[:port][/path], nothing that
+ * could break out of a header or of "<...>" in Link.  "origin" gets the
+ * scheme, host and port; "path" the rest, "/" at least.
+ */
+
+ngx_int_t
+ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin, ngx_str_t *path)
+{
+    u_char  *p, *host, *last;
+
+    last = url->data + url->len;
+
+    if (url->len > 7 && ngx_strncasecmp(url->data, (u_char *) "http://", 7)
+                        == 0)
+    {
+        host = url->data + 7;
+
+    } else if (url->len > 8
+               && ngx_strncasecmp(url->data, (u_char *) "https://", 8) == 0)
+    {
+        host = url->data + 8;
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    if (url->len > 2048) {
+        return NGX_ERROR;
+    }
+
+    for (p = url->data; p < last; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || *p == '<' || *p == '>' || *p == '"'
+            || *p == '\\' || *p == '^' || *p == '`' || *p == '{' || *p == '}'
+            || *p == '|' || *p == '?' || *p == '#' || *p == ',' || *p == ';')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    for (p = host; p < last && *p != '/'; p++) {
+        if (*p == '@') {
+            /* no userinfo */
+            return NGX_ERROR;
+        }
+    }
+
+    if (p == host || *host == ':') {
+        return NGX_ERROR;
+    }
+
+    origin->data = url->data;
+    origin->len = p - url->data;
+
+    if (p == last) {
+        ngx_str_set(path, "/");
+
+    } else {
+        path->data = p;
+        path->len = last - p;
+    }
+
+    return NGX_OK;
+}
+
+
+/* evaluate the request's entity once; NULL when the server has none */
+
+ngx_http_tent_ctx_t *
+ngx_http_tent_get_ctx(ngx_http_request_t *r)
+{
+    u_char                    *p;
+    ngx_str_t                  entity;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (scf == NULL || scf->entity == NULL) {
+        return NULL;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    if (ctx) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
+
+    ctx->evaluated = 1;
+
+    /* a fixed entity: what it gives was worked out once, at start */
+
+    if (scf->fixed) {
+        ctx->entity = scf->fixed->entity;
+        ctx->origin = scf->fixed->origin;
+        ctx->root_path = scf->fixed->root_path;
+        ctx->profile_url = scf->fixed->profile_url;
+        return ctx;
+    }
+
+    if (ngx_http_complex_value(r, scf->entity, &entity) != NGX_OK
+        || ngx_http_tent_check_url(&entity, &ctx->origin, &ctx->root_path)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent_entity evaluated to an invalid URL");
+        ctx->invalid = 1;
+        return ctx;
+    }
+
+    /* "https://example.org/" and "https://example.org" are one entity */
+
+    if (ctx->root_path.len == 1 && entity.data[entity.len - 1] == '/') {
+        entity.len--;
+    }
+
+    ctx->entity = entity;
+
+    ctx->profile_url.len = ctx->origin.len + scf->api_root.len
+                           + sizeof("/profile") - 1;
+
+    p = ngx_pnalloc(r->pool, ctx->profile_url.len);
+    if (p == NULL) {
+        ctx->invalid = 1;
+        return ctx;
+    }
+
+    ctx->profile_url.data = p;
+
+    p = ngx_cpymem(p, ctx->origin.data, ctx->origin.len);
+    p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
+
+    return ctx;
+}
+
+
+/* a request under the API root: sets ctx->api_path to what follows it */
+
+ngx_int_t
+ngx_http_tent_is_api_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                 *root;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    if (ctx->api) {
+        return 1;
+    }
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    root = &scf->api_root;
+
+    if (r->uri.len < root->len
+        || ngx_strncmp(r->uri.data, root->data, root->len) != 0
+        || (r->uri.len > root->len && r->uri.data[root->len] != '/'))
+    {
+        return 0;
+    }
+
+    ctx->api = 1;
+    ctx->api_path.data = r->uri.data + root->len;
+    ctx->api_path.len = r->uri.len - root->len;
+
+    return 1;
+}
+
+
+/* the core profile's "servers": configured, or the entity's API root */
+
+ngx_int_t
+ngx_http_tent_servers(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t **servers)
+{
+    json_t                    *list, *s;
+    ngx_str_t                  value, origin, path;
+    ngx_uint_t                 i;
+    ngx_http_complex_value_t  *cv;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    list = json_array();
+    if (list == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (scf->servers == NULL) {
+        value.len = ctx->origin.len + scf->api_root.len;
+        value.data = ngx_pnalloc(r->pool, value.len);
+        if (value.data == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(ngx_cpymem(value.data, ctx->origin.data, ctx->origin.len),
+                   scf->api_root.data, scf->api_root.len);
+
+        s = ngx_http_tent_json_string(&value);
+        if (s == NULL || json_array_append_new(list, s) != 0) {
+            goto failed;
+        }
+
+        *servers = list;
+        return NGX_OK;
+    }
+
+    cv = scf->servers->elts;
+
+    for (i = 0; i < scf->servers->nelts; i++) {
+        if (ngx_http_complex_value(r, &cv[i], &value) != NGX_OK) {
+            goto failed;
+        }
+
+        if (ngx_http_tent_check_url(&value, &origin, &path) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "tent_servers evaluated to an invalid URL \"%V\"",
+                          &value);
+            goto failed;
+        }
+
+        s = ngx_http_tent_json_string(&value);
+        if (s == NULL || json_array_append_new(list, s) != 0) {
+            goto failed;
+        }
+    }
+
+    *servers = list;
+    return NGX_OK;
+
+failed:
+
+    json_decref(list);
+    return NGX_ERROR;
+}
+
+
+/*
+ * The root of an entity with a path ("https://example.org/~alice") would
+ * be a 404 from the static module: answer it unless a file or directory
+ * is there.  A root ending in "/" is left to the index module, and to
+ * ngx_http_tent_root_handler() after it.
+ */
+
+static ngx_int_t
+ngx_http_tent_claim_root(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    size_t           root;
+    ngx_str_t        path;
+    ngx_file_info_t  fi;
+
+    if (r->content_handler
+        || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
+        || ctx->root_path.data[ctx->root_path.len - 1] == '/'
+        || r->uri.len != ctx->root_path.len
+        || ngx_strncmp(r->uri.data, ctx->root_path.data, r->uri.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_map_uri_to_path(r, &path, &root, 0) == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_file_info(path.data, &fi) == NGX_FILE_ERROR) {
+        r->content_handler = ngx_http_tent_root_handler;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_tent_precontent_handler(ngx_http_request_t *r)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx == NULL || ctx->invalid) {
+        return NGX_DECLINED;
+    }
+
+    if (!ngx_http_tent_is_api_request(r, ctx)) {
+        return ngx_http_tent_claim_root(r, ctx);
+    }
+
+    /* the API root is ours even inside a location with its own handler */
+
+    r->content_handler = ngx_http_tent_api_handler;
+
+    return NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_tent_match(ngx_str_t *pattern, ngx_str_t *path,
+    ngx_http_tent_ctx_t *ctx)
+{
+    u_char  *p, *q, *pe, *qe, *seg;
+
+    p = pattern->data;
+    pe = p + pattern->len;
+    q = path->data;
+    qe = q + path->len;
+
+    ctx->nparams = 0;
+
+    while (p < pe && q < qe) {
+
+        /* "*" last: the rest of the path, one parameter */
+
+        if (*p == '*' && p > pattern->data && p[-1] == '/') {
+            if (ctx->nparams == NGX_HTTP_TENT_MAX_PARAMS) {
+                return 0;
+            }
+
+            ctx->params[ctx->nparams].data = q;
+            ctx->params[ctx->nparams].len = qe - q;
+            ctx->nparams++;
+
+            return p + 1 == pe;
+        }
+
+        if (*p == ':' && p > pattern->data && p[-1] == '/') {
+            seg = q;
+
+            while (q < qe && *q != '/') {
+                q++;
+            }
+
+            if (q == seg || ctx->nparams == NGX_HTTP_TENT_MAX_PARAMS) {
+                return 0;
+            }
+
+            ctx->params[ctx->nparams].data = seg;
+            ctx->params[ctx->nparams].len = q - seg;
+            ctx->nparams++;
+
+            while (p < pe && *p != '/') {
+                p++;
+            }
+
+            continue;
+        }
+
+        if (*p != *q) {
+            return 0;
+        }
+
+        p++;
+        q++;
+    }
+
+    return p == pe && q == qe;
+}
+
+
+static ngx_int_t
+ngx_http_tent_allow(ngx_http_request_t *r, ngx_uint_t methods,
+    ngx_str_t *value)
+{
+    u_char  *p;
+
+    static struct {
+        ngx_uint_t   method;
+        const char  *name;
+    } *m, names[] = {
+        { NGX_HTTP_GET, "GET" },
+        { NGX_HTTP_HEAD, "HEAD" },
+        { NGX_HTTP_POST, "POST" },
+        { NGX_HTTP_PUT, "PUT" },
+        { NGX_HTTP_DELETE, "DELETE" },
+        { 0, NULL }
+    };
+
+    p = ngx_pnalloc(r->pool, sizeof("GET, HEAD, POST, PUT, DELETE"));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value->data = p;
+
+    for (m = names; m->name; m++) {
+        if (methods & m->method) {
+            if (p != value->data) {
+                *p++ = ',';
+                *p++ = ' ';
+            }
+
+            p = ngx_cpymem(p, m->name, ngx_strlen(m->name));
+        }
+    }
+
+    value->len = p - value->data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Route on the path as sent: parameters such as a type URI or an entity
+ * arrive percent-encoded ("https%3A%2F%2F...") and must stay one segment;
+ * nginx's r->uri has them decoded, and its slashes merged.
+ */
+
+static void
+ngx_http_tent_raw_api_path(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    u_char                    *q;
+    ngx_str_t                  raw;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    raw = r->unparsed_uri;
+
+    q = ngx_strlchr(raw.data, raw.data + raw.len, '?');
+    if (q) {
+        raw.len = q - raw.data;
+    }
+
+    if (raw.len >= scf->api_root.len
+        && ngx_strncmp(raw.data, scf->api_root.data, scf->api_root.len) == 0
+        && (raw.len == scf->api_root.len
+            || raw.data[scf->api_root.len] == '/'))
+    {
+        ctx->api_path.data = raw.data + scf->api_root.len;
+        ctx->api_path.len = raw.len - scf->api_root.len;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_tent_api_handler(ngx_http_request_t *r)
+{
+    ngx_int_t               rc;
+    ngx_http_tent_ctx_t    *ctx;
+    ngx_http_tent_route_t  *route;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx == NULL || ctx->invalid) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                        "Invalid entity configuration");
+    }
+
+    ctx->handler = NULL;
+    ctx->allowed = 0;
+
+    ngx_http_tent_raw_api_path(r, ctx);
+
+    for (route = ngx_http_tent_routes; route->handler; route++) {
+        if (!ngx_http_tent_match(&route->path, &ctx->api_path, ctx)) {
+            continue;
+        }
+
+        ctx->allowed |= route->methods;
+
+        if (route->methods & r->method) {
+            ctx->handler = (void *) route->handler;
+
+            /* the parameters of this route: matching others reset them */
+            (void) ngx_http_tent_match(&route->path, &ctx->api_path, ctx);
+            break;
+        }
+    }
+
+#if (NGX_DEBUG)
+    if (ctx->handler) {
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent route: %V \"%V\" is route \"%V\", "
+                       "entity \"%V\"", &r->method_name, &ctx->api_path,
+                       &route->path, &ctx->entity);
+
+    } else {
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent route: %V \"%V\" has no route%s, "
+                       "entity \"%V\"", &r->method_name, &ctx->api_path,
+                       ctx->allowed ? " for the method" : "", &ctx->entity);
+    }
+#endif
+
+    if (ctx->handler == NULL
+        || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_DELETE)))
+    {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    /* a signed request is verified whatever it asks for, as tentd did */
+
+    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_dispatch);
+}
+
+
+static ngx_int_t
+ngx_http_tent_dispatch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_table_elt_t  *h;
+
+    if (ctx->handler) {
+        return ((ngx_http_tent_route_pt) ctx->handler)(r, ctx);
+    }
+
+    if (ctx->allowed == 0) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return ngx_http_tent_internal_error(r, "adding the Allow header");
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Allow");
+
+    if (ngx_http_tent_allow(r, ctx->allowed, &h->value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "listing the allowed methods");
+    }
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_NOT_ALLOWED,
+                                    "Method Not Allowed");
+}
