@@ -34,7 +34,6 @@ static ngx_int_t ngx_http_tent_query_fetched(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
-static ngx_str_t  ngx_http_tent_columns = ngx_string("rpu");
 
 
 /* what a feed scan needs to filter without reading the post */
@@ -143,12 +142,12 @@ ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         }
     }
 
-    for (i = 0; i < ngx_http_tent_columns.len; i++) {
+    for (i = 0; i < 3; i++) {
         seconds = (uint64_t) json_integer_value(json_object_get(post,
                                                                 fields[i]));
 
         if (ngx_http_tent_index_key(r->pool, &ctx->entity,
-                                    ngx_http_tent_columns.data[i], seconds,
+                                    i, seconds,
                                     ms, &entity, &id, 3, &key)
             != NGX_OK)
         {

@@ -61,7 +61,7 @@ typedef struct {
 
 /* a feed query: GET and HEAD /posts, /posts/count, a post's mentions */
 typedef struct {
-    u_char                          column;
+    ngx_uint_t                      column;      /* INDEX_* */
     ngx_uint_t                      limit;
     ngx_uint_t                      count_only;
     ngx_uint_t                      asc;

@@ -177,7 +177,7 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         { NULL, NULL, 0 }
     };
 
-    q->column = 'r';
+    q->column = NGX_HTTP_TENT_INDEX_RECEIVED;
     q->limit = NGX_HTTP_TENT_LIMIT_DEFAULT;
     q->since_time = -1;
     q->before_time = -1;
@@ -207,11 +207,11 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ngx_http_tent_query_arg(r, "sort_by", &v) == NGX_OK) {
         if (v.len == 12 && ngx_strncmp(v.data, "published_at", 12) == 0) {
-            q->column = 'p';
+            q->column = NGX_HTTP_TENT_INDEX_PUBLISHED;
 
         } else if (v.len == 10 && ngx_strncmp(v.data, "updated_at", 10) == 0)
         {
-            q->column = 'u';
+            q->column = NGX_HTTP_TENT_INDEX_UPDATED;
 
         } else if (v.len != 11 || ngx_strncmp(v.data, "received_at", 11) != 0)
         {
@@ -290,13 +290,9 @@ ngx_http_tent_query_parse(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     /* the range of the column, narrowed by since_time and before_time */
 
-    if (ngx_http_tent_index_key(r->pool, &ctx->entity, q->column, 0, 0,
-                                NULL, NULL, 1, &q->start)
-        != NGX_OK
-        || ngx_http_tent_index_key(r->pool, &ctx->entity,
-                                   (u_char) (q->column + 1), 0, 0, NULL,
-                                   NULL, 1, &q->end)
-           != NGX_OK)
+    if (ngx_http_tent_index_range(r->pool, &ctx->entity, q->column,
+                                  &q->start, &q->end)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -383,8 +379,8 @@ ngx_http_tent_posts_query(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     ngx_log_debug7(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent feed: parsed: column %c, limit %ui, %s, %s, "
-                   "%ui types, %ui entities%s", (int) q->column, q->limit,
+                   "tent feed: parsed: column %ui, limit %ui, %s, %s, "
+                   "%ui types, %ui entities%s", q->column, q->limit,
                    q->asc ? "oldest first" : "newest first",
                    ngx_http_tent_query_cursors[q->cursor],
                    q->bases.nelts, q->entities.nelts,
@@ -547,7 +543,7 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     seconds = (uint64_t) json_integer_value(json_object_get(post,
-                  fields[q->column == 'r' ? 0 : q->column == 'p' ? 1 : 2]));
+                  fields[q->column]));
     ms = (uint64_t) json_integer_value(json_object_get(post, "rus"));
 
     if (ngx_http_tent_index_key(r->pool, &ctx->entity, q->column, seconds,
@@ -680,7 +676,7 @@ ngx_http_tent_query_canonical(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     out->data = p;
 
     p = ngx_http_tent_query_put(p, 'R', &ctx->api_path);
-    p = ngx_sprintf(p, "L%uic%co%ui", q->limit, q->column, q->asc);
+    p = ngx_sprintf(p, "L%uic%uio%ui", q->limit, q->column, q->asc);
     p = ngx_sprintf(p, "S%iB%i", q->since_time, q->before_time);
 
     p = ngx_sprintf(p, "T%ui", q->bases.nelts);
