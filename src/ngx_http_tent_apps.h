@@ -42,8 +42,6 @@ ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
     ngx_str_t *app_raw, json_t *fields, ngx_http_tent_store_op_t *op,
     json_t **result);
 ngx_int_t ngx_http_tent_redirect_uri_valid(u_char *p, size_t len);
-ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_key_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
