@@ -339,7 +339,7 @@ ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     lst = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_apps_list_t));
     if (lst == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the apps list");
     }
 
     lst->filter = -1;
@@ -364,7 +364,7 @@ ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     lst->args.data = ngx_pnalloc(r->pool, sizeof("&authorized=false"
                                                  "&secrets=true") - 1);
     if (lst->args.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the list's links");
     }
 
     lst->args.len = ngx_sprintf(lst->args.data, "%s%s",
@@ -375,14 +375,16 @@ ngx_http_tent_apps_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                     - lst->args.data;
 
     lst->authorized = ngx_http_tent_json_own(r->pool, json_object());
+    if (lst->authorized == NULL) {
+        return ngx_http_tent_internal_error(r, "making the list's JSON");
+    }
 
-    if (lst->authorized == NULL
-        || ngx_http_tent_key_range(r->pool, &ctx->entity,
-                                   NGX_HTTP_TENT_TABLE_AUTHORIZATION,
-                                   &lst->start, &lst->end)
-           != NGX_OK)
+    if (ngx_http_tent_key_range(r->pool, &ctx->entity,
+                                NGX_HTTP_TENT_TABLE_AUTHORIZATION,
+                                &lst->start, &lst->end)
+        != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the scan's key range");
     }
 
     ctx->state = lst;
@@ -404,7 +406,7 @@ ngx_http_tent_apps_auths_scan(ngx_http_request_t *r,
                                     NGX_HTTP_TENT_MAX_AUTHS, 0)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the auths scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -459,7 +461,7 @@ ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
 
         lst->start.data = ngx_pnalloc(r->pool, last.len + 1);
         if (lst->start.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "preparing the next scan");
         }
 
         ngx_memcpy(lst->start.data, last.data, last.len);
@@ -559,7 +561,7 @@ ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                              NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &start)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the app's scan");
     }
 
     /* the range of "<app id> 0x00 ...": up to "<app id> 0x01" */
@@ -567,7 +569,7 @@ ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     end.len = start.len;
     end.data = ngx_pnalloc(r->pool, end.len);
     if (end.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the scan's end key");
     }
 
     ngx_memcpy(end.data, start.data, start.len);
@@ -576,7 +578,7 @@ ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (ngx_http_tent_store_scan(op, &start, &end, NGX_HTTP_TENT_MAX_AUTHS, 0)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the app's scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op, next);
@@ -605,7 +607,7 @@ ngx_http_tent_app_get_auths(ngx_http_request_t *r,
     list = ngx_http_tent_auths_json(r, ctx, op, secrets);
     if (list == NULL || ngx_http_tent_json_cleanup(r->pool, list) != NGX_OK) {
         json_decref(list);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "listing the authorizations");
     }
 
     if (ctx->nparams == 1 && r->method == NGX_HTTP_GET
@@ -619,7 +621,7 @@ ngx_http_tent_app_get_auths(ngx_http_request_t *r,
     out = ngx_http_tent_app_view(st->app, secrets);
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app's view");
     }
 
     json_object_set(out, "authorizations", list);
@@ -700,12 +702,12 @@ ngx_http_tent_app_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     app = ngx_http_tent_json_load(r, &value);
     if (app == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the app record");
     }
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_apps_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the app's state");
     }
 
     st->app = app;
@@ -831,12 +833,12 @@ ngx_http_tent_app_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
            != NGX_OK
         || ngx_http_tent_store_cas(op, &key, &st->app_raw, &value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the app's write");
     }
 
     out = ngx_http_tent_json_own(r->pool, ngx_http_tent_app_view(st->app, 0));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app's view");
     }
 
     ctx->state = out;
@@ -881,7 +883,7 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         || ngx_http_tent_store_cas(wop, &key, &st->app_raw, &st->app_raw)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the app's delete");
     }
 
     v = json_object_get(st->app, "unconfirmed_slot");
@@ -892,13 +894,13 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             != NGX_OK
             || ngx_http_tent_store_write_del(wop, &key) != NGX_OK))
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "deleting the app's place");
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
 
         if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "deleting an authorization");
         }
 
         auth = ngx_http_tent_json_parse(&value, r->connection->log);
@@ -908,11 +910,15 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         if (ngx_http_tent_json_cleanup(r->pool, auth) != NGX_OK) {
             json_decref(auth);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "copying an authorization");
         }
 
-        if (ngx_http_tent_json_str(auth, "id", &s) != NGX_OK
-            || ngx_http_tent_auth_rest(r->pool, id, &s, &rest) != NGX_OK
+        if (ngx_http_tent_json_str(auth, "id", &s) != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                                                "reading an authorization id");
+        }
+
+        if (ngx_http_tent_auth_rest(r->pool, id, &s, &rest) != NGX_OK
             || ngx_http_tent_del_key(r, wop, &ctx->entity,
                                      NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest)
                != NGX_OK
@@ -925,7 +931,8 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                          NGX_HTTP_TENT_TABLE_CODE, &s)
                    != NGX_OK))
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "deleting an auth's key rows");
         }
     }
 
@@ -937,7 +944,7 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                      NGX_HTTP_TENT_TABLE_CREDENTIAL, &s)
                != NGX_OK))
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "deleting the app and its key");
     }
 
     ctx->state = NULL;

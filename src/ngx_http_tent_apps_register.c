@@ -279,7 +279,7 @@ ngx_http_tent_send_field_error(ngx_http_request_t *r,
     ngx_http_tent_field_error_t *err)
 {
     if (err->status == NGX_HTTP_INTERNAL_SERVER_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "encoding the app's record");
     }
 
     return ngx_http_tent_send_error(r, err->status, (char *) err->text);
@@ -337,7 +337,7 @@ ngx_http_tent_apps_busy(ngx_http_request_t *r, time_t retry,
     h = ngx_list_push(&r->headers_out.headers);
     p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
     if (h == NULL || p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
     }
 
     h->hash = 1;
@@ -387,7 +387,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
 
     app = ngx_http_tent_json_own(r->pool, json_object());
     if (app == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app record");
     }
 
     if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_SECRETS)
@@ -400,7 +400,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
         }
 
     } else if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app's id");
     }
 
     json_object_set_new(app, "id", ngx_http_tent_json_string(&id));
@@ -439,12 +439,12 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
                      "algorithm", json_object_get(app, "mac_algorithm"));
     if (cred == NULL || ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
         json_decref(cred);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app's credential");
     }
 
     out = ngx_http_tent_json_own(r->pool, ngx_http_tent_app_view(app, 1));
     if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the app's view");
     }
 
     json_object_set_new(out, "authorizations", json_array());
@@ -457,7 +457,8 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
     {
         nw = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_apps_new_t));
         if (nw == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "allocating the registration");
         }
 
         nw->app = app;
@@ -481,7 +482,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
                                   &id, app)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the app's write");
     }
 
     ctx->state = out;
@@ -514,7 +515,7 @@ ngx_http_tent_apps_slots_scan(ngx_http_request_t *r,
                                     NGX_HTTP_TENT_APPS_UNCONFIRMED_MAX, 0)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the places scan");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -592,7 +593,8 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
 
             if (app_id.len && oldest_id.data == NULL) {
                 json_decref(row);
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return ngx_http_tent_internal_error(r,
+                                                    "copying the oldest's id");
             }
         }
 
@@ -638,7 +640,8 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_store_get(get, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "preparing the oldest app's read");
     }
 
     return ngx_http_tent_store_submit_request(r, get,
@@ -672,7 +675,7 @@ ngx_http_tent_apps_evict_loaded(ngx_http_request_t *r,
 
     old = ngx_http_tent_json_load(r, &value);
     if (old == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the oldest app");
     }
 
     if (!json_is_integer(json_object_get(old, "unconfirmed_slot"))
@@ -724,18 +727,23 @@ ngx_http_tent_apps_slot_take(ngx_http_request_t *r,
 
     if (row == NULL || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK) {
         json_decref(row);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the place's row");
     }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
         || ngx_http_tent_slot_key(r->pool, &ctx->entity, nw->slot, &slot_key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "preparing the place's write");
+    }
+
+    if (ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
         || ngx_http_tent_json_dump(r->pool, nw->app, &app_value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "encoding the place and the app");
     }
 
     if (old_app) {
@@ -750,7 +758,7 @@ ngx_http_tent_apps_slot_take(ngx_http_request_t *r,
                != NGX_OK
             || ngx_http_tent_store_write_put(op, &slot_key, &value) != NGX_OK)
         {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "removing the oldest app");
         }
 
     } else if (ngx_http_tent_store_cas(op, &slot_key,
@@ -758,7 +766,7 @@ ngx_http_tent_apps_slot_take(ngx_http_request_t *r,
                                        &value)
                != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the place's row");
     }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
@@ -770,7 +778,7 @@ ngx_http_tent_apps_slot_take(ngx_http_request_t *r,
                                   nw->cred)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the app and its key");
     }
 
     return ngx_http_tent_store_submit_request(r, op,

@@ -176,7 +176,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_auth_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the auth state");
     }
 
     rc = ngx_http_tent_mac_parse(&h->value, &st->hdr);
@@ -208,7 +208,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                           &st->key)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the credential's key");
     }
 
     /* read before the store is, so a change racing us leaves it stale */
@@ -231,7 +231,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL || ngx_http_tent_store_get(op, &st->key) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the credential read");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -267,8 +267,7 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     cred = ngx_http_tent_json_parse(&value, r->connection->log);
     if (cred == NULL) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                        NULL);
+        return ngx_http_tent_internal_error(r, "reading the credential record");
     }
 
     ngx_http_tent_credential_keep(&st->key, st->generation, cred, value.len);
@@ -301,7 +300,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
         json_decref(cred);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the credential record");
     }
 
     now = ngx_time();
@@ -360,7 +359,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "Invalid MAC Signature");
 
     default:
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "computing the MAC");
     }
 
     /* replay protection, beyond what tentd did: a fresh ts, a new nonce */
@@ -380,7 +379,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     nonce_key.len = st->key.len + st->hdr.ts.len + st->hdr.nonce.len + 2;
     nonce_key.data = ngx_pnalloc(r->pool, nonce_key.len);
     if (nonce_key.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the nonce's key");
     }
 
     ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->key, &st->hdr.ts,
@@ -405,7 +404,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_nonce_busy(r, retry);
 
     default:
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "checking the nonce");
     }
 
     ctx->principal.key_id = st->hdr.id;
@@ -456,12 +455,12 @@ ngx_http_tent_nonce_busy(ngx_http_request_t *r, time_t retry)
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
     }
 
     h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
     if (h->value.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
     }
 
     h->hash = 1;
@@ -569,7 +568,7 @@ ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
     if (status == NGX_HTTP_UNAUTHORIZED) {
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "adding WWW-Authenticate");
         }
 
         h->hash = 1;

@@ -476,7 +476,7 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
     if (op == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the authorization");
     }
 
     rc = ngx_http_tent_authorization_new(r, ctx, ngx_http_tent_param(ctx, 0),
@@ -488,13 +488,14 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the authorization");
     }
 
     out = ngx_http_tent_auth_view(auth, ctx, 1);
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "making the authorization's view");
     }
 
     ctx->state = out;
@@ -540,7 +541,8 @@ ngx_http_tent_authorization_load(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "preparing the authorization read");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -575,7 +577,7 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
 
     auth = ngx_http_tent_json_load(r, &value);
     if (auth == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the authorization");
     }
 
     st->auth = auth;
@@ -609,7 +611,7 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
                                      NGX_HTTP_TENT_TABLE_CODE, &s)
                != NGX_OK))
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "deleting the authorization");
     }
 
     ctx->state = NULL;
@@ -637,7 +639,7 @@ ngx_http_tent_authorization_write(ngx_http_request_t *r,
     cred = ngx_http_tent_auth_credential(st->auth);
     if (cred == NULL || ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
         json_decref(cred);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the credential");
     }
 
     ngx_http_tent_json_str(st->auth, "mac_key_id", &key_id);
@@ -660,13 +662,14 @@ ngx_http_tent_authorization_write(ngx_http_request_t *r,
         || ngx_http_tent_subscription_put(r, ctx, wop, &rest, st->auth)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the authorization");
     }
 
     out = ngx_http_tent_auth_view(st->auth, ctx, 0);
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "making the authorization's view");
     }
 
     ctx->state = out;

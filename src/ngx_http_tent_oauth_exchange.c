@@ -79,7 +79,7 @@ ngx_http_tent_exchange_code_loaded(ngx_http_request_t *r,
 
     code = ngx_http_tent_json_load(r, &value);
     if (code == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the code's record");
     }
 
     if (ngx_http_tent_json_str(code, "app", &app_id) != NGX_OK
@@ -101,7 +101,8 @@ ngx_http_tent_exchange_code_loaded(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_store_get(get, &key) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "preparing the authorization read");
     }
 
     return ngx_http_tent_store_submit_request(r, get,
@@ -138,7 +139,7 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
 
     auth = ngx_http_tent_json_load(r, &value);
     if (auth == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the authorization");
     }
 
     if (ngx_http_tent_json_str(auth, "token_code", &code) != NGX_OK
@@ -151,7 +152,7 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
     /* a new code; the optional expiry of the authorization */
 
     if (ngx_http_tent_random_hex(r->pool, 16, &code) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making a new code");
     }
 
     json_object_set_new(auth, "token_code", ngx_http_tent_json_string(&code));
@@ -166,7 +167,7 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
 
     cred = ngx_http_tent_json_own(r->pool, ngx_http_tent_auth_credential(auth));
     if (cred == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the credential");
     }
 
     out = json_pack("{s:O, s:O, s:O, s:s, s:o}",
@@ -178,7 +179,7 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
 
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
         json_decref(out);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the token reply");
     }
 
     if (json_is_integer(v)) {
@@ -190,6 +191,10 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
      * from what we read, so one code is exchanged once.
      */
 
+    if (ngx_http_tent_json_dump(r->pool, auth, &new_value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the authorization");
+    }
+
     cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (cas == NULL
@@ -197,10 +202,9 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &key)
            != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, auth, &new_value) != NGX_OK
         || ngx_http_tent_store_cas(cas, &key, &value, &new_value) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the code's swap");
     }
 
     st->auth = auth;
@@ -244,10 +248,16 @@ ngx_http_tent_exchange_swapped(ngx_http_request_t *r,
     code = json_pack("{s:o, s:o}", "app", ngx_http_tent_json_string(id),
                      "authorization", ngx_http_tent_json_string(&auth_id));
 
+    if (code == NULL || ngx_http_tent_json_cleanup(r->pool, code) != NGX_OK) {
+        json_decref(code);
+        return ngx_http_tent_internal_error(r, "making the new code's row");
+    }
+
+    /* the pool holds the code's record now: no json_decref() below */
+
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    if (code == NULL || ngx_http_tent_json_cleanup(r->pool, code) != NGX_OK
-        || wop == NULL
+    if (wop == NULL
         || ngx_http_tent_store_write(wop, 1) != NGX_OK
         || ngx_http_tent_del_key(r, wop, &ctx->entity,
                                  NGX_HTTP_TENT_TABLE_CODE, &st->code)
@@ -261,8 +271,7 @@ ngx_http_tent_exchange_swapped(ngx_http_request_t *r,
                                   st->app)
            != NGX_OK)
     {
-        json_decref(code);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the new code");
     }
 
     ctx->state = ctx->body;
