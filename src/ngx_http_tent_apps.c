@@ -190,6 +190,10 @@ ngx_http_tent_credential_new(ngx_http_request_t *r,
 {
     ngx_str_t  key, value;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: new key id \"%V\" of \"%V\", if free",
+                   key_id, entity);
+
     if (ngx_http_tent_key(r->pool, entity, NGX_HTTP_TENT_TABLE_CREDENTIAL,
                           key_id, &key)
         != NGX_OK
@@ -471,6 +475,12 @@ ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
         return ngx_http_tent_apps_auths_scan(r, lst);
     }
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: list of \"%V\": %ui apps authorized, "
+                   "filter %i", &ctx->entity,
+                   (ngx_uint_t) json_object_size(lst->authorized),
+                   lst->filter);
+
     return ngx_http_tent_list_table(r, ctx, &ngx_http_tent_apps_rel, lst,
                                     &lst->args);
 }
@@ -698,6 +708,10 @@ ngx_http_tent_app_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                         "Unauthorized");
     }
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: app \"%V\" of \"%V\", asked by %s",
+                   id, &ctx->entity, self ? "itself" : "an authorization");
+
     ngx_http_tent_store_value(op, &value);
 
     app = ngx_http_tent_json_load(r, &value);
@@ -843,6 +857,10 @@ ngx_http_tent_app_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     ctx->state = out;
 
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: app \"%V\" updated, if unchanged meanwhile",
+                   id);
+
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_reply_state_json);
 }
@@ -948,6 +966,10 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     ctx->state = NULL;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: app \"%V\" deleted with its authorizations, "
+                   "if unchanged meanwhile", id);
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_reply_state_json);

@@ -487,6 +487,10 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
 
     ctx->state = out;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: app \"%V\" of \"%V\" registered by the "
+                   "owner's app: no place taken", &id, &ctx->entity);
+
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_key_created);
 }
@@ -602,6 +606,10 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
     }
 
     /* fewer than N taken: one of 0..N-1 is free, the lowest is "gap" */
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: %ui of %ui places taken in \"%V\"",
+                   n, scf->apps_unconfirmed, &ctx->entity);
 
     if (n < scf->apps_unconfirmed) {
         nw->slot = gap;
@@ -803,8 +811,16 @@ ngx_http_tent_apps_slot_taken(ngx_http_request_t *r,
     nw = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent apps: app \"%V\" registered in place %ui, "
+                       "key id \"%V\"", &nw->id, nw->slot, &nw->key_id);
+
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, nw->out);
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: place %ui taken meanwhile, after %ui tries",
+                   nw->slot, nw->tries + 1);
 
     /* another registration or an authorization came first */
 

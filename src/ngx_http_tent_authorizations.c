@@ -139,8 +139,16 @@ ngx_http_tent_key_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent apps: key not created: its id is in use");
+
         return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
                                         "The MAC key id is already in use");
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent apps: key created");
     }
 
     return ngx_http_tent_reply_state_json(r, op);
@@ -457,6 +465,11 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: authorization \"%V\" of app \"%V\" made, "
+                   "key id \"%V\"%s", &id, app_id, &key_id,
+                   imported ? ", imported" : "");
+
     *result = auth;
 
     return NGX_OK;
@@ -589,6 +602,10 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
 
     /* DELETE: the authorization, its key, its code */
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: authorization \"%V\" of app \"%V\" revoked",
+                   ngx_http_tent_param(ctx, 1), ngx_http_tent_param(ctx, 0));
+
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (wop == NULL
@@ -673,6 +690,10 @@ ngx_http_tent_authorization_write(ngx_http_request_t *r,
     }
 
     ctx->state = out;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: authorization \"%V\" of app \"%V\" changed",
+                   ngx_http_tent_param(ctx, 1), ngx_http_tent_param(ctx, 0));
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_reply_state_json);

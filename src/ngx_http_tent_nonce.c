@@ -163,6 +163,10 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
     }
 
     if (sh->capacity < 16) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
+                      "16 at least are needed", zone->shm.size >> 10,
+                      sh->capacity);
         return NGX_ERROR;
     }
 

@@ -197,6 +197,10 @@ ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     oa->owner = owner;
     ctx->state = oa;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent oauth: %V by the owner \"%V\" of \"%V\"",
+                   &r->method_name, &owner, &ctx->entity);
+
     if (r->method == NGX_HTTP_POST) {
         return ngx_http_tent_read_form(r, ctx, ngx_http_tent_oauth_start);
     }
@@ -415,6 +419,10 @@ ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     }
 
     if (r->method != NGX_HTTP_POST) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent oauth: the page for app \"%V\"",
+                       &oa->client_id);
+
         return ngx_http_tent_oauth_page(r, oa);
     }
 
@@ -802,6 +810,9 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (oa->decision.len != 7
         || ngx_strncmp(oa->decision.data, "approve", 7) != 0)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent oauth: app \"%V\" denied", &oa->client_id);
+
         ngx_str_set(&s, "access_denied");
         return ngx_http_tent_oauth_redirect(r, oa, "error", &s);
     }

@@ -239,6 +239,10 @@ ngx_http_tent_exchange_swapped(ngx_http_request_t *r,
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         /* someone exchanged this code first */
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent apps: code of app \"%V\" exchanged by another "
+                       "request first", id);
+
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN, "Unauthorized");
     }
 
@@ -275,6 +279,10 @@ ngx_http_tent_exchange_swapped(ngx_http_request_t *r,
     }
 
     ctx->state = ctx->body;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: code exchanged for authorization \"%V\" "
+                   "of app \"%V\", key id \"%V\"", &auth_id, id, &key_id);
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_reply_state_json);
