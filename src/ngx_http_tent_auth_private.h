@@ -37,7 +37,6 @@
 /* ngx_http_tent_nonce.c */
 ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
     ngx_uint_t budget, time_t lifetime, time_t *retry);
-ngx_atomic_uint_t ngx_http_tent_credential_generation(ngx_cycle_t *cycle);
 
 /* ngx_http_tent_credentials.c: by the credential row's key */
 json_t *ngx_http_tent_credential_cached(ngx_str_t *key,

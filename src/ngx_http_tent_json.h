@@ -44,12 +44,6 @@ ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
 ngx_int_t ngx_http_tent_body_blank(ngx_str_t *body);
 
-/* the operation is the store's (ngx_http_tent_store.h): no layer below */
-struct ngx_http_tent_store_op_s;
-
-ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
-    struct ngx_http_tent_store_op_s *op);
-
 /* ngx_http_tent_multipart.c: what read_form gives a multipart body */
 ngx_int_t ngx_http_tent_multipart_parse(ngx_pool_t *pool,
     ngx_str_t *content_type, ngx_str_t *body, ngx_array_t *parts);

@@ -17,6 +17,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_auth_private.h"
+#include "ngx_http_tent_shm.h"
 
 #include <openssl/evp.h>
 
