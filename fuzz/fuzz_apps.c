@@ -19,8 +19,11 @@
 
 
 #include "../src/ngx_http_tent_apps.c"
+#include "../src/ngx_http_tent_apps_register.c"
+#include "../src/ngx_http_tent_authorizations.c"
 #include "../src/ngx_http_tent_json.c"
 #include "../src/ngx_http_tent_auth.c"
+#include "../src/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

@@ -9,18 +9,23 @@
 
 
 /*
- * Apps, their authorizations and the OAuth page.
+ * Apps, their authorizations, the OAuth page and the code exchange.
  */
 
 
 #include "ngx_http_tent_store.h"
 
 
-/* ngx_http_tent_apps.c */
+/* ngx_http_tent_apps_register.c: POST /apps */
 #define NGX_HTTP_TENT_APPS_UNCONFIRMED_MAX  10000
 
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/*
+ * ngx_http_tent_apps.c: GET /apps, and every route under /apps/:id (each
+ * loads the app, then goes on in its file)
+ */
 ngx_int_t ngx_http_tent_apps_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_app_get(ngx_http_request_t *r,
@@ -37,13 +42,13 @@ ngx_int_t ngx_http_tent_authorization_update(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_authorization_delete(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_redirect_uri_valid(u_char *p, size_t len);
+
+/* ngx_http_tent_authorizations.c */
 ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_str_t *app_id, json_t *app,
     ngx_str_t *app_raw, json_t *fields, ngx_http_tent_store_op_t *op,
     json_t **result);
-ngx_int_t ngx_http_tent_redirect_uri_valid(u_char *p, size_t len);
-ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_key_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 

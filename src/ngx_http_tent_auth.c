@@ -6,11 +6,12 @@
 
 /*
  * The principal a request runs as: its HTTP MAC header checked (by
- * ngx_http_tent_mac.c) with the credential of its key id; scopes; and
- * replay protection: requests whose timestamp is outside tent_mac_skew,
- * or whose nonce was seen within it, are refused.  Seen nonces live in
- * a shared memory zone, so a replay through another worker is caught
- * too.
+ * ngx_http_tent_mac.c) with the credential of its key id (the worker's
+ * cache of them is ngx_http_tent_credentials.c); scopes; and replay
+ * protection: requests whose timestamp is outside tent_mac_skew, or
+ * whose nonce was seen within it, are refused.  Seen nonces live in a
+ * shared memory zone (ngx_http_tent_nonce.c), so a replay through
+ * another worker is caught too.
  *
  * A key id means something only within its entity: several entities
  * share one store and one nginx, and a followed server picks the id of
@@ -21,12 +22,11 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_auth_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_mac.h"
 #include "ngx_http_tent_store.h"
-
-#include <openssl/evp.h>
 
 
 /* tent-client-ruby sends 6 characters, we 12; 64 holds a UUID or hex */
@@ -41,76 +41,6 @@ typedef struct {
 } ngx_http_tent_auth_state_t;
 
 
-/*
- * Who may fill the nonce cache.  Anyone gets an app key (POST /apps) and
- * anyone with a web server a follower's key (POST /followers), so each
- * of these two kinds may hold at most a quarter of the cache; the rest
- * is for the keys the owner approved: authorizations, and the servers
- * the owner follows.  A full share is refused, never forgotten.
- */
-
-#define NGX_HTTP_TENT_NONCE_APP       0
-#define NGX_HTTP_TENT_NONCE_FOLLOWER  1
-#define NGX_HTTP_TENT_NONCE_OWNER     2
-#define NGX_HTTP_TENT_NONCE_FOLLOWING 3
-#define NGX_HTTP_TENT_NONCE_BUDGETS   4
-
-
-typedef struct {
-    ngx_rbtree_t                    rbtree;
-    ngx_rbtree_node_t               sentinel;
-    ngx_queue_t                     queue[NGX_HTTP_TENT_NONCE_BUDGETS];
-    ngx_uint_t                      used[NGX_HTTP_TENT_NONCE_BUDGETS];
-    ngx_queue_t                     free;
-    ngx_uint_t                      capacity;
-    time_t                          warned[NGX_HTTP_TENT_NONCE_BUDGETS];
-    ngx_atomic_t                    generation;
-    ngx_atomic_t                    credentials; /* their generation */
-} ngx_http_tent_nonce_sh_t;
-
-
-/*
- * Each worker keeps the credential records it read, by the row's key
- * (entity and key id), while the credentials' generation in shared
- * memory has not moved: every write of a credential row, in any worker,
- * moves it (the store does that).  So a signed request costs no store
- * read, and a revoked key fails at once.
- */
-
-#define NGX_HTTP_TENT_CRED_SLOTS   1024
-#define NGX_HTTP_TENT_CRED_MAX_AGE 30
-
-typedef struct {
-    u_char                         *key;
-    size_t                          key_len;
-    json_t                         *record;     /* parsed: read-only */
-    ngx_atomic_uint_t               generation;
-    time_t                          stored;
-} ngx_http_tent_cred_slot_t;
-
-
-typedef struct {
-    ngx_http_tent_nonce_sh_t       *sh;
-    ngx_slab_pool_t                *shpool;
-} ngx_http_tent_nonce_ctx_t;
-
-
-/*
- * A seen nonce: a SHA-256 digest of (row key, ts, nonce), its first
- * bits in the node's key, the next 64 here; 64 bytes in all on 64-bit
- * systems, whatever the lengths of the entity, id and nonce.
- */
-
-typedef struct {
-    u_char                          color;
-    u_char                          dummy;
-    u_short                         dummy2;
-    uint32_t                        expires;
-    ngx_queue_t                     queue;
-    uint64_t                        digest;
-} ngx_http_tent_nonce_t;
-
-
 typedef struct {
     ngx_str_t                       name;
     ngx_uint_t                      bit;
@@ -121,18 +51,10 @@ static ngx_int_t ngx_http_tent_auth_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_auth_verify(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *cred);
-static ngx_atomic_uint_t ngx_http_tent_credential_generation(
-    ngx_cycle_t *cycle);
-static json_t *ngx_http_tent_credential_cached(
-    ngx_http_tent_auth_state_t *st);
-static void ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st,
-    json_t *cred, size_t size);
 static ngx_int_t ngx_http_tent_auth_fail(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
 static void ngx_http_tent_auth_request(ngx_http_request_t *r,
     ngx_http_tent_auth_state_t *st, ngx_http_tent_mac_request_t *req);
-static ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r,
-    ngx_str_t *key, ngx_uint_t budget, time_t lifetime, time_t *retry);
 static ngx_int_t ngx_http_tent_nonce_busy(ngx_http_request_t *r,
     time_t retry);
 
@@ -254,7 +176,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_auth_state_t));
     if (st == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the auth state");
     }
 
     rc = ngx_http_tent_mac_parse(&h->value, &st->hdr);
@@ -286,7 +208,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                           &st->key)
         != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the credential's key");
     }
 
     /* read before the store is, so a change racing us leaves it stale */
@@ -294,7 +216,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st->generation = ngx_http_tent_credential_generation(
                          (ngx_cycle_t *) ngx_cycle);
 
-    cred = ngx_http_tent_credential_cached(st);
+    cred = ngx_http_tent_credential_cached(&st->key, st->generation);
     if (cred) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent auth: key id \"%V\" of \"%V\": cache hit",
@@ -309,7 +231,7 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL || ngx_http_tent_store_get(op, &st->key) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the credential read");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -345,11 +267,10 @@ ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     cred = ngx_http_tent_json_parse(&value, r->connection->log);
     if (cred == NULL) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                        NULL);
+        return ngx_http_tent_internal_error(r, "reading the credential record");
     }
 
-    ngx_http_tent_credential_keep(st, cred, value.len);
+    ngx_http_tent_credential_keep(&st->key, st->generation, cred, value.len);
 
     return ngx_http_tent_auth_verify(r, ctx, cred);
 }
@@ -379,7 +300,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ngx_http_tent_json_cleanup(r->pool, cred) != NGX_OK) {
         json_decref(cred);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "keeping the credential record");
     }
 
     now = ngx_time();
@@ -438,7 +359,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "Invalid MAC Signature");
 
     default:
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "computing the MAC");
     }
 
     /* replay protection, beyond what tentd did: a fresh ts, a new nonce */
@@ -458,7 +379,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     nonce_key.len = st->key.len + st->hdr.ts.len + st->hdr.nonce.len + 2;
     nonce_key.data = ngx_pnalloc(r->pool, nonce_key.len);
     if (nonce_key.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the nonce's key");
     }
 
     ngx_sprintf(nonce_key.data, "%V\n%V\n%V", &st->key, &st->hdr.ts,
@@ -483,7 +404,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_nonce_busy(r, retry);
 
     default:
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "checking the nonce");
     }
 
     ctx->principal.key_id = st->hdr.id;
@@ -534,12 +455,12 @@ ngx_http_tent_nonce_busy(ngx_http_request_t *r, time_t retry)
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
     }
 
     h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
     if (h->value.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
     }
 
     h->hash = 1;
@@ -647,7 +568,7 @@ ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
     if (status == NGX_HTTP_UNAUTHORIZED) {
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "adding WWW-Authenticate");
         }
 
         h->hash = 1;
@@ -659,513 +580,4 @@ ngx_http_tent_auth_fail(ngx_http_request_t *r, ngx_uint_t status,
                   "tent: request refused: %s", message);
 
     return ngx_http_tent_send_error(r, status, message);
-}
-
-
-/*
- * The nonce cache: an rbtree by digest and, per budget, a queue oldest
- * first, in shared memory.  A node is an ngx_rbtree_node_t whose bytes
- * from "color" on are an ngx_http_tent_nonce_t, as in
- * ngx_http_limit_req_module.  Every node is allocated when the zone is
- * made, so "full" is a count, the same in every worker.
- */
-
-static void
-ngx_http_tent_nonce_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
-    ngx_rbtree_node_t *sentinel)
-{
-    ngx_rbtree_node_t      **p;
-    ngx_http_tent_nonce_t   *n, *t;
-
-    for ( ;; ) {
-
-        if (node->key < temp->key) {
-            p = &temp->left;
-
-        } else if (node->key > temp->key) {
-            p = &temp->right;
-
-        } else {
-            n = (ngx_http_tent_nonce_t *) &node->color;
-            t = (ngx_http_tent_nonce_t *) &temp->color;
-
-            p = (n->digest < t->digest) ? &temp->left : &temp->right;
-        }
-
-        if (*p == sentinel) {
-            break;
-        }
-
-        temp = *p;
-    }
-
-    *p = node;
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
-}
-
-
-ngx_int_t
-ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
-{
-    ngx_http_tent_nonce_ctx_t *octx = data;
-
-    size_t                      size;
-    ngx_uint_t                  i;
-    ngx_rbtree_node_t          *node;
-    ngx_http_tent_nonce_t      *nc;
-    ngx_http_tent_nonce_sh_t   *sh;
-    ngx_http_tent_nonce_ctx_t  *ctx;
-
-    ctx = zone->data;
-
-    if (octx) {
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return NGX_OK;
-    }
-
-    ctx->shpool = (ngx_slab_pool_t *) zone->shm.addr;
-
-    if (zone->shm.exists) {
-        ctx->sh = ctx->shpool->data;
-        return NGX_OK;
-    }
-
-    sh = ngx_slab_calloc(ctx->shpool, sizeof(ngx_http_tent_nonce_sh_t));
-    if (sh == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->sh = sh;
-    ctx->shpool->data = sh;
-
-    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_http_tent_nonce_insert);
-
-    for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
-        ngx_queue_init(&sh->queue[i]);
-    }
-
-    ngx_queue_init(&sh->free);
-
-    ctx->shpool->log_nomem = 0;
-
-    /* every node now: the zone holds nothing else */
-
-    size = offsetof(ngx_rbtree_node_t, color)
-           + sizeof(ngx_http_tent_nonce_t);
-
-    for ( ;; ) {
-        node = ngx_slab_alloc(ctx->shpool, size);
-        if (node == NULL) {
-            break;
-        }
-
-        nc = (ngx_http_tent_nonce_t *) &node->color;
-        ngx_queue_insert_tail(&sh->free, &nc->queue);
-        sh->capacity++;
-    }
-
-    if (sh->capacity < 16) {
-        return NGX_ERROR;
-    }
-
-    ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
-                  "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
-                  "%ui each for app and for follower keys",
-                  zone->shm.size >> 10, sh->capacity, sh->capacity / 4);
-
-    return NGX_OK;
-}
-
-
-/*
- * Drop the expired nonces at the heads of the queues: at most "max" of
- * each (bounded work under the lock), or all of them with 0.
- */
-
-static void
-ngx_http_tent_nonce_expire(ngx_http_tent_nonce_ctx_t *ctx, time_t now,
-    ngx_uint_t max)
-{
-    ngx_uint_t              b, n;
-    ngx_queue_t            *q;
-    ngx_rbtree_node_t      *node;
-    ngx_http_tent_nonce_t  *nc;
-
-    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
-
-        for (n = 0; max == 0 || n < max; n++) {
-
-            if (ngx_queue_empty(&ctx->sh->queue[b])) {
-                break;
-            }
-
-            q = ngx_queue_head(&ctx->sh->queue[b]);
-            nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
-
-            if ((time_t) nc->expires > now) {
-                break;
-            }
-
-            node = (ngx_rbtree_node_t *)
-                       ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
-
-            ngx_queue_remove(q);
-            ngx_rbtree_delete(&ctx->sh->rbtree, node);
-            ngx_queue_insert_head(&ctx->sh->free, q);
-            ctx->sh->used[b]--;
-        }
-    }
-}
-
-
-/* the seconds until the first of these queues has a nonce expire */
-
-static time_t
-ngx_http_tent_nonce_wait(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t budget,
-    time_t now, time_t lifetime)
-{
-    time_t                  wait;
-    ngx_uint_t              b;
-    ngx_queue_t            *q;
-    ngx_http_tent_nonce_t  *nc;
-
-    wait = lifetime;
-
-    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
-
-        if ((budget != NGX_HTTP_TENT_NONCE_BUDGETS && b != budget)
-            || ngx_queue_empty(&sh->queue[b]))
-        {
-            continue;
-        }
-
-        q = ngx_queue_head(&sh->queue[b]);
-        nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
-
-        wait = ngx_min(wait, (time_t) nc->expires - now);
-    }
-
-    return ngx_max(wait, 1);
-}
-
-
-/*
- * NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before;
- * NGX_BUSY: no room for this budget, "retry" says for how long.  A
- * nonce is never forgotten before it expires.
- */
-
-static ngx_int_t
-ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
-    ngx_uint_t budget, time_t lifetime, time_t *retry)
-{
-    u_char                      md[EVP_MAX_MD_SIZE];
-    time_t                      now;
-    uint64_t                    d[2];
-    ngx_uint_t                  limit, full, warn;
-    unsigned int                md_len;
-    ngx_queue_t                *q;
-    ngx_rbtree_key_t            hash;
-    ngx_rbtree_node_t          *node, *sentinel;
-    ngx_http_tent_nonce_t      *nc;
-    ngx_http_tent_nonce_sh_t   *sh;
-    ngx_http_tent_nonce_ctx_t  *ctx;
-    ngx_http_tent_main_conf_t  *mcf;
-
-    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
-
-    if (mcf->nonce_zone == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (EVP_Digest(key->data, key->len, md, &md_len, EVP_sha256(), NULL)
-        != 1
-        || md_len < sizeof(d))
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(d, md, sizeof(d));
-    hash = (ngx_rbtree_key_t) d[0];
-
-    ctx = mcf->nonce_zone->data;
-    sh = ctx->sh;
-    now = ngx_time();
-
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    ngx_http_tent_nonce_expire(ctx, now, 64);
-
-    node = sh->rbtree.root;
-    sentinel = sh->rbtree.sentinel;
-
-    while (node != sentinel) {
-
-        if (hash != node->key) {
-            node = (hash < node->key) ? node->left : node->right;
-            continue;
-        }
-
-        nc = (ngx_http_tent_nonce_t *) &node->color;
-
-        if (d[1] == nc->digest) {
-            ngx_shmtx_unlock(&ctx->shpool->mutex);
-            return NGX_DECLINED;
-        }
-
-        node = (d[1] < nc->digest) ? node->left : node->right;
-    }
-
-    limit = (budget == NGX_HTTP_TENT_NONCE_OWNER) ? sh->capacity
-                                                  : sh->capacity / 4;
-
-    full = sh->used[budget] >= limit || ngx_queue_empty(&sh->free);
-
-    if (full) {
-        /* the bounded pass may have left expired ones: all of them now */
-
-        ngx_http_tent_nonce_expire(ctx, now, 0);
-
-        if (sh->used[budget] >= limit) {
-            *retry = ngx_http_tent_nonce_wait(sh, budget, now, lifetime);
-            goto busy;
-        }
-
-        if (ngx_queue_empty(&sh->free)) {
-            *retry = ngx_http_tent_nonce_wait(sh,
-                                              NGX_HTTP_TENT_NONCE_BUDGETS,
-                                              now, lifetime);
-            goto busy;
-        }
-    }
-
-    q = ngx_queue_head(&sh->free);
-    ngx_queue_remove(q);
-
-    nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
-    node = (ngx_rbtree_node_t *)
-               ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
-
-    node->key = hash;
-    nc->expires = (uint32_t) (now + lifetime);
-    nc->digest = d[1];
-
-    ngx_rbtree_insert(&sh->rbtree, node);
-    ngx_queue_insert_tail(&sh->queue[budget], &nc->queue);
-    sh->used[budget]++;
-
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    return NGX_OK;
-
-busy:
-
-    /* once in 10 seconds per budget: a flood must not flood the log too */
-
-    warn = (now - sh->warned[budget] >= 10);
-    if (warn) {
-        sh->warned[budget] = now;
-    }
-
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    if (warn) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "tent: the MAC nonce cache is full for %s keys, "
-                      "refused for %T s; increase tent_mac_nonce_cache "
-                      "if this is not an attack",
-                      budget == NGX_HTTP_TENT_NONCE_APP ? "app"
-                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
-                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWING ? "following"
-                      : "owner", *retry);
-    }
-
-    return NGX_BUSY;
-}
-
-
-/*
- * A counter every worker sees, bumped by each profile write: a worker's
- * cached profile is good while the counter has not moved.  It lives in
- * the nonce zone, which every worker maps anyway.
- */
-
-static ngx_http_tent_nonce_sh_t *
-ngx_http_tent_shared(ngx_cycle_t *cycle)
-{
-    ngx_http_tent_nonce_ctx_t  *ctx;
-    ngx_http_tent_main_conf_t  *mcf;
-
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
-
-    if (mcf == NULL || mcf->nonce_zone == NULL) {
-        return NULL;
-    }
-
-    ctx = mcf->nonce_zone->data;
-
-    return ctx->sh;
-}
-
-
-ngx_atomic_uint_t
-ngx_http_tent_generation(ngx_cycle_t *cycle)
-{
-    ngx_http_tent_nonce_sh_t  *sh;
-
-    sh = ngx_http_tent_shared(cycle);
-
-    return sh ? sh->generation : 0;
-}
-
-
-void
-ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
-{
-    ngx_http_tent_nonce_sh_t  *sh;
-
-    sh = ngx_http_tent_shared(cycle);
-
-    if (sh) {
-        (void) ngx_atomic_fetch_add(&sh->generation, 1);
-    }
-}
-
-
-static ngx_atomic_uint_t
-ngx_http_tent_credential_generation(ngx_cycle_t *cycle)
-{
-    ngx_http_tent_nonce_sh_t  *sh;
-
-    sh = ngx_http_tent_shared(cycle);
-
-    return sh ? sh->credentials : 0;
-}
-
-
-void
-ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
-{
-    ngx_http_tent_nonce_sh_t  *sh;
-
-    sh = ngx_http_tent_shared(cycle);
-
-    if (sh) {
-        (void) ngx_atomic_fetch_add(&sh->credentials, 1);
-    }
-}
-
-
-/* the slot of a credential row's key: entity and key id */
-
-static ngx_http_tent_cred_slot_t *
-ngx_http_tent_credential_slot(ngx_str_t *key, ngx_uint_t create)
-{
-    ngx_http_tent_cred_slot_t  *slots;
-    ngx_http_tent_main_conf_t  *mcf;
-
-    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
-                                              ngx_http_tent_module);
-
-    if (mcf->credentials == NULL) {
-        if (!create) {
-            return NULL;
-        }
-
-        mcf->credentials = ngx_calloc(NGX_HTTP_TENT_CRED_SLOTS
-                                      * sizeof(ngx_http_tent_cred_slot_t),
-                                      ngx_cycle->log);
-        if (mcf->credentials == NULL) {
-            return NULL;
-        }
-    }
-
-    slots = mcf->credentials;
-
-    return &slots[ngx_crc32_short(key->data, key->len)
-                  % NGX_HTTP_TENT_CRED_SLOTS];
-}
-
-
-static json_t *
-ngx_http_tent_credential_cached(ngx_http_tent_auth_state_t *st)
-{
-    ngx_http_tent_cred_slot_t  *slot;
-
-    slot = ngx_http_tent_credential_slot(&st->key, 0);
-
-    if (slot == NULL || slot->key == NULL
-        || slot->generation != st->generation
-        || ngx_time() - slot->stored > NGX_HTTP_TENT_CRED_MAX_AGE
-        || slot->key_len != st->key.len
-        || ngx_memcmp(slot->key, st->key.data, st->key.len) != 0)
-    {
-        return NULL;
-    }
-
-    return json_incref(slot->record);
-}
-
-
-/* the record, parsed: a cache hit costs no parse either */
-
-static void
-ngx_http_tent_credential_keep(ngx_http_tent_auth_state_t *st, json_t *cred,
-    size_t size)
-{
-    u_char                     *p;
-    ngx_http_tent_cred_slot_t  *slot;
-
-    slot = ngx_http_tent_credential_slot(&st->key, 1);
-    if (slot == NULL || size > 64 * 1024) {
-        return;
-    }
-
-    p = ngx_alloc(st->key.len, ngx_cycle->log);
-    if (p == NULL) {
-        return;
-    }
-
-    ngx_memcpy(p, st->key.data, st->key.len);
-
-    if (slot->key) {
-        ngx_free(slot->key);
-        json_decref(slot->record);
-    }
-
-    slot->key = p;
-    slot->key_len = st->key.len;
-    slot->record = json_incref(cred);
-    slot->generation = st->generation;
-    slot->stored = ngx_time();
-}
-
-
-/* at worker exit: the cache's memory */
-
-void
-ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf)
-{
-    ngx_uint_t                  i;
-    ngx_http_tent_cred_slot_t  *slots;
-
-    slots = mcf->credentials;
-
-    if (slots == NULL) {
-        return;
-    }
-
-    for (i = 0; i < NGX_HTTP_TENT_CRED_SLOTS; i++) {
-        if (slots[i].key) {
-            ngx_free(slots[i].key);
-            json_decref(slots[i].record);
-        }
-    }
-
-    ngx_free(slots);
-    mcf->credentials = NULL;
 }

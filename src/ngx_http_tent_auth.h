@@ -16,9 +16,10 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_mac.h"
+#include "ngx_http_tent_shm.h"
 
 
-/* ngx_http_tent_auth.c */
+/* ngx_http_tent_auth.c: the principal, scopes */
 ngx_int_t ngx_http_tent_authenticate(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx,
@@ -26,10 +27,8 @@ ngx_int_t ngx_http_tent_has_scopes(ngx_http_tent_ctx_t *ctx,
 ngx_uint_t ngx_http_tent_scope_bits(json_t *list);
 ngx_int_t ngx_http_tent_scope_bit(ngx_str_t *name);
 ngx_int_t ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type);
-ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
-ngx_atomic_uint_t ngx_http_tent_generation(ngx_cycle_t *cycle);
-void ngx_http_tent_generation_bump(ngx_cycle_t *cycle);
-void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
+
+/* ngx_http_tent_credentials.c: the worker's cache of credentials */
 void ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf);
 
 

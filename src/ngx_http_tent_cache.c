@@ -23,7 +23,7 @@
 
 
 #include "ngx_http_tent_module.h"
-#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_cache.h"
 
 

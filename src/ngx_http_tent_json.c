@@ -4,7 +4,10 @@
  */
 
 
-/* JSON replies and the {"error": "..."} body every failure carries */
+/*
+ * JSON replies and the {"error": "..."} body every failure carries;
+ * the reply a handler ends with after a store write.
+ */
 
 
 #include "ngx_http_tent_module.h"

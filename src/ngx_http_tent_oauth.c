@@ -176,7 +176,7 @@ ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (lcf->owner
         && ngx_http_complex_value(r, lcf->owner, &owner) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "evaluating tent_owner");
     }
 
     /* never an open approval page */
@@ -191,11 +191,15 @@ ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     oa = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_oauth_t));
     if (oa == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the page's state");
     }
 
     oa->owner = owner;
     ctx->state = oa;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent oauth: %V by the owner \"%V\" of \"%V\"",
+                   &r->method_name, &owner, &ctx->entity);
 
     if (r->method == NGX_HTTP_POST) {
         return ngx_http_tent_read_form(r, ctx, ngx_http_tent_oauth_start);
@@ -224,7 +228,7 @@ ngx_http_tent_oauth_start(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     rc = ngx_http_tent_oauth_params(r, oa, &src);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the page's parameters");
     }
 
     if (rc == NGX_DECLINED || oa->client_id.len == 0
@@ -270,7 +274,7 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
 
     app = ngx_http_tent_json_load(r, &value);
     if (app == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "reading the app record");
     }
 
     /* an unregistered redirect_uri is never redirected to */
@@ -316,15 +320,17 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
                              &rest, &key)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the secret's key");
     }
 
     /* the entity's secret: created on first use, once */
 
-    if (ngx_http_tent_random_hex(r->pool, 32, &value) != NGX_OK
-        || ngx_http_tent_store_cas(get, &key, NULL, &value) != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (ngx_http_tent_random_hex(r->pool, 32, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "making the entity's secret");
+    }
+
+    if (ngx_http_tent_store_cas(get, &key, NULL, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "preparing the secret's write");
     }
 
     oa->secret = value;
@@ -413,6 +419,10 @@ ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     }
 
     if (r->method != NGX_HTTP_POST) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent oauth: the page for app \"%V\"",
+                       &oa->client_id);
+
         return ngx_http_tent_oauth_page(r, oa);
     }
 
@@ -520,13 +530,13 @@ ngx_http_tent_page_add(ngx_http_request_t *r, ngx_chain_t ***last,
     do {                                                                     \
         static ngx_str_t  lit_ = ngx_string(text);                           \
         if (ngx_http_tent_page_add(r, last, &lit_, 0) != NGX_OK) {           \
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;                           \
+            return ngx_http_tent_internal_error(r, "building the page");     \
         }                                                                    \
     } while (0)
 
 #define ngx_http_tent_esc(r, last, s)                                        \
     if (ngx_http_tent_page_add(r, last, s, 1) != NGX_OK) {                   \
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;                               \
+        return ngx_http_tent_internal_error(r, "building the page");         \
     }
 
 
@@ -592,7 +602,7 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
     ngx_http_tent_ctx_t  *ctx;
 
     if (ngx_http_tent_oauth_token(r, oa, ngx_time(), &token) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "signing the form");
     }
 
     (void) ngx_http_tent_json_str(oa->app, "name", &name);
@@ -619,7 +629,7 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
                                     &oa->info_types)
            != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "listing the scopes and types");
     }
 
     ngx_http_tent_lit(r, &last, "<form method=\"post\" action=\"");
@@ -644,7 +654,7 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
            != NGX_OK
         || ngx_http_tent_oauth_hidden(r, &last, "csrf", &token) != NGX_OK)
     {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding the form's fields");
     }
 
     ngx_http_tent_lit(r, &last,
@@ -666,7 +676,8 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "adding Content-Security-Policy");
     }
 
     h->hash = 1;
@@ -675,7 +686,7 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Cache-Control");
     }
 
     h->hash = 1;
@@ -720,12 +731,12 @@ ngx_http_tent_oauth_redirect(ngx_http_request_t *r,
 
     p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the Location");
     }
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Location");
     }
 
     h->hash = 1;
@@ -799,6 +810,9 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (oa->decision.len != 7
         || ngx_strncmp(oa->decision.data, "approve", 7) != 0)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent oauth: app \"%V\" denied", &oa->client_id);
+
         ngx_str_set(&s, "access_denied");
         return ngx_http_tent_oauth_redirect(r, oa, "error", &s);
     }
@@ -807,7 +821,7 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     scopes = ngx_http_tent_comma_list(&oa->scope);
     if (scopes == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "listing the scopes asked for");
     }
 
     for (i = 0; i < json_array_size(scopes); /* void */) {
@@ -834,7 +848,8 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_json_cleanup(r->pool, fields) != NGX_OK)
     {
         json_decref(fields);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r,
+                                            "making the authorization fields");
     }
 
     if (oa->notification_url.len) {
@@ -844,7 +859,7 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
     if (op == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "preparing the authorization");
     }
 
     rc = ngx_http_tent_authorization_new(r, ctx, &oa->client_id, oa->app,
@@ -856,7 +871,7 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "making the authorization");
     }
 
     oa->app = auth;

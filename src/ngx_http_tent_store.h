@@ -85,6 +85,8 @@ ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
     u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
 ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /* a worker's start and exit: the owner, the socket, the reply cache */
 ngx_int_t ngx_http_tent_store_init_process(ngx_cycle_t *cycle,

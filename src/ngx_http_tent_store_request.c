@@ -133,3 +133,43 @@ ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 }
+
+
+/*
+ * After a store write, the JSON prepared in ctx->state: the handlers of
+ * apps, groups, followers, followings, notifications and the profile
+ * end with it.  A compare-and-set that found another value is 409; no
+ * JSON prepared (a DELETE) is 200 with an empty body.
+ */
+
+ngx_int_t
+ngx_http_tent_reply_state_json(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t             status;
+    ngx_http_tent_ctx_t  *ctx;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        /* a compare-and-set found something else than we read */
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The record changed meanwhile: send the request again");
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ctx->state == NULL) {
+        /* a DELETE: 200 with an empty body, as tentd */
+        r->headers_out.status = NGX_HTTP_OK;
+        r->headers_out.content_length_n = 0;
+        r->header_only = 1;
+        ctx->own_reply = 1;
+        return ngx_http_send_header(r);
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, ctx->state);
+}

@@ -1,0 +1,459 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The shared memory zone tent_mac_nonce_cache: the nonces of signed
+ * requests, each kept until its timestamp is too old to be accepted,
+ * within budgets by the kind of key, so a replay through any worker is
+ * caught and a flood of one kind never crowds out the owner's; and the
+ * two generation counters every worker reads (the anonymous replies',
+ * the credentials'), which live in the zone every worker maps anyway.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_auth_private.h"
+#include "ngx_http_tent_shm.h"
+
+#include <openssl/evp.h>
+
+
+typedef struct {
+    ngx_rbtree_t                    rbtree;
+    ngx_rbtree_node_t               sentinel;
+    ngx_queue_t                     queue[NGX_HTTP_TENT_NONCE_BUDGETS];
+    ngx_uint_t                      used[NGX_HTTP_TENT_NONCE_BUDGETS];
+    ngx_queue_t                     free;
+    ngx_uint_t                      capacity;
+    time_t                          warned[NGX_HTTP_TENT_NONCE_BUDGETS];
+    ngx_atomic_t                    generation;
+    ngx_atomic_t                    credentials; /* their generation */
+} ngx_http_tent_nonce_sh_t;
+
+
+typedef struct {
+    ngx_http_tent_nonce_sh_t       *sh;
+    ngx_slab_pool_t                *shpool;
+} ngx_http_tent_nonce_ctx_t;
+
+
+/*
+ * A seen nonce: a SHA-256 digest of (row key, ts, nonce), its first
+ * bits in the node's key, the next 64 here; 64 bytes in all on 64-bit
+ * systems, whatever the lengths of the entity, id and nonce.
+ */
+
+typedef struct {
+    u_char                          color;
+    u_char                          dummy;
+    u_short                         dummy2;
+    uint32_t                        expires;
+    ngx_queue_t                     queue;
+    uint64_t                        digest;
+} ngx_http_tent_nonce_t;
+
+
+/*
+ * The nonce cache: an rbtree by digest and, per budget, a queue oldest
+ * first, in shared memory.  A node is an ngx_rbtree_node_t whose bytes
+ * from "color" on are an ngx_http_tent_nonce_t, as in
+ * ngx_http_limit_req_module.  Every node is allocated when the zone is
+ * made, so "full" is a count, the same in every worker.
+ */
+
+static void
+ngx_http_tent_nonce_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
+    ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t      **p;
+    ngx_http_tent_nonce_t   *n, *t;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else {
+            n = (ngx_http_tent_nonce_t *) &node->color;
+            t = (ngx_http_tent_nonce_t *) &temp->color;
+
+            p = (n->digest < t->digest) ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+ngx_int_t
+ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_http_tent_nonce_ctx_t *octx = data;
+
+    size_t                      size;
+    ngx_uint_t                  i;
+    ngx_rbtree_node_t          *node;
+    ngx_http_tent_nonce_t      *nc;
+    ngx_http_tent_nonce_sh_t   *sh;
+    ngx_http_tent_nonce_ctx_t  *ctx;
+
+    ctx = zone->data;
+
+    if (octx) {
+        ctx->sh = octx->sh;
+        ctx->shpool = octx->shpool;
+        return NGX_OK;
+    }
+
+    ctx->shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        ctx->sh = ctx->shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_calloc(ctx->shpool, sizeof(ngx_http_tent_nonce_sh_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->sh = sh;
+    ctx->shpool->data = sh;
+
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_http_tent_nonce_insert);
+
+    for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
+        ngx_queue_init(&sh->queue[i]);
+    }
+
+    ngx_queue_init(&sh->free);
+
+    ctx->shpool->log_nomem = 0;
+
+    /* every node now: the zone holds nothing else */
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + sizeof(ngx_http_tent_nonce_t);
+
+    for ( ;; ) {
+        node = ngx_slab_alloc(ctx->shpool, size);
+        if (node == NULL) {
+            break;
+        }
+
+        nc = (ngx_http_tent_nonce_t *) &node->color;
+        ngx_queue_insert_tail(&sh->free, &nc->queue);
+        sh->capacity++;
+    }
+
+    if (sh->capacity < 16) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
+                      "16 at least are needed", zone->shm.size >> 10,
+                      sh->capacity);
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
+                  "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
+                  "%ui each for app and for follower keys",
+                  zone->shm.size >> 10, sh->capacity, sh->capacity / 4);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Drop the expired nonces at the heads of the queues: at most "max" of
+ * each (bounded work under the lock), or all of them with 0.
+ */
+
+static void
+ngx_http_tent_nonce_expire(ngx_http_tent_nonce_ctx_t *ctx, time_t now,
+    ngx_uint_t max)
+{
+    ngx_uint_t              b, n;
+    ngx_queue_t            *q;
+    ngx_rbtree_node_t      *node;
+    ngx_http_tent_nonce_t  *nc;
+
+    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+
+        for (n = 0; max == 0 || n < max; n++) {
+
+            if (ngx_queue_empty(&ctx->sh->queue[b])) {
+                break;
+            }
+
+            q = ngx_queue_head(&ctx->sh->queue[b]);
+            nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+
+            if ((time_t) nc->expires > now) {
+                break;
+            }
+
+            node = (ngx_rbtree_node_t *)
+                       ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
+
+            ngx_queue_remove(q);
+            ngx_rbtree_delete(&ctx->sh->rbtree, node);
+            ngx_queue_insert_head(&ctx->sh->free, q);
+            ctx->sh->used[b]--;
+        }
+    }
+}
+
+
+/* the seconds until the first of these queues has a nonce expire */
+
+static time_t
+ngx_http_tent_nonce_wait(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t budget,
+    time_t now, time_t lifetime)
+{
+    time_t                  wait;
+    ngx_uint_t              b;
+    ngx_queue_t            *q;
+    ngx_http_tent_nonce_t  *nc;
+
+    wait = lifetime;
+
+    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+
+        if ((budget != NGX_HTTP_TENT_NONCE_BUDGETS && b != budget)
+            || ngx_queue_empty(&sh->queue[b]))
+        {
+            continue;
+        }
+
+        q = ngx_queue_head(&sh->queue[b]);
+        nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+
+        wait = ngx_min(wait, (time_t) nc->expires - now);
+    }
+
+    return ngx_max(wait, 1);
+}
+
+
+/*
+ * NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before;
+ * NGX_BUSY: no room for this budget, "retry" says for how long.  A
+ * nonce is never forgotten before it expires.
+ */
+
+ngx_int_t
+ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
+    ngx_uint_t budget, time_t lifetime, time_t *retry)
+{
+    u_char                      md[EVP_MAX_MD_SIZE];
+    time_t                      now;
+    uint64_t                    d[2];
+    ngx_uint_t                  limit, full, warn;
+    unsigned int                md_len;
+    ngx_queue_t                *q;
+    ngx_rbtree_key_t            hash;
+    ngx_rbtree_node_t          *node, *sentinel;
+    ngx_http_tent_nonce_t      *nc;
+    ngx_http_tent_nonce_sh_t   *sh;
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    if (mcf->nonce_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (EVP_Digest(key->data, key->len, md, &md_len, EVP_sha256(), NULL)
+        != 1
+        || md_len < sizeof(d))
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(d, md, sizeof(d));
+    hash = (ngx_rbtree_key_t) d[0];
+
+    ctx = mcf->nonce_zone->data;
+    sh = ctx->sh;
+    now = ngx_time();
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ngx_http_tent_nonce_expire(ctx, now, 64);
+
+    node = sh->rbtree.root;
+    sentinel = sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash != node->key) {
+            node = (hash < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        nc = (ngx_http_tent_nonce_t *) &node->color;
+
+        if (d[1] == nc->digest) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_DECLINED;
+        }
+
+        node = (d[1] < nc->digest) ? node->left : node->right;
+    }
+
+    limit = (budget == NGX_HTTP_TENT_NONCE_OWNER) ? sh->capacity
+                                                  : sh->capacity / 4;
+
+    full = sh->used[budget] >= limit || ngx_queue_empty(&sh->free);
+
+    if (full) {
+        /* the bounded pass may have left expired ones: all of them now */
+
+        ngx_http_tent_nonce_expire(ctx, now, 0);
+
+        if (sh->used[budget] >= limit) {
+            *retry = ngx_http_tent_nonce_wait(sh, budget, now, lifetime);
+            goto busy;
+        }
+
+        if (ngx_queue_empty(&sh->free)) {
+            *retry = ngx_http_tent_nonce_wait(sh,
+                                              NGX_HTTP_TENT_NONCE_BUDGETS,
+                                              now, lifetime);
+            goto busy;
+        }
+    }
+
+    q = ngx_queue_head(&sh->free);
+    ngx_queue_remove(q);
+
+    nc = ngx_queue_data(q, ngx_http_tent_nonce_t, queue);
+    node = (ngx_rbtree_node_t *)
+               ((u_char *) nc - offsetof(ngx_rbtree_node_t, color));
+
+    node->key = hash;
+    nc->expires = (uint32_t) (now + lifetime);
+    nc->digest = d[1];
+
+    ngx_rbtree_insert(&sh->rbtree, node);
+    ngx_queue_insert_tail(&sh->queue[budget], &nc->queue);
+    sh->used[budget]++;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
+
+busy:
+
+    /* once in 10 seconds per budget: a flood must not flood the log too */
+
+    warn = (now - sh->warned[budget] >= 10);
+    if (warn) {
+        sh->warned[budget] = now;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (warn) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: the MAC nonce cache is full for %s keys, "
+                      "refused for %T s; increase tent_mac_nonce_cache "
+                      "if this is not an attack",
+                      budget == NGX_HTTP_TENT_NONCE_APP ? "app"
+                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
+                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWING ? "following"
+                      : "owner", *retry);
+    }
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * A counter every worker sees, bumped by each profile write: a worker's
+ * cached profile is good while the counter has not moved.  It lives in
+ * the nonce zone, which every worker maps anyway.
+ */
+
+static ngx_http_tent_nonce_sh_t *
+ngx_http_tent_shared(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return NULL;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    return ctx->sh;
+}
+
+
+ngx_atomic_uint_t
+ngx_http_tent_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->generation : 0;
+}
+
+
+void
+ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_http_tent_credential_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->credentials : 0;
+}
+
+
+void
+ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->credentials, 1);
+    }
+}
