@@ -26,7 +26,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     u_char      *buf, *p, *nl, *last;
     json_t      *list, *self;
     ngx_int_t    rc;
-    ngx_str_t    type, base, entity, key, item;
+    ngx_str_t    type, base, entity, key, item, self_key;
     ngx_pool_t  *pool;
 
     buf = ngx_fuzz_dup(data, size);
@@ -67,11 +67,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                           &key)
                         == NGX_OK);
         ngx_fuzz_assert(key.len == entity.len + 2 + base.len);
-        ngx_fuzz_assert(key.data[entity.len] == '\0'
-                        && key.data[entity.len + 1] == 'p');
+        ngx_fuzz_assert(key.data[entity.len] == '\0');
         ngx_fuzz_assert(ngx_memcmp(key.data + entity.len + 2, base.data,
                                    base.len)
                         == 0);
+
+        /* in the profile table, whatever its byte (keys.c's) */
+
+        ngx_fuzz_assert(ngx_http_tent_key_range(pool, &entity,
+                                                NGX_HTTP_TENT_TABLE_PROFILE,
+                                                &item, &self_key)
+                        == NGX_OK);
+        ngx_fuzz_assert(ngx_memn2cmp(item.data, key.data, item.len, key.len)
+                        < 0
+                        && ngx_memn2cmp(key.data, self_key.data, key.len,
+                                        self_key.len)
+                           < 0);
 
         /* a type is allowed by a list naming it */
 

@@ -422,10 +422,8 @@ static ngx_int_t
 ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    u_char                     *p, *z;
-    size_t                      prefix;
     ngx_int_t                   status;
-    ngx_str_t                   key, value, last;
+    ngx_str_t                   key, value, app, auth, last;
     ngx_uint_t                  rows;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_apps_list_t  *lst;
@@ -438,39 +436,34 @@ ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     lst = ctx->state;
 
-    prefix = ctx->entity.len + 2;
     rows = 0;
     ngx_str_null(&last);
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
         rows++;
 
-        p = key.data + prefix;
-        z = (key.len > prefix) ? ngx_strlchr(p, key.data + key.len, '\0')
-                               : NULL;
-
-        if (z == NULL || z == p) {
+        if (ngx_http_tent_pair_parse(&ctx->entity, &key, &app, &auth)
+            != NGX_OK)
+        {
             continue;
         }
 
-        last.data = key.data;
-        last.len = z - key.data;
+        last = app;
 
-        (void) json_object_setn_new(lst->authorized, (char *) p, z - p,
-                                    json_true());
+        (void) json_object_setn_new(lst->authorized, (char *) app.data,
+                                    app.len, json_true());
     }
 
     if (rows == NGX_HTTP_TENT_MAX_AUTHS && last.len) {
-        /* more: from the next app's, "<app id> 0x01" */
+        /* more: from the next app's */
 
-        lst->start.data = ngx_pnalloc(r->pool, last.len + 1);
-        if (lst->start.data == NULL) {
+        if (ngx_http_tent_pair_next(r->pool, &ctx->entity,
+                                    NGX_HTTP_TENT_TABLE_AUTHORIZATION, &last,
+                                    &lst->start)
+            != NGX_OK)
+        {
             return ngx_http_tent_internal_error(r, "preparing the next scan");
         }
-
-        ngx_memcpy(lst->start.data, last.data, last.len);
-        lst->start.data[last.len] = '\1';
-        lst->start.len = last.len + 1;
 
         return ngx_http_tent_apps_auths_scan(r, lst);
     }
@@ -566,7 +559,7 @@ ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_auth_rest(r->pool, id, NULL, &rest) != NGX_OK
+        || ngx_http_tent_pair_rest(r->pool, id, NULL, &rest) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &start)
            != NGX_OK)
@@ -908,7 +901,8 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (json_is_integer(v)
         && (ngx_http_tent_slot_key(r->pool, &ctx->entity,
-                                   (ngx_uint_t) json_integer_value(v), &key)
+                                   NGX_HTTP_TENT_TABLE_UNCONFIRMED,
+                                   (uint32_t) json_integer_value(v), &key)
             != NGX_OK
             || ngx_http_tent_store_write_del(wop, &key) != NGX_OK))
     {
@@ -936,7 +930,7 @@ ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                                                 "reading an authorization id");
         }
 
-        if (ngx_http_tent_auth_rest(r->pool, id, &s, &rest) != NGX_OK
+        if (ngx_http_tent_pair_rest(r->pool, id, &s, &rest) != NGX_OK
             || ngx_http_tent_del_key(r, wop, &ctx->entity,
                                      NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest)
                != NGX_OK

@@ -63,12 +63,8 @@ ngx_int_t ngx_http_tent_app_dump(ngx_http_request_t *r, json_t *app,
 ngx_int_t ngx_http_tent_send_field_error(ngx_http_request_t *r,
     ngx_http_tent_field_error_t *err);
 void ngx_http_tent_app_copy(json_t *app, json_t *body);
-ngx_int_t ngx_http_tent_slot_key(ngx_pool_t *pool, ngx_str_t *entity,
-    ngx_uint_t slot, ngx_str_t *key);
 
 /* ngx_http_tent_authorizations.c */
-ngx_int_t ngx_http_tent_auth_rest(ngx_pool_t *pool, ngx_str_t *app_id,
-    ngx_str_t *auth_id, ngx_str_t *rest);
 json_t *ngx_http_tent_auth_credential(json_t *auth);
 json_t *ngx_http_tent_auths_json(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op,

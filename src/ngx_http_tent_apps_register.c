@@ -303,28 +303,6 @@ ngx_http_tent_app_copy(json_t *app, json_t *body)
 }
 
 
-/* "u <slot>": the row of an unconfirmed app */
-
-ngx_int_t
-ngx_http_tent_slot_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t slot,
-    ngx_str_t *key)
-{
-    u_char     b[4];
-    ngx_str_t  rest;
-
-    b[0] = (u_char) (slot >> 24);
-    b[1] = (u_char) (slot >> 16);
-    b[2] = (u_char) (slot >> 8);
-    b[3] = (u_char) slot;
-
-    rest.data = b;
-    rest.len = 4;
-
-    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_UNCONFIRMED,
-                             &rest, key);
-}
-
-
 /* 429 with the seconds until a place may be free */
 
 static ngx_int_t
@@ -533,8 +511,8 @@ static ngx_int_t
 ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    u_char                    *k;
     json_t                    *row;
+    uint32_t                   s;
     uint64_t                   at, oldest_at, wait, now;
     ngx_int_t                  status;
     ngx_str_t                  key, value, app_id, oldest_row, oldest_id;
@@ -563,13 +541,11 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
 
-        if (key.len != ctx->entity.len + 2 + 4) {
+        if (ngx_http_tent_slot_parse(&ctx->entity, &key, &s) != NGX_OK) {
             continue;
         }
 
-        k = key.data + key.len - 4;
-        slot = ((ngx_uint_t) k[0] << 24) | ((ngx_uint_t) k[1] << 16)
-               | ((ngx_uint_t) k[2] << 8) | k[3];
+        slot = s;
 
         if (slot == gap) {
             gap++;
@@ -741,7 +717,9 @@ ngx_http_tent_apps_slot_take(ngx_http_request_t *r,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_slot_key(r->pool, &ctx->entity, nw->slot, &slot_key)
+        || ngx_http_tent_slot_key(r->pool, &ctx->entity,
+                                  NGX_HTTP_TENT_TABLE_UNCONFIRMED,
+                                  (uint32_t) nw->slot, &slot_key)
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "preparing the place's write");

@@ -155,29 +155,6 @@ ngx_http_tent_key_created(ngx_http_request_t *r,
 }
 
 
-/* "<app id> 0x00 <auth id>": the rest of an authorization's key */
-
-ngx_int_t
-ngx_http_tent_auth_rest(ngx_pool_t *pool, ngx_str_t *app_id,
-    ngx_str_t *auth_id, ngx_str_t *rest)
-{
-    rest->len = app_id->len + 1 + (auth_id ? auth_id->len : 0);
-    rest->data = ngx_pnalloc(pool, rest->len);
-    if (rest->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(rest->data, app_id->data, app_id->len);
-    rest->data[app_id->len] = '\0';
-
-    if (auth_id) {
-        ngx_memcpy(rest->data + app_id->len + 1, auth_id->data, auth_id->len);
-    }
-
-    return NGX_OK;
-}
-
-
 /* the credential record of an authorization: one GET authenticates */
 
 json_t *
@@ -436,15 +413,15 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
 
     if (json_is_integer(slot)
         && (ngx_http_tent_slot_key(r->pool, &ctx->entity,
-                                   (ngx_uint_t) json_integer_value(slot),
-                                   &key)
+                                   NGX_HTTP_TENT_TABLE_UNCONFIRMED,
+                                   (uint32_t) json_integer_value(slot), &key)
             != NGX_OK
             || ngx_http_tent_store_write_del(op, &key) != NGX_OK))
     {
         return NGX_ERROR;
     }
 
-    if (ngx_http_tent_auth_rest(r->pool, app_id, &id, &rest) != NGX_OK
+    if (ngx_http_tent_pair_rest(r->pool, app_id, &id, &rest) != NGX_OK
         || ngx_http_tent_put_json(r, op, &ctx->entity,
                                   NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest,
                                   auth)
@@ -546,7 +523,7 @@ ngx_http_tent_authorization_load(ngx_http_request_t *r,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_auth_rest(r->pool, ngx_http_tent_param(ctx, 0),
+        || ngx_http_tent_pair_rest(r->pool, ngx_http_tent_param(ctx, 0),
                                    auth_id, &rest)
            != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
@@ -610,7 +587,7 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
 
     if (wop == NULL
         || ngx_http_tent_store_write(wop, 1) != NGX_OK
-        || ngx_http_tent_auth_rest(r->pool, ngx_http_tent_param(ctx, 0),
+        || ngx_http_tent_pair_rest(r->pool, ngx_http_tent_param(ctx, 0),
                                    ngx_http_tent_param(ctx, 1), &rest)
            != NGX_OK
         || ngx_http_tent_del_key(r, wop, &ctx->entity,
@@ -665,7 +642,7 @@ ngx_http_tent_authorization_write(ngx_http_request_t *r,
 
     if (wop == NULL
         || ngx_http_tent_store_write(wop, 1) != NGX_OK
-        || ngx_http_tent_auth_rest(r->pool, ngx_http_tent_param(ctx, 0),
+        || ngx_http_tent_pair_rest(r->pool, ngx_http_tent_param(ctx, 0),
                                    ngx_http_tent_param(ctx, 1), &rest)
            != NGX_OK
         || ngx_http_tent_put_json(r, wop, &ctx->entity,

@@ -99,7 +99,6 @@ ngx_http_tent_is_count(ngx_http_tent_ctx_t *ctx)
 ngx_int_t
 ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    u_char                    *p;
     ngx_str_t                  start, end, v, key;
     ngx_int_t                  limit;
     ngx_http_tent_store_op_t  *op;
@@ -145,19 +144,10 @@ ngx_http_tent_groups_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                                 "building the since_id key");
             }
 
-            /* the smallest key after "key": key + 0x00 */
-
-            p = ngx_pnalloc(r->pool, key.len + 1);
-            if (p == NULL) {
+            if (ngx_http_tent_key_after(r->pool, &key, &start) != NGX_OK) {
                 return ngx_http_tent_internal_error(r,
                                                 "building the since_id key");
             }
-
-            ngx_memcpy(p, key.data, key.len);
-            p[key.len] = '\0';
-
-            start.data = p;
-            start.len = key.len + 1;
         }
 
         if (ngx_http_arg(r, (u_char *) "before_id", 9, &v) == NGX_OK

@@ -145,30 +145,61 @@ ngx_http_tent_key_after(ngx_pool_t *pool, ngx_str_t *key, ngx_str_t *after)
 
 /*
  * "<a> 0x00 <b>": an authorization under its app, a subscription under
- * its app.  With b NULL, "<a> 0x00": the prefix of all of a's rows.
+ * its app, an Idempotency-Key under its app.  With b NULL, "<a> 0x00":
+ * the prefix of all of a's rows.  The rest of a key, for the callers
+ * that give a table and a rest (ngx_http_tent_store_get_request()).
  */
 
 ngx_int_t
-ngx_http_tent_pair_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t table,
-    ngx_str_t *a, ngx_str_t *b, ngx_str_t *key)
+ngx_http_tent_pair_rest(ngx_pool_t *pool, ngx_str_t *a, ngx_str_t *b,
+    ngx_str_t *rest)
 {
-    u_char     *p;
-    ngx_str_t   rest;
+    u_char  *p;
 
-    rest.len = a->len + 1 + (b ? b->len : 0);
-    rest.data = ngx_pnalloc(pool, rest.len);
-    if (rest.data == NULL) {
+    rest->len = a->len + 1 + (b ? b->len : 0);
+    rest->data = ngx_pnalloc(pool, rest->len);
+    if (rest->data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_cpymem(rest.data, a->data, a->len);
+    p = ngx_cpymem(rest->data, a->data, a->len);
     *p++ = '\0';
 
     if (b) {
         ngx_memcpy(p, b->data, b->len);
     }
 
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_pair_key(ngx_pool_t *pool, ngx_str_t *entity, ngx_uint_t table,
+    ngx_str_t *a, ngx_str_t *b, ngx_str_t *key)
+{
+    ngx_str_t  rest;
+
+    if (ngx_http_tent_pair_rest(pool, a, b, &rest) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_tent_key(pool, entity, table, &rest, key);
+}
+
+
+/* "<a> 0x01": just above every "<a> 0x00 ..." row, a scan's next start */
+
+ngx_int_t
+ngx_http_tent_pair_next(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, ngx_str_t *a, ngx_str_t *key)
+{
+    if (ngx_http_tent_pair_key(pool, entity, table, a, NULL, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    key->data[key->len - 1] = '\1';
+
+    return NGX_OK;
 }
 
 

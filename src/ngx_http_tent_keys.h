@@ -59,6 +59,10 @@ ngx_int_t ngx_http_tent_key_after(ngx_pool_t *pool, ngx_str_t *key,
     ngx_str_t *after);
 
 /* "<a> 0x00 <b>": an app's authorizations, subscriptions; b NULL: all */
+ngx_int_t ngx_http_tent_pair_rest(ngx_pool_t *pool, ngx_str_t *a,
+    ngx_str_t *b, ngx_str_t *rest);
+ngx_int_t ngx_http_tent_pair_next(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_uint_t table, ngx_str_t *a, ngx_str_t *key);
 ngx_int_t ngx_http_tent_pair_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_uint_t table, ngx_str_t *a, ngx_str_t *b, ngx_str_t *key);
 ngx_int_t ngx_http_tent_pair_parse(ngx_str_t *entity, ngx_str_t *key,

@@ -94,7 +94,7 @@ ngx_http_tent_exchange_code_loaded(ngx_http_request_t *r,
     get = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (get == NULL
-        || ngx_http_tent_auth_rest(r->pool, &app_id, &auth_id, &rest)
+        || ngx_http_tent_pair_rest(r->pool, &app_id, &auth_id, &rest)
            != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &key)
@@ -198,7 +198,7 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
     cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (cas == NULL
-        || ngx_http_tent_auth_rest(r->pool, id, &auth_id, &rest) != NGX_OK
+        || ngx_http_tent_pair_rest(r->pool, id, &auth_id, &rest) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &key)
            != NGX_OK

@@ -387,6 +387,7 @@ ngx_int_t
 ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *del, *prev, *newest;
+    uint32_t                     kv;
     uint64_t                     ms;
     ngx_int_t                    status, version, current, n, count;
     ngx_str_t                    key, value, k, v, id, cur, newest_key,
@@ -443,8 +444,11 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     while (ngx_http_tent_store_next(op, &k, &v) == NGX_OK) {
-        n = (k.data[k.len - 4] << 24) | (k.data[k.len - 3] << 16)
-            | (k.data[k.len - 2] << 8) | k.data[k.len - 1];
+        if (ngx_http_tent_key_version(&k, &kv) != NGX_OK) {
+            continue;
+        }
+
+        n = kv;
         count++;
 
         if (n == version) {

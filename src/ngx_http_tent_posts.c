@@ -78,7 +78,7 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     json_t                      *post, *v, *app, *cred;
     uint64_t                     ms;
     ngx_int_t                    rc;
-    ngx_str_t                    id, type, entity, key, value, ikey, irest,
+    ngx_str_t                    id, type, entity, key, value, ikey,
                                  idem;
     ngx_uint_t                   import, given;
     const char                  *error;
@@ -273,19 +273,6 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_str_null(&ikey);
 
     if (idem.len) {
-        irest.len = ctx->principal.app_id.len + 1 + idem.len;
-        irest.data = ngx_pnalloc(r->pool, irest.len);
-        if (irest.data == NULL) {
-            return ngx_http_tent_internal_error(r,
-                       "building the Idempotency-Key's key");
-        }
-
-        ngx_memcpy(irest.data, ctx->principal.app_id.data,
-                   ctx->principal.app_id.len);
-        irest.data[ctx->principal.app_id.len] = '\0';
-        ngx_memcpy(irest.data + ctx->principal.app_id.len + 1, idem.data,
-                   idem.len);
-
         v = json_pack("{s:o, s:o}", "entity",
                       ngx_http_tent_json_string(&entity),
                       "id", ngx_http_tent_json_string(&id));
@@ -296,8 +283,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                        "making the Idempotency-Key's record");
         }
 
-        if (ngx_http_tent_key(r->pool, &ctx->entity,
-                              NGX_HTTP_TENT_TABLE_IDEMPOTENCY, &irest, &ikey)
+        if (ngx_http_tent_pair_key(r->pool, &ctx->entity,
+                                   NGX_HTTP_TENT_TABLE_IDEMPOTENCY,
+                                   &ctx->principal.app_id, &idem, &ikey)
             != NGX_OK)
         {
             return ngx_http_tent_internal_error(r,

@@ -324,7 +324,6 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
 static ngx_int_t
 ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    u_char                    *p;
     json_t                    *value;
     uint64_t                   seconds;
     ngx_int_t                  rc, status;
@@ -414,18 +413,11 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         if (q->desc_scan) {
             q->end = last;
 
-        } else {
-            p = ngx_pnalloc(r->pool, last.len + 1);
-            if (p == NULL) {
-                return ngx_http_tent_internal_error(r,
-                           "building the key after the batch");
-            }
-
-            ngx_memcpy(p, last.data, last.len);
-            p[last.len] = '\0';
-
-            q->start.data = p;
-            q->start.len = last.len + 1;
+        } else if (ngx_http_tent_key_after(r->pool, &last, &q->start)
+                   != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r,
+                       "building the key after the batch");
         }
 
         return ngx_http_tent_query_scan(r, ctx);

@@ -488,7 +488,6 @@ ngx_http_tent_posts_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 static ngx_int_t
 ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    u_char                 *p;
     json_t                 *post, *json;
     uint64_t                seconds, ms;
     ngx_int_t               status;
@@ -564,19 +563,12 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_query_scan(r, ctx);
     }
 
-    /* strictly after: the smallest key above it is key + 0x00 */
+    /* strictly after: from the smallest key above it */
 
-    p = ngx_pnalloc(r->pool, key.len + 1);
-    if (p == NULL) {
+    if (ngx_http_tent_key_after(r->pool, &key, &key) != NGX_OK) {
         return ngx_http_tent_internal_error(r,
                    "building the key after the cursor");
     }
-
-    ngx_memcpy(p, key.data, key.len);
-    p[key.len] = '\0';
-
-    key.data = p;
-    key.len++;
 
     if (ngx_memn2cmp(key.data, q->start.data, key.len, q->start.len) > 0) {
         q->start = key;

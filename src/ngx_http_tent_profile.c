@@ -552,40 +552,6 @@ ngx_http_tent_profile_section(ngx_http_tent_ctx_t *ctx, json_t *profile,
 }
 
 
-/* "q <base> 0x00 <version>", or the whole range of a base's history */
-
-static ngx_int_t
-ngx_http_tent_history_key(ngx_pool_t *pool, ngx_str_t *entity,
-    ngx_str_t *base, ngx_int_t version, ngx_str_t *key)
-{
-    u_char     *p;
-    uint32_t    n;
-    ngx_str_t   rest;
-
-    n = (version < 0) ? 0 : (uint32_t) version;
-
-    rest.len = base->len + 5;
-    rest.data = ngx_pnalloc(pool, rest.len);
-    if (rest.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(rest.data, base->data, base->len);
-    *p++ = (version < 0) ? '\1' : '\0';
-    *p++ = (u_char) (n >> 24);
-    *p++ = (u_char) (n >> 16);
-    *p++ = (u_char) (n >> 8);
-    *p = (u_char) n;
-
-    if (version < 0) {
-        rest.len = base->len + 1;
-    }
-
-    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_PROFILE_OLD,
-                             &rest, key);
-}
-
-
 /*
  * The history of the section pr->base, newest first: for GET of an old
  * version (next == NULL) or for DELETE.

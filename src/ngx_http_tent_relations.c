@@ -437,7 +437,6 @@ ngx_http_tent_relations_cursor(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_relation_t *rel, const char *name, ngx_uint_t after,
     ngx_str_t *key)
 {
-    u_char     *p;
     ngx_str_t   v;
 
     if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &v) != NGX_OK
@@ -455,16 +454,7 @@ ngx_http_tent_relations_cursor(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     if (after) {
-        /* the smallest key after it */
-        p = ngx_pnalloc(r->pool, key->len + 1);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(p, key->data, key->len);
-        p[key->len] = '\0';
-        key->data = p;
-        key->len++;
+        return ngx_http_tent_key_after(r->pool, key, key);
     }
 
     return NGX_OK;
@@ -805,16 +795,11 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
                                                 "keeping the list's cursor");
             }
 
-        } else {
-            st->start.data = ngx_pnalloc(r->pool, last.len + 1);
-            if (st->start.data == NULL) {
-                return ngx_http_tent_internal_error(r,
+        } else if (ngx_http_tent_key_after(r->pool, &last, &st->start)
+                   != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r,
                                                 "keeping the list's cursor");
-            }
-
-            ngx_memcpy(st->start.data, last.data, last.len);
-            st->start.data[last.len] = '\0';
-            st->start.len = last.len + 1;
         }
 
         return ngx_http_tent_relations_scan(r, st);
