@@ -48,6 +48,15 @@ struct ngx_http_tent_delivery_s {
 };
 
 
+/* the fan-out of a row, stage by stage: whom its jobs are for */
+typedef enum {
+    NGX_HTTP_TENT_FANOUT_FOLLOWERS = 0,
+    NGX_HTTP_TENT_FANOUT_FOLLOWINGS,         /* a profile post's */
+    NGX_HTTP_TENT_FANOUT_APPS,               /* subscribed through a URL */
+    NGX_HTTP_TENT_FANOUT_MENTIONS            /* a new post's, not told yet */
+} ngx_http_tent_fanout_stage_e;
+
+
 /* a task: the fan-out of an outbox row, or the sending of a job */
 typedef struct {
     ngx_pool_t                       *pool;
@@ -63,9 +72,7 @@ typedef struct {
     ngx_uint_t                        status;
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
-    ngx_uint_t                        followings; /* then followings */
-    ngx_uint_t                        apps;       /* then app subscribers */
-    ngx_uint_t                        mentions;   /* then mentions */
+    ngx_http_tent_fanout_stage_e      stage;
     ngx_uint_t                        stranger;   /* no relationship */
     ngx_str_t                         entity;     /* of a received post */
     ngx_str_t                         post_id;    /* for the debug log */

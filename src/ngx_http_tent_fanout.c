@@ -38,6 +38,10 @@ static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
 static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t,
+    json_t *record);
+static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
+    ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
 static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
     json_t *record);
 static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
@@ -46,6 +50,15 @@ static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
 
 
 static ngx_str_t  ngx_http_tent_empty = ngx_null_string;
+
+#if (NGX_DEBUG)
+
+/* by ngx_http_tent_fanout_stage_e, for the debug log */
+static const char  *ngx_http_tent_fanout_stages[] = {
+    "followers", "followings", "apps", "mentions"
+};
+
+#endif
 
 
 /* an outbox row: read the post and every follower, then write the jobs */
@@ -137,14 +150,17 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
     if (t->entity.data != t->ent->entity.data
         || (t->post && ngx_http_tent_delivery_unnamed(t->post)))
     {
-        t->followings = 1;
-        t->apps = 1;
+        t->stage = NGX_HTTP_TENT_FANOUT_APPS;
+
+    } else {
+        t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWERS;
     }
 
     if (ngx_http_tent_delivery_mentions(t) != NGX_OK
         || ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                   t->apps ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
-                                           : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                   t->stage == NGX_HTTP_TENT_FANOUT_APPS
+                                   ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                   : NGX_HTTP_TENT_TABLE_FOLLOWER,
                                    &t->start, &t->end)
            != NGX_OK)
     {
@@ -330,6 +346,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     uint64_t                      now;
     ngx_str_t                     key, value, fid, pid, jid, last;
     ngx_uint_t                    n, rows;
+    const char                   *kind, *field;
     ngx_http_tent_store_op_t     *wop;
     ngx_http_tent_store_done_pt   handler;
 
@@ -343,6 +360,26 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
         ngx_http_tent_task_done(t);
         return;
+    }
+
+    /* a job id's kind, and the record's field that names it */
+
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+        kind = "";
+        field = "id";
+        break;
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        kind = "F";
+        field = "id";
+        break;
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+        kind = "A";
+        field = "authorization";
+        break;
     }
 
     now = ngx_http_tent_now_ms();
@@ -362,16 +399,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        if (!(t->apps
-              ? ngx_http_tent_delivery_wants_app(t->post, follower,
-                                        t->entity.data == t->ent->entity.data)
-              : t->followings
-              ? ngx_http_tent_delivery_wants_following(t->post, follower)
-              : ngx_http_tent_delivery_wants(t->post, follower))
-            || ngx_http_tent_json_str(follower,
-                                      t->apps ? "authorization" : "id",
-                                      &fid)
-               != NGX_OK
+        if (!ngx_http_tent_delivery_wants_stage(t, follower)
+            || ngx_http_tent_json_str(follower, field, &fid) != NGX_OK
             || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
         {
             json_decref(follower);
@@ -390,9 +419,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         /* "<kind><record id> [<post entity> ]<post id> <version>" */
 
-        jid.len = ngx_sprintf(jid.data, "%s%V %V%s%V %L",
-                              t->apps ? "A" : (t->followings ? "F" : ""),
-                              &fid,
+        jid.len = ngx_sprintf(jid.data, "%s%V %V%s%V %L", kind, &fid,
                               t->entity.data == t->ent->entity.data
                               ? &ngx_http_tent_empty : &t->entity,
                               t->entity.data == t->ent->entity.data
@@ -402,7 +429,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                                   json_object_get(t->job, "version")))
                   - jid.data;
 
-        if (t->apps) {
+        if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
             job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
                             "subscription",
                             json_object_get(follower, "authorization"),
@@ -415,7 +442,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         } else {
             job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
-                            t->followings ? "following" : "follower",
+                            t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS
+                            ? "following" : "follower",
                             json_object_get(follower, "id"),
                             "id", json_object_get(t->job, "id"),
                             "version", json_object_get(t->job, "version"),
@@ -440,9 +468,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                    "tent delivery: post \"%V\": %ui jobs made for %s",
-                   &t->post_id, n,
-                   t->apps ? "apps" : t->followings ? "followings"
-                                                    : "followers");
+                   &t->post_id, n, ngx_http_tent_fanout_stages[t->stage]);
 
     /*
      * More followers: these jobs now, the rest after them; the outbox row
@@ -462,59 +488,94 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         handler = ngx_http_tent_delivery_next_followers;
 
-    } else if (!t->followings && !t->apps && t->post
-               && ngx_http_tent_json_str(t->post, "type", &pid) == NGX_OK
-               && ngx_http_tent_post_type_is(&pid, "profile"))
-    {
-        /* a profile post: the followings next */
-
-        t->followings = 1;
-
-        if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                    NGX_HTTP_TENT_TABLE_FOLLOWING, &t->start,
-                                    &t->end)
-            != NGX_OK)
-        {
-            ngx_http_tent_task_done(t);
-            return;
-        }
-
-        handler = ngx_http_tent_delivery_next_followers;
-
-    } else if (!t->apps) {
-
-        /* the apps subscribed through a notification URL next */
-
-        t->apps = 1;
-
-        if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                    NGX_HTTP_TENT_TABLE_SUBSCRIPTION,
-                                    &t->start, &t->end)
-            != NGX_OK)
-        {
-            ngx_http_tent_task_done(t);
-            return;
-        }
-
-        handler = ngx_http_tent_delivery_next_followers;
-
-    } else if (!t->mentions && t->mentioned && t->mentioned->nelts) {
-
-        /* the mentioned entities that got nothing yet */
-
-        t->mentions = 1;
-        handler = ngx_http_tent_delivery_lookup;
-
     } else {
-        if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+        handler = ngx_http_tent_delivery_next_stage(t, wop);
+        if (handler == NULL) {
             ngx_http_tent_task_done(t);
             return;
         }
-
-        handler = ngx_http_tent_delivery_written;
     }
 
     ngx_http_tent_task_submit(t, wop, handler);
+}
+
+
+/* whether a record of the stage's table gets the post */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
+{
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+        return ngx_http_tent_delivery_wants(t->post, record);
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        return ngx_http_tent_delivery_wants_following(t->post, record);
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+        return ngx_http_tent_delivery_wants_app(t->post, record,
+                                        t->entity.data == t->ent->entity.data);
+    }
+}
+
+
+/*
+ * After a stage's last batch, the next: a profile post's followings, then
+ * the apps subscribed through a notification URL, then the mentioned
+ * entities that got nothing yet; after the last, the outbox row goes with
+ * these jobs.  NULL: a failure.
+ */
+
+static ngx_http_tent_store_done_pt
+ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop)
+{
+    ngx_str_t   type;
+    ngx_uint_t  table;
+
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+
+        if (t->post
+            && ngx_http_tent_json_str(t->post, "type", &type) == NGX_OK
+            && ngx_http_tent_post_type_is(&type, "profile"))
+        {
+            t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWINGS;
+            table = NGX_HTTP_TENT_TABLE_FOLLOWING;
+            break;
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        t->stage = NGX_HTTP_TENT_FANOUT_APPS;
+        table = NGX_HTTP_TENT_TABLE_SUBSCRIPTION;
+        break;
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+
+        if (t->mentioned && t->mentioned->nelts) {
+            t->stage = NGX_HTTP_TENT_FANOUT_MENTIONS;
+            return ngx_http_tent_delivery_lookup;
+        }
+
+        if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+            return NULL;
+        }
+
+        return ngx_http_tent_delivery_written;
+    }
+
+    if (ngx_http_tent_key_range(t->pool, &t->ent->entity, table, &t->start,
+                                &t->end)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return ngx_http_tent_delivery_next_followers;
 }
 
 
