@@ -74,6 +74,8 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
 
     dl = ngx_pcalloc(cycle->pool, sizeof(ngx_http_tent_delivery_t));
     if (dl == NULL) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the engine failed");
         return NGX_ERROR;
     }
 
@@ -91,6 +93,10 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->step.log = cycle->log;
 
     mcf->delivery = dl;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "tent delivery: started for %ui entities, every %M ms",
+                   mcf->entity_confs.nelts, mcf->delivery_interval);
 
     ngx_add_timer(&dl->timer, 100);
 
@@ -179,6 +185,8 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 
     pool = ngx_create_pool(4096, dl->log);
     if (pool == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: creating the pass's pool failed");
         dl->busy = 0;
         ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
         return;
@@ -214,10 +222,16 @@ ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
 
     now = ngx_http_tent_now_ms();
 
+    if ((uint64_t) dl->mcf->dead_letter_time * 1000 >= now) {
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
     until.data = ngx_pnalloc(dl->pool, 8);
-    if (until.data == NULL
-        || (uint64_t) dl->mcf->dead_letter_time * 1000 >= now)
-    {
+    if (until.data == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the dead letters' scan "
+                      "failed");
         ngx_http_tent_delivery_scan_outbox(dl);
         return;
     }
@@ -240,6 +254,9 @@ ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
                                     NGX_HTTP_TENT_OUTBOX_SCAN, 0)
            != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the dead letters' scan "
+                      "failed");
         ngx_http_tent_delivery_scan_outbox(dl);
         return;
     }
@@ -248,6 +265,9 @@ ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
     scan->data = dl;
 
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the dead letters' scan "
+                      "failed");
         ngx_http_tent_delivery_scan_outbox(dl);
     }
 }
@@ -262,12 +282,20 @@ ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op)
     ngx_uint_t                 n;
     ngx_http_tent_store_op_t  *wop;
 
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: dead letters not read (store "
+                       "status %ui): later", op->status);
+        ngx_http_tent_delivery_scan_outbox(dl);
+        return;
+    }
+
     wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK
-        || wop == NULL
-        || ngx_http_tent_store_write(wop, 0) != NGX_OK)
-    {
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the dead letters' removal "
+                      "failed");
         ngx_http_tent_delivery_scan_outbox(dl);
         return;
     }
@@ -276,6 +304,9 @@ ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op)
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
         if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                          "tent delivery: building the dead letters' "
+                          "removal failed");
             ngx_http_tent_delivery_scan_outbox(dl);
             return;
         }
@@ -295,6 +326,9 @@ ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op)
     wop->data = dl;
 
     if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the dead letters' removal "
+                      "failed");
         ngx_http_tent_delivery_scan_outbox(dl);
     }
 }
@@ -316,13 +350,13 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
 
     pool = ngx_create_pool(4096, dl->log);
     if (pool == NULL) {
-        return NULL;
+        goto failed;
     }
 
     t = ngx_pcalloc(pool, sizeof(ngx_http_tent_task_t));
     if (t == NULL) {
         ngx_destroy_pool(pool);
-        return NULL;
+        goto failed;
     }
 
     t->pool = pool;
@@ -334,7 +368,7 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
 
     if (t->key.data == NULL || t->raw.data == NULL) {
         ngx_destroy_pool(pool);
-        return NULL;
+        goto failed;
     }
 
     t->key.len = key->len;
@@ -348,6 +382,13 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_queue_insert_tail(&dl->tasks, &t->queue);
 
     return t;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: creating a task failed");
+
+    return NULL;
 }
 
 
@@ -386,8 +427,20 @@ ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     op->data = t;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "submitting a store operation");
     }
+}
+
+
+/* a task ends on a failure of its own: logged once, where it is seen */
+
+void
+ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step)
+{
+    ngx_log_error(NGX_LOG_ERR, t->dl->log, 0, "tent delivery: %s failed",
+                  step);
+
+    ngx_http_tent_task_done(t);
 }
 
 
@@ -406,7 +459,7 @@ ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
     rest.len = 8 + id->len;
     rest.data = ngx_pnalloc(t->pool, rest.len);
     if (rest.data == NULL) {
-        return NGX_ERROR;
+        goto failed;
     }
 
     p = ngx_http_tent_put_u64(rest.data, ms);
@@ -414,12 +467,20 @@ ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
 
     if (ngx_http_tent_key(t->pool, &t->ent->entity, table, &rest, &key)
         != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK)
+        || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
     {
-        return NGX_ERROR;
+        goto failed;
     }
 
-    return ngx_http_tent_store_write_put(wop, &key, &value);
+    return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                  "tent delivery: writing a job row failed");
+
+    return NGX_ERROR;
 }
 
 

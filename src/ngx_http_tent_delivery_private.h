@@ -92,6 +92,7 @@ ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
     json_t *job);

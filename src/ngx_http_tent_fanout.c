@@ -87,7 +87,7 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
         || ngx_http_tent_json_str(t->job, "id", &id) != NGX_OK)
     {
         json_decref(t->job);
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "reading an outbox row");
         return;
     }
 
@@ -109,7 +109,7 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the post's read");
         return;
     }
 
@@ -132,13 +132,21 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
             || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
         {
             json_decref(t->post);
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "reading the post");
             return;
         }
 
     } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\" not read (store "
+                       "status %ui): later", &t->post_id, op->status);
         ngx_http_tent_task_done(t);   /* the store: later */
         return;
+
+    } else {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\" is gone: no jobs",
+                       &t->post_id);
     }
 
     /*
@@ -156,15 +164,23 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWERS;
     }
 
-    if (ngx_http_tent_delivery_mentions(t) != NGX_OK
-        || ngx_http_tent_key_range(t->pool, &t->ent->entity,
-                                   t->stage == NGX_HTTP_TENT_FANOUT_APPS
-                                   ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
-                                   : NGX_HTTP_TENT_TABLE_FOLLOWER,
-                                   &t->start, &t->end)
-           != NGX_OK)
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": fan-out to %s first",
+                   &t->post_id, ngx_http_tent_fanout_stages[t->stage]);
+
+    if (ngx_http_tent_delivery_mentions(t) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "listing the post's mentions");
+        return;
+    }
+
+    if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                t->stage == NGX_HTTP_TENT_FANOUT_APPS
+                                ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                &t->start, &t->end)
+        != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the followers' scan");
         return;
     }
 
@@ -201,7 +217,7 @@ ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
                                     NGX_HTTP_TENT_FOLLOWER_SCAN, 0)
            != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the followers' scan");
         return;
     }
 
@@ -351,6 +367,10 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_done_pt   handler;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": %s not read (store "
+                       "status %ui): later", &t->post_id,
+                       ngx_http_tent_fanout_stages[t->stage], op->status);
         ngx_http_tent_task_done(t);
         return;
     }
@@ -358,7 +378,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the jobs' write");
         return;
     }
 
@@ -413,6 +433,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                   + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
         if (jid.data == NULL) {
+            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                          "tent delivery: building a job id failed");
             json_decref(follower);
             break;
         }
@@ -454,12 +476,17 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         json_decref(follower);
 
         if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now,
-                                     &jid, job)
-               != NGX_OK)
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "building a job");
+            return;
+        }
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
+                                  job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
 
@@ -478,7 +505,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     if (rows == NGX_HTTP_TENT_FOLLOWER_SCAN) {
         t->start.data = ngx_pnalloc(t->pool, last.len + 1);
         if (t->start.data == NULL) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "keeping the followers' place");
             return;
         }
 
@@ -491,7 +518,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     } else {
         handler = ngx_http_tent_delivery_next_stage(t, wop);
         if (handler == NULL) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
     }
@@ -558,12 +585,24 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
 
         if (t->mentioned && t->mentioned->nelts) {
             t->stage = NGX_HTTP_TENT_FANOUT_MENTIONS;
+
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                           "tent delivery: post \"%V\": mentions next",
+                           &t->post_id);
+
             return ngx_http_tent_delivery_lookup;
         }
 
         if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                          "tent delivery: building the outbox row's "
+                          "removal failed");
             return NULL;
         }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": fan-out done, the "
+                       "outbox row goes", &t->post_id);
 
         return ngx_http_tent_delivery_written;
     }
@@ -572,8 +611,14 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
                                 &t->end)
         != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                      "tent delivery: building the followers' scan failed");
         return NULL;
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %s next", &t->post_id,
+                   ngx_http_tent_fanout_stages[t->stage]);
 
     return ngx_http_tent_delivery_next_followers;
 }
@@ -692,6 +737,10 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_op_t  *get;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": jobs not written "
+                       "(store status %ui): later", &t->post_id,
+                       op->status);
         ngx_http_tent_task_done(t);     /* the row stays: again later */
         return;
     }
@@ -699,7 +748,7 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
     get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the mentions' lookup");
         return;
     }
 
@@ -717,10 +766,14 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "building the mentions' lookup");
             return;
         }
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui mentioned entities "
+                   "looked up", &t->post_id, t->mentioned->nelts);
 
     ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_mentioned);
 }
@@ -744,14 +797,22 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
     ngx_uint_t                 i, found, n, kind;
     ngx_http_tent_store_op_t  *wop;
 
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": mentions not looked "
+                       "up (store status %ui): later", &t->post_id,
+                       op->status);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
     wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK
-        || wop == NULL
+    if (wop == NULL
         || ngx_http_tent_store_write(wop, 0) != NGX_OK
         || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the mentions' jobs");
         return;
     }
 
@@ -766,7 +827,8 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         kind = 0;
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+                                         "records");
             return;
         }
 
@@ -776,7 +838,8 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         }
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+                                         "records");
             return;
         }
 
@@ -802,7 +865,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
         if (jid.data == NULL) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "building a job id");
             return;
         }
 
@@ -824,12 +887,17 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
                         "first", (json_int_t) (now / 1000));
 
         if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK
-            || ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now,
-                                     &jid, job)
-               != NGX_OK)
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "building a job");
+            return;
+        }
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
+                                  job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
 
@@ -841,9 +909,13 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
                    &t->post_id, n);
 
     if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the outbox row's removal");
         return;
     }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": fan-out done, the outbox "
+                   "row goes", &t->post_id);
 
     ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
 }
@@ -855,6 +927,10 @@ ngx_http_tent_delivery_next_followers(ngx_http_tent_store_op_t *op)
     ngx_http_tent_task_t *t = op->data;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": jobs not written "
+                       "(store status %ui): later", &t->post_id,
+                       op->status);
         ngx_http_tent_task_done(t);     /* the row stays: again later */
         return;
     }

@@ -125,6 +125,8 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
                                     NGX_HTTP_TENT_OUTBOX_SCAN, 0)
            != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the outbox scan failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -133,6 +135,8 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
     op->data = dl;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the outbox scan failed");
         ngx_http_tent_delivery_next(dl);
     }
 }
@@ -156,6 +160,8 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
         != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: listing the outbox rows failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -170,6 +176,9 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 
             row = ngx_array_push(&dl->rows);
             if (row == NULL) {
+                ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                              "tent delivery: listing the outbox rows "
+                              "failed");
                 break;
             }
 
@@ -182,6 +191,11 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
                 dl->profile_rows = 1;
             }
         }
+
+    } else {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: outbox not read (store status "
+                       "%ui): later", op->status);
     }
 
     if (dl->rows.nelts == 0) {
@@ -250,6 +264,8 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
            != NGX_OK
         || ngx_http_tent_store_scan(scan, &start, &end, 1, 0) != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the census scan failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -258,6 +274,8 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
     scan->data = dl;
 
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the census scan failed");
         ngx_http_tent_delivery_next(dl);
     }
 }
@@ -269,11 +287,14 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     ngx_http_tent_delivery_t *dl = op->data;
 
     ngx_str_t                     key, value, *row;
-    ngx_uint_t                    i, n;
+    ngx_uint_t                    i, n, found;
     ngx_http_tent_store_op_t     *wop;
     ngx_http_tent_entity_conf_t  *ent;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: census not read (store status "
+                       "%ui): later", op->status);
         ngx_http_tent_delivery_next(dl);    /* the rows stay: later */
         return;
     }
@@ -283,7 +304,18 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
 
     row = dl->rows.elts;
 
-    if (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+    found = ngx_http_tent_store_next(op, &key, &value) == NGX_OK;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: outbox of \"%V\": %ui rows; %s: %s",
+                   &ent->entity, dl->rows.nelts,
+                   dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER
+                   ? "followers"
+                   : dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                   ? "app subscriptions" : "followings",
+                   found ? "some" : "none");
+
+    if (found) {
 
         /* someone may get these posts: each row becomes a task */
 
@@ -318,6 +350,8 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the outbox's removal failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -337,6 +371,9 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         }
 
         if (ngx_http_tent_store_write_del(wop, &row[2 * i]) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                          "tent delivery: building the outbox's removal "
+                          "failed");
             ngx_http_tent_delivery_next(dl);
             return;
         }
@@ -354,6 +391,9 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     wop->data = dl;
 
     if (ngx_http_tent_store_submit(wop) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the outbox's removal "
+                      "failed");
         ngx_http_tent_delivery_next(dl);
     }
 }

@@ -62,6 +62,9 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
            ? dl->mcf->delivery_concurrency - dl->inflight : 0;
 
     if (room == 0) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: %ui jobs on their way: no room for "
+                       "more", dl->inflight);
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -70,6 +73,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 
     due.data = ngx_pnalloc(dl->pool, 8);
     if (due.data == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the due jobs' scan failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -89,6 +94,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
                                     room + dl->inflight, 0)
            != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the due jobs' scan failed");
         ngx_http_tent_delivery_next(dl);
         return;
     }
@@ -97,6 +104,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     scan->data = dl;
 
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the due jobs' scan failed");
         ngx_http_tent_delivery_next(dl);
     }
 }
@@ -163,6 +172,12 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
           + dl->next_entity;
 
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: due jobs not read (store status "
+                       "%ui): later", op->status);
+    }
+
     while (op->status == NGX_HTTP_TENT_STORE_OK
            && dl->inflight < dl->mcf->delivery_concurrency
            && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
@@ -180,6 +195,9 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
 
         if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
         {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: a job that is not JSON: a dead "
+                           "letter");
             json_decref(job);
             ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
             continue;
@@ -215,7 +233,7 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
                 && ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK)
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_failed(t, "building a job's reads");
             continue;
         }
 
@@ -243,6 +261,9 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
     ngx_uint_t  found;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": job not read (store "
+                       "status %ui): later", &t->post_id, op->status);
         ngx_http_tent_task_done(t);
         return;
     }
@@ -253,9 +274,15 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
      * sent twice.
      */
 
-    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
-        || !found)
-    {
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "reading a job");
+        return;
+    }
+
+    if (!found) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": job settled already",
+                       &t->post_id);
         ngx_http_tent_task_done(t);
         return;
     }
@@ -281,6 +308,9 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
         || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": its receiver or the "
+                       "post is gone: nothing to send", &t->post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -291,6 +321,9 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
         && json_integer_value(json_object_get(t->follower, "expires_at"))
            <= ngx_time())
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": the app's "
+                       "authorization has expired", &t->post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -302,6 +335,9 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
             || (json_object_get(t->job, "following")
                 && !json_is_true(json_object_get(t->follower, "confirmed")))))
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": a mention the entity "
+                       "may not read now", &t->post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -334,9 +370,16 @@ ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
                                          "public"))
         || ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": gone or no longer "
+                       "public: no mention", &t->post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": discovering \"%V\" for "
+                   "a mention", &t->post_id, &entity);
 
     if (ngx_http_tent_discover_start(t->pool, t->dl->log,
                                      &t->ent->scf->outbound, &entity,
@@ -344,7 +387,7 @@ ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
                                      ngx_http_tent_delivery_discovered, t)
         != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "starting the discovery");
     }
 }
 
@@ -391,9 +434,14 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
         || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
     {
         json_decref(t->follower);
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "keeping the discovered servers");
         return;
     }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": \"%V\" discovered, "
+                   "%uz servers", &t->post_id, &entity,
+                   json_array_size(d->servers));
 
     t->server = 0;
 
@@ -455,9 +503,18 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
         if (ngx_http_tent_json_str(t->follower, "notification_url", &url)
             != NGX_OK)
         {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                           "tent delivery: post \"%V\": the app has no "
+                           "notification URL", &t->post_id);
             ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
             return;
         }
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": attempt %i, to the "
+                       "app's notification URL", &t->post_id,
+                       (ngx_int_t) json_integer_value(
+                                       json_object_get(t->job, "attempt")));
 
         goto send;
     }
@@ -481,6 +538,9 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     }
 
     if (!json_is_string(server) || path.len == 0) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": no server %ui or no "
+                       "path to send to", &t->post_id, t->server + 1);
         ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
                                                    : NGX_HTTP_TENT_REFUSED);
         return;
@@ -489,9 +549,17 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     if (ngx_http_tent_server_url(t->pool, server, &path, NULL, &url)
         != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the server's URL");
         return;
     }
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": attempt %i, to server %ui "
+                   "of %uz", &t->post_id,
+                   (ngx_int_t) json_integer_value(
+                                   json_object_get(t->job, "attempt")),
+                   t->server + 1,
+                   json_array_size(json_object_get(t->follower, "servers")));
 
 send:
 
@@ -502,11 +570,14 @@ send:
 
     if (f == NULL || body == NULL
         || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK
-        || (!t->stranger
-            && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK))
+        || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the request");
+        return;
+    }
+
+    if (!t->stranger && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "signing the request");
         return;
     }
 
@@ -524,7 +595,7 @@ send:
                    &t->post_id, &url);
 
     if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "starting the request");
     }
 }
 
@@ -607,7 +678,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         || ngx_http_tent_store_write(wop, 0) != NGX_OK
         || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
     {
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_failed(t, "building the job's settlement");
         return;
     }
 
@@ -643,7 +714,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
                                   t->job)
             != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
 
@@ -663,7 +734,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
                                   ngx_http_tent_now_ms(), &id, t->job)
             != NGX_OK)
         {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
 
