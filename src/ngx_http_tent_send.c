@@ -387,7 +387,7 @@ ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
                                      ngx_http_tent_delivery_discovered, t)
         != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "starting the discovery");
+        ngx_http_tent_task_done(t);     /* discovery logs its failure */
     }
 }
 
