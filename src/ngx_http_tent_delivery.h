@@ -10,16 +10,19 @@
 
 /*
  * Delivery of our posts to followers: the outbox row a post write adds,
- * and the engine in the store owner that fans out and sends.
+ * and the engine in the store owner that fans out and sends.  The
+ * engine's inside is ngx_http_tent_delivery_private.h.
  */
 
 
 #include "ngx_http_tent_store.h"
 
 
-/* ngx_http_tent_delivery.c */
+/* ngx_http_tent_outbox.c */
 ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
+
+/* ngx_http_tent_delivery.c */
 ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);
 

@@ -1,0 +1,114 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_DELIVERY_PRIVATE_H_INCLUDED_
+#define _NGX_HTTP_TENT_DELIVERY_PRIVATE_H_INCLUDED_
+
+
+/*
+ * The delivery engine's inside, shared by its files: the engine and its
+ * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
+ * the fan-out (ngx_http_tent_fanout.c) and sending
+ * (ngx_http_tent_send.c).  Only they define NGX_HTTP_TENT_DELIVERY_PRIVATE
+ * and include this; any other file that does fails to compile.
+ */
+
+
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_store.h"
+
+
+#if !(NGX_HTTP_TENT_DELIVERY_PRIVATE)
+#error "only the delivery files include ngx_http_tent_delivery_private.h"
+#endif
+
+
+#define NGX_HTTP_TENT_OUTBOX_SCAN   256
+
+
+/* the engine: the store owner's only */
+struct ngx_http_tent_delivery_s {
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_log_t                      *log;
+    ngx_event_t                     timer;
+    ngx_event_t                     step;
+    ngx_pool_t                     *pool;
+    ngx_queue_t                     tasks;
+    ngx_uint_t                      inflight;
+    ngx_uint_t                      next_entity;
+    ngx_array_t                     rows;        /* key, value: outbox */
+    ngx_uint_t                      census;      /* the table looked at */
+    ngx_msec_t                      pruned;      /* dead letters, last */
+    unsigned                        profile_rows:1;
+    unsigned                        busy:1;
+    unsigned                        prune:1;     /* in this pass */
+};
+
+
+/* the fan-out of a row, stage by stage: whom its jobs are for */
+typedef enum {
+    NGX_HTTP_TENT_FANOUT_FOLLOWERS = 0,
+    NGX_HTTP_TENT_FANOUT_FOLLOWINGS,         /* a profile post's */
+    NGX_HTTP_TENT_FANOUT_APPS,               /* subscribed through a URL */
+    NGX_HTTP_TENT_FANOUT_MENTIONS            /* a new post's, not told yet */
+} ngx_http_tent_fanout_stage_e;
+
+
+/* a task: the fan-out of an outbox row, or the sending of a job */
+typedef struct {
+    ngx_pool_t                       *pool;
+    ngx_http_tent_delivery_t         *dl;
+    ngx_http_tent_entity_conf_t      *ent;
+    ngx_str_t                         key;       /* job or outbox row */
+    ngx_str_t                         raw;
+    json_t                           *job;
+    json_t                           *post;
+    json_t                           *follower;
+    ngx_uint_t                        server;
+    ngx_msec_t                        deadline;  /* of this attempt */
+    ngx_uint_t                        status;
+    ngx_str_t                         start;     /* followers left */
+    ngx_str_t                         end;
+    ngx_http_tent_fanout_stage_e      stage;
+    ngx_uint_t                        stranger;   /* no relationship */
+    ngx_str_t                         entity;     /* of a received post */
+    ngx_str_t                         post_id;    /* for the debug log */
+    ngx_array_t                      *mentioned;  /* entities to look up */
+    ngx_queue_t                       queue;
+    ngx_event_t                       free;
+} ngx_http_tent_task_t;
+
+
+/* ngx_http_tent_delivery.c: the engine, its tasks, the queue's rows */
+uint64_t ngx_http_tent_now_ms(void);
+void ngx_http_tent_delivery_next(ngx_http_tent_delivery_t *dl);
+ngx_http_tent_task_t *ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *key);
+void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
+void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
+ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
+    json_t *job);
+
+/* ngx_http_tent_outbox.c */
+void ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl);
+
+/* ngx_http_tent_fanout.c */
+void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
+ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
+
+/* ngx_http_tent_send.c */
+void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
+
+
+#endif /* _NGX_HTTP_TENT_DELIVERY_PRIVATE_H_INCLUDED_ */

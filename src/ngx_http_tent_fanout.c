@@ -1,0 +1,939 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The fan-out: an outbox row becomes one job per follower who may see
+ * the post (followers read a batch at a time), then, for a profile post,
+ * per confirmed following, per app subscribed through a notification
+ * URL, and, for a new post, per mentioned entity that got nothing yet.
+ * The jobs of a batch and, with the last, the row's removal are one
+ * write.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
+
+
+#define NGX_HTTP_TENT_FOLLOWER_SCAN 500
+#define NGX_HTTP_TENT_MENTION_MAX   32
+
+
+static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_expand_followers(
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
+static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_next_followers(
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t,
+    json_t *record);
+static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
+    ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
+static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
+    json_t *record);
+static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
+
+
+static ngx_str_t  ngx_http_tent_empty = ngx_null_string;
+
+#if (NGX_DEBUG)
+
+/* by ngx_http_tent_fanout_stage_e, for the debug log */
+static const char  *ngx_http_tent_fanout_stages[] = {
+    "followers", "followings", "apps", "mentions"
+};
+
+#endif
+
+
+/* an outbox row: read the post and every follower, then write the jobs */
+
+void
+ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
+{
+    ngx_str_t                  id, pkey;
+    ngx_http_tent_task_t      *t;
+    ngx_http_tent_store_op_t  *op;
+
+    if (ngx_http_tent_task_running(dl, key)) {
+        return;
+    }
+
+    t = ngx_http_tent_task_create(dl, ent, key, value);
+    if (t == NULL) {
+        return;
+    }
+
+    t->job = ngx_http_tent_json_parse(&t->raw, dl->log);
+
+    if (t->job == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->job) != NGX_OK
+        || ngx_http_tent_json_str(t->job, "id", &id) != NGX_OK)
+    {
+        json_decref(t->job);
+        ngx_http_tent_task_failed(t, "reading an outbox row");
+        return;
+    }
+
+    if (ngx_http_tent_json_str(t->job, "entity", &t->entity) != NGX_OK) {
+        t->entity = ent->entity;
+    }
+
+    t->post_id = id;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: outbox row: post \"%V\" of \"%V\"",
+                   &id, &t->entity);
+
+    op = ngx_http_tent_store_op_create(t->pool, dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity, &id,
+                                  -1, &pkey)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the post's read");
+        return;
+    }
+
+    ngx_http_tent_task_submit(t, op, ngx_http_tent_delivery_expand_post);
+}
+
+
+static void
+ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t                  value;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &value);
+
+        t->post = ngx_http_tent_json_parse(&value, t->dl->log);
+        if (t->post == NULL
+            || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+        {
+            json_decref(t->post);
+            ngx_http_tent_task_failed(t, "reading the post");
+            return;
+        }
+
+    } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\" not read (store "
+                       "status %ui): later", &t->post_id, op->status);
+        ngx_http_tent_task_done(t);   /* the store: later */
+        return;
+
+    } else {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\" is gone: no jobs",
+                       &t->post_id);
+    }
+
+    /*
+     * A received post: to the apps, not to our followers (spec 9.2).  Nor
+     * is a post of ours that no follower may see (private, naming no one:
+     * a follower post), which saves reading every follower for nothing.
+     */
+
+    if (t->entity.data != t->ent->entity.data
+        || (t->post && ngx_http_tent_delivery_unnamed(t->post)))
+    {
+        t->stage = NGX_HTTP_TENT_FANOUT_APPS;
+
+    } else {
+        t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWERS;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": fan-out to %s first",
+                   &t->post_id, ngx_http_tent_fanout_stages[t->stage]);
+
+    if (ngx_http_tent_delivery_mentions(t) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "listing the post's mentions");
+        return;
+    }
+
+    if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+                                t->stage == NGX_HTTP_TENT_FANOUT_APPS
+                                ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                : NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                &t->start, &t->end)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the followers' scan");
+        return;
+    }
+
+    ngx_http_tent_delivery_followers(t);
+}
+
+
+/* a post no relationship may see: not public, naming no entity or group */
+
+static ngx_int_t
+ngx_http_tent_delivery_unnamed(json_t *post)
+{
+    json_t  *perms;
+
+    perms = json_object_get(post, "permissions");
+
+    return !json_is_true(json_object_get(perms, "public"))
+           && json_object_size(json_object_get(perms, "entities")) == 0
+           && json_array_size(json_object_get(perms, "groups")) == 0;
+}
+
+
+/* the followers, a batch at a time: a row may hold a 64 KB profile */
+
+static void
+ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_store_op_t  *scan;
+
+    scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_store_scan(scan, &t->start, &t->end,
+                                    NGX_HTTP_TENT_FOLLOWER_SCAN, 0)
+           != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the followers' scan");
+        return;
+    }
+
+    ngx_http_tent_task_submit(t, scan, ngx_http_tent_delivery_expand_followers);
+}
+
+
+/*
+ * Whether a post is for a relationship: public, or naming its entity or
+ * one of its groups (tentd forgot group members, spec 14.22).
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
+{
+    size_t       i, j;
+    json_t      *perms, *g, *mine, *v;
+    ngx_str_t    entity, name;
+    const char  *key;
+
+    if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
+        return 0;
+    }
+
+    perms = json_object_get(post, "permissions");
+
+    if (json_is_true(json_object_get(perms, "public"))) {
+        return 1;
+    }
+
+    /* the post may name the entity in any of its spellings */
+
+    json_object_foreach(json_object_get(perms, "entities"), key, v) {
+        name.data = (u_char *) key;
+        name.len = ngx_strlen(key);
+
+        if (ngx_http_tent_entity_eq(&name, &entity)) {
+            return 1;
+        }
+    }
+
+    mine = json_object_get(record, "groups");
+
+    json_array_foreach(json_object_get(perms, "groups"), i, g) {
+        json_array_foreach(mine, j, v) {
+            if (json_equal(json_object_get(g, "id"), json_object_get(v, "id")))
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* who gets a post: followers subscribed to its type, and permitted */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
+{
+    ngx_str_t  type;
+
+    return ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+           && ngx_http_tent_type_allowed(json_object_get(follower, "types"),
+                                         &type)
+           && ngx_http_tent_delivery_permitted(post, follower);
+}
+
+
+/*
+ * A following hears of our public profile changes only (spec 9.4: tentd
+ * sent profile posts to every following, at its "posts").
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_following(json_t *post, json_t *following)
+{
+    ngx_str_t  type;
+
+    return ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+           && ngx_http_tent_post_type_is(&type, "profile")
+           && json_is_true(json_object_get(json_object_get(post,
+                                                           "permissions"),
+                                           "public"))
+           && json_is_true(json_object_get(following, "confirmed"));
+}
+
+
+/*
+ * An app subscribed through an authorization's notification URL: posts
+ * of its types, our public ones, or any with read_posts (spec 9.2).
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
+    ngx_uint_t original)
+{
+    ngx_str_t  type;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK
+        || !ngx_http_tent_type_allowed(json_object_get(sub, "post_types"),
+                                       &type))
+    {
+        return 0;
+    }
+
+    if (original
+        && json_is_true(json_object_get(json_object_get(post, "permissions"),
+                                        "public")))
+    {
+        return 1;
+    }
+
+    return ngx_http_tent_delivery_scope(sub, "read_posts");
+}
+
+
+ngx_int_t
+ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
+{
+    size_t   i;
+    json_t  *v;
+
+    json_array_foreach(json_object_get(sub, "scopes"), i, v) {
+        if (json_is_string(v) && ngx_strcmp(json_string_value(v), scope) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    json_t                       *follower, *job;
+    uint64_t                      now;
+    ngx_str_t                     key, value, fid, pid, jid, last;
+    ngx_uint_t                    n, rows;
+    const char                   *kind, *field;
+    ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_store_done_pt   handler;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": %s not read (store "
+                       "status %ui): later", &t->post_id,
+                       ngx_http_tent_fanout_stages[t->stage], op->status);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "building the jobs' write");
+        return;
+    }
+
+    /* a job id's kind, and the record's field that names it */
+
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+        kind = "";
+        field = "id";
+        break;
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        kind = "F";
+        field = "id";
+        break;
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+        kind = "A";
+        field = "authorization";
+        break;
+    }
+
+    now = ngx_http_tent_now_ms();
+    n = 0;
+    rows = 0;
+    last.len = 0;
+
+    /* a post deleted meanwhile goes to no one */
+
+    while (t->post && ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+
+        rows++;
+        last = key;
+
+        follower = ngx_http_tent_json_parse(&value, t->dl->log);
+        if (follower == NULL) {
+            continue;
+        }
+
+        if (!ngx_http_tent_delivery_wants_stage(t, follower)
+            || ngx_http_tent_json_str(follower, field, &fid) != NGX_OK
+            || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+        {
+            json_decref(follower);
+            continue;
+        }
+
+        ngx_http_tent_delivery_got(t, follower);
+
+        jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
+                  + NGX_INT_T_LEN;
+        jid.data = ngx_pnalloc(t->pool, jid.len);
+        if (jid.data == NULL) {
+            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                          "tent delivery: building a job id failed");
+            json_decref(follower);
+            break;
+        }
+
+        /* "<kind><record id> [<post entity> ]<post id> <version>" */
+
+        jid.len = ngx_sprintf(jid.data, "%s%V %V%s%V %L", kind, &fid,
+                              t->entity.data == t->ent->entity.data
+                              ? &ngx_http_tent_empty : &t->entity,
+                              t->entity.data == t->ent->entity.data
+                              ? "" : " ",
+                              &pid,
+                              (int64_t) json_integer_value(
+                                  json_object_get(t->job, "version")))
+                  - jid.data;
+
+        if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
+            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
+                            "subscription",
+                            json_object_get(follower, "authorization"),
+                            "app", json_object_get(follower, "app"),
+                            "id", json_object_get(t->job, "id"),
+                            "version", json_object_get(t->job, "version"),
+                            "attempt", 0,
+                            "first", (json_int_t) (now / 1000),
+                            "post_entity", json_object_get(t->job, "entity"));
+
+        } else {
+            job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
+                            t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS
+                            ? "following" : "follower",
+                            json_object_get(follower, "id"),
+                            "id", json_object_get(t->job, "id"),
+                            "version", json_object_get(t->job, "version"),
+                            "attempt", 0,
+                            "first", (json_int_t) (now / 1000));
+        }
+
+        json_decref(follower);
+
+        if (job == NULL
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        {
+            ngx_http_tent_task_failed(t, "building a job");
+            return;
+        }
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
+                                  job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
+            return;
+        }
+
+        n++;
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui jobs made for %s",
+                   &t->post_id, n, ngx_http_tent_fanout_stages[t->stage]);
+
+    /*
+     * More followers: these jobs now, the rest after them; the outbox row
+     * goes with the last batch (a crash between makes some jobs twice).
+     */
+
+    if (rows == NGX_HTTP_TENT_FOLLOWER_SCAN) {
+        t->start.data = ngx_pnalloc(t->pool, last.len + 1);
+        if (t->start.data == NULL) {
+            ngx_http_tent_task_failed(t, "keeping the followers' place");
+            return;
+        }
+
+        ngx_memcpy(t->start.data, last.data, last.len);
+        t->start.data[last.len] = '\0';
+        t->start.len = last.len + 1;
+
+        handler = ngx_http_tent_delivery_next_followers;
+
+    } else {
+        handler = ngx_http_tent_delivery_next_stage(t, wop);
+        if (handler == NULL) {
+            ngx_http_tent_task_done(t);     /* logged there */
+            return;
+        }
+    }
+
+    ngx_http_tent_task_submit(t, wop, handler);
+}
+
+
+/* whether a record of the stage's table gets the post */
+
+static ngx_int_t
+ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
+{
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+        return ngx_http_tent_delivery_wants(t->post, record);
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        return ngx_http_tent_delivery_wants_following(t->post, record);
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+        return ngx_http_tent_delivery_wants_app(t->post, record,
+                                        t->entity.data == t->ent->entity.data);
+    }
+}
+
+
+/*
+ * After a stage's last batch, the next: a profile post's followings, then
+ * the apps subscribed through a notification URL, then the mentioned
+ * entities that got nothing yet; after the last, the outbox row goes with
+ * these jobs.  NULL: a failure.
+ */
+
+static ngx_http_tent_store_done_pt
+ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop)
+{
+    ngx_str_t   type;
+    ngx_uint_t  table;
+
+    switch (t->stage) {
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
+
+        if (t->post
+            && ngx_http_tent_json_str(t->post, "type", &type) == NGX_OK
+            && ngx_http_tent_post_type_is(&type, "profile"))
+        {
+            t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWINGS;
+            table = NGX_HTTP_TENT_TABLE_FOLLOWING;
+            break;
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
+        t->stage = NGX_HTTP_TENT_FANOUT_APPS;
+        table = NGX_HTTP_TENT_TABLE_SUBSCRIPTION;
+        break;
+
+    default: /* NGX_HTTP_TENT_FANOUT_APPS */
+
+        if (t->mentioned && t->mentioned->nelts) {
+            t->stage = NGX_HTTP_TENT_FANOUT_MENTIONS;
+
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                           "tent delivery: post \"%V\": mentions next",
+                           &t->post_id);
+
+            return ngx_http_tent_delivery_lookup;
+        }
+
+        if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                          "tent delivery: building the outbox row's "
+                          "removal failed");
+            return NULL;
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": fan-out done, the "
+                       "outbox row goes", &t->post_id);
+
+        return ngx_http_tent_delivery_written;
+    }
+
+    if (ngx_http_tent_key_range(t->pool, &t->ent->entity, table, &t->start,
+                                &t->end)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                      "tent delivery: building the followers' scan failed");
+        return NULL;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %s next", &t->post_id,
+                   ngx_http_tent_fanout_stages[t->stage]);
+
+    return ngx_http_tent_delivery_next_followers;
+}
+
+
+/*
+ * A new post's mentions (spec 9.2 step 4): the entities it names, but
+ * ours, each once, at most NGX_HTTP_TENT_MENTION_MAX of them.  A later
+ * version notifies no one again, as in tentd.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
+{
+    size_t       i;
+    json_t      *m;
+    ngx_int_t    rc;
+    ngx_str_t    entity, *e;
+    ngx_uint_t   j;
+
+    if (t->post == NULL
+        || t->entity.data != t->ent->entity.data
+        || json_integer_value(json_object_get(t->job, "version")) != 1
+        || json_array_size(json_object_get(t->post, "mentions")) == 0)
+    {
+        return NGX_OK;
+    }
+
+    t->mentioned = ngx_array_create(t->pool, 4, sizeof(ngx_str_t));
+    if (t->mentioned == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(json_object_get(t->post, "mentions"), i, m) {
+
+        if (ngx_http_tent_json_str(m, "entity", &entity) != NGX_OK
+            || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
+        {
+            continue;
+        }
+
+        /* looked up by its one spelling, as relationships are kept */
+
+        rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        e = t->mentioned->elts;
+
+        for (j = 0; j < t->mentioned->nelts; j++) {
+            if (ngx_http_tent_entity_eq(&entity, &e[j])) {
+                break;
+            }
+        }
+
+        if (j < t->mentioned->nelts) {
+            continue;
+        }
+
+        if (t->mentioned->nelts == NGX_HTTP_TENT_MENTION_MAX) {
+            ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                          "tent delivery: a post mentions more than "
+                          ngx_value(NGX_HTTP_TENT_MENTION_MAX)
+                          " entities; the others are not told");
+            break;
+        }
+
+        e = ngx_array_push(t->mentioned);
+        if (e == NULL) {
+            return NGX_ERROR;
+        }
+
+        *e = entity;    /* in t->pool, or t->post's, as long as the task */
+    }
+
+    return NGX_OK;
+}
+
+
+/* a relationship got the post as a subscriber: its mention is void */
+
+static void
+ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
+{
+    ngx_str_t   entity, *e;
+    ngx_uint_t  i;
+
+    if (t->mentioned == NULL
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK)
+    {
+        return;
+    }
+
+    e = t->mentioned->elts;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+        if (ngx_http_tent_entity_eq(&entity, &e[i])) {
+            e[i] = e[t->mentioned->nelts - 1];
+            t->mentioned->nelts--;
+            return;
+        }
+    }
+}
+
+
+/* the mentioned entities: a follower of ours, or one we follow? */
+
+static void
+ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t                 *e, key;
+    ngx_uint_t                 i;
+    ngx_http_tent_store_op_t  *get;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": jobs not written "
+                       "(store status %ui): later", &t->post_id,
+                       op->status);
+        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        return;
+    }
+
+    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "building the mentions' lookup");
+        return;
+    }
+
+    e = t->mentioned->elts;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+        if (ngx_http_tent_key(t->pool, &t->ent->entity,
+                              NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &e[i],
+                              &key)
+            != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK
+            || ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &e[i],
+                                 &key)
+               != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
+        {
+            ngx_http_tent_task_failed(t, "building the mentions' lookup");
+            return;
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui mentioned entities "
+                   "looked up", &t->post_id, t->mentioned->nelts);
+
+    ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_mentioned);
+}
+
+
+/*
+ * A job per mentioned entity (spec 9.3): to the follower, else to the
+ * following, whose permissions are checked when it is sent; with no
+ * relationship, for a public post only, to the entity's discovered
+ * servers, unsigned.
+ */
+
+static void
+ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    json_t                    *job;
+    uint64_t                   now;
+    ngx_str_t                  value, id, pid, jid, *e;
+    ngx_uint_t                 i, found, n, kind;
+    ngx_http_tent_store_op_t  *wop;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": mentions not looked "
+                       "up (store status %ui): later", &t->post_id,
+                       op->status);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (wop == NULL
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK
+        || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the mentions' jobs");
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+    e = t->mentioned->elts;
+    n = 0;
+
+    for (i = 0; i < t->mentioned->nelts; i++) {
+
+        /* 0: no one, 1: a follower, 2: a following */
+
+        kind = 0;
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+                                         "records");
+            return;
+        }
+
+        if (found) {
+            id = value;
+            kind = 1;
+        }
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+                                         "records");
+            return;
+        }
+
+        if (found && kind == 0) {
+            id = value;
+            kind = 2;
+        }
+
+        /* no relationship: a public post only, to a discovered server */
+
+        if (kind == 0) {
+            if (!json_is_true(json_object_get(json_object_get(t->post,
+                                                              "permissions"),
+                                              "public"))
+                || ngx_http_tent_entity_valid(&e[i]) != NGX_OK)
+            {
+                continue;
+            }
+
+            id = e[i];
+        }
+
+        jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
+        jid.data = ngx_pnalloc(t->pool, jid.len);
+        if (jid.data == NULL) {
+            ngx_http_tent_task_failed(t, "building a job id");
+            return;
+        }
+
+        jid.len = ngx_sprintf(jid.data, "m%s%V %V %L",
+                              kind == 2 ? "F" : (kind == 0 ? "E" : ""),
+                              &id, &pid,
+                              (int64_t) json_integer_value(
+                                  json_object_get(t->job, "version")))
+                  - jid.data;
+
+        job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
+                        kind == 2 ? "following"
+                                  : (kind == 0 ? "entity" : "follower"),
+                        ngx_http_tent_json_string(&id),
+                        "mention", 1,
+                        "id", json_object_get(t->job, "id"),
+                        "version", json_object_get(t->job, "version"),
+                        "attempt", 0,
+                        "first", (json_int_t) (now / 1000));
+
+        if (job == NULL
+            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        {
+            ngx_http_tent_task_failed(t, "building a job");
+            return;
+        }
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
+                                  job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
+            return;
+        }
+
+        n++;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": %ui jobs for mentions",
+                   &t->post_id, n);
+
+    if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "building the outbox row's removal");
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": fan-out done, the outbox "
+                   "row goes", &t->post_id);
+
+    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+}
+
+
+static void
+ngx_http_tent_delivery_next_followers(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": jobs not written "
+                       "(store status %ui): later", &t->post_id,
+                       op->status);
+        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        return;
+    }
+
+    ngx_http_tent_delivery_followers(t);
+}

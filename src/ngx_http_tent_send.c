@@ -1,0 +1,768 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Sending a delivery job: the due jobs of an entity, each with its
+ * record (a follower, a following, an app's subscription, or a
+ * mentioned entity discovered anew) and its post read again, POSTed as
+ * the receiver may see it, signed, to its servers in order; then
+ * settled: removed on 2xx, a dead letter on a final refusal or after the
+ * last attempt, else put back with an exponential, jittered delay.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
+
+
+static ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
+    json_t *job, ngx_str_t *key);
+static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
+static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
+    ngx_uint_t outcome);
+
+
+#define NGX_HTTP_TENT_DELIVERED    0
+#define NGX_HTTP_TENT_REFUSED      1
+#define NGX_HTTP_TENT_RETRY        2
+
+
+/* the due jobs, as many as there is room for */
+
+void
+ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
+{
+    uint64_t                      now;
+    ngx_str_t                     start, end, due;
+    ngx_uint_t                    room;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    room = dl->mcf->delivery_concurrency > dl->inflight
+           ? dl->mcf->delivery_concurrency - dl->inflight : 0;
+
+    if (room == 0) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: %ui jobs on their way: no room for "
+                       "more", dl->inflight);
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+
+    due.data = ngx_pnalloc(dl->pool, 8);
+    if (due.data == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the due jobs' scan failed");
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    due.len = ngx_http_tent_put_u64(due.data, now + 1) - due.data;
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_JOB, &start, &end)
+           != NGX_OK
+        || ngx_http_tent_key(dl->pool, &ent->entity, NGX_HTTP_TENT_TABLE_JOB,
+                             &due, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end,
+                                    room + dl->inflight, 0)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the due jobs' scan failed");
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_jobs;
+    scan->data = dl;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the due jobs' scan failed");
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+/* the key of the record a job goes to; none for a stranger */
+
+static ngx_int_t
+ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
+    ngx_str_t *key)
+{
+    ngx_str_t  id, app, rest;
+
+    if (t->stranger) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_json_str(job, "following", &id) == NGX_OK) {
+        return ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWING, &id, key);
+    }
+
+    if (ngx_http_tent_json_str(job, "follower", &id) == NGX_OK) {
+        return ngx_http_tent_key(t->pool, &t->ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &id, key);
+    }
+
+    /* "<app id> 0x00 <authorization id>", as the authorization's own */
+
+    if (ngx_http_tent_json_str(job, "subscription", &id) != NGX_OK
+        || ngx_http_tent_json_str(job, "app", &app) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rest.len = app.len + 1 + id.len;
+    rest.data = ngx_pnalloc(t->pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rest.data, app.data, app.len);
+    rest.data[app.len] = '\0';
+    ngx_memcpy(rest.data + app.len + 1, id.data, id.len);
+
+    return ngx_http_tent_key(t->pool, &t->ent->entity,
+                             NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest, key);
+}
+
+
+/* the due jobs of the entity: each loads its follower and post, then goes */
+
+static void
+ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    json_t                       *job;
+    ngx_str_t                     key, value, pid, fkey, pkey;
+    ngx_http_tent_task_t         *t;
+    ngx_http_tent_store_op_t     *get;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: due jobs not read (store status "
+                       "%ui): later", op->status);
+    }
+
+    while (op->status == NGX_HTTP_TENT_STORE_OK
+           && dl->inflight < dl->mcf->delivery_concurrency
+           && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
+    {
+        if (ngx_http_tent_task_running(dl, &key)) {
+            continue;
+        }
+
+        t = ngx_http_tent_task_create(dl, ent, &key, &value);
+        if (t == NULL) {
+            break;
+        }
+
+        job = ngx_http_tent_json_parse(&t->raw, dl->log);
+
+        if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: a job that is not JSON: a dead "
+                           "letter");
+            json_decref(job);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            continue;
+        }
+
+        t->job = job;
+
+        get = ngx_http_tent_store_op_create(t->pool, dl->log);
+
+        t->stranger = json_object_get(job, "entity") != NULL;
+
+        /*
+         * The job row again, the record it goes to (a follower, a
+         * following, an app's subscription) and the post; a stranger's:
+         * the job and the post.
+         */
+
+        if (ngx_http_tent_json_str(job, "post_entity", &t->entity)
+            != NGX_OK)
+        {
+            t->entity = ent->entity;
+        }
+
+        if (get == NULL
+            || ngx_http_tent_delivery_record_key(t, job, &fkey) != NGX_OK
+            || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
+            || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity,
+                                      &pid, -1, &pkey)
+               != NGX_OK
+            || ngx_http_tent_store_mget(get) != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &t->key) != NGX_OK
+            || (!t->stranger
+                && ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK)
+            || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
+        {
+            ngx_http_tent_task_failed(t, "building a job's reads");
+            continue;
+        }
+
+        t->post_id = pid;
+
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: job due: post \"%V\" of \"%V\", "
+                       "attempt %i", &pid, &t->entity,
+                       (ngx_int_t) json_integer_value(
+                                       json_object_get(job, "attempt")));
+
+        ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_loaded);
+    }
+
+    ngx_http_tent_delivery_next(dl);
+}
+
+
+static void
+ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_str_t   value;
+    ngx_uint_t  found;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": job not read (store "
+                       "status %ui): later", &t->post_id, op->status);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    /*
+     * The job itself first: a scan that listed it may have been answered
+     * while an earlier task for it settled it; then it is gone, and not
+     * sent twice.
+     */
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "reading a job");
+        return;
+    }
+
+    if (!found) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": job settled already",
+                       &t->post_id);
+        ngx_http_tent_task_done(t);
+        return;
+    }
+
+    /* one attempt, discovery and every server tried, has one deadline */
+
+    t->deadline = ngx_current_msec + t->ent->scf->outbound.deadline;
+
+    if (t->stranger) {
+        ngx_http_tent_delivery_stranger(t, op);
+        return;
+    }
+
+    /* a follower gone, or a post deleted: nothing to send */
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->follower = ngx_http_tent_json_parse(&value, t->dl->log))
+           == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK
+        || ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": its receiver or the "
+                       "post is gone: nothing to send", &t->post_id);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /* an app's authorization that has expired is told nothing more */
+
+    if (json_is_integer(json_object_get(t->follower, "expires_at"))
+        && json_integer_value(json_object_get(t->follower, "expires_at"))
+           <= ngx_time())
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": the app's "
+                       "authorization has expired", &t->post_id);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /* a mention goes only where the post may be read, as it is now */
+
+    if (json_is_true(json_object_get(t->job, "mention"))
+        && (!ngx_http_tent_delivery_permitted(t->post, t->follower)
+            || (json_object_get(t->job, "following")
+                && !json_is_true(json_object_get(t->follower, "confirmed")))))
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": a mention the entity "
+                       "may not read now", &t->post_id);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    t->server = 0;
+
+    ngx_http_tent_delivery_send(t);
+}
+
+
+/*
+ * A mentioned entity with no relationship: the post, if it is still
+ * public, goes to the servers its profile lists, found again for every
+ * attempt (they may move).
+ */
+
+static void
+ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t   value, entity;
+    ngx_uint_t  found;
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
+        || !found
+        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK
+        || !json_is_true(json_object_get(json_object_get(t->post,
+                                                         "permissions"),
+                                         "public"))
+        || ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": gone or no longer "
+                       "public: no mention", &t->post_id);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": discovering \"%V\" for "
+                   "a mention", &t->post_id, &entity);
+
+    if (ngx_http_tent_discover_start(t->pool, t->dl->log,
+                                     &t->ent->scf->outbound, &entity,
+                                     t->deadline,
+                                     ngx_http_tent_delivery_discovered, t)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_done(t);     /* discovery logs its failure */
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
+{
+    ngx_http_tent_task_t *t = d->data;
+
+    ngx_str_t  entity;
+
+    if (d->status) {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: a mention: %s", d->error);
+
+        /* no profile there, or one our guard refuses: not again */
+
+        t->status = d->status;
+        ngx_http_tent_delivery_settle(t, d->status == NGX_HTTP_NOT_FOUND
+                                         || d->status == NGX_HTTP_FORBIDDEN
+                                         || d->status == NGX_HTTP_BAD_REQUEST
+                                         ? NGX_HTTP_TENT_REFUSED
+                                         : NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    /* a URL that leads to another entity's profile: not its servers */
+
+    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
+        || !ngx_http_tent_entity_eq(&d->canonical, &entity))
+    {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: a mention: the profile of \"%V\" "
+                      "names another entity", &entity);
+
+        t->status = NGX_HTTP_BAD_REQUEST;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    t->follower = json_pack("{s:O}", "servers", d->servers);
+
+    if (t->follower == NULL
+        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
+    {
+        json_decref(t->follower);
+        ngx_http_tent_task_failed(t, "keeping the discovered servers");
+        return;
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": \"%V\" discovered, "
+                   "%uz servers", &t->post_id, &entity,
+                   json_array_size(d->servers));
+
+    t->server = 0;
+
+    ngx_http_tent_delivery_send(t);
+}
+
+
+/*
+ * The post as a follower sees it; an app (a subscription) sees when we
+ * received it too, and with read_permissions whom it is for, as on
+ * GET /posts.
+ */
+
+static json_t *
+ngx_http_tent_delivery_body(json_t *post, json_t *sub)
+{
+    size_t   i;
+    json_t  *out, *a;
+
+    out = json_deep_copy(post);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    json_object_del(out, "rus");
+
+    if (sub == NULL) {
+        json_object_del(out, "received_at");
+    }
+
+    json_array_foreach(json_object_get(out, "attachments"), i, a) {
+        json_object_del(a, "digest");
+    }
+
+    if (sub == NULL || !ngx_http_tent_delivery_scope(sub, "read_permissions"))
+    {
+        json_object_set_new(out, "permissions",
+                            json_pack("{s:b}", "public",
+                                      json_is_true(json_object_get(
+                                          json_object_get(post,
+                                                          "permissions"),
+                                          "public"))));
+    }
+
+    return out;
+}
+
+
+static void
+ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
+{
+    json_t                 *server, *body;
+    ngx_str_t               path, url;
+    ngx_http_tent_fetch_t  *f;
+
+    /* an app: its absolute notification URL, signed with its u: key */
+
+    if (json_object_get(t->job, "subscription")) {
+        if (ngx_http_tent_json_str(t->follower, "notification_url", &url)
+            != NGX_OK)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                           "tent delivery: post \"%V\": the app has no "
+                           "notification URL", &t->post_id);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            return;
+        }
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": attempt %i, to the "
+                       "app's notification URL", &t->post_id,
+                       (ngx_int_t) json_integer_value(
+                                       json_object_get(t->job, "attempt")));
+
+        goto send;
+    }
+
+    server = json_array_get(json_object_get(t->follower, "servers"),
+                            t->server);
+
+    /*
+     * A follower's notification path; "posts" for a following, signed,
+     * and for an entity with no relationship, unsigned (spec 9.3).
+     */
+
+    if (json_object_get(t->job, "following") || t->stranger) {
+        ngx_str_set(&path, "posts");
+
+    } else if (ngx_http_tent_json_str(t->follower, "notification_path",
+                                      &path)
+               != NGX_OK)
+    {
+        path.len = 0;
+    }
+
+    if (!json_is_string(server) || path.len == 0) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": no server %ui or no "
+                       "path to send to", &t->post_id, t->server + 1);
+        ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
+                                                   : NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    if (ngx_http_tent_server_url(t->pool, server, &path, NULL, &url)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the server's URL");
+        return;
+    }
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": attempt %i, to server %ui "
+                   "of %uz", &t->post_id,
+                   (ngx_int_t) json_integer_value(
+                                   json_object_get(t->job, "attempt")),
+                   t->server + 1,
+                   json_array_size(json_object_get(t->follower, "servers")));
+
+send:
+
+    f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
+    body = ngx_http_tent_delivery_body(t->post,
+                                       json_object_get(t->job, "subscription")
+                                       ? t->follower : NULL);
+
+    if (f == NULL || body == NULL
+        || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK
+        || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the request");
+        return;
+    }
+
+    if (!t->stranger && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "signing the request");
+        return;
+    }
+
+    f->url = url;
+    ngx_str_set(&f->method, "POST");
+    ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
+    f->max_response = 64 * 1024;
+    f->deadline = t->deadline;
+    f->has_deadline = 1;
+    f->handler = ngx_http_tent_delivery_sent;
+    f->data = t;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: job sent: post \"%V\" to %V",
+                   &t->post_id, &url);
+
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "starting the request");
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_task_t *t = f->data;
+
+    json_t  *servers;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: answer from %V: %s, status %ui",
+                   &f->url, ngx_http_tent_fetch_strerror(f->result),
+                   f->status);
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && f->status >= 200 && f->status <= 299)
+    {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && (f->status == 400 || f->status == 401 || f->status == 403
+            || f->status == 404 || f->status == 410))
+    {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: %V refused the post (%ui): "
+                      "not retried", &f->url, f->status);
+        t->status = f->status;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                  "tent delivery: POST %V: %s, status %ui", &f->url,
+                  ngx_http_tent_fetch_strerror(f->result), f->status);
+
+    /*
+     * The follower's next server, at once, of the first few only (a row
+     * may be older than the cap); after the last, later
+     */
+
+    servers = json_object_get(t->follower, "servers");
+
+    if (ngx_http_tent_fetch_next_server(f)
+        && t->server + 1 < ngx_http_tent_servers_max(servers,
+                                                     &t->ent->scf->outbound)
+        && json_is_string(json_array_get(servers, t->server + 1)))
+    {
+        t->server++;
+        ngx_http_tent_delivery_send(t);
+        return;
+    }
+
+    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+}
+
+
+/*
+ * The job leaves the queue, or comes back later: base * 2^attempt, at
+ * most the cap, half of it random so that failed jobs spread out.
+ */
+
+static void
+ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
+{
+    uint64_t                    delay, due;
+    ngx_int_t                   attempt;
+    ngx_str_t                   id;
+    ngx_http_tent_store_op_t   *wop;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = t->dl->mcf;
+
+    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (wop == NULL
+        || ngx_http_tent_store_write(wop, 0) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the job's settlement");
+        return;
+    }
+
+    attempt = t->job ? json_integer_value(json_object_get(t->job, "attempt"))
+                     : 0;
+
+    if (outcome == NGX_HTTP_TENT_RETRY
+        && (ngx_uint_t) attempt + 1 >= mcf->delivery_attempts)
+    {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: giving up after %i attempts",
+                      attempt + 1);
+        outcome = NGX_HTTP_TENT_REFUSED;
+    }
+
+    /* the job's id: the key without its entity, table and due time */
+
+    id.data = t->key.data + t->ent->entity.len + 2 + 8;
+    id.len = t->key.len - (t->ent->entity.len + 2 + 8);
+
+    if (outcome == NGX_HTTP_TENT_RETRY) {
+        delay = (uint64_t) mcf->delivery_retry << ngx_min(attempt, 30);
+        if (delay > mcf->delivery_retry_max) {
+            delay = mcf->delivery_retry_max;
+        }
+
+        delay = delay / 2 + (uint64_t) ngx_random() % (delay / 2 + 1);
+        due = ngx_http_tent_now_ms() + delay;
+
+        json_object_set_new(t->job, "attempt", json_integer(attempt + 1));
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, due, &id,
+                                  t->job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
+            return;
+        }
+
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": retry at "
+                       "%uL, in %uL ms, attempt %i", &t->post_id, due,
+                       delay, attempt + 1);
+
+    } else if (outcome == NGX_HTTP_TENT_REFUSED && t->job) {
+
+        /* a dead letter, for the operator */
+
+        json_object_set_new(t->job, "status", json_integer(t->status));
+        json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
+
+        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_DEAD,
+                                  ngx_http_tent_now_ms(), &id, t->job)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_done(t);     /* logged there */
+            return;
+        }
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": dead letter, "
+                       "status %ui", &t->post_id, t->status);
+
+    } else {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: settled: post \"%V\": %s",
+                       &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED
+                                    ? "delivered" : "dropped");
+    }
+
+    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+}
+
+
+void
+ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: the queue could not be updated; "
+                      "the job runs again");
+    }
+
+    ngx_http_tent_task_done(t);
+}
