@@ -213,7 +213,7 @@ static void
 ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
-    ngx_str_t                     start, end, until;
+    ngx_str_t                     start, end;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_entity_conf_t  *ent;
 
@@ -227,28 +227,17 @@ ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
         return;
     }
 
-    until.data = ngx_pnalloc(dl->pool, 8);
-    if (until.data == NULL) {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the dead letters' scan "
-                      "failed");
-        ngx_http_tent_delivery_scan_outbox(dl);
-        return;
-    }
-
-    until.len = ngx_http_tent_put_u64(until.data,
-                                      now - (uint64_t) dl->mcf->dead_letter_time
-                                            * 1000)
-                - until.data;
-
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (scan == NULL
         || ngx_http_tent_key_range(dl->pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_DEAD, &start, &end)
            != NGX_OK
-        || ngx_http_tent_key(dl->pool, &ent->entity, NGX_HTTP_TENT_TABLE_DEAD,
-                             &until, &end)
+        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_DEAD,
+                                   now - (uint64_t) dl->mcf->dead_letter_time
+                                         * 1000,
+                                   NULL, &end)
            != NGX_OK
         || ngx_http_tent_store_scan(scan, &start, &end,
                                     NGX_HTTP_TENT_OUTBOX_SCAN, 0)
@@ -453,19 +442,9 @@ ngx_int_t
 ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
     u_char table, uint64_t ms, ngx_str_t *id, json_t *job)
 {
-    u_char     *p;
-    ngx_str_t   rest, key, value;
+    ngx_str_t  key, value;
 
-    rest.len = 8 + id->len;
-    rest.data = ngx_pnalloc(t->pool, rest.len);
-    if (rest.data == NULL) {
-        goto failed;
-    }
-
-    p = ngx_http_tent_put_u64(rest.data, ms);
-    ngx_memcpy(p, id->data, id->len);
-
-    if (ngx_http_tent_key(t->pool, &t->ent->entity, table, &rest, &key)
+    if (ngx_http_tent_timed_key(t->pool, &t->ent->entity, table, ms, id, &key)
         != NGX_OK
         || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK
         || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)

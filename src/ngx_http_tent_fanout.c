@@ -503,15 +503,10 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
      */
 
     if (rows == NGX_HTTP_TENT_FOLLOWER_SCAN) {
-        t->start.data = ngx_pnalloc(t->pool, last.len + 1);
-        if (t->start.data == NULL) {
+        if (ngx_http_tent_key_after(t->pool, &last, &t->start) != NGX_OK) {
             ngx_http_tent_task_failed(t, "keeping the followers' place");
             return;
         }
-
-        ngx_memcpy(t->start.data, last.data, last.len);
-        t->start.data[last.len] = '\0';
-        t->start.len = last.len + 1;
 
         handler = ngx_http_tent_delivery_next_followers;
 

@@ -47,22 +47,12 @@ ngx_int_t
 ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, json_t *post)
 {
-    u_char     *p;
     json_t     *row;
-    ngx_str_t   id, rest, key, value, entity;
+    ngx_str_t   id, key, value, entity;
 
     if (ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
         return NGX_ERROR;
     }
-
-    rest.len = 8 + id.len;
-    rest.data = ngx_pnalloc(r->pool, rest.len);
-    if (rest.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_http_tent_put_u64(rest.data, ngx_http_tent_now_us());
-    ngx_memcpy(p, id.data, id.len);
 
     /*
      * The type tells the engine whether followings get it too, and
@@ -92,8 +82,9 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         json_object_set_new(row, "mentions", json_true());
     }
 
-    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_OUTBOX,
-                          &rest, &key)
+    if (ngx_http_tent_timed_key(r->pool, &ctx->entity,
+                                NGX_HTTP_TENT_TABLE_OUTBOX,
+                                ngx_http_tent_now_us(), &id, &key)
         != NGX_OK
         || ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)

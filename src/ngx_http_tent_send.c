@@ -50,7 +50,7 @@ void
 ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
-    ngx_str_t                     start, end, due;
+    ngx_str_t                     start, end;
     ngx_uint_t                    room;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_entity_conf_t  *ent;
@@ -71,24 +71,15 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 
     now = ngx_http_tent_now_ms();
 
-    due.data = ngx_pnalloc(dl->pool, 8);
-    if (due.data == NULL) {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
-        return;
-    }
-
-    due.len = ngx_http_tent_put_u64(due.data, now + 1) - due.data;
-
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (scan == NULL
         || ngx_http_tent_key_range(dl->pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_JOB, &start, &end)
            != NGX_OK
-        || ngx_http_tent_key(dl->pool, &ent->entity, NGX_HTTP_TENT_TABLE_JOB,
-                             &due, &end)
+        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_JOB, now + 1, NULL,
+                                   &end)
            != NGX_OK
         || ngx_http_tent_store_scan(scan, &start, &end,
                                     room + dl->inflight, 0)
@@ -117,7 +108,7 @@ static ngx_int_t
 ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
     ngx_str_t *key)
 {
-    ngx_str_t  id, app, rest;
+    ngx_str_t  id, app;
 
     if (t->stranger) {
         return NGX_OK;
@@ -141,18 +132,9 @@ ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
         return NGX_ERROR;
     }
 
-    rest.len = app.len + 1 + id.len;
-    rest.data = ngx_pnalloc(t->pool, rest.len);
-    if (rest.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(rest.data, app.data, app.len);
-    rest.data[app.len] = '\0';
-    ngx_memcpy(rest.data + app.len + 1, id.data, id.len);
-
-    return ngx_http_tent_key(t->pool, &t->ent->entity,
-                             NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &rest, key);
+    return ngx_http_tent_pair_key(t->pool, &t->ent->entity,
+                                  NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &app, &id,
+                                  key);
 }
 
 
@@ -694,10 +676,14 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         outcome = NGX_HTTP_TENT_REFUSED;
     }
 
-    /* the job's id: the key without its entity, table and due time */
+    /* the job's id: the key without its due time */
 
-    id.data = t->key.data + t->ent->entity.len + 2 + 8;
-    id.len = t->key.len - (t->ent->entity.len + 2 + 8);
+    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &due, &id)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "reading the job's key");
+        return;
+    }
 
     if (outcome == NGX_HTTP_TENT_RETRY) {
         delay = (uint64_t) mcf->delivery_retry << ngx_min(attempt, 30);

@@ -34,5 +34,10 @@ else
     echo "lint: cppcheck not installed, skipped"
 fi
 
+# the layers and boundaries of docs/architecture.md
+util/layers.sh >/dev/null || {
+    report "layers (util/layers.sh)" "$(util/layers.sh)"
+}
+
 [ $status = 0 ] && echo "lint: clean"
 exit $status
