@@ -551,7 +551,7 @@ static ngx_int_t
 ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_request_done_pt next)
 {
-    ngx_str_t                  rest, start, end, *id;
+    ngx_str_t                  start, end, *id;
     ngx_http_tent_store_op_t  *op;
 
     id = ngx_http_tent_param(ctx, 0);
@@ -559,24 +559,18 @@ ngx_http_tent_app_scan_auths(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_pair_rest(r->pool, id, NULL, &rest) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_AUTHORIZATION, &rest, &start)
+        || ngx_http_tent_pair_key(r->pool, &ctx->entity,
+                                  NGX_HTTP_TENT_TABLE_AUTHORIZATION, id, NULL,
+                                  &start)
+           != NGX_OK
+        || ngx_http_tent_pair_next(r->pool, &ctx->entity,
+                                   NGX_HTTP_TENT_TABLE_AUTHORIZATION, id, &end)
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "preparing the app's scan");
     }
 
     /* the range of "<app id> 0x00 ...": up to "<app id> 0x01" */
-
-    end.len = start.len;
-    end.data = ngx_pnalloc(r->pool, end.len);
-    if (end.data == NULL) {
-        return ngx_http_tent_internal_error(r, "allocating the scan's end key");
-    }
-
-    ngx_memcpy(end.data, start.data, start.len);
-    end.data[end.len - 1] = '\1';
 
     if (ngx_http_tent_store_scan(op, &start, &end, NGX_HTTP_TENT_MAX_AUTHS, 0)
         != NGX_OK)
