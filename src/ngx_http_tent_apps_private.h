@@ -8,6 +8,11 @@
 #define _NGX_HTTP_TENT_APPS_PRIVATE_H_INCLUDED_
 
 
+#if !(NGX_HTTP_TENT_APPS_PRIVATE)
+#error "only the apps files include ngx_http_tent_apps_private.h"
+#endif
+
+
 /*
  * What the files of the apps subsystem share and no other file needs:
  * ngx_http_tent_apps.c (the app's record, /apps/:id, GET /apps),

@@ -8,6 +8,11 @@
 #define _NGX_HTTP_TENT_AUTH_PRIVATE_H_INCLUDED_
 
 
+#if !(NGX_HTTP_TENT_AUTH_PRIVATE)
+#error "only the auth files include ngx_http_tent_auth_private.h"
+#endif
+
+
 /*
  * What the files of authentication share and no other file needs:
  * ngx_http_tent_auth.c (verifying a request) asks the nonce zone

@@ -14,6 +14,8 @@
  */
 
 
+#define NGX_HTTP_TENT_APPS_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_apps_private.h"

@@ -8,6 +8,11 @@
 #define _NGX_HTTP_TENT_MODULE_PRIVATE_H_INCLUDED_
 
 
+#if !(NGX_HTTP_TENT_MODULE_PRIVATE)
+#error "only the module files include ngx_http_tent_module_private.h"
+#endif
+
+
 /*
  * What the module's own three files share, and no other file needs:
  * the module (ngx_http_tent_module.c) names the setters in its table of

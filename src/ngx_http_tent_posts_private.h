@@ -8,6 +8,11 @@
 #define _NGX_HTTP_TENT_POSTS_PRIVATE_H_INCLUDED_
 
 
+#if !(NGX_HTTP_TENT_POSTS_PRIVATE)
+#error "only the posts files include ngx_http_tent_posts_private.h"
+#endif
+
+
 /*
  * What the posts files share and no other subsystem uses: a post
  * request's state, a feed query, and the steps one file hands to
