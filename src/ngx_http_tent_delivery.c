@@ -47,6 +47,8 @@ static void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
+static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *key);
 
 
 uint64_t
@@ -170,6 +172,8 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
         ngx_destroy_pool(dl->pool);
         dl->pool = NULL;
     }
+
+    dl->done = NULL;
 
     if (dl->next_entity >= dl->mcf->entity_confs.nelts
         || ngx_exiting || ngx_quit || ngx_terminate)
@@ -386,6 +390,8 @@ failed:
 ngx_int_t
 ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
+    ngx_str_t             *k;
+    ngx_uint_t             i;
     ngx_queue_t           *q;
     ngx_http_tent_task_t  *t;
 
@@ -402,7 +408,59 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
         }
     }
 
+    if (dl->done == NULL) {
+        return 0;
+    }
+
+    k = dl->done->elts;
+
+    for (i = 0; i < dl->done->nelts; i++) {
+        if (k[i].len == key->len
+            && ngx_memcmp(k[i].data, key->data, key->len) == 0)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: a row ended while this step's "
+                           "scan ran: \"%V\" not started again", key);
+            return 1;
+        }
+    }
+
     return 0;
+}
+
+
+/*
+ * A scan of the outbox or of the due jobs may have been read before the
+ * write that removed a row it lists was done (the owner runs them on
+ * several threads): the row would start again and its post go twice.
+ * So the keys of tasks that end while an entity's step runs are kept
+ * for that step, in its pool; a scan of the next step is submitted after
+ * the removal was answered and no longer lists them.
+ */
+
+static void
+ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
+{
+    ngx_str_t  *k;
+
+    if (dl->pool == NULL) {
+        return;         /* between passes: no scan outstanding */
+    }
+
+    if (dl->done == NULL) {
+        dl->done = ngx_array_create(dl->pool, 16, sizeof(ngx_str_t));
+        if (dl->done == NULL) {
+            return;     /* at least once: at worst the row goes again */
+        }
+    }
+
+    k = ngx_array_push(dl->done);
+    if (k == NULL) {
+        return;
+    }
+
+    k->data = ngx_pstrdup(dl->pool, key);
+    k->len = k->data ? key->len : 0;
 }
 
 
@@ -477,6 +535,8 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;
+
+    ngx_http_tent_task_ended(dl, &t->key);
 
     ngx_post_event(&t->free, &ngx_posted_events);
 

@@ -230,10 +230,9 @@ $res = $pc->request(POST => '/posts', cred => $powner,
 is($res->{status}, 200, 'a post') or diag $res->{body};
 ok(wait_until(20, sub { count_log($peer->error_log_text, qr/giving up after/)
                         >= 1 }), 'its delivery gave up');
-# the queue is at least once: under load (ASan) a job can be offered
-# twice, each offer tries every stored server
-my $n32 = scalar $sink2->requests(method => 'POST');
-ok($n32 >= 32 && $n32 <= 64, "32 servers tried per offer ($n32)");
+# one offer (a row ended while a scan ran is not started again: no
+# second offer), every stored server tried
+is(scalar $sink2->requests(method => 'POST'), 32, 'after 32 attempts');
 my $gave = count_log($peer->error_log_text, qr/giving up after/);
 
 # the cap lowered: the row keeps 32, each delivery tries 2
@@ -246,9 +245,8 @@ $res = $pc->request(POST => '/posts', cred => $powner,
 is($res->{status}, 200, 'a post') or diag $res->{body};
 ok(wait_until(20, sub { count_log($peer->error_log_text, qr/giving up after/)
                         > $gave }), 'its delivery gave up');
-my $n2 = scalar $sink2->requests(method => 'POST');
-ok($n2 >= 2 && $n2 <= 4,
-   "a row stored with 32 servers: 2 tried per offer ($n2, truncated on use)");
+is(scalar $sink2->requests(method => 'POST'), 2,
+   'a row stored with 32 servers: 2 tried (truncated on use)');
 
 # --- unsigned requests that hang take their share, not the deliveries' --
 
