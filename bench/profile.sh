@@ -113,6 +113,7 @@ bench_write_conf "$bprefix" "$bport" "$WORKERS" "" \
 
         location = / {
             default_type  $rtype;
+            add_header    X-Content-Type-Options nosniff;
             add_header    Link '$link';
             return        200 \"Tent!\\n\";
         }"

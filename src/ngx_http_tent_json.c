@@ -537,7 +537,7 @@ ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ctx->parts = ngx_array_create(r->pool, 4, sizeof(ngx_http_tent_part_t));
 
     if (all == NULL || ctx->parts == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the form's parts");
     }
 
     rc = ngx_http_tent_multipart_parse(r->pool,
@@ -545,7 +545,7 @@ ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        body, all);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "parsing the multipart body");
     }
 
     if (rc != NGX_OK) {
@@ -571,7 +571,7 @@ ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         file = ngx_array_push(ctx->parts);
         if (file == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "keeping an attachment");
         }
 
         *file = part[i];
@@ -601,7 +601,7 @@ ngx_http_tent_body_read(ngx_http_request_t *r)
     next = (ngx_http_tent_route_pt) ctx->route;
 
     if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        rc = ngx_http_tent_internal_error(r, "reading the request body");
         goto done;
     }
 
@@ -618,6 +618,7 @@ ngx_http_tent_body_read(ngx_http_request_t *r)
         && ngx_strncasecmp(r->headers_in.content_type->value.data,
                            (u_char *) "multipart/", 10) == 0)
     {
+        error = NULL;
         rc = ngx_http_tent_body_parts(r, ctx, &body, &error);
 
         if (rc == NGX_HTTP_BAD_REQUEST) {
