@@ -16,7 +16,6 @@
 
 
 #include "ngx_http_tent_module.h"
-#include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"

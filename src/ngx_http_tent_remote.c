@@ -361,6 +361,9 @@ ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     d = ngx_http_tent_discover_create(pool, log, outbound, entity, deadline,
                                       data);
     if (d == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "tent discovery: starting discovery of \"%V\" failed",
+                      entity);
         return NGX_ERROR;
     }
 
