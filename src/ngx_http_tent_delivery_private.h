@@ -78,6 +78,7 @@ typedef struct {
     ngx_str_t                         entity;     /* of a received post */
     ngx_str_t                         post_id;    /* for the debug log */
     ngx_array_t                      *mentioned;  /* entities to look up */
+    ngx_rbtree_t                     *told;       /* a profile post's */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
 } ngx_http_tent_task_t;

@@ -7,8 +7,9 @@
 /*
  * The fan-out: an outbox row becomes one job per follower who may see
  * the post (followers read a batch at a time), then, for a profile post,
- * per confirmed following, per app subscribed through a notification
- * URL, and, for a new post, per mentioned entity that got nothing yet.
+ * per confirmed following that was not told as a follower, per app
+ * subscribed through a notification URL, and, for a new post, per
+ * mentioned entity that got nothing yet.
  * The jobs of a batch and, with the last, the row's removal are one
  * write.
  */
@@ -44,6 +45,13 @@ static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
     ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
 static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
     json_t *record);
+static ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
+static ngx_int_t ngx_http_tent_delivery_told_key(json_t *record, u_char *buf,
+    ngx_str_t *key);
+static ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
+    json_t *follower);
+static ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
+    json_t *following);
 static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
@@ -170,6 +178,13 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
 
     if (ngx_http_tent_delivery_mentions(t) != NGX_OK) {
         ngx_http_tent_task_failed(t, "listing the post's mentions");
+        return;
+    }
+
+    if (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWERS
+        && ngx_http_tent_delivery_told_init(t) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "keeping the followers told");
         return;
     }
 
@@ -429,6 +444,15 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         ngx_http_tent_delivery_got(t, follower);
 
+        if (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWERS
+            && t->told != NULL
+            && ngx_http_tent_delivery_tell(t, follower) != NGX_OK)
+        {
+            json_decref(follower);
+            ngx_http_tent_task_failed(t, "keeping a follower told");
+            return;
+        }
+
         jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
                   + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(t->pool, jid.len);
@@ -533,7 +557,8 @@ ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
         return ngx_http_tent_delivery_wants(t->post, record);
 
     case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
-        return ngx_http_tent_delivery_wants_following(t->post, record);
+        return ngx_http_tent_delivery_wants_following(t->post, record)
+               && !ngx_http_tent_delivery_was_told(t, record);
 
     default: /* NGX_HTTP_TENT_FANOUT_APPS */
         return ngx_http_tent_delivery_wants_app(t->post, record,
@@ -717,6 +742,125 @@ ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
             return;
         }
     }
+}
+
+
+/*
+ * A profile post goes to our followings too (spec 9.4).  An entity that
+ * is both gets one copy, on the follower's path, as tentd's notify_entity
+ * (Follower.first || Following.first): two copies reach tentd, which
+ * keeps the first and refreshes one of its two records of us.  The
+ * followers told are kept by normalized entity for the followings' stage.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
+{
+    ngx_str_t           type;
+    ngx_rbtree_node_t  *sentinel;
+
+    /* only what a following may get: our public profile posts */
+
+    if (t->post == NULL
+        || ngx_http_tent_json_str(t->post, "type", &type) != NGX_OK
+        || !ngx_http_tent_post_type_is(&type, "profile")
+        || !json_is_true(json_object_get(json_object_get(t->post,
+                                                         "permissions"),
+                                         "public")))
+    {
+        return NGX_OK;
+    }
+
+    t->told = ngx_palloc(t->pool, sizeof(ngx_rbtree_t));
+    sentinel = ngx_palloc(t->pool, sizeof(ngx_rbtree_node_t));
+
+    if (t->told == NULL || sentinel == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_rbtree_init(t->told, sentinel, ngx_str_rbtree_insert_value);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A record's entity in its one spelling, in "buf" (NGX_HTTP_TENT_ENTITY_MAX
+ * + NGX_HTTP_TENT_ENTITY_SLACK bytes); what is no entity URL, as it is.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_told_key(json_t *record, u_char *buf, ngx_str_t *key)
+{
+    ngx_str_t  entity;
+
+    if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_entity_normalize(&entity, buf, key) != NGX_OK) {
+        *key = entity;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the copy in the pool, exactly sized: 100k followers may be kept */
+
+static ngx_int_t
+ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
+{
+    u_char           buf[NGX_HTTP_TENT_ENTITY_MAX
+                         + NGX_HTTP_TENT_ENTITY_SLACK];
+    ngx_str_t        key;
+    ngx_str_node_t  *sn;
+
+    if (ngx_http_tent_delivery_told_key(follower, buf, &key) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    sn = ngx_palloc(t->pool, sizeof(ngx_str_node_t));
+    if (sn == NULL) {
+        return NGX_ERROR;
+    }
+
+    sn->str.data = ngx_pstrdup(t->pool, &key);
+    if (sn->str.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    sn->str.len = key.len;
+    sn->node.key = ngx_crc32_long(key.data, key.len);
+
+    ngx_rbtree_insert(t->told, &sn->node);
+
+    return NGX_OK;
+}
+
+
+/* a following told as a follower already: no second copy at its /posts */
+
+static ngx_int_t
+ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
+{
+    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
+    ngx_str_t  key;
+
+    if (t->told == NULL
+        || ngx_http_tent_delivery_told_key(following, buf, &key) != NGX_OK
+        || ngx_str_rbtree_lookup(t->told, &key,
+                                 ngx_crc32_long(key.data, key.len))
+           == NULL)
+    {
+        return 0;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": following \"%V\" is a "
+                   "follower told already", &t->post_id, &key);
+
+    return 1;
 }
 
 
