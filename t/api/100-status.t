@@ -1,10 +1,12 @@
 # tent_status (issue 13, part 6): the operator's counters of the whole
 # nginx, in JSON and in Prometheus's text format.  The counters move as a
 # signed POST /posts goes to one follower (one delivery, store
-# operations); only GET and HEAD are answered; allow/deny applies.
+# operations), a retry and a dead letter, a reload; only GET and HEAD are
+# answered; allow/deny applies.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
+                  reload_nginx);
 use Tent::Client;
 use Tent::Receiver;
 use JSON::PP;
@@ -152,6 +154,49 @@ ok(defined $m{'tent_store_operations_total{kind="write"}'}
    && defined $m{'tent_nonces_capacity{budget="owner"}'},
    'store operations, their time and the nonce cache, labelled');
 
+# a failure then a success: one retry, one delivery; a refusal: one dead
+sub post_one {
+    my ($text) = @_;
+    my $r = $c->request(POST => '/posts', cred => $owner,
+                        body => { type => $STATUS, content => { text => $text },
+                                  permissions => { public => JSON::PP::true } });
+    die "post: $r->{status} $r->{body}" unless $r->{status} == 200;
+}
+
+my $s6 = status();
+$rx->rules([{ method => 'POST', path => 'notifications', times => 1,
+              action => { status => 503, body => 'busy' } }]);
+post_one('retried once');
+ok(wait_for(sub { status()->{deliveries}{delivered}
+                  > $s6->{deliveries}{delivered} }, 20),
+   'delivered after a 503');
+wait_for(sub { status()->{deliveries}{in_flight} == 0 });
+my $s7 = status();
+is($s7->{deliveries}{retried} - $s6->{deliveries}{retried}, 1,
+   'retried: up by one');
+is($s7->{deliveries}{delivered} - $s6->{deliveries}{delivered}, 1,
+   'delivered: up by one, on the second attempt');
+is($s7->{deliveries}{queued} - $s6->{deliveries}{queued}, 1,
+   'queued: one job (a retry is the same job)');
+
+$rx->rules([{ method => 'POST', path => 'notifications',
+              action => { status => 404, body => 'no such path' } }]);
+post_one('refused');
+ok(wait_for(sub { status()->{deliveries}{dead} > $s7->{deliveries}{dead} }),
+   'a refusal is a dead letter');
+wait_for(sub { status()->{deliveries}{in_flight} == 0 });
+my $s8 = status();
+is($s8->{deliveries}{dead} - $s7->{deliveries}{dead}, 1, 'dead: up by one');
+is($s8->{deliveries}{delivered}, $s7->{deliveries}{delivered},
+   'and not delivered');
+
+# a reload keeps the zone, and the counters with it
+reload_nginx();
+sleep 1.5;
+my $s9 = status();
+is($s9->{deliveries}{delivered}, $s8->{deliveries}{delivered},
+   'the counters survive a reload');
+
 unlike(error_log_text(), qr/\[alert\]|exited on signal/, 'no alert, no crash');
 
 $rx->stop;
@@ -164,6 +209,7 @@ __DATA__
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -187,6 +233,7 @@ Cache-Control: no-store
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -205,6 +252,7 @@ HEAD /status
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -226,6 +274,7 @@ Allow: GET, HEAD
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -246,6 +295,7 @@ Allow: GET, HEAD
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -264,6 +314,7 @@ GET /status-denied
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
@@ -282,6 +333,7 @@ GET /status?format=xml
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
