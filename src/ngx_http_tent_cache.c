@@ -162,11 +162,15 @@ ngx_http_tent_cache_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     e = (ngx_http_tent_cache_entry_t *) sn;
 
     if (e == NULL || e->generation != c->generation) {
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_CACHE_MISSES, 1);
+
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent cache: miss %08XD, %uz bytes of key",
                        ngx_crc32_short(c->key.data, c->key.len), c->key.len);
         return NGX_DECLINED;
     }
+
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_CACHE_HITS, 1);
 
     ngx_queue_remove(&e->queue);
     ngx_queue_insert_head(&cache->lru, &e->queue);

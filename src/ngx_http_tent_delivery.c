@@ -37,6 +37,7 @@
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -372,6 +373,7 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     t->free.log = dl->log;
 
     dl->inflight++;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
     ngx_queue_insert_tail(&dl->tasks, &t->queue);
 
     return t;
@@ -535,6 +537,7 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
 
     ngx_http_tent_task_ended(dl, &t->key);
 

@@ -25,6 +25,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -513,6 +514,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
+
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
 
         n++;
     }
@@ -1039,6 +1042,8 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
             ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
+
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
 
         n++;
     }

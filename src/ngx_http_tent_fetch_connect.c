@@ -19,6 +19,7 @@
 #include "ngx_http_tent_fetch_private.h"
 #include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_resolver.h"
+#include "ngx_http_tent_shm.h"
 
 
 #define NGX_HTTP_TENT_SSL_SESSIONS      64
@@ -211,6 +212,8 @@ ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
 
             continue;
         }
+
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_CONNECTIONS, 1);
 
         break;
     }

@@ -23,6 +23,7 @@
 #include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_profile.h"
 #include "ngx_http_tent_resolver.h"
+#include "ngx_http_tent_status.h"
 #include "ngx_http_tent_store.h"
 
 #include <dirent.h>
@@ -265,6 +266,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
     { ngx_string("tent_entity_page"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_tent_entity_page_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_tent_status_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },

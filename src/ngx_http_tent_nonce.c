@@ -8,9 +8,10 @@
  * The shared memory zone tent_mac_nonce_cache: the nonces of signed
  * requests, each kept until its timestamp is too old to be accepted,
  * within budgets by the kind of key, so a replay through any worker is
- * caught and a flood of one kind never crowds out the owner's; and the
+ * caught and a flood of one kind never crowds out the owner's; the
  * two generation counters every worker reads (the anonymous replies',
- * the credentials'), which live in the zone every worker maps anyway.
+ * the credentials') and the counters of tent_status, which live in the
+ * zone every worker maps anyway.
  */
 
 
@@ -24,6 +25,11 @@
 #include <openssl/evp.h>
 
 
+#if (NGX_HTTP_TENT_STAT_BUDGETS != NGX_HTTP_TENT_NONCE_BUDGETS)
+#error "shm.h's NGX_HTTP_TENT_STAT_BUDGETS is auth's count of budgets"
+#endif
+
+
 typedef struct {
     ngx_rbtree_t                    rbtree;
     ngx_rbtree_node_t               sentinel;
@@ -34,6 +40,7 @@ typedef struct {
     time_t                          warned[NGX_HTTP_TENT_NONCE_BUDGETS];
     ngx_atomic_t                    generation;
     ngx_atomic_t                    credentials; /* their generation */
+    ngx_atomic_t                    stats[NGX_HTTP_TENT_STATS];
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -458,4 +465,73 @@ ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->credentials, 1);
     }
+}
+
+
+void
+ngx_http_tent_count(ngx_uint_t stat, ngx_atomic_int_t n)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared((ngx_cycle_t *) ngx_cycle);
+
+    if (sh && stat < NGX_HTTP_TENT_STATS) {
+        (void) ngx_atomic_fetch_add(&sh->stats[stat], n);
+    }
+}
+
+
+void
+ngx_http_tent_gauge(ngx_uint_t stat, ngx_atomic_uint_t v)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared((ngx_cycle_t *) ngx_cycle);
+
+    if (sh && stat < NGX_HTTP_TENT_STATS) {
+        sh->stats[stat] = v;
+    }
+}
+
+
+ngx_int_t
+ngx_http_tent_stats(ngx_cycle_t *cycle, ngx_http_tent_stats_t *st)
+{
+    ngx_uint_t                  i;
+    ngx_http_tent_nonce_ctx_t  *ctx;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    ngx_memzero(st, sizeof(ngx_http_tent_stats_t));
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
+
+    if (mcf == NULL || mcf->nonce_zone == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ctx = mcf->nonce_zone->data;
+
+    if (ctx->sh == NULL) {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_STATS; i++) {
+        st->value[i] = ctx->sh->stats[i];
+    }
+
+    /* the fill, consistent across budgets: read under the lock */
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
+        st->used[i] = ctx->sh->used[i];
+        st->limit[i] = (i == NGX_HTTP_TENT_NONCE_OWNER)
+                       ? ctx->sh->capacity : ctx->sh->capacity / 4;
+    }
+
+    st->capacity = ctx->sh->capacity;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
 }

@@ -23,6 +23,7 @@
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -685,7 +686,14 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         return;
     }
 
+    /*
+     * Counted as decided (tent_status): a queue write that fails runs
+     * the job again, and it is counted again.
+     */
+
     if (outcome == NGX_HTTP_TENT_RETRY) {
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_RETRIED, 1);
+
         delay = (uint64_t) mcf->delivery_retry << ngx_min(attempt, 30);
         if (delay > mcf->delivery_retry_max) {
             delay = mcf->delivery_retry_max;
@@ -713,6 +721,8 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 
         /* a dead letter, for the operator */
 
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_DEAD, 1);
+
         json_object_set_new(t->job, "status", json_integer(t->status));
         json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
 
@@ -729,6 +739,10 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
                        "status %ui", &t->post_id, t->status);
 
     } else {
+        if (outcome == NGX_HTTP_TENT_DELIVERED) {
+            ngx_http_tent_count(NGX_HTTP_TENT_STAT_DELIVERED, 1);
+        }
+
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                        "tent delivery: settled: post \"%V\": %s",
                        &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED

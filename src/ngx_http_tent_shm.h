@@ -10,9 +10,10 @@
 
 /*
  * The module's shared memory zone, as the layers below auth see it: two
- * generation counters every worker reads.  The store moves them from the
- * keys a write touched; the caches compare them.  The zone and its
- * nonces are ngx_http_tent_nonce.c's.
+ * generation counters every worker reads (the store moves them from the
+ * keys a write touched; the caches compare them), and the operator's
+ * counters that tent_status answers, moved where the events happen.  The
+ * zone and its nonces are ngx_http_tent_nonce.c's.
  */
 
 
@@ -28,6 +29,52 @@ void ngx_http_tent_generation_bump(ngx_cycle_t *cycle);
 /* credentials: moved by a write of a credential row */
 ngx_atomic_uint_t ngx_http_tent_credential_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
+
+
+/*
+ * The counters of tent_status: the whole nginx, every worker.  Each is
+ * an ngx_atomic_t of the zone, only added to, except the gauge of the
+ * delivery tasks running, which the one delivery engine sets.
+ */
+
+/* the store's kinds of operation, in the order of its op bytes */
+#define NGX_HTTP_TENT_STORE_KINDS       5
+
+/* the budgets of the nonce cache, auth's NGX_HTTP_TENT_NONCE_* */
+#define NGX_HTTP_TENT_STAT_BUDGETS      4
+
+
+typedef enum {
+    NGX_HTTP_TENT_STAT_QUEUED = 0,     /* jobs written by the fan-out */
+    NGX_HTTP_TENT_STAT_DELIVERED,
+    NGX_HTTP_TENT_STAT_RETRIED,
+    NGX_HTTP_TENT_STAT_DEAD,
+    NGX_HTTP_TENT_STAT_CONNECTIONS,    /* outbound, opened */
+    NGX_HTTP_TENT_STAT_REUSED,         /* outbound, reused: no keep-alive */
+    NGX_HTTP_TENT_STAT_STORE_OPS,      /* + op byte - 1: get ... mget */
+    NGX_HTTP_TENT_STAT_STORE_MS = NGX_HTTP_TENT_STAT_STORE_OPS
+                                  + NGX_HTTP_TENT_STORE_KINDS,
+    NGX_HTTP_TENT_STAT_CACHE_HITS = NGX_HTTP_TENT_STAT_STORE_MS
+                                    + NGX_HTTP_TENT_STORE_KINDS,
+    NGX_HTTP_TENT_STAT_CACHE_MISSES,
+    NGX_HTTP_TENT_STAT_IN_FLIGHT,      /* a gauge */
+    NGX_HTTP_TENT_STATS
+} ngx_http_tent_stat_e;
+
+
+typedef struct {
+    ngx_atomic_uint_t               value[NGX_HTTP_TENT_STATS];
+    ngx_uint_t                      used[NGX_HTTP_TENT_STAT_BUDGETS];
+    ngx_uint_t                      limit[NGX_HTTP_TENT_STAT_BUDGETS];
+    ngx_uint_t                      capacity;
+} ngx_http_tent_stats_t;
+
+
+void ngx_http_tent_count(ngx_uint_t stat, ngx_atomic_int_t n);
+void ngx_http_tent_gauge(ngx_uint_t stat, ngx_atomic_uint_t v);
+
+/* a copy of the counters and the nonce cache's fill; no zone: DECLINED */
+ngx_int_t ngx_http_tent_stats(ngx_cycle_t *cycle, ngx_http_tent_stats_t *st);
 
 
 #endif /* _NGX_HTTP_TENT_SHM_H_INCLUDED_ */

@@ -23,6 +23,12 @@
 #include "ngx_http_tent_store_private.h"
 
 
+#if (NGX_HTTP_TENT_OP_MGET - NGX_HTTP_TENT_OP_GET + 1                        \
+     != NGX_HTTP_TENT_STORE_KINDS)
+#error "shm.h's NGX_HTTP_TENT_STORE_KINDS counts the store's op bytes"
+#endif
+
+
 static ngx_int_t ngx_http_tent_store_reserve(ngx_http_tent_store_op_t *op,
     size_t n);
 static void ngx_http_tent_store_put_u8(ngx_http_tent_store_op_t *op,
@@ -739,6 +745,7 @@ void
 ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     u_char *data, size_t len)
 {
+    ngx_uint_t                      kind;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
@@ -768,6 +775,20 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
                                   1);
     }
 #endif
+
+    /* counted once, where it was submitted, not again by a relay */
+
+    if (sop->conn == NULL && sop->req_len >= 2
+        && sop->req[0] >= NGX_HTTP_TENT_OP_GET
+        && sop->req[0] < NGX_HTTP_TENT_OP_GET + NGX_HTTP_TENT_STORE_KINDS)
+    {
+        kind = sop->req[0] - NGX_HTTP_TENT_OP_GET;
+
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_STORE_OPS + kind, 1);
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_STORE_MS + kind,
+                            (ngx_atomic_int_t)
+                            (ngx_current_msec - sop->started));
+    }
 
     /* done or not (it may have happened): what it wrote is stale */
 

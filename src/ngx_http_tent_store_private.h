@@ -73,7 +73,7 @@ typedef struct {
     ngx_rbtree_node_t               node;
     ngx_queue_t                     queue;
     ngx_uint_t                      where;
-    ngx_msec_t                      started;     /* for the debug log */
+    ngx_msec_t                      started;     /* latency, debug log */
     ngx_http_tent_ipc_conn_t       *conn;
     unsigned                        failed_encoding:1;
     unsigned                        credential:1;  /* wrote one */

@@ -242,3 +242,82 @@ invalid number of arguments in "tent_entity_page" directive
 --- request
 GET /tent/profile
 --- error_code: 200
+
+
+
+=== TEST 20: tent_status takes no argument
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = /status { tent_status on; }
+--- must_die
+--- error_log
+invalid number of arguments in "tent_status" directive
+
+
+
+=== TEST 21: tent_status is only for a location
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_status;
+--- must_die
+--- error_log
+"tent_status" directive is not allowed here
+
+
+
+=== TEST 22: tent_status is not for http either
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_status;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_status" directive is not allowed here
+
+
+
+=== TEST 23: tent_status twice in a location
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = /status { tent_status; tent_status; }
+--- must_die
+--- error_log
+"tent_status" directive is duplicate
+
+
+
+=== TEST 24: tent_status beside another content handler
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = /status {
+        proxy_pass http://127.0.0.1:$TEST_NGINX_SERVER_PORT/x;
+        tent_status;
+    }
+--- must_die
+--- error_log
+"tent_status" directive conflicts with another handler
+
+
+
+=== TEST 25: tent_status in a location loads and answers
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = /status { tent_status; }
+--- request
+GET /status
+--- error_code: 200
+--- response_body_like: ^\{"deliveries":\{"queued":\d+,
+--- no_error_log
+[error]
+[alert]
