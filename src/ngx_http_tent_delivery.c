@@ -392,8 +392,6 @@ failed:
 ngx_int_t
 ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
-    ngx_str_t             *k;
-    ngx_uint_t             i;
     ngx_queue_t           *q;
     ngx_http_tent_task_t  *t;
 
@@ -410,24 +408,15 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
         }
     }
 
-    if (dl->done == NULL) {
+    if (dl->done == NULL || !ngx_http_tent_key_set_has(dl->done, key)) {
         return 0;
     }
 
-    k = dl->done->elts;
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: a row ended while this step's scan ran: "
+                   "\"%V\" not started again", key);
 
-    for (i = 0; i < dl->done->nelts; i++) {
-        if (k[i].len == key->len
-            && ngx_memcmp(k[i].data, key->data, key->len) == 0)
-        {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                           "tent delivery: a row ended while this step's "
-                           "scan ran: \"%V\" not started again", key);
-            return 1;
-        }
-    }
-
-    return 0;
+    return 1;
 }
 
 
@@ -443,26 +432,72 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 static void
 ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
-    ngx_str_t  *k;
-
     if (dl->pool == NULL) {
         return;         /* between passes: no scan outstanding */
     }
 
     if (dl->done == NULL) {
-        dl->done = ngx_array_create(dl->pool, 16, sizeof(ngx_str_t));
+        dl->done = ngx_http_tent_key_set_create(dl->pool);
         if (dl->done == NULL) {
             return;     /* at least once: at worst the row goes again */
         }
     }
 
-    k = ngx_array_push(dl->done);
-    if (k == NULL) {
-        return;
+    (void) ngx_http_tent_key_set_add(dl->pool, dl->done, key);
+}
+
+
+ngx_rbtree_t *
+ngx_http_tent_key_set_create(ngx_pool_t *pool)
+{
+    ngx_rbtree_t       *set;
+    ngx_rbtree_node_t  *sentinel;
+
+    set = ngx_palloc(pool, sizeof(ngx_rbtree_t));
+    sentinel = ngx_palloc(pool, sizeof(ngx_rbtree_node_t));
+
+    if (set == NULL || sentinel == NULL) {
+        return NULL;
     }
 
-    k->data = ngx_pstrdup(dl->pool, key);
-    k->len = k->data ? key->len : 0;
+    ngx_rbtree_init(set, sentinel, ngx_str_rbtree_insert_value);
+
+    return set;
+}
+
+
+/* the copy in the pool, exactly sized: 100k followers may be kept */
+
+ngx_int_t
+ngx_http_tent_key_set_add(ngx_pool_t *pool, ngx_rbtree_t *set,
+    ngx_str_t *key)
+{
+    ngx_str_node_t  *sn;
+
+    sn = ngx_palloc(pool, sizeof(ngx_str_node_t));
+    if (sn == NULL) {
+        return NGX_ERROR;
+    }
+
+    sn->str.data = ngx_pstrdup(pool, key);
+    if (sn->str.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    sn->str.len = key->len;
+    sn->node.key = ngx_crc32_long(key->data, key->len);
+
+    ngx_rbtree_insert(set, &sn->node);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_key_set_has(ngx_rbtree_t *set, ngx_str_t *key)
+{
+    return ngx_str_rbtree_lookup(set, key, ngx_crc32_long(key->data, key->len))
+           != NULL;
 }
 
 

@@ -40,7 +40,7 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                      inflight;
     ngx_uint_t                      next_entity;
     ngx_array_t                     rows;        /* key, value: outbox */
-    ngx_array_t                    *done;        /* keys ended this step */
+    ngx_rbtree_t                   *done;        /* keys ended this step */
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */
     unsigned                        profile_rows:1;
@@ -94,6 +94,12 @@ ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+
+/* a set of strings in a pool, looked up in log time */
+ngx_rbtree_t *ngx_http_tent_key_set_create(ngx_pool_t *pool);
+ngx_int_t ngx_http_tent_key_set_add(ngx_pool_t *pool, ngx_rbtree_t *set,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_key_set_has(ngx_rbtree_t *set, ngx_str_t *key);
 void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,

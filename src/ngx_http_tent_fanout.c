@@ -759,8 +759,7 @@ ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
 static ngx_int_t
 ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
 {
-    ngx_str_t           type;
-    ngx_rbtree_node_t  *sentinel;
+    ngx_str_t  type;
 
     /* only what a following may get: our public profile posts */
 
@@ -774,16 +773,9 @@ ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
         return NGX_OK;
     }
 
-    t->told = ngx_palloc(t->pool, sizeof(ngx_rbtree_t));
-    sentinel = ngx_palloc(t->pool, sizeof(ngx_rbtree_node_t));
+    t->told = ngx_http_tent_key_set_create(t->pool);
 
-    if (t->told == NULL || sentinel == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_rbtree_init(t->told, sentinel, ngx_str_rbtree_insert_value);
-
-    return NGX_OK;
+    return (t->told == NULL) ? NGX_ERROR : NGX_OK;
 }
 
 
@@ -809,36 +801,17 @@ ngx_http_tent_delivery_told_key(json_t *record, u_char *buf, ngx_str_t *key)
 }
 
 
-/* the copy in the pool, exactly sized: 100k followers may be kept */
-
 static ngx_int_t
 ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
 {
-    u_char           buf[NGX_HTTP_TENT_ENTITY_MAX
-                         + NGX_HTTP_TENT_ENTITY_SLACK];
-    ngx_str_t        key;
-    ngx_str_node_t  *sn;
+    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
+    ngx_str_t  key;
 
     if (ngx_http_tent_delivery_told_key(follower, buf, &key) != NGX_OK) {
         return NGX_OK;
     }
 
-    sn = ngx_palloc(t->pool, sizeof(ngx_str_node_t));
-    if (sn == NULL) {
-        return NGX_ERROR;
-    }
-
-    sn->str.data = ngx_pstrdup(t->pool, &key);
-    if (sn->str.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    sn->str.len = key.len;
-    sn->node.key = ngx_crc32_long(key.data, key.len);
-
-    ngx_rbtree_insert(t->told, &sn->node);
-
-    return NGX_OK;
+    return ngx_http_tent_key_set_add(t->pool, t->told, &key);
 }
 
 
@@ -852,9 +825,7 @@ ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
 
     if (t->told == NULL
         || ngx_http_tent_delivery_told_key(following, buf, &key) != NGX_OK
-        || ngx_str_rbtree_lookup(t->told, &key,
-                                 ngx_crc32_long(key.data, key.len))
-           == NULL)
+        || !ngx_http_tent_key_set_has(t->told, &key))
     {
         return 0;
     }
