@@ -7,8 +7,8 @@
 /*
  * Attachments (spec 7.7): the files of a multipart post made into its
  * attachment list, their bytes kept once per SHA-256 with a count of the
- * post versions that list them, and GET /posts/:id/attachments/:name,
- * served so that nothing of them runs on the entity's origin.
+ * post versions that list them (GET /posts/:id/attachments/:name is
+ * ngx_http_tent_attachment_serve.c).
  */
 
 
@@ -26,12 +26,6 @@
 
 #define NGX_HTTP_TENT_BLOB_TRIES  32
 
-/* images and media may show themselves; nothing else loads or runs */
-#define NGX_HTTP_TENT_ATTACHMENT_CSP                                          \
-    "default-src 'none'; img-src 'self'; media-src 'self'; "                  \
-    "style-src 'unsafe-inline'; sandbox"
-
-
 static ngx_int_t ngx_http_tent_blob_step(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_blob_counted(ngx_http_request_t *r,
@@ -41,8 +35,6 @@ static ngx_int_t ngx_http_tent_blob_probed(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_blob_cas(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_str_t *count, ngx_uint_t legacy);
 static ngx_int_t ngx_http_tent_blob_set(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
@@ -119,7 +111,10 @@ ngx_http_tent_blob_refs(ngx_pool_t *pool, ngx_array_t *refs, json_t *post)
     ngx_str_t   digest;
 
     json_array_foreach(json_object_get(post, "attachments"), i, a) {
+        /* a digest not of ours (none is stored now) counts nothing */
+
         if (ngx_http_tent_json_str(a, "digest", &digest) == NGX_OK
+            && ngx_http_tent_store_digest_valid(&digest) == NGX_OK
             && ngx_http_tent_blob_ref(pool, refs, &digest, NULL) != NGX_OK)
         {
             return NGX_ERROR;
@@ -367,11 +362,18 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             return ngx_http_tent_blob_step(r, ctx);
         }
 
-        /* the last reference: the count and the bytes go together */
+        /*
+         * the last reference: the count and the bytes go together (the
+         * file once the count's removal is written; a "b" row of bytes
+         * stored before files in the same batch)
+         */
 
         if (ngx_http_tent_store_cas(op, &key, count, count) != NGX_OK
             || ngx_http_tent_store_write_del(op, &key) != NGX_OK
-            || ngx_http_tent_store_write_del(op, &bkey) != NGX_OK)
+            || ngx_http_tent_store_write_del(op, &bkey) != NGX_OK
+            || ngx_http_tent_store_write_unlink(op, &ctx->entity,
+                                                &ref->digest)
+               != NGX_OK)
         {
             return ngx_http_tent_internal_error(r,
                        "adding the bytes' removal to the batch");
@@ -394,10 +396,11 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                        "adding the reference count to the batch");
         }
 
-        /* the first reference brings the bytes */
+        /* the first reference brings the bytes: a file, written first */
 
         if (count == NULL && !legacy && ref->bytes.data
-            && ngx_http_tent_store_write_put(op, &bkey, &ref->bytes)
+            && ngx_http_tent_store_write_file(op, &ctx->entity, &ref->digest,
+                                              &ref->bytes)
                != NGX_OK)
         {
             return ngx_http_tent_internal_error(r,
@@ -551,297 +554,4 @@ ngx_http_tent_post_attachments(ngx_http_request_t *r,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * GET /posts/:id/attachments/:name: the post first (it must be visible),
- * then the bytes, with the attachment's type; an Accept other than "any"
- * must name that type exactly, as tentd did.
- */
-
-ngx_int_t
-ngx_http_tent_post_attachment(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx)
-{
-    u_char                      *dst, *src;
-    ngx_int_t                    rc;
-    ngx_str_t                    name;
-    ngx_http_tent_post_state_t  *st;
-
-    name = ctx->params[ctx->nparams - 1];
-    ctx->nparams--;
-
-    rc = ngx_http_tent_post_get(r, ctx);
-
-    if (rc != NGX_DONE) {
-        return rc;
-    }
-
-    st = ctx->state;
-
-    st->attachment.data = ngx_pnalloc(r->pool, name.len);
-    if (st->attachment.data == NULL) {
-        return ngx_http_tent_internal_error(r,
-                   "decoding the attachment's name");
-    }
-
-    dst = st->attachment.data;
-    src = name.data;
-    ngx_unescape_uri(&dst, &src, name.len, 0);
-    st->attachment.len = dst - st->attachment.data;
-
-    return rc;
-}
-
-
-/*
- * Any app with write_posts uploads attachments, and they are served from
- * the entity's origin, next to the authorize page: none may run there.
- * All are sandboxed (no script, an opaque origin, nothing loaded), and
- * only types a browser shows as inert images, sound, video or text are
- * shown inline; the others (HTML, SVG, XML, scripts, PDF, unknown) are
- * downloads.
- */
-
-static ngx_str_t  ngx_http_tent_inline_types[] = {
-    ngx_string("image/png"),
-    ngx_string("image/jpeg"),
-    ngx_string("image/gif"),
-    ngx_string("image/webp"),
-    ngx_string("image/avif"),
-    ngx_string("image/bmp"),
-    ngx_string("audio/mpeg"),
-    ngx_string("audio/mp4"),
-    ngx_string("audio/aac"),
-    ngx_string("audio/ogg"),
-    ngx_string("audio/wav"),
-    ngx_string("audio/webm"),
-    ngx_string("audio/flac"),
-    ngx_string("video/mp4"),
-    ngx_string("video/webm"),
-    ngx_string("video/ogg"),
-    ngx_string("text/plain"),
-    ngx_null_string
-};
-
-
-static ngx_uint_t
-ngx_http_tent_attachment_inline(ngx_str_t *type)
-{
-    u_char     *p, *last;
-    ngx_str_t  *t;
-
-    p = type->data;
-    last = p + type->len;
-
-    /* of "image/png, text/html" a browser takes the last type */
-
-    if (ngx_strlchr(p, last, ',')) {
-        return 0;
-    }
-
-    while (p < last && (*p == ' ' || *p == '\t')) {
-        p++;
-    }
-
-    last = ngx_strlchr(p, last, ';');
-    if (last == NULL) {
-        last = type->data + type->len;
-    }
-
-    while (last > p && (last[-1] == ' ' || last[-1] == '\t')) {
-        last--;
-    }
-
-    for (t = ngx_http_tent_inline_types; t->len; t++) {
-        if ((size_t) (last - p) == t->len
-            && ngx_strncasecmp(p, t->data, t->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
-static ngx_int_t
-ngx_http_tent_attachment_headers(ngx_http_request_t *r, ngx_str_t *type,
-    ngx_str_t *name)
-{
-    u_char           *p, *s;
-    ngx_table_elt_t  *h;
-
-    static u_char  hex[] = "0123456789ABCDEF";
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Content-Security-Policy");
-    ngx_str_set(&h->value, NGX_HTTP_TENT_ATTACHMENT_CSP);
-
-    if (ngx_http_tent_attachment_inline(type)) {
-        return NGX_OK;
-    }
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* the name as RFC 6266's filename*: anything but a few bytes escaped */
-
-    p = ngx_pnalloc(r->pool, sizeof("attachment; filename*=UTF-8''") - 1
-                             + 3 * name->len);
-    if (p == NULL) {
-        h->hash = 0;
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Content-Disposition");
-    h->value.data = p;
-
-    p = ngx_cpymem(p, "attachment; filename*=UTF-8''",
-                   sizeof("attachment; filename*=UTF-8''") - 1);
-
-    for (s = name->data; s < name->data + name->len; s++) {
-        if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
-            || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-'
-            || *s == '_' || *s == '~')
-        {
-            *p++ = *s;
-            continue;
-        }
-
-        *p++ = '%';
-        *p++ = hex[*s >> 4];
-        *p++ = hex[*s & 0x0f];
-    }
-
-    h->value.len = p - h->value.data;
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_tent_post_blob(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    json_t *post)
-{
-    u_char                      *comma;
-    size_t                       i;
-    json_t                      *a;
-    ngx_str_t                    name, type, accept, digest;
-    ngx_http_tent_post_state_t  *st;
-
-    st = ctx->state;
-
-    ngx_str_null(&accept);
-
-#if (NGX_HTTP_HEADERS)
-    if (r->headers_in.accept) {
-        accept = r->headers_in.accept->value;
-    }
-#endif
-
-    comma = ngx_strlchr(accept.data, accept.data + accept.len, ',');
-    if (comma) {
-        accept.len = comma - accept.data;
-    }
-
-    if (accept.len == 3 && ngx_strncmp(accept.data, "*/*", 3) == 0) {
-        accept.len = 0;
-    }
-
-    json_array_foreach(json_object_get(post, "attachments"), i, a) {
-        if (ngx_http_tent_json_str(a, "name", &name) != NGX_OK
-            || ngx_http_tent_json_str(a, "type", &type) != NGX_OK
-            || ngx_http_tent_json_str(a, "digest", &digest) != NGX_OK
-            || name.len != st->attachment.len
-            || ngx_strncmp(name.data, st->attachment.data, name.len) != 0
-            || (accept.len
-                && (accept.len != type.len
-                    || ngx_strncasecmp(accept.data, type.data, type.len)
-                       != 0)))
-        {
-            continue;
-        }
-
-        st->attachment_type = type;
-
-        return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_BLOB,
-                                               &digest,
-                                               ngx_http_tent_post_blob_loaded);
-    }
-
-    return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-}
-
-
-static ngx_int_t
-ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_int_t                    rc, status;
-    ngx_buf_t                   *b;
-    ngx_str_t                    bytes;
-    ngx_chain_t                  out;
-    ngx_http_tent_ctx_t         *ctx;
-    ngx_http_tent_post_state_t  *st;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    ctx = ngx_http_tent_get_ctx(r);
-    st = ctx->state;
-
-    if (ngx_http_tent_attachment_headers(r, &st->attachment_type,
-                                         &st->attachment)
-        != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r,
-                   "setting the attachment's headers");
-    }
-
-    ctx->own_reply = 1;
-
-    ngx_http_tent_store_value(op, &bytes);
-
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = bytes.len;
-    r->headers_out.content_type = st->attachment_type;
-    r->headers_out.content_type_len = st->attachment_type.len;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
-
-    b->pos = bytes.data;
-    b->last = bytes.data + bytes.len;
-    b->memory = bytes.len ? 1 : 0;
-    b->last_buf = 1;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
 }

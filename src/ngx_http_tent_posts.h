@@ -33,7 +33,7 @@ ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_post_versions(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
-/* ngx_http_tent_attachments.c */
+/* ngx_http_tent_attachment_serve.c */
 ngx_int_t ngx_http_tent_post_attachment(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 

@@ -49,6 +49,8 @@ typedef struct {
     ngx_uint_t                      versions;
     ngx_str_t                       attachment;
     ngx_str_t                       attachment_type;
+    ngx_str_t                       attachment_digest;
+    ngx_uint_t                      attachment_public;
 
     /* the post's write, sent once its references are taken */
     ngx_http_tent_store_op_t       *write;
@@ -128,6 +130,8 @@ ngx_int_t ngx_http_tent_blob_refs_raw(ngx_http_request_t *r,
     ngx_array_t *refs, ngx_str_t *raw);
 ngx_int_t ngx_http_tent_blobs_adjust(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_int_t sign, ngx_http_tent_route_pt after);
+
+/* ngx_http_tent_attachment_serve.c */
 ngx_int_t ngx_http_tent_post_blob(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
 

@@ -449,6 +449,75 @@ ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 }
 
 
+/*
+ * An attachment's bytes as a file, with the compare-and-set that creates
+ * its count: the owner writes the file before the batch, so the count is
+ * never there without it.  A CAS only (the decoder refuses them in a
+ * plain write).
+ */
+
+ngx_int_t
+ngx_http_tent_store_write_file(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, ngx_str_t *digest, ngx_str_t *bytes)
+{
+    u_char                          name[NGX_HTTP_TENT_FILE_NAME_LEN];
+    ngx_str_t                       n;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->count_pos == 0 || sop->req[0] != NGX_HTTP_TENT_OP_CAS
+        || ngx_http_tent_store_file_name(entity, digest, name) != NGX_OK
+        || ngx_http_tent_store_reserve(op, 9 + sizeof(name) + bytes->len)
+           != NGX_OK)
+    {
+        sop->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    n.data = name;
+    n.len = sizeof(name);
+
+    ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_FILE);
+    ngx_http_tent_store_put_str(op, &n);
+    ngx_http_tent_store_put_str(op, bytes);
+    ngx_http_tent_store_write_count(op);
+
+    return NGX_OK;
+}
+
+
+/* the file goes once the batch that deletes its count is written */
+
+ngx_int_t
+ngx_http_tent_store_write_unlink(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, ngx_str_t *digest)
+{
+    u_char                          name[NGX_HTTP_TENT_FILE_NAME_LEN];
+    ngx_str_t                       n;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (sop->count_pos == 0 || sop->req[0] != NGX_HTTP_TENT_OP_CAS
+        || ngx_http_tent_store_file_name(entity, digest, name) != NGX_OK
+        || ngx_http_tent_store_reserve(op, 5 + sizeof(name)) != NGX_OK)
+    {
+        sop->failed_encoding = 1;
+        return NGX_ERROR;
+    }
+
+    n.data = name;
+    n.len = sizeof(name);
+
+    ngx_http_tent_store_put_u8(op, NGX_HTTP_TENT_WRITE_UNLINK);
+    ngx_http_tent_store_put_str(op, &n);
+    ngx_http_tent_store_write_count(op);
+
+    return NGX_OK;
+}
+
+
 /* the puts and deletes of one batch (write or CAS) added to another's */
 
 ngx_int_t

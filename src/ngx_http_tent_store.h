@@ -26,6 +26,10 @@
 #define NGX_HTTP_TENT_STORE_UNAVAILABLE  4
 #define NGX_HTTP_TENT_STORE_RETRY        5
 
+/* attachment files: a SHA-256 in hex; a file's name on the wire */
+#define NGX_HTTP_TENT_DIGEST_LEN         64
+#define NGX_HTTP_TENT_FILE_NAME_LEN      96
+
 typedef struct ngx_http_tent_store_op_s  ngx_http_tent_store_op_t;
 
 typedef void (*ngx_http_tent_store_done_pt)(ngx_http_tent_store_op_t *op);
@@ -62,6 +66,10 @@ ngx_int_t ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op,
     ngx_str_t *key, ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op,
     ngx_str_t *key);
+ngx_int_t ngx_http_tent_store_write_file(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, ngx_str_t *digest, ngx_str_t *bytes);
+ngx_int_t ngx_http_tent_store_write_unlink(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, ngx_str_t *digest);
 ngx_int_t ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op,
     ngx_str_t *start, ngx_str_t *end, ngx_uint_t limit, ngx_uint_t reverse);
 ngx_int_t ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
@@ -78,6 +86,14 @@ ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
     ngx_str_t *key, ngx_str_t *value);
 
 ngx_int_t ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_files.c: where attachment bytes are files */
+ngx_int_t ngx_http_tent_store_digest_valid(ngx_str_t *digest);
+ngx_int_t ngx_http_tent_store_file_name(ngx_str_t *entity, ngx_str_t *digest,
+    u_char *name);
+ngx_int_t ngx_http_tent_store_file_path(ngx_pool_t *pool,
+    ngx_str_t *store_path, ngx_str_t *entity, ngx_str_t *digest,
+    ngx_str_t *path);
 
 /* ngx_http_tent_store_request.c: the store from an HTTP request */
 ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,

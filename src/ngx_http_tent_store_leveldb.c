@@ -30,6 +30,7 @@ struct ngx_http_tent_ldb_s {
     leveldb_writeoptions_t     *write_async;
     char                       *path;
     char                       *error;
+    char                       *files;      /* attachments, or NULL */
 
     /*
      * A failed write (a full disk, a read-only file system) may leave
@@ -92,8 +93,9 @@ static ngx_int_t ngx_http_tent_in_str(ngx_http_tent_in_t *in, ngx_str_t *s);
 static int ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b);
 static ngx_int_t ngx_http_tent_in_entry(ngx_http_tent_in_t *in,
     ngx_uint_t *kind, ngx_str_t *key, ngx_str_t *value);
+static ngx_int_t ngx_http_tent_file_name_ok(ngx_str_t *name);
 static ngx_int_t ngx_http_tent_in_batch(ngx_http_tent_in_t *in,
-    ngx_http_tent_ldb_req_t *rq);
+    ngx_http_tent_ldb_req_t *rq, ngx_uint_t files);
 static const char *ngx_http_tent_ldb_decode(u_char *req, size_t len,
     ngx_http_tent_ldb_req_t *rq);
 static ngx_int_t ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
@@ -108,6 +110,8 @@ static void ngx_http_tent_exec_scan(ngx_http_tent_ldb_t *ldb,
     ngx_http_tent_ldb_req_t *rq, ngx_http_tent_out_t *out);
 static ngx_int_t ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n,
     ngx_str_t *key);
+static ngx_int_t ngx_http_tent_cas_files(ngx_http_tent_ldb_t *ldb,
+    ngx_http_tent_ldb_req_t *rq, ngx_uint_t kind, ngx_log_t *log);
 
 
 ngx_http_tent_ldb_t *
@@ -170,6 +174,15 @@ ngx_http_tent_ldb_open(ngx_http_tent_ldb_t *ldb)
     } else if (err) {
         leveldb_free(err);
     }
+}
+
+
+/* where the owner keeps attachment files; without it a CAS naming one fails */
+
+void
+ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir)
+{
+    ldb->files = dir;
 }
 
 
@@ -384,7 +397,34 @@ ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b)
 }
 
 
-/* one put or delete of a batch */
+/*
+ * An attachment file's name: the entity's hash and the digest, 96
+ * lowercase hex digits (ngx_http_tent_store_file_name()); nothing else
+ * may reach a path.
+ */
+
+static ngx_int_t
+ngx_http_tent_file_name_ok(ngx_str_t *name)
+{
+    size_t  i;
+
+    if (name->len != NGX_HTTP_TENT_FILE_NAME_LEN) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < name->len; i++) {
+        if (!((name->data[i] >= '0' && name->data[i] <= '9')
+              || (name->data[i] >= 'a' && name->data[i] <= 'f')))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* one put or delete of a batch, or an attachment file's */
 
 static ngx_int_t
 ngx_http_tent_in_entry(ngx_http_tent_in_t *in, ngx_uint_t *kind,
@@ -396,18 +436,35 @@ ngx_http_tent_in_entry(ngx_http_tent_in_t *in, ngx_uint_t *kind,
         return NGX_ERROR;
     }
 
-    if (*kind == NGX_HTTP_TENT_WRITE_PUT) {
-        return ngx_http_tent_in_str(in, value);
-    }
+    switch (*kind) {
 
-    return (*kind == NGX_HTTP_TENT_WRITE_DEL) ? NGX_OK : NGX_ERROR;
+    case NGX_HTTP_TENT_WRITE_PUT:
+        return ngx_http_tent_in_str(in, value);
+
+    case NGX_HTTP_TENT_WRITE_DEL:
+        return NGX_OK;
+
+    case NGX_HTTP_TENT_WRITE_FILE:
+        return (ngx_http_tent_file_name_ok(key) == NGX_OK)
+               ? ngx_http_tent_in_str(in, value) : NGX_ERROR;
+
+    case NGX_HTTP_TENT_WRITE_UNLINK:
+        return ngx_http_tent_file_name_ok(key);
+
+    default:
+        return NGX_ERROR;
+    }
 }
 
 
-/* "u32 n, n x (PUT key value | DEL key)" to the end of the input */
+/*
+ * "u32 n, n x (PUT key value | DEL key)" to the end of the input; a
+ * compare-and-set's ("files") may also write or remove attachment files
+ */
 
 static ngx_int_t
-ngx_http_tent_in_batch(ngx_http_tent_in_t *in, ngx_http_tent_ldb_req_t *rq)
+ngx_http_tent_in_batch(ngx_http_tent_in_t *in, ngx_http_tent_ldb_req_t *rq,
+    ngx_uint_t files)
 {
     uint32_t    i;
     ngx_str_t   key, value;
@@ -421,6 +478,12 @@ ngx_http_tent_in_batch(ngx_http_tent_in_t *in, ngx_http_tent_ldb_req_t *rq)
 
     for (i = 0; i < rq->n; i++) {
         if (ngx_http_tent_in_entry(in, &kind, &key, &value) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (!files && kind != NGX_HTTP_TENT_WRITE_PUT
+            && kind != NGX_HTTP_TENT_WRITE_DEL)
+        {
             return NGX_ERROR;
         }
     }
@@ -470,7 +533,7 @@ ngx_http_tent_ldb_decode(u_char *req, size_t len, ngx_http_tent_ldb_req_t *rq)
             || ngx_http_tent_in_u8(&in, &rq->has) != NGX_OK
             || (rq->has && ngx_http_tent_in_str(&in, &rq->expected) != NGX_OK)
             || ngx_http_tent_in_str(&in, &rq->value) != NGX_OK
-            || ngx_http_tent_in_batch(&in, rq) != NGX_OK)
+            || ngx_http_tent_in_batch(&in, rq, 1) != NGX_OK)
         {
             return "malformed cas";
         }
@@ -478,7 +541,7 @@ ngx_http_tent_ldb_decode(u_char *req, size_t len, ngx_http_tent_ldb_req_t *rq)
         return NULL;
 
     case NGX_HTTP_TENT_OP_WRITE:
-        if (ngx_http_tent_in_batch(&in, rq) != NGX_OK) {
+        if (ngx_http_tent_in_batch(&in, rq, 0) != NGX_OK) {
             return "malformed write";
         }
 
@@ -543,8 +606,12 @@ ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
             leveldb_writebatch_put(batch, (char *) key.data, key.len,
                                    (char *) value.data, value.len);
 
-        } else {
+        } else if (kind == NGX_HTTP_TENT_WRITE_DEL) {
             leveldb_writebatch_delete(batch, (char *) key.data, key.len);
+
+        } else {
+            /* a file: ngx_http_tent_cas_files() */
+            continue;
         }
 
         if (keys) {
@@ -826,6 +893,48 @@ ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n, ngx_str_t *key)
 
 
 /*
+ * A compare-and-set's attachment files of one kind: FILE, written
+ * before the group's batch (NGX_ERROR: it does not hold), or UNLINK,
+ * removed once the batch is written.
+ */
+
+static ngx_int_t
+ngx_http_tent_cas_files(ngx_http_tent_ldb_t *ldb, ngx_http_tent_ldb_req_t *rq,
+    ngx_uint_t kind, ngx_log_t *log)
+{
+    uint32_t            i;
+    ngx_str_t           name, bytes;
+    ngx_uint_t          k;
+    ngx_http_tent_in_t  in;
+
+    in = rq->items;
+
+    for (i = 0; i < rq->n; i++) {
+        (void) ngx_http_tent_in_entry(&in, &k, &name, &bytes);
+
+        if (k != kind) {
+            continue;
+        }
+
+        if (ldb->files == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (kind == NGX_HTTP_TENT_WRITE_UNLINK) {
+            ngx_http_tent_files_unlink(ldb->files, &name, log);
+
+        } else if (ngx_http_tent_files_write(ldb->files, &name, &bytes, log)
+                   != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * The compare-and-sets of a group (docs/store.md), the only way one
  * runs: each is read and compared in turn, those that hold go into one
  * synced write.  g->ran of them are answered in g->res (NULL: no memory),
@@ -917,7 +1026,18 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
             leveldb_free(v);
         }
 
-        /* it holds: its value and batch join the group's write */
+        /*
+         * it holds: its attachment files first (a count is never written
+         * without its file), then its value and batch join the write
+         */
+
+        if (ngx_http_tent_cas_files(ldb, &rq, NGX_HTTP_TENT_WRITE_FILE, log)
+            != NGX_OK)
+        {
+            ngx_http_tent_out_status(&out[i],
+                                     NGX_HTTP_TENT_STORE_UNAVAILABLE);
+            continue;
+        }
 
         leveldb_writebatch_put(batch, (char *) rq.key.data, rq.key.len,
                                (char *) rq.value.data, rq.value.len);
@@ -952,6 +1072,21 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
             }
 
             leveldb_free(err);
+
+        } else {
+            /* the counts that went are written: their files go now */
+
+            for (j = 0; j < g->ran; j++) {
+                if (out[j].len == 1 && out[j].data[0] == NGX_HTTP_TENT_STORE_OK)
+                {
+                    sop = ngx_http_tent_sop(g->ops[j]);
+                    (void) ngx_http_tent_ldb_decode(sop->req, sop->req_len,
+                                                    &rq);
+                    (void) ngx_http_tent_cas_files(ldb, &rq,
+                                                   NGX_HTTP_TENT_WRITE_UNLINK,
+                                                   log);
+                }
+            }
         }
     }
 

@@ -59,6 +59,7 @@ static void ngx_http_tent_owner_reopen_thread(void *data, ngx_log_t *log);
 ngx_int_t
 ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
 {
+    u_char               *files;
     ngx_thread_task_t    *task;
     ngx_http_tent_ldb_t  *ldb;
 
@@ -67,6 +68,18 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
     if (ldb == NULL) {
         return NGX_ERROR;
     }
+
+    /* attachment bytes: files beside the database (docs/store.md) */
+
+    files = ngx_pnalloc(ngx_cycle->pool,
+                        store->path.len + sizeof("/attachments"));
+    if (files == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_sprintf(files, "%V/attachments%Z", &store->path);
+
+    ngx_http_tent_ldb_files(ldb, (char *) files);
 
     /* open and close reuse one task each: retries allocate nothing */
 

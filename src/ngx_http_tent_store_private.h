@@ -36,6 +36,13 @@
 #define NGX_HTTP_TENT_WRITE_PUT          1
 #define NGX_HTTP_TENT_WRITE_DEL          2
 
+/*
+ * compare-and-sets only: an attachment's file, written before the batch
+ * (name, bytes), or removed after it (name); docs/store.md
+ */
+#define NGX_HTTP_TENT_WRITE_FILE         3
+#define NGX_HTTP_TENT_WRITE_UNLINK       4
+
 /* one IPC frame, and so one request or reply, is at most this big */
 #define NGX_HTTP_TENT_MAX_FRAME          (64 * 1024 * 1024)
 
@@ -226,10 +233,17 @@ void ngx_http_tent_ldb_forget_error(ngx_http_tent_ldb_t *ldb);
 ngx_uint_t ngx_http_tent_ldb_write_failed(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_close(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb);
+void ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir);
 ngx_int_t ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req,
     size_t len, u_char **res, size_t *res_len);
 void ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
     ngx_http_tent_cas_group_t *g, ngx_log_t *log);
+
+/* ngx_http_tent_store_files.c: the owner's side, on a pool thread */
+ngx_int_t ngx_http_tent_files_write(const char *dir, ngx_str_t *name,
+    ngx_str_t *bytes, ngx_log_t *log);
+void ngx_http_tent_files_unlink(const char *dir, ngx_str_t *name,
+    ngx_log_t *log);
 
 /* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
 ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);
