@@ -912,12 +912,18 @@ ngx_http_tent_cas_files(ngx_http_tent_ldb_t *ldb, ngx_http_tent_ldb_req_t *rq,
     for (i = 0; i < rq->n; i++) {
         (void) ngx_http_tent_in_entry(&in, &k, &name, &bytes);
 
-        if (k != kind) {
+        if (k != NGX_HTTP_TENT_WRITE_FILE && k != NGX_HTTP_TENT_WRITE_UNLINK) {
             continue;
         }
 
+        /* no directory (fuzz_store): a CAS naming files does not hold */
+
         if (ldb->files == NULL) {
             return NGX_ERROR;
+        }
+
+        if (k != kind) {
+            continue;
         }
 
         if (kind == NGX_HTTP_TENT_WRITE_UNLINK) {
