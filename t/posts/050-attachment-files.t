@@ -15,6 +15,8 @@ use Tent::Util qw(start_last_nginx stop_last_nginx);
 use Tent::Client;
 use JSON::PP;
 use Digest::SHA qw(sha256_hex);
+use IO::Socket::IP;
+use Socket;
 
 workers(2);
 no_shuffle();
@@ -171,6 +173,11 @@ is("$res->{status} $res->{headers}{'content-length'}", '206 10',
    'HEAD with a range: 206, its length');
 is($res->{body}, '', 'no body');
 
+$res = get($pid, 'p.jpg', headers => { Range => 'bytes=0-9', 'If-Range' => "\"$D\"" });
+is($res->{status}, 206, 'If-Range with the ETag: the range');
+$res = get($pid, 'p.jpg', headers => { Range => 'bytes=0-9', 'If-Range' => '"other"' });
+is($res->{status}, 200, 'If-Range with another: the whole file');
+
 # ---- a private post: its attachment is nobody else's
 
 my $S = bytes('secret', 5000);
@@ -257,6 +264,48 @@ $res = send_mp(POST => '/posts', { type => $PHOTO, content => {},
                ['photos', 'again.png', 'image/png', $Q]);
 ok(-f file_of($QD), 'uploaded again: the file again');
 ok(get($res->{json}{id}, 'again.png')->{body} eq $Q, 'served');
+
+# a file removed while a reader is sending it: read to its end
+my $G = bytes('big', 9_000_000);
+my $GD = sha256_hex($G);
+$res = send_mp(POST => '/posts', { type => $PHOTO, content => {},
+                                   permissions => public() },
+               ['photos', 'big.bin', 'application/octet-stream', $G]);
+is($res->{status}, 200, 'a 9 MB attachment') or diag($res->{body});
+my $gid = $res->{json}{id};
+my $sock = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                               PeerPort => $ENV{TEST_NGINX_SERVER_PORT} || 1984)
+    or die "connect: $!";
+# a small window: most of the file is still to be read when it goes
+setsockopt($sock, Socket::SOL_SOCKET(), Socket::SO_RCVBUF(), 262144);
+print {$sock} "GET /tent/posts/$gid/attachments/big.bin HTTP/1.1\r\n"
+            . "Host: localhost\r\nConnection: close\r\n\r\n";
+my $got = '';
+sysread($sock, $got, 4096, length $got) while $got !~ /\r\n\r\n/;
+is($c->request(DELETE => "/posts/$gid", cred => $writer)->{status}, 200,
+   'its post deleted while the answer is being read');
+ok(!-e file_of($GD), 'the file is gone');
+while (1) {
+    my $r = sysread($sock, $got, 65536, length $got);
+    last unless $r;
+}
+close $sock;
+my ($head, $body) = split /\r\n\r\n/, $got, 2;
+like($head, qr{^HTTP/1\.1 200}, 'the reader got 200');
+ok(defined $body && $body eq $G, 'and every byte, read from the open file');
+is(get($gid, 'big.bin')->{status}, 404, 'the next reader: 404');
+
+# a counted digest whose file is missing (never by the module): 404, no 500
+my $LB = bytes('lost', 100);
+$res = send_mp(POST => '/posts', { type => $PHOTO, content => {},
+                                   permissions => public() },
+               ['photos', 'lost.png', 'image/png', $LB]);
+my $lost = $res->{json}{id};
+ok(unlink(file_of(sha256_hex($LB))), 'a file removed by hand');
+$res = get($lost, 'lost.png');
+is($res->{status}, 404, 'its attachment: 404 (no bytes anywhere), not a 500');
+is($c->request(DELETE => "/posts/$lost", cred => $writer)->{status}, 200,
+   'its post can still be deleted');
 
 # an empty file
 $res = send_mp(POST => '/posts', { type => $PHOTO, content => {},
