@@ -8,7 +8,9 @@
 # Cache-Control public or private.  And as an attacker: a private post's
 # attachment to anyone else, names and digests that try to leave the
 # directory, a digest a client lists without uploading the bytes (another
-# post's), bytes stored as a "b" row before files (still served).
+# post's), bytes stored as a "b" row before files (still served).  The
+# server has sendfile on (the error log shows "sendfile:" lines), so
+# the file is sent as it is in production.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -395,6 +397,7 @@ __DATA__
 --- config
     tent_entity https://alice.example;
     max_ranges 4;
+    sendfile on;
     location = /tent/oauth/authorize {
         tent_owner "the owner";
     }
