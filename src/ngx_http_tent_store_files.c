@@ -123,7 +123,7 @@ ngx_int_t
 ngx_http_tent_store_file_path(ngx_pool_t *pool, ngx_str_t *store_path,
     ngx_str_t *entity, ngx_str_t *digest, ngx_str_t *path)
 {
-    u_char     name[NGX_HTTP_TENT_FILE_NAME_LEN];
+    u_char     name[NGX_HTTP_TENT_FILE_NAME_LEN], *dir;
     size_t     size;
     ngx_int_t  rc;
     ngx_str_t  n;
@@ -137,18 +137,20 @@ ngx_http_tent_store_file_path(ngx_pool_t *pool, ngx_str_t *store_path,
            + NGX_HTTP_TENT_FILE_NAME_LEN + 8;
 
     path->data = ngx_pnalloc(pool, size);
-    if (path->data == NULL) {
+    dir = ngx_pnalloc(pool, store_path->len + sizeof("/attachments"));
+
+    if (path->data == NULL || dir == NULL) {
         return NGX_ERROR;
     }
 
     n.data = name;
     n.len = sizeof(name);
 
-    (void) ngx_sprintf(path->data, "%V/attachments%Z", store_path);
+    (void) ngx_sprintf(dir, "%V/attachments%Z", store_path);
 
     /* the same layout the owner writes */
 
-    if (ngx_http_tent_files_path((char *) path->data, &n, path->data, size)
+    if (ngx_http_tent_files_path((char *) dir, &n, path->data, size)
         != NGX_OK)
     {
         return NGX_ERROR;
