@@ -44,7 +44,6 @@
 static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
-static void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
@@ -200,7 +199,7 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     dl->pool = pool;
 
     if (dl->prune) {
-        ngx_http_tent_delivery_prune(dl);
+        ngx_http_tent_delivery_status_prune(dl);
         return;
     }
 
@@ -214,7 +213,7 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
  * which each pass removes up to a scan's worth, unsynced.
  */
 
-static void
+void
 ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;

@@ -40,11 +40,6 @@ static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
 
 
-#define NGX_HTTP_TENT_DELIVERED    0
-#define NGX_HTTP_TENT_REFUSED      1
-#define NGX_HTTP_TENT_RETRY        2
-
-
 /* the due jobs, as many as there is room for */
 
 void
@@ -595,6 +590,8 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
                    &f->url, ngx_http_tent_fetch_strerror(f->result),
                    f->status);
 
+    ngx_http_tent_delivery_status_answer(t, f);
+
     if (f->result == NGX_HTTP_TENT_FETCH_OK
         && f->status >= 200 && f->status <= 299)
     {
@@ -747,6 +744,13 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
                        "tent delivery: settled: post \"%V\": %s",
                        &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED
                                     ? "delivered" : "dropped");
+    }
+
+    if (ngx_http_tent_delivery_status_settled(t, wop, outcome, attempt, due)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "writing the delivery's status");
+        return;
     }
 
     ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
