@@ -34,7 +34,7 @@
 
 
 static ngx_int_t ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t,
-    ngx_str_t *jid, ngx_str_t *key);
+    ngx_pool_t *pool, ngx_str_t *jid, ngx_str_t *key);
 static ngx_int_t ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, ngx_str_t *key, json_t *record,
     ngx_uint_t ended);
@@ -45,12 +45,13 @@ static void ngx_http_tent_delivery_status_pruned(ngx_http_tent_store_op_t *op);
 
 /*
  * A job id of one of our posts, "<recipient> <post id> <version>", into
- * the key of its status record.  NGX_DECLINED: not one to keep.
+ * the key of its status record.  NGX_DECLINED: not one to keep.  Made in
+ * the batch's pool, as what the batch writes.
  */
 
 static ngx_int_t
-ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_str_t *jid,
-    ngx_str_t *key)
+ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_pool_t *pool,
+    ngx_str_t *jid, ngx_str_t *key)
 {
     u_char     *p, *v, *last;
     ngx_int_t   version;
@@ -80,7 +81,7 @@ ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_str_t *jid,
     pid.data = p + 1;
     pid.len = v - p - 1;
 
-    return ngx_http_tent_delivery_key(t->pool, &t->ent->entity, &pid,
+    return ngx_http_tent_delivery_key(pool, &t->ent->entity, &pid,
                                       (uint32_t) version, &rid, key);
 }
 
@@ -93,8 +94,8 @@ ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_str_t  value, rest, rid, ekey, empty;
 
     if (record == NULL
-        || ngx_http_tent_json_cleanup(t->pool, record) != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, record, &value) != NGX_OK
+        || ngx_http_tent_json_cleanup(wop->pool, record) != NGX_OK
+        || ngx_http_tent_json_dump(wop->pool, record, &value) != NGX_OK
         || ngx_http_tent_store_write_put(wop, key, &value) != NGX_OK)
     {
         return NGX_ERROR;
@@ -110,7 +111,7 @@ ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
 
     if (ngx_http_tent_delivery_key_parse(&t->ent->entity, key, &rest, &rid)
         != NGX_OK
-        || ngx_http_tent_timed_key(t->pool, &t->ent->entity,
+        || ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
                                    NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
                                    ngx_http_tent_now_ms(), &rest, &ekey)
            != NGX_OK
@@ -149,7 +150,7 @@ ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
         entity = &e;
     }
 
-    rc = ngx_http_tent_delivery_status_key(t, jid, &key);
+    rc = ngx_http_tent_delivery_status_key(t, wop->pool, jid, &key);
 
     if (rc != NGX_OK) {
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
@@ -208,7 +209,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         return NGX_OK;
     }
 
-    rc = ngx_http_tent_delivery_status_key(t, &jid, &key);
+    rc = ngx_http_tent_delivery_status_key(t, wop->pool, &jid, &key);
 
     if (rc != NGX_OK) {
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
@@ -228,6 +229,10 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
 
     state = (outcome == NGX_HTTP_TENT_RETRY) ? "retrying"
             : (outcome == NGX_HTTP_TENT_REFUSED) ? "failed" : "delivered";
+
+    if (t->status == 0 && t->error == NULL) {
+        t->error = "not sent: no server or notification path to send to";
+    }
 
     record = json_pack("{s:o, s:s, s:I, s:o, s:o, s:I, s:o}",
                        "entity", ngx_http_tent_json_string(&entity),
