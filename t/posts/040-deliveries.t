@@ -8,7 +8,7 @@
 # another type, another entity's app in the same nginx, a received post,
 # ids that do not exist or are malformed.  Bad limit, version and
 # cursors are 400.  The records go tent_delivery_dead_letter_time after
-# their job ended.
+# their job ended.  A follower that cannot be reached: last_error.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
@@ -361,6 +361,25 @@ is_deeply(deliveries()->{json}{counts},
           'counts: nothing left');
 like(error_log_text(), qr/ended deliveries' records expired|dead letters expired/,
      'the prune ran');
+
+# ---- a follower no one answers for: no status, and why
+
+my $rxc = Tent::Receiver->start;
+my $C = $rxc->url;
+$res = $c->request(POST => '/followers',
+                   body => { entity => $C, types => [$STATUS],
+                             notification_path => 'notifications/n' });
+is($res->{status}, 200, 'C follows') or diag $res->{body};
+$rxc->stop;
+$res = $c->request(POST => '/posts', cred => $owner,
+                   body => { type => $STATUS, content => { text => 'C?' },
+                             permissions => { public => JSON::PP::true } });
+$id = $res->{json}{id};
+ok(wait_for(sub { (by_entity()->{$C}{state} // '') eq 'retrying' }),
+   'C retrying: its server is gone');
+$d = by_entity();
+ok(!defined $d->{$C}{last_status}, 'no answer: no last_status');
+is($d->{$C}{last_error}, 'could not connect', 'last_error says why');
 
 unlike(error_log_text(), qr/\[alert\]|exited on signal/, 'no alert, no crash');
 
