@@ -20,9 +20,11 @@
 #   3. BIG followers (the SMALL ones and more): one public post, the same
 #      clock, the latency client, and the VmRSS of every module worker
 #      sampled every 0.2 s, then again 3 s after the last delivery;
-#   4. same-node: LOCAL entities in the module's own nginx (server blocks
-#      sharing its tent_store) follow it; one public post reaches them
-#      all with no HTTP request (their access log stays empty);
+#   4. same-node: LOCAL entities of one nginx (server blocks sharing its
+#      tent_store, each on its own port) follow another of it (POST
+#      /followings, over HTTP: bench/fanout-local.pl); LOCAL_POSTS public
+#      posts reach them all with no HTTP request (their access log counts
+#      the POSTs: none), counted by tent_status's deliveries.local;
 #   5. the baseline: wrk POSTing the same size of body to one receiver
 #      port for DURATION s, keep-alive.
 # Result lines (bench/run-all.sh keeps those with "ratio ... (target"):
@@ -33,6 +35,7 @@
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
 #
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
+#   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
 #   that phase.  Everything stops by itself: every wait is bounded.
@@ -45,6 +48,7 @@ SMALL=${SMALL:-1000}
 SMALL_POSTS=${SMALL_POSTS:-20}
 BIG=${BIG:-100000}
 LOCAL=${LOCAL:-1000}
+LOCAL_POSTS=${LOCAL_POSTS:-20}
 HOSTS=${HOSTS:-4}
 WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-64}
@@ -267,8 +271,82 @@ fi
 
 # --- 4. same-node -----------------------------------------------------------------
 if [ "$LOCAL" != 0 ]; then
-    bench_log "same-node: $LOCAL entities of this nginx follow it"
-    bench_log "  (not measured yet)"
+    # its own nginx: LOCAL + 1 server blocks sharing one tent_store, each
+    # entity on its own port (Tent::Client connects to 127.0.0.1)
+    sport=$(bench_free_port 18281)
+    lbase=$((sport + 1))
+    ss -Htln | awk '{ print $4 }' | sed 's/.*://' | sort -u \
+        | awk -v a="$lbase" -v b="$((lbase + LOCAL))" '$1 >= a && $1 < b' \
+        | grep -q . && bench_die "ports $lbase..$((lbase + LOCAL - 1)) are not all free"
+    surl=http://127.0.0.1:$sport
+    sprefix=$(bench_prefix same-node)
+    blocks=
+    for i in $(seq 0 $((LOCAL - 1))); do
+        blocks="$blocks
+    server {
+        listen         127.0.0.1:$((lbase + i));
+        access_log     $sprefix/logs/local.log notes;
+        tent_entity    http://127.0.0.1:$((lbase + i));
+        tent_mac_skew  30m;
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }
+    }"
+    done
+    bench_write_conf "$sprefix" "$sport" "$WORKERS" \
+        "load_module $BENCH_MODULE;" \
+"        tent_entity    $surl;
+        tent_mac_skew  30m;
+
+        location = /status {
+            tent_status;
+        }
+
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }" \
+"    tent_store                        $sprefix/store;
+    tent_outbound_allow               127.0.0.0/8 ::1;
+    tent_outbound_max_requests        512;
+    tent_delivery_interval            50ms;
+    tent_delivery_concurrency         $CONCURRENCY;
+    log_format  notes  '\$request_method \$uri';
+$blocks"
+    bench_nginx_start "$sprefix" "$surl/tent/profile"
+    scred=$(perl "$BENCH_TOP/util/demo-owner.pl" "$sport" "$sprefix") \
+        || bench_die "could not make an owner app on the same-node nginx"
+
+    bench_log "same-node: $LOCAL entities of one nginx follow another"
+    perl "$BENCH_TOP/bench/fanout-local.pl" "$surl" "$lbase" "$LOCAL" \
+        || bench_die "the same-node follows failed"
+    sleep 1
+
+    local_count() {
+        curl -fsS --max-time 5 "$surl/status" 2>/dev/null \
+            | perl -MJSON::PP -e '
+                my $s = eval { decode_json(join "", <STDIN>) } || {};
+                print $s->{deliveries}{local} || 0, "\n"'
+    }
+    lbefore=$(local_count)
+    notes_before=$(grep -c '^POST' "$sprefix/logs/local.log" || true)
+    start=$(date +%s.%N)
+    mport_save=$mport cred_save=$cred
+    mport=$sport cred=$scred
+    post "$LOCAL_POSTS"
+    mport=$mport_save cred=$cred_save
+    got=$(wait_for local_count $((lbefore + LOCAL * LOCAL_POSTS)))
+    end=$(date +%s.%N)
+    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+    rate_local=$(awk -v n="$((got - lbefore))" -v s="$secs" \
+                 'BEGIN { printf "%d", n / s }')
+    http_local=$(( $(grep -c '^POST' "$sprefix/logs/local.log" || true) \
+                   - notes_before ))
+    bench_log "  $((got - lbefore)) of $((LOCAL * LOCAL_POSTS)) local deliveries in $secs s;" \
+              "POSTs to the local entities meanwhile: $http_local"
 fi
 
 # --- 5. the baseline --------------------------------------------------------------
@@ -295,13 +373,19 @@ if [ "$BIG" != 0 ]; then
          "(target 20000 deliveries/s; $HOSTS hosts, 1 post)"
 fi
 big_lat=
-[ "$BIG" = 0 ] || big_lat=", $BIG $lat_big"
+p99_top=${lat_small#*/}
+[ "$BIG" = 0 ] || { big_lat=", $BIG $lat_big"; p99_top=$p99_big; }
 echo "fanout: POST /posts p50/p99 ms: 0 followers $lat0, $SMALL $lat_small$big_lat;" \
      "p99 ratio" \
-     "$(bench_ratio "${p99_big:-0}" "$p99_0") (target <= 2)"
+     "$(bench_ratio "$p99_top" "$p99_0") (target <= 2)"
 if [ "$BIG" != 0 ]; then
     echo "fanout: rss during the $BIG fan-out: max $rss_max kB a worker" \
          "(target <= 65536), before $rss_before, after $rss_after" \
          "(target within 10%)"
+fi
+if [ "$LOCAL" != 0 ]; then
+    echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \
+         "$http_local HTTP requests to them ($LOCAL_POSTS posts; target 100000" \
+         "deliveries/s, 0 requests)"
 fi
 echo "fanout: the receivers saw $conns connections in all (load $(bench_load))"
