@@ -129,7 +129,7 @@ sleep 5;
 my $log = error_log_text();
 my $attempts = () = $log =~ /$sent_a/g;
 ok($attempts >= 3, "A was tried ($attempts attempts)");
-ok($attempts <= 10, "but paused: $attempts attempts, not one per retry");
+ok($attempts <= 12, "but paused: $attempts attempts, not one per retry");
 my $opened = () = $log =~ /host \Q$host_a\E paused for/g;
 is($opened, 1, 'the pause is logged once');
 ok($log =~ /host \Q$host_a\E: probe failed, paused for 2s/,
