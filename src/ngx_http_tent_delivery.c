@@ -96,6 +96,10 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
 
     mcf->delivery = dl;
 
+    /* a new owner's breakers are all closed */
+
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_BREAKERS, 0);
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "tent delivery: started for %ui entities, every %M ms",
                    mcf->entity_confs.nelts, mcf->delivery_interval);
@@ -568,6 +572,8 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     ngx_http_tent_delivery_t  *dl;
 
     dl = t->dl;
+
+    ngx_http_tent_host_release(t);
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;

@@ -11,9 +11,10 @@
 /*
  * The delivery engine's inside, shared by its files: the engine and its
  * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
- * the fan-out (ngx_http_tent_fanout.c) and sending
- * (ngx_http_tent_send.c).  Only they define NGX_HTTP_TENT_DELIVERY_PRIVATE
- * and include this; any other file that does fails to compile.
+ * the fan-out (ngx_http_tent_fanout.c), sending (ngx_http_tent_send.c)
+ * and the hosts' slots and breakers (ngx_http_tent_hosts.c).  Only they
+ * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
+ * that does fails to compile.
  */
 
 
@@ -33,6 +34,9 @@
 #define NGX_HTTP_TENT_DELIVERED     0
 #define NGX_HTTP_TENT_REFUSED       1
 #define NGX_HTTP_TENT_RETRY         2
+
+
+typedef struct ngx_http_tent_host_s  ngx_http_tent_host_t;
 
 
 /* the engine: the store owner's only */
@@ -86,8 +90,12 @@ typedef struct {
     ngx_str_t                         post_id;    /* for the debug log */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_rbtree_t                     *told;       /* a profile post's */
+    ngx_http_tent_host_t             *host;       /* a slot taken */
+    uint64_t                          resume;     /* its paused hosts' */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
+    unsigned                          tried:1;    /* a request made */
+    unsigned                          probe:1;    /* of a paused host */
 } ngx_http_tent_task_t;
 
 
@@ -121,6 +129,15 @@ void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
 ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
+
+/* ngx_http_tent_hosts.c: per-host caps and breakers */
+ngx_int_t ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url);
+void ngx_http_tent_host_wait(ngx_http_tent_task_t *t);
+void ngx_http_tent_host_outcome(ngx_http_tent_task_t *t,
+    ngx_http_tent_fetch_t *f);
+void ngx_http_tent_host_release(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_host_deferred(ngx_str_t *key);
+ngx_uint_t ngx_http_tent_hosts_deferred(void);
 
 /* ngx_http_tent_send.c */
 void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
