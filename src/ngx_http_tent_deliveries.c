@@ -113,10 +113,15 @@ ngx_http_tent_post_deliveries(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /*
      * The author's apps only, before anything is read: the answer to
-     * anyone else says nothing of the post or of whom it went to.
+     * anyone else says nothing of the post or of whom it went to.  The
+     * list names private followers and followings, which an app without
+     * read_followers or read_followings may not see on their own routes.
      */
 
-    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_POSTS)) {
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_POSTS
+                                       |NGX_HTTP_TENT_READ_FOLLOWERS
+                                       |NGX_HTTP_TENT_READ_FOLLOWINGS))
+    {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "Unauthorized");
     }

@@ -74,7 +74,9 @@ for my $m (@matrix) {
         or diag($res->{body});
 }
 
-# GET /posts/:id/deliveries: read_posts, on a post of the entity's own
+# GET /posts/:id/deliveries: read_posts, read_followers and
+# read_followings (it names private followers), on a post of the entity's
+# own
 my $post = $c->request(POST => '/posts', cred => auth_with('write_posts'),
     body => { type => 'https://tent.io/types/post/status/v0.1.0',
               content => { text => 'to whom?' } });
@@ -82,7 +84,11 @@ is($post->{status}, 200, 'fixture: a private post');
 for my $d ([undef, 403, 'anonymous'],
            [auth_with('read_groups'), 403, 'without read_posts'],
            [auth_with('write_posts'), 403, 'with write_posts only'],
-           [$without, 200, 'with read_posts'])
+           [$without, 403, 'with read_posts only'],
+           [auth_with('read_posts,read_followers'), 403,
+            'without read_followings'],
+           [auth_with('read_posts,read_followers,read_followings'), 200,
+            'with read_posts, read_followers, read_followings'])
 {
     my ($cred, $status, $who) = @$d;
     my $res = $c->request(GET => "/posts/$post->{json}{id}/deliveries",

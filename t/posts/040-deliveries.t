@@ -4,7 +4,8 @@
 # -> retrying -> delivered, and failed; attempts, last_status, times.
 # The tent_status counters move with them (JSON and Prometheus).  30 more
 # followers: the list pages with Link (limit=10) over all of them.  Who
-# may ask: anonymous, a follower's key, an app without read_posts or of
+# may ask: anonymous, a follower's key, an app without read_posts,
+# read_followers or read_followings, or of
 # another type, another entity's app in the same nginx, a received post,
 # ids that do not exist or are malformed.  Bad limit, version and
 # cursors are 400.  The records go tent_delivery_dead_letter_time after
@@ -58,12 +59,18 @@ sub code {
 }
 
 my ($wapp, $owner) = $c->authorized_app(
-    'write_posts,read_posts,read_followers', post_types => 'all');
-my ($rapp, $reader) = $c->authorized_app('read_posts', post_types => 'all');
+    'write_posts,read_posts,read_followers,read_followings',
+    post_types => 'all');
+my ($rapp, $reader) = $c->authorized_app(
+    'read_posts,read_followers,read_followings', post_types => 'all');
+my (undef, $posts_only) = $c->authorized_app('read_posts',
+                                             post_types => 'all');
+my (undef, $no_followings) = $c->authorized_app('read_posts,read_followers',
+                                                post_types => 'all');
 my ($napp, $noread) = $c->authorized_app('read_followers,write_posts',
                                          post_types => 'all');
-my ($eapp, $essays) = $c->authorized_app('read_posts',
-                                         post_types => $ESSAY);
+my ($eapp, $essays) = $c->authorized_app(
+    'read_posts,read_followers,read_followings', post_types => $ESSAY);
 
 # two followers: A answers 503 (after 2 s) once, then 200; B 404
 my $rxa = Tent::Receiver->start;
@@ -185,8 +192,9 @@ is($m{tent_deliveries_queued_total}, $s1->{deliveries}{queued},
 # ---- who may ask
 
 my $other = Tent::Client->new(host => 'other.test');
-my (undef, $other_owner) = $other->authorized_app('read_posts,write_posts',
-                                                  post_types => 'all');
+my (undef, $other_owner) = $other->authorized_app(
+    'read_posts,read_followers,read_followings,write_posts',
+    post_types => 'all');
 
 # a post another entity sent us (a follower's key on POST /posts)
 my $rid = 'received' . int(rand(1e9));
@@ -217,6 +225,12 @@ for my $t (
     ['a follower\'s key, a private post', "/posts/$pid/deliveries",
      $follower{$B}, '403 Unauthorized'],
     ['an app without read_posts', "/posts/$id/deliveries", $noread,
+     '403 Unauthorized'],
+    ['read_posts alone (private followers are not its)',
+     "/posts/$pid/deliveries", $posts_only, '403 Unauthorized'],
+    ['read_posts alone, the public post', "/posts/$id/deliveries",
+     $posts_only, '403 Unauthorized'],
+    ['without read_followings', "/posts/$id/deliveries", $no_followings,
      '403 Unauthorized'],
     ['the app\'s own a: key', "/posts/$id/deliveries", cred_of($rapp),
      '403 Unauthorized'],
