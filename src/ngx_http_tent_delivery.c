@@ -44,7 +44,6 @@
 static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
-static void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
@@ -96,6 +95,10 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->step.log = cycle->log;
 
     mcf->delivery = dl;
+
+    /* a new owner's breakers are all closed */
+
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_BREAKERS, 0);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "tent delivery: started for %ui entities, every %M ms",
@@ -200,7 +203,7 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     dl->pool = pool;
 
     if (dl->prune) {
-        ngx_http_tent_delivery_prune(dl);
+        ngx_http_tent_delivery_status_prune(dl);
         return;
     }
 
@@ -214,7 +217,7 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
  * which each pass removes up to a scan's worth, unsynced.
  */
 
-static void
+void
 ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
@@ -569,6 +572,8 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     ngx_http_tent_delivery_t  *dl;
 
     dl = t->dl;
+
+    ngx_http_tent_host_release(t);
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;

@@ -22,6 +22,12 @@
 ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
 
+/* ngx_http_tent_hosts.c: the directives of per-host caps and breakers */
+char *ngx_http_tent_delivery_breaker_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_tent_hosts_conf(ngx_conf_t *cf,
+    ngx_http_tent_main_conf_t *mcf);
+
 /* ngx_http_tent_delivery.c */
 ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);

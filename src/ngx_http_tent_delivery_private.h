@@ -11,13 +11,15 @@
 /*
  * The delivery engine's inside, shared by its files: the engine and its
  * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
- * the fan-out (ngx_http_tent_fanout.c) and sending
- * (ngx_http_tent_send.c).  Only they define NGX_HTTP_TENT_DELIVERY_PRIVATE
- * and include this; any other file that does fails to compile.
+ * the fan-out (ngx_http_tent_fanout.c), sending (ngx_http_tent_send.c)
+ * and the hosts' slots and breakers (ngx_http_tent_hosts.c).  Only they
+ * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
+ * that does fails to compile.
  */
 
 
 #include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -27,6 +29,14 @@
 
 
 #define NGX_HTTP_TENT_OUTBOX_SCAN   256
+
+/* how a job settles */
+#define NGX_HTTP_TENT_DELIVERED     0
+#define NGX_HTTP_TENT_REFUSED       1
+#define NGX_HTTP_TENT_RETRY         2
+
+
+typedef struct ngx_http_tent_host_s  ngx_http_tent_host_t;
 
 
 /* the engine: the store owner's only */
@@ -71,6 +81,7 @@ typedef struct {
     ngx_uint_t                        server;
     ngx_msec_t                        deadline;  /* of this attempt */
     ngx_uint_t                        status;
+    const char                       *error;     /* no answer: why */
     ngx_str_t                         start;     /* followers left */
     ngx_str_t                         end;
     ngx_http_tent_fanout_stage_e      stage;
@@ -79,8 +90,12 @@ typedef struct {
     ngx_str_t                         post_id;    /* for the debug log */
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_rbtree_t                     *told;       /* a profile post's */
+    ngx_http_tent_host_t             *host;       /* a slot taken */
+    uint64_t                          resume;     /* its paused hosts' */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
+    unsigned                          tried:1;    /* a request made */
+    unsigned                          probe:1;    /* of a paused host */
 } ngx_http_tent_task_t;
 
 
@@ -101,6 +116,7 @@ ngx_int_t ngx_http_tent_key_set_add(ngx_pool_t *pool, ngx_rbtree_t *set,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_key_set_has(ngx_rbtree_t *set, ngx_str_t *key);
 void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
+void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
     json_t *job);
@@ -114,9 +130,29 @@ void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
 ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 
+/* ngx_http_tent_hosts.c: per-host caps and breakers */
+ngx_int_t ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url);
+void ngx_http_tent_host_wait(ngx_http_tent_task_t *t);
+void ngx_http_tent_host_outcome(ngx_http_tent_task_t *t,
+    ngx_http_tent_fetch_t *f);
+void ngx_http_tent_host_release(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_host_deferred(ngx_str_t *key);
+ngx_uint_t ngx_http_tent_hosts_deferred(void);
+
 /* ngx_http_tent_send.c */
 void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
+ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_str_t *jid, json_t *record,
+    ngx_str_t *entity);
+void ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
+    ngx_http_tent_fetch_t *f);
+ngx_int_t ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
+    uint64_t due);
+void ngx_http_tent_delivery_status_prune(ngx_http_tent_delivery_t *dl);
 
 
 #endif /* _NGX_HTTP_TENT_DELIVERY_PRIVATE_H_INCLUDED_ */

@@ -476,6 +476,14 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                                   json_object_get(t->job, "version")))
                   - jid.data;
 
+        if (ngx_http_tent_delivery_status_made(t, wop, &jid, follower, NULL)
+            != NGX_OK)
+        {
+            json_decref(follower);
+            ngx_http_tent_task_failed(t, "writing a delivery's status");
+            return;
+        }
+
         if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
             job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
                             "subscription",
@@ -988,6 +996,13 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
                               (int64_t) json_integer_value(
                                   json_object_get(t->job, "version")))
                   - jid.data;
+
+        if (ngx_http_tent_delivery_status_made(t, wop, &jid, NULL, &e[i])
+            != NGX_OK)
+        {
+            ngx_http_tent_task_failed(t, "writing a delivery's status");
+            return;
+        }
 
         job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
                         kind == 2 ? "following"

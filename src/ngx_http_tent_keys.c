@@ -47,7 +47,9 @@ static u_char  ngx_http_tent_tables[] = {
     'F',    /* FOLLOWING */
     'E',    /* FOLLOWING_ENTITY */
     'n',    /* SUBSCRIPTION */
-    'u'     /* UNCONFIRMED */
+    'u',    /* UNCONFIRMED */
+    'D',    /* DELIVERY */
+    'X'     /* DELIVERY_ENDED */
 };
 
 
@@ -316,6 +318,71 @@ ngx_http_tent_slot_parse(ngx_str_t *entity, ngx_str_t *key, uint32_t *slot)
 
     *slot = ((uint32_t) k[0] << 24) | ((uint32_t) k[1] << 16)
             | ((uint32_t) k[2] << 8) | k[3];
+
+    return NGX_OK;
+}
+
+
+/*
+ * A delivery's status: "<post id> 0x00 <version: u32> <recipient>", so
+ * that the records of one version of a post are one range, in the order
+ * of the recipients' ids (followers': their age).  With recipient NULL,
+ * the start of the version's range (and, with version + 1, its end).
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *id, uint32_t version, ngx_str_t *recipient, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = id->len + 1 + 4 + (recipient ? recipient->len : 0);
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, id->data, id->len);
+    *p++ = '\0';
+    *p++ = (u_char) (version >> 24);
+    *p++ = (u_char) (version >> 16);
+    *p++ = (u_char) (version >> 8);
+    *p++ = (u_char) version;
+
+    if (recipient) {
+        ngx_memcpy(p, recipient->data, recipient->len);
+    }
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_DELIVERY,
+                             &rest, key);
+}
+
+
+/* a status key's rest (what the index of ended records keeps), recipient */
+
+ngx_int_t
+ngx_http_tent_delivery_key_parse(ngx_str_t *entity, ngx_str_t *key,
+    ngx_str_t *rest, ngx_str_t *recipient)
+{
+    u_char  *p, *z, *last;
+
+    if (key->len <= entity->len + 2) {
+        return NGX_ERROR;
+    }
+
+    p = key->data + entity->len + 2;
+    last = key->data + key->len;
+
+    z = ngx_strlchr(p, last, '\0');
+    if (z == NULL || z == p || last - z < 1 + 4) {
+        return NGX_ERROR;
+    }
+
+    rest->data = p;
+    rest->len = last - p;
+    recipient->data = z + 1 + 4;
+    recipient->len = last - recipient->data;
 
     return NGX_OK;
 }

@@ -43,6 +43,8 @@
 #define NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY  20
 #define NGX_HTTP_TENT_TABLE_SUBSCRIPTION      21
 #define NGX_HTTP_TENT_TABLE_UNCONFIRMED       22
+#define NGX_HTTP_TENT_TABLE_DELIVERY          23
+#define NGX_HTTP_TENT_TABLE_DELIVERY_ENDED    24
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -101,6 +103,15 @@ ngx_int_t ngx_http_tent_index_parse(ngx_str_t *entity, ngx_str_t *key,
     uint64_t *seconds, ngx_str_t *post_entity, ngx_str_t *id);
 ngx_int_t ngx_http_tent_blob_count_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *digest, ngx_str_t *key);
+
+/*
+ * a delivery's status: "<post id> 0x00 <version: u32> <recipient>";
+ * recipient NULL: where the version's records begin
+ */
+ngx_int_t ngx_http_tent_delivery_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *id, uint32_t version, ngx_str_t *recipient, ngx_str_t *key);
+ngx_int_t ngx_http_tent_delivery_key_parse(ngx_str_t *entity, ngx_str_t *key,
+    ngx_str_t *rest, ngx_str_t *recipient);
 
 ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 

@@ -221,6 +221,20 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, delivery_concurrency),
       NULL },
 
+    { ngx_string("tent_delivery_host_concurrency"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, delivery_host_concurrency),
+      NULL },
+
+    { ngx_string("tent_delivery_breaker"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_http_tent_delivery_breaker_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("tent_delivery_attempts"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -386,6 +400,9 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->delivery_attempts = NGX_CONF_UNSET_UINT;
     mcf->delivery_retry = NGX_CONF_UNSET_MSEC;
     mcf->delivery_retry_max = NGX_CONF_UNSET_MSEC;
+    mcf->delivery_host_concurrency = NGX_CONF_UNSET_UINT;
+    mcf->breaker_failures = NGX_CONF_UNSET_UINT;
+    mcf->breaker_pause = NGX_CONF_UNSET_MSEC;
     mcf->dead_letter_time = NGX_CONF_UNSET;
 
     if (ngx_array_init(&mcf->entity_confs, cf->pool, 4,
@@ -445,6 +462,10 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
                            "\"tent_delivery_concurrency\" must be between 1 "
                            "and \"tent_outbound_max_requests\" (%ui)",
                            mcf->max_fetches);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_hosts_conf(cf, mcf) != NGX_OK) {
         return NGX_ERROR;
     }
 

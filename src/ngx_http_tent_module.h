@@ -139,6 +139,9 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      delivery_attempts;
     ngx_msec_t                      delivery_retry;
     ngx_msec_t                      delivery_retry_max;
+    ngx_uint_t                      delivery_host_concurrency;
+    ngx_uint_t                      breaker_failures;   /* 0: off */
+    ngx_msec_t                      breaker_pause;
     time_t                          dead_letter_time;
     ngx_http_tent_delivery_t       *delivery;    /* the owner's */
 };

@@ -45,6 +45,10 @@ ngx_int_t ngx_http_tent_posts_count(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_post_mentions_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* ngx_http_tent_deliveries.c */
+ngx_int_t ngx_http_tent_post_deliveries(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
 /* ngx_http_tent_posts_feed.c */
 ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,

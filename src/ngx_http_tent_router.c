@@ -116,6 +116,10 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_post_versions },
 
+    { ngx_string("/posts/:id/deliveries"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_post_deliveries },
+
     { ngx_string("/posts/:entity/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_post_get },

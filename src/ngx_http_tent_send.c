@@ -40,11 +40,6 @@ static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
 
 
-#define NGX_HTTP_TENT_DELIVERED    0
-#define NGX_HTTP_TENT_REFUSED      1
-#define NGX_HTTP_TENT_RETRY        2
-
-
 /* the due jobs, as many as there is room for */
 
 void
@@ -83,7 +78,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
                                    &end)
            != NGX_OK
         || ngx_http_tent_store_scan(scan, &start, &end,
-                                    room + dl->inflight, 0)
+                                    room + dl->inflight
+                                    + ngx_http_tent_hosts_deferred(), 0)
            != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
@@ -165,7 +161,9 @@ ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
            && dl->inflight < dl->mcf->delivery_concurrency
            && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
     {
-        if (ngx_http_tent_task_running(dl, &key)) {
+        if (ngx_http_tent_task_running(dl, &key)
+            || ngx_http_tent_host_deferred(&key))
+        {
             continue;
         }
 
@@ -476,7 +474,7 @@ ngx_http_tent_delivery_body(json_t *post, json_t *sub)
 static void
 ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 {
-    json_t                 *server, *body;
+    json_t                 *server, *body, *servers;
     ngx_str_t               path, url;
     ngx_http_tent_fetch_t  *f;
 
@@ -546,6 +544,32 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 
 send:
 
+    /* its host may be full (later) or paused (its next server, or later) */
+
+    switch (ngx_http_tent_host_gate(t, &url)) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        servers = json_object_get(t->follower, "servers");
+
+        if (t->server + 1 < ngx_http_tent_servers_max(servers,
+                                                      &t->ent->scf->outbound)
+            && json_is_string(json_array_get(servers, t->server + 1)))
+        {
+            t->server++;
+            ngx_http_tent_delivery_send(t);
+            return;
+        }
+
+        ngx_http_tent_host_wait(t);
+        return;
+
+    default:
+        return;
+    }
+
     f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
     body = ngx_http_tent_delivery_body(t->post,
                                        json_object_get(t->job, "subscription")
@@ -594,6 +618,9 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
                    "tent delivery: answer from %V: %s, status %ui",
                    &f->url, ngx_http_tent_fetch_strerror(f->result),
                    f->status);
+
+    ngx_http_tent_host_outcome(t, f);
+    ngx_http_tent_delivery_status_answer(t, f);
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK
         && f->status >= 200 && f->status <= 299)
@@ -747,6 +774,13 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
                        "tent delivery: settled: post \"%V\": %s",
                        &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED
                                     ? "delivered" : "dropped");
+    }
+
+    if (ngx_http_tent_delivery_status_settled(t, wop, outcome, attempt, due)
+        != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "writing the delivery's status");
+        return;
     }
 
     ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);

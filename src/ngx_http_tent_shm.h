@@ -33,8 +33,9 @@ void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
 
 /*
  * The counters of tent_status: the whole nginx, every worker.  Each is
- * an ngx_atomic_t of the zone, only added to, except the gauge of the
- * delivery tasks running, which the one delivery engine sets.
+ * an ngx_atomic_t of the zone, only added to, except the gauges of the
+ * delivery tasks running and of the breakers open, which the one
+ * delivery engine sets.
  */
 
 /* the store's kinds of operation, in the order of its op bytes */
@@ -58,6 +59,7 @@ typedef enum {
                                     + NGX_HTTP_TENT_STORE_KINDS,
     NGX_HTTP_TENT_STAT_CACHE_MISSES,
     NGX_HTTP_TENT_STAT_IN_FLIGHT,      /* a gauge */
+    NGX_HTTP_TENT_STAT_BREAKERS,       /* a gauge: hosts paused */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

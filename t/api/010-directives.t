@@ -321,3 +321,104 @@ GET /status
 --- no_error_log
 [error]
 [alert]
+
+
+
+=== TEST 26: tent_delivery_host_concurrency above tent_delivery_concurrency
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_concurrency 8;
+    tent_delivery_host_concurrency 9;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_host_concurrency" must be between 1 and "tent_delivery_concurrency" (8)
+
+
+
+=== TEST 27: tent_delivery_host_concurrency of 0
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_host_concurrency 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_host_concurrency" must be between 1 and "tent_delivery_concurrency" (16)
+
+
+
+=== TEST 28: tent_delivery_breaker needs a number of failures
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_breaker 0 10s;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_breaker" directive has an invalid number of failures
+
+
+
+=== TEST 29: tent_delivery_breaker needs a pause
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_breaker 5 soon;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_breaker" directive has an invalid pause
+
+
+
+=== TEST 30: tent_delivery_breaker alone is off or nothing
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_breaker 5;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_breaker" directive takes "off" or a number of failures and a pause
+
+
+
+=== TEST 31: tent_delivery_breaker once
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_breaker off;
+    tent_delivery_breaker 5 10s;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_delivery_breaker" directive is duplicate
+
+
+
+=== TEST 32: the per-host directives load
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_concurrency 8;
+    tent_delivery_host_concurrency 8;
+    tent_delivery_breaker 3 1m;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+
+
+
+=== TEST 33: tent_delivery_breaker off loads
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_delivery_host_concurrency 1;
+    tent_delivery_breaker off;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200

@@ -74,6 +74,28 @@ for my $m (@matrix) {
         or diag($res->{body});
 }
 
+# GET /posts/:id/deliveries: read_posts, read_followers and
+# read_followings (it names private followers), on a post of the entity's
+# own
+my $post = $c->request(POST => '/posts', cred => auth_with('write_posts'),
+    body => { type => 'https://tent.io/types/post/status/v0.1.0',
+              content => { text => 'to whom?' } });
+is($post->{status}, 200, 'fixture: a private post');
+for my $d ([undef, 403, 'anonymous'],
+           [auth_with('read_groups'), 403, 'without read_posts'],
+           [auth_with('write_posts'), 403, 'with write_posts only'],
+           [$without, 403, 'with read_posts only'],
+           [auth_with('read_posts,read_followers'), 403,
+            'without read_followings'],
+           [auth_with('read_posts,read_followers,read_followings'), 200,
+            'with read_posts, read_followers, read_followings'])
+{
+    my ($cred, $status, $who) = @$d;
+    my $res = $c->request(GET => "/posts/$post->{json}{id}/deliveries",
+                          $cred ? (cred => $cred) : ());
+    is($res->{status}, $status, "GET /posts/:id/deliveries $who: $status");
+}
+
 # an app's own a: key is not an authorization: no scopes
 my $res = $c->request(GET => '/groups', cred => $target);
 is($res->{status}, 403, "an app's own key has no scopes");

@@ -1,0 +1,391 @@
+#!/bin/bash
+# bench/fanout.sh: one entity's posts reaching many followers (issue #13),
+# against how fast the receivers themselves take POSTs.
+#
+# Starts, on 127.0.0.1:
+#   receivers  one plain nginx listening on HOSTS ports, each port a Tent
+#              host serving many entities (http://127.0.0.1:R<h>/f<i>,
+#              follower i on host i % HOSTS): the Link header, a profile,
+#              the challenge echoed, 200 to every notification POST,
+#              which its access log counts;
+#   module     ngx_http_tent_module (WORKERS workers), followed for real
+#              by SMALL, then BIG entities (POST /tent/followers each,
+#              discovery and challenge; curl --parallel, 32 at a time).
+# Then, in one run:
+#   1. POST /posts latency with no follower (one signed client, private
+#      posts: bench/fanout-post.pl);
+#   2. SMALL followers: SMALL_POSTS public posts, the clock runs until the
+#      receivers logged SMALL x SMALL_POSTS notifications; the latency
+#      client runs meanwhile;
+#   3. BIG followers (the SMALL ones and more): one public post, the same
+#      clock, the latency client, and the VmRSS of every module worker
+#      sampled every 0.2 s, then again 3 s after the last delivery;
+#   4. same-node: LOCAL entities of one nginx (server blocks sharing its
+#      tent_store, each on its own port) follow another of it (POST
+#      /followings, over HTTP: bench/fanout-local.pl); LOCAL_POSTS public
+#      posts reach them all with no HTTP request (their access log counts
+#      the POSTs: none), counted by tent_status's deliveries.local;
+#   5. the baseline: wrk POSTing the same size of body to one receiver
+#      port for DURATION s, keep-alive.
+# Result lines (bench/run-all.sh keeps those with "ratio ... (target"):
+#   fanout: 1000 followers: module D deliveries/s, receiver B POST/s, ratio R (target ...)
+#   fanout: 100000 followers: ...
+#   fanout: same-node: L entities, D deliveries/s (target 100000)
+#   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
+#   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
+#
+# Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
+#   LOCAL_POSTS=20
+#   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
+#   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
+#   that phase.  Everything stops by itself: every wait is bounded.
+set -e
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+SMALL=${SMALL:-1000}
+SMALL_POSTS=${SMALL_POSTS:-20}
+BIG=${BIG:-100000}
+LOCAL=${LOCAL:-1000}
+LOCAL_POSTS=${LOCAL_POSTS:-20}
+HOSTS=${HOSTS:-4}
+WORKERS=${WORKERS:-1}
+CONCURRENCY=${CONCURRENCY:-64}
+TIMEOUT=${TIMEOUT:-300}
+DURATION=${DURATION:-5}
+
+bench_init
+bench_ensure_module
+command -v perl >/dev/null || bench_die "perl is not installed"
+command -v wrk >/dev/null || bench_die "wrk is not installed (make bench-deps)"
+[ "$BIG" = 0 ] || [ "$BIG" -gt "$SMALL" ] || bench_die "BIG must be above SMALL"
+
+mport=$(bench_free_port 18181)
+murl=http://127.0.0.1:$mport
+rports=()
+p=$((mport + 1))
+for _ in $(seq 1 "$HOSTS"); do
+    p=$(bench_free_port "$p")
+    rports+=("$p")
+    p=$((p + 1))
+done
+
+# --- the receivers: HOSTS ports of one plain nginx --------------------------
+rprefix=$(bench_prefix receiver)
+listen=
+for p in "${rports[@]:1}"; do
+    listen="$listen
+        listen 127.0.0.1:$p;"
+done
+core='{"https://tent.io/types/info/core/v0.1.0":{"entity":"http://$host:$server_port/$1",'
+core=$core'"licenses":[],"servers":["http://$host:$server_port/$1/tent"]}}'
+bench_write_conf "$rprefix" "${rports[0]}" 1 "" \
+"$listen
+        location = /ok {
+            return 200 'ok';
+        }
+
+        location ~ ^/(f[0-9]+)\$ {
+            add_header  Link '</\$1/tent/profile>; rel=\"https://tent.io/rels/profile\"';
+            return      200 'follower';
+        }
+
+        location ~ ^/(f[0-9]+)/tent/profile\$ {
+            default_type  application/vnd.tent.v0+json;
+            return        200 '$core';
+        }
+
+        location ~ ^/f[0-9]+/tent/notifications/ {
+            access_log    $rprefix/logs/notes.log notes;
+            default_type  text/plain;
+            if (\$request_method = GET) {
+                return 200 \$arg_challenge;
+            }
+            return 200 '';
+        }" \
+"    log_format  notes  '\$request_method \$connection';"
+bench_nginx_start "$rprefix" "http://127.0.0.1:${rports[0]}/ok"
+
+notes() {
+    grep -c '^POST' "$rprefix/logs/notes.log" 2>/dev/null || true
+}
+
+# --- the module ---------------------------------------------------------------
+mprefix=$(bench_prefix module)
+bench_write_conf "$mprefix" "$mport" "$WORKERS" \
+    "load_module $BENCH_MODULE;" \
+"        tent_entity    $murl;
+        tent_mac_skew  30m;
+
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }" \
+"    tent_store                        $mprefix/store;
+    tent_outbound_allow               127.0.0.0/8 ::1;
+    tent_outbound_max_requests        512;
+    tent_outbound_anonymous_requests  128;
+    tent_delivery_interval            50ms;
+    tent_delivery_concurrency         $CONCURRENCY;
+"
+bench_nginx_start "$mprefix" "$murl/tent/profile"
+
+cred=$(perl "$BENCH_TOP/util/demo-owner.pl" "$mport" "$mprefix") \
+    || bench_die "could not make an owner app on the module"
+
+# follow FROM TO: entities f<FROM>..f<TO> follow the module, 32 at a
+# time; the ones refused for a full budget (503) are sent again
+follow() {
+    local from=$1 to=$2 left s
+    seq "$from" "$to" > "$BENCH_TMP/left"
+    for _ in 1 2 3 4 5 6; do
+        # 32 curl processes, each its share one after the other on one
+        # keep-alive connection (curl --parallel fails transfers of a
+        # config with "next" at random: "Failed initialization")
+        rm -f "$BENCH_TMP"/share.* "$BENCH_TMP"/codes.*
+        split -n r/32 "$BENCH_TMP/left" "$BENCH_TMP/share."
+        for s in "$BENCH_TMP"/share.*; do
+            awk -v m="$murl" -v hosts="${rports[*]}" '
+                BEGIN { n = split(hosts, h, " ") }
+                { i = $1; p = h[i % n + 1]
+                  if (NR > 1) print "next"
+                  printf "url = \"%s/tent/followers\"\n", m
+                  printf "header = \"Content-Type: application/vnd.tent.v0+json\"\n"
+                  printf "data = \"{\\\"entity\\\":\\\"http://127.0.0.1:%s/f%d\\\",", p, i
+                  printf "\\\"types\\\":[\\\"all\\\"],\\\"notification_path\\\":\\\"notifications/n\\\"}\"\n"
+                  printf "output = \"/dev/null\"\n"
+                  printf "max-time = 30\n"
+                  printf "write-out = \"%d %%{http_code}\\n\"\n", i }' \
+                "$s" > "$s.cfg"
+            curl -sS -K "$s.cfg" > "${s/share/codes}" 2>/dev/null &
+        done
+        wait
+        cat "$BENCH_TMP"/codes.* > "$BENCH_TMP/codes"
+        # the entities whose follow did not answer 200 go round again
+        awk 'NR == FNR { if ($2 == 200) ok[$1] = 1; next }
+             !($1 in ok)' "$BENCH_TMP/codes" "$BENCH_TMP/left" \
+             > "$BENCH_TMP/left.next"
+        mv "$BENCH_TMP/left.next" "$BENCH_TMP/left"
+        left=$(wc -l < "$BENCH_TMP/left")
+        [ "$left" = 0 ] && return 0
+        bench_log "  $left follows refused (budget), again"
+        sleep 1
+    done
+    bench_die "$left follows still refused after 6 rounds"
+}
+
+# post N: N public posts, signed, one after the other
+post() {
+    perl -I"$BENCH_TOP/t/lib" -MTent::Client -MJSON::PP -e '
+        my ($port, $credfile, $n) = @ARGV;
+        my $c = Tent::Client->new(port => $port, host => "127.0.0.1:$port");
+        open my $fh, "<", $credfile or die "$credfile: $!\n";
+        my $cred = decode_json(do { local $/; <$fh> });
+        for my $i (1 .. $n) {
+            my $r = $c->request(POST => "/posts", cred => $cred, body => {
+                type => "https://tent.io/types/post/status/v0.1.0",
+                content => { text => "fan-out bench $i" },
+                permissions => { public => JSON::PP::true } });
+            die "POST: $r->{status} $r->{body}\n" if $r->{status} != 200;
+        }
+    ' "$mport" "$cred" "$1" || bench_die "posting failed"
+}
+
+# wait_for COUNTER WANT: until COUNTER (a function) reaches WANT or
+# TIMEOUT s pass; prints the count reached
+wait_for() {
+    local got deadline=$(( $(date +%s) + TIMEOUT ))
+    while :; do
+        got=$($1)
+        [ "$got" -ge "$2" ] && break
+        [ "$(date +%s)" -ge "$deadline" ] && break
+        sleep 0.1
+    done
+    echo "$got"
+}
+
+# fan FOLLOWERS POSTS: POSTS public posts to FOLLOWERS, timed, with the
+# latency client meanwhile; sets rate, lat
+fan() {
+    local n=$1 posts=$2 before want got start end secs stop=$BENCH_TMP/stop
+    before=$(notes)
+    want=$((before + n * posts))
+    rm -f "$stop"
+    start=$(date +%s.%N)
+    post "$posts"
+    perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" "$stop" 100000 \
+        > "$BENCH_TMP/lat" &
+    latpid=$!
+    got=$(wait_for notes "$want")
+    end=$(date +%s.%N)
+    touch "$stop"
+    wait "$latpid" || bench_die "the latency client failed"
+    lat=$(awk '{ printf "%s/%s", $4, $6 }' "$BENCH_TMP/lat")
+    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+    rate=$(awk -v n="$((got - before))" -v s="$secs" \
+           'BEGIN { printf "%d", n / s }')
+    bench_log "  $((got - before)) of $((n * posts)) deliveries in $secs s," \
+              "$rate/s; POST /posts latency: $(cat "$BENCH_TMP/lat")"
+    [ "$got" -ge "$want" ] \
+        || echo "fanout: only $((got - before)) of $((n * posts)) arrived within $TIMEOUT s"
+}
+
+# --- 1. no follower -------------------------------------------------------------
+bench_log "POST /posts latency with no follower"
+perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" /nonexistent 200 \
+    > "$BENCH_TMP/lat0" || bench_die "the latency client failed"
+lat0=$(awk '{ printf "%s/%s", $4, $6 }' "$BENCH_TMP/lat0")
+p99_0=$(awk '{ print $6 }' "$BENCH_TMP/lat0")
+
+# --- 2. SMALL followers ----------------------------------------------------------
+bench_log "making $SMALL followers on $HOSTS hosts"
+follow 1 "$SMALL"
+sleep 1
+bench_log "$SMALL_POSTS posts to $SMALL followers"
+fan "$SMALL" "$SMALL_POSTS"
+rate_small=$rate
+lat_small=$lat
+
+# --- 3. BIG followers ------------------------------------------------------------
+if [ "$BIG" != 0 ]; then
+    bench_log "making $((BIG - SMALL)) more followers"
+    follow $((SMALL + 1)) "$BIG"
+    sleep 2
+    rss_before=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
+    ( while :; do bench_rss_each "$mprefix"; sleep 0.2; done ) \
+        > "$BENCH_TMP/rss" &
+    rsspid=$!
+    bench_log "1 post to $BIG followers"
+    fan "$BIG" 1
+    kill "$rsspid" 2>/dev/null || true
+    wait "$rsspid" 2>/dev/null || true
+    rate_big=$rate
+    lat_big=$lat
+    p99_big=${lat#*/}
+    rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$BENCH_TMP/rss")
+    sleep 3
+    rss_after=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
+fi
+
+# --- 4. same-node -----------------------------------------------------------------
+if [ "$LOCAL" != 0 ]; then
+    # its own nginx: LOCAL + 1 server blocks sharing one tent_store, each
+    # entity on its own port (Tent::Client connects to 127.0.0.1)
+    sport=$(bench_free_port 18281)
+    lbase=$((sport + 1))
+    ss -Htln | awk '{ print $4 }' | sed 's/.*://' | sort -u \
+        | awk -v a="$lbase" -v b="$((lbase + LOCAL))" '$1 >= a && $1 < b' \
+        | grep -q . && bench_die "ports $lbase..$((lbase + LOCAL - 1)) are not all free"
+    surl=http://127.0.0.1:$sport
+    sprefix=$(bench_prefix same-node)
+    blocks=
+    for i in $(seq 0 $((LOCAL - 1))); do
+        blocks="$blocks
+    server {
+        listen         127.0.0.1:$((lbase + i));
+        access_log     $sprefix/logs/local.log notes;
+        tent_entity    http://127.0.0.1:$((lbase + i));
+        tent_mac_skew  30m;
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }
+    }"
+    done
+    bench_write_conf "$sprefix" "$sport" "$WORKERS" \
+        "load_module $BENCH_MODULE;" \
+"        tent_entity    $surl;
+        tent_mac_skew  30m;
+
+        location = /status {
+            tent_status;
+        }
+
+        location = /tent/oauth/authorize {
+            allow       127.0.0.1;
+            deny        all;
+            tent_owner  \"bench owner\";
+        }" \
+"    tent_store                        $sprefix/store;
+    tent_outbound_allow               127.0.0.0/8 ::1;
+    tent_outbound_max_requests        512;
+    tent_delivery_interval            50ms;
+    tent_delivery_concurrency         $CONCURRENCY;
+    log_format  notes  '\$request_method \$uri';
+$blocks"
+    bench_nginx_start "$sprefix" "$surl/tent/profile"
+    scred=$(perl "$BENCH_TOP/util/demo-owner.pl" "$sport" "$sprefix") \
+        || bench_die "could not make an owner app on the same-node nginx"
+
+    bench_log "same-node: $LOCAL entities of one nginx follow another"
+    perl "$BENCH_TOP/bench/fanout-local.pl" "$surl" "$lbase" "$LOCAL" \
+        || bench_die "the same-node follows failed"
+    sleep 1
+
+    local_count() {
+        curl -fsS --max-time 5 "$surl/status" 2>/dev/null \
+            | perl -MJSON::PP -e '
+                my $s = eval { decode_json(join "", <STDIN>) } || {};
+                print $s->{deliveries}{local} || 0, "\n"'
+    }
+    lbefore=$(local_count)
+    notes_before=$(grep -c '^POST' "$sprefix/logs/local.log" || true)
+    start=$(date +%s.%N)
+    mport_save=$mport cred_save=$cred
+    mport=$sport cred=$scred
+    post "$LOCAL_POSTS"
+    mport=$mport_save cred=$cred_save
+    got=$(wait_for local_count $((lbefore + LOCAL * LOCAL_POSTS)))
+    end=$(date +%s.%N)
+    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+    rate_local=$(awk -v n="$((got - lbefore))" -v s="$secs" \
+                 'BEGIN { printf "%d", n / s }')
+    http_local=$(( $(grep -c '^POST' "$sprefix/logs/local.log" || true) \
+                   - notes_before ))
+    bench_log "  $((got - lbefore)) of $((LOCAL * LOCAL_POSTS)) local deliveries in $secs s;" \
+              "POSTs to the local entities meanwhile: $http_local"
+fi
+
+# --- 5. the baseline --------------------------------------------------------------
+body=$(printf '{"id":"x","entity":"%s","type":"https://tent.io/types/post/status/v0.1.0","content":{"text":"fan-out bench 000"},"permissions":{"public":true},"published_at":1,"version":1}' "$murl")
+cat > "$BENCH_TMP/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/vnd.tent.v0+json"
+LUA
+base=$(timeout $((DURATION + 10)) wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" \
+           -s "$BENCH_TMP/post.lua" \
+           "http://127.0.0.1:${rports[0]}/f1/tent/notifications/n" \
+       | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+base=${base%.*}
+
+conns=$(awk '$1 == "POST" { c[$2] = 1 } END { print length(c) }' \
+        "$rprefix/logs/notes.log")
+echo "fanout: $SMALL followers: module $rate_small deliveries/s," \
+     "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_small" "${base:-0}")" \
+     "(target 20000 deliveries/s; $HOSTS hosts, $SMALL_POSTS posts)"
+if [ "$BIG" != 0 ]; then
+    echo "fanout: $BIG followers: module $rate_big deliveries/s," \
+         "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_big" "${base:-0}")" \
+         "(target 20000 deliveries/s; $HOSTS hosts, 1 post)"
+fi
+big_lat=
+p99_top=${lat_small#*/}
+[ "$BIG" = 0 ] || { big_lat=", $BIG $lat_big"; p99_top=$p99_big; }
+echo "fanout: POST /posts p50/p99 ms: 0 followers $lat0, $SMALL $lat_small$big_lat;" \
+     "p99 ratio" \
+     "$(bench_ratio "$p99_top" "$p99_0") (target <= 2)"
+if [ "$BIG" != 0 ]; then
+    echo "fanout: rss during the $BIG fan-out: max $rss_max kB a worker" \
+         "(target <= 65536), before $rss_before, after $rss_after" \
+         "(target within 10%)"
+fi
+if [ "$LOCAL" != 0 ]; then
+    echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \
+         "$http_local HTTP requests to them ($LOCAL_POSTS posts; target 100000" \
+         "deliveries/s, 0 requests)"
+fi
+echo "fanout: the receivers saw $conns connections in all (load $(bench_load))"

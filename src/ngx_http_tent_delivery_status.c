@@ -1,0 +1,393 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The status of each delivery of our posts, for the author
+ * (GET /posts/:id/deliveries, ngx_http_tent_deliveries.c): one record
+ * per job, "D <post id> 0x00 <version> <recipient>", put into the very
+ * batch that makes the job (pending) or settles it (retrying, delivered,
+ * failed), so a record never says more or less than the queue: one put
+ * per job event, no read.  A job that ends puts "X <ms><record's rest>"
+ * too; the engine's prune removes both once tent_delivery_dead_letter_time
+ * has passed, a bounded number per pass.  Apps subscribed through a
+ * notification URL and the posts we received have no record: they are
+ * not deliveries of the author's to other entities.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store.h"
+
+
+/* ended records removed per entity and pass: a scan and a batch */
+#define NGX_HTTP_TENT_DELIVERY_PRUNE  4096
+
+
+static ngx_int_t ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t,
+    ngx_pool_t *pool, ngx_str_t *jid, ngx_str_t *key);
+static ngx_int_t ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_str_t *key, json_t *record,
+    ngx_uint_t ended);
+static void ngx_http_tent_delivery_status_expired(
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_status_pruned(ngx_http_tent_store_op_t *op);
+
+
+/*
+ * A job id of one of our posts, "<recipient> <post id> <version>", into
+ * the key of its status record.  NGX_DECLINED: not one to keep.  Made in
+ * the batch's pool, as what the batch writes.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_pool_t *pool,
+    ngx_str_t *jid, ngx_str_t *key)
+{
+    u_char     *p, *v, *last;
+    ngx_int_t   version;
+    ngx_str_t   rid, pid;
+
+    if (t->entity.data != t->ent->entity.data || jid->len == 0) {
+        return NGX_DECLINED;
+    }
+
+    last = jid->data + jid->len;
+
+    for (v = last - 1; v > jid->data && *v != ' '; v--) { /* void */ }
+
+    for (p = v - 1; p > jid->data && *p != ' '; p--) { /* void */ }
+
+    if (p <= jid->data || v - p < 2 || last - v < 2) {
+        return NGX_DECLINED;
+    }
+
+    version = ngx_atoi(v + 1, last - v - 1);
+    if (version <= 0 || version > 0x7fffffff) {
+        return NGX_DECLINED;
+    }
+
+    rid.data = jid->data;
+    rid.len = p - jid->data;
+    pid.data = p + 1;
+    pid.len = v - p - 1;
+
+    return ngx_http_tent_delivery_key(pool, &t->ent->entity, &pid,
+                                      (uint32_t) version, &rid, key);
+}
+
+
+static ngx_int_t
+ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_str_t *key, json_t *record,
+    ngx_uint_t ended)
+{
+    ngx_str_t  value, rest, rid, ekey, empty;
+
+    if (record == NULL
+        || ngx_http_tent_json_cleanup(wop->pool, record) != NGX_OK
+        || ngx_http_tent_json_dump(wop->pool, record, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, key, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (!ended) {
+        return NGX_OK;
+    }
+
+    /* the index of ended records, by time: what the prune reads */
+
+    ngx_str_null(&empty);
+
+    if (ngx_http_tent_delivery_key_parse(&t->ent->entity, key, &rest, &rid)
+        != NGX_OK
+        || ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
+                                   NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
+                                   ngx_http_tent_now_ms(), &rest, &ekey)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &ekey, &empty) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A job made (fan-out): its record, pending, into the jobs' batch.  The
+ * recipient's entity is the record's (a follower, a following) or, for a
+ * mention, the one given.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_str_t *jid, json_t *record,
+    ngx_str_t *entity)
+{
+    ngx_int_t  rc;
+    ngx_str_t  key, e;
+
+    if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
+        return NGX_OK;
+    }
+
+    if (entity == NULL) {
+        if (ngx_http_tent_json_str(record, "entity", &e) != NGX_OK) {
+            return NGX_OK;
+        }
+
+        entity = &e;
+    }
+
+    rc = ngx_http_tent_delivery_status_key(t, wop->pool, jid, &key);
+
+    if (rc != NGX_OK) {
+        return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
+    }
+
+    return ngx_http_tent_delivery_status_put(t, wop, &key,
+               json_pack("{s:o, s:s, s:i, s:n, s:n, s:n, s:I}",
+                         "entity", ngx_http_tent_json_string(entity),
+                         "state", "pending",
+                         "attempts", 0,
+                         "last_status",
+                         "last_error",
+                         "last_attempt_at",
+                         "next_attempt_at", (json_int_t) ngx_time()),
+               0);
+}
+
+
+/* the answer of an attempt, kept for the job's status */
+
+void
+ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
+    ngx_http_tent_fetch_t *f)
+{
+    t->status = (f->result == NGX_HTTP_TENT_FETCH_OK) ? f->status : 0;
+    t->error = (f->result == NGX_HTTP_TENT_FETCH_OK)
+               ? NULL : ngx_http_tent_fetch_strerror(f->result);
+}
+
+
+/*
+ * A job settled: its record in the settlement's batch.  "attempt" is the
+ * attempt just made (from 0), "due" the next one's time (ms) when it is
+ * retried.  A job that ends with nothing sent (its receiver or post gone,
+ * a mention the entity may no longer read) takes its record with it.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
+    uint64_t due)
+{
+    json_t      *record;
+    ngx_int_t    rc;
+    ngx_str_t    key, jid, entity;
+    uint64_t     time;
+    const char  *state;
+
+    if (t->job == NULL || json_object_get(t->job, "subscription")) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &time, &jid)
+        != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_tent_delivery_status_key(t, wop->pool, &jid, &key);
+
+    if (rc != NGX_OK) {
+        return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
+    }
+
+    if (outcome == NGX_HTTP_TENT_DELIVERED
+        && !(t->status >= 200 && t->status <= 299))
+    {
+        return ngx_http_tent_store_write_del(wop, &key);
+    }
+
+    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
+        && ngx_http_tent_json_str(t->follower, "entity", &entity) != NGX_OK)
+    {
+        return ngx_http_tent_store_write_del(wop, &key);
+    }
+
+    state = (outcome == NGX_HTTP_TENT_RETRY) ? "retrying"
+            : (outcome == NGX_HTTP_TENT_REFUSED) ? "failed" : "delivered";
+
+    if (t->status == 0 && t->error == NULL) {
+        t->error = "not sent: no server or notification path to send to";
+    }
+
+    record = json_pack("{s:o, s:s, s:I, s:o, s:o, s:I, s:o}",
+                       "entity", ngx_http_tent_json_string(&entity),
+                       "state", state,
+                       "attempts", (json_int_t) attempt + 1,
+                       "last_status", t->status ? json_integer(t->status)
+                                                : json_null(),
+                       "last_error", t->error ? json_string(t->error)
+                                              : json_null(),
+                       "last_attempt_at", (json_int_t) ngx_time(),
+                       "next_attempt_at",
+                       outcome == NGX_HTTP_TENT_RETRY
+                       ? json_integer((json_int_t) (due / 1000))
+                       : json_null());
+
+    return ngx_http_tent_delivery_status_put(t, wop, &key, record,
+                                             outcome != NGX_HTTP_TENT_RETRY);
+}
+
+
+/*
+ * The records of deliveries that ended tent_delivery_dead_letter_time
+ * ago, with the dead letters (once a minute): their index is in time
+ * order, so the expired ones are one key range, of which each pass
+ * removes up to NGX_HTTP_TENT_DELIVERY_PRUNE, unsynced.  Then the dead
+ * letters' own prune.
+ */
+
+void
+ngx_http_tent_delivery_status_prune(ngx_http_tent_delivery_t *dl)
+{
+    uint64_t                      now;
+    ngx_str_t                     start, end;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    now = ngx_http_tent_now_ms();
+
+    if ((uint64_t) dl->mcf->dead_letter_time * 1000 >= now) {
+        ngx_http_tent_delivery_prune(dl);
+        return;
+    }
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (scan == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
+                                   &start, &end)
+           != NGX_OK
+        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
+                                   now - (uint64_t) dl->mcf->dead_letter_time
+                                         * 1000,
+                                   NULL, &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end,
+                                    NGX_HTTP_TENT_DELIVERY_PRUNE, 0)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the ended deliveries' scan "
+                      "failed");
+        ngx_http_tent_delivery_prune(dl);
+        return;
+    }
+
+    scan->handler = ngx_http_tent_delivery_status_expired;
+    scan->data = dl;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the ended deliveries' scan "
+                      "failed");
+        ngx_http_tent_delivery_prune(dl);
+    }
+}
+
+
+static void
+ngx_http_tent_delivery_status_expired(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    uint64_t                      time;
+    ngx_str_t                     key, value, rest, skey;
+    ngx_uint_t                    n;
+    ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: ended deliveries not read (store "
+                       "status %ui): later", op->status);
+        ngx_http_tent_delivery_prune(dl);
+        return;
+    }
+
+    wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+        goto failed;
+    }
+
+    n = 0;
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &time, &rest)
+            != NGX_OK
+            || ngx_http_tent_key(dl->pool, &ent->entity,
+                                 NGX_HTTP_TENT_TABLE_DELIVERY, &rest, &skey)
+               != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &key) != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &skey) != NGX_OK)
+        {
+            goto failed;
+        }
+
+        n++;
+    }
+
+    if (n == 0) {
+        ngx_http_tent_delivery_prune(dl);
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: %ui ended deliveries' records expired",
+                   n);
+
+    wop->handler = ngx_http_tent_delivery_status_pruned;
+    wop->data = dl;
+
+    if (ngx_http_tent_store_submit(wop) == NGX_OK) {
+        return;
+    }
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: removing the ended deliveries' records "
+                  "failed");
+
+    ngx_http_tent_delivery_prune(dl);
+}
+
+
+static void
+ngx_http_tent_delivery_status_pruned(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_prune(op->data);
+}
