@@ -72,28 +72,7 @@ core='{"https://tent.io/types/info/core/v0.1.0":{"entity":"'$rurl'/$1",'
 core=$core'"licenses":[],"servers":["'$rurl'/$1/tent"]}}'
 bench_write_conf "$rprefix" "$rport" 1 "" \
 "$rlisten
-        location = /ok {
-            return 200 'ok';
-        }
-
-        location ~ ^/(f[0-9]+)\$ {
-            add_header  Link '</\$1/tent/profile>; rel=\"https://tent.io/rels/profile\"';
-            return      200 'follower';
-        }
-
-        location ~ ^/(f[0-9]+)/tent/profile\$ {
-            default_type  application/vnd.tent.v0+json;
-            return        200 '$core';
-        }
-
-        location ~ ^/f[0-9]+/tent/notifications/ {
-            access_log    $rprefix/logs/notes.log notes;
-            default_type  text/plain;
-            if (\$request_method = GET) {
-                return 200 \$arg_challenge;
-            }
-            return 200 '';
-        }" \
+$(bench_follower_locations "$rprefix" "$core")" \
 "    log_format  notes  '\$request_method \$ssl_session_reused';"
 bench_nginx_start "$rprefix" "http://127.0.0.1:$rport/ok"
 

@@ -82,28 +82,7 @@ core='{"https://tent.io/types/info/core/v0.1.0":{"entity":"http://$host:$server_
 core=$core'"licenses":[],"servers":["http://$host:$server_port/$1/tent"]}}'
 bench_write_conf "$rprefix" "${rports[0]}" 1 "" \
 "$listen
-        location = /ok {
-            return 200 'ok';
-        }
-
-        location ~ ^/(f[0-9]+)\$ {
-            add_header  Link '</\$1/tent/profile>; rel=\"https://tent.io/rels/profile\"';
-            return      200 'follower';
-        }
-
-        location ~ ^/(f[0-9]+)/tent/profile\$ {
-            default_type  application/vnd.tent.v0+json;
-            return        200 '$core';
-        }
-
-        location ~ ^/f[0-9]+/tent/notifications/ {
-            access_log    $rprefix/logs/notes.log notes;
-            default_type  text/plain;
-            if (\$request_method = GET) {
-                return 200 \$arg_challenge;
-            }
-            return 200 '';
-        }" \
+$(bench_follower_locations "$rprefix" "$core")" \
 "    log_format  notes  '\$request_method \$connection';"
 bench_nginx_start "$rprefix" "http://127.0.0.1:${rports[0]}/ok"
 

@@ -165,6 +165,39 @@ $server
 CONF
 }
 
+# bench_follower_locations PREFIX CORE: the locations of a plain nginx
+# that plays Tent entities /f<i> (bench/delivery.sh, bench/fanout.sh):
+# the profile Link, the profile CORE (an nginx string: $1 is f<i>), the
+# challenge echoed and 200 to notifications, which PREFIX/logs/notes.log
+# counts in the "notes" log_format the caller defines.
+bench_follower_locations() {
+    local prefix=$1 core=$2
+    cat <<CONF
+        location = /ok {
+            return 200 'ok';
+        }
+
+        location ~ ^/(f[0-9]+)\$ {
+            add_header  Link '</\$1/tent/profile>; rel="https://tent.io/rels/profile"';
+            return      200 'follower';
+        }
+
+        location ~ ^/(f[0-9]+)/tent/profile\$ {
+            default_type  application/vnd.tent.v0+json;
+            return        200 '$core';
+        }
+
+        location ~ ^/f[0-9]+/tent/notifications/ {
+            access_log    $prefix/logs/notes.log notes;
+            default_type  text/plain;
+            if (\$request_method = GET) {
+                return 200 \$arg_challenge;
+            }
+            return 200 '';
+        }
+CONF
+}
+
 bench_pid() {
     cat "$1/logs/nginx.pid" 2>/dev/null
 }

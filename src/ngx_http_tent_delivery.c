@@ -220,6 +220,29 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 void
 ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
 {
+    if (ngx_http_tent_delivery_expired_scan(dl, NGX_HTTP_TENT_TABLE_DEAD,
+                                            NGX_HTTP_TENT_OUTBOX_SCAN,
+                                            ngx_http_tent_delivery_expired,
+                                            "dead letters")
+        != NGX_OK)
+    {
+        ngx_http_tent_delivery_scan_outbox(dl);
+    }
+}
+
+
+/*
+ * A scan of the rows of a timed table of the entity (dead letters, ended
+ * deliveries' index) older than tent_delivery_dead_letter_time, up to
+ * "limit" of them; NGX_DECLINED when none can be that old yet, NGX_ERROR
+ * (logged) when the scan could not be sent: the caller goes on.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_expired_scan(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t table, ngx_uint_t limit, ngx_http_tent_store_done_pt handler,
+    const char *what)
+{
     uint64_t                      now;
     ngx_str_t                     start, end;
     ngx_http_tent_store_op_t     *scan;
@@ -231,42 +254,37 @@ ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl)
     now = ngx_http_tent_now_ms();
 
     if ((uint64_t) dl->mcf->dead_letter_time * 1000 >= now) {
-        ngx_http_tent_delivery_scan_outbox(dl);
-        return;
+        return NGX_DECLINED;
     }
 
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (scan == NULL
-        || ngx_http_tent_key_range(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_DEAD, &start, &end)
+        || ngx_http_tent_key_range(dl->pool, &ent->entity, table, &start,
+                                   &end)
            != NGX_OK
-        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_DEAD,
+        || ngx_http_tent_timed_key(dl->pool, &ent->entity, table,
                                    now - (uint64_t) dl->mcf->dead_letter_time
                                          * 1000,
                                    NULL, &end)
            != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end,
-                                    NGX_HTTP_TENT_OUTBOX_SCAN, 0)
-           != NGX_OK)
+        || ngx_http_tent_store_scan(scan, &start, &end, limit, 0) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the dead letters' scan "
-                      "failed");
-        ngx_http_tent_delivery_scan_outbox(dl);
-        return;
+                      "tent delivery: building the %s' scan failed", what);
+        return NGX_ERROR;
     }
 
-    scan->handler = ngx_http_tent_delivery_expired;
+    scan->handler = handler;
     scan->data = dl;
 
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: submitting the dead letters' scan "
-                      "failed");
-        ngx_http_tent_delivery_scan_outbox(dl);
+                      "tent delivery: submitting the %s' scan failed", what);
+        return NGX_ERROR;
     }
+
+    return NGX_OK;
 }
 
 

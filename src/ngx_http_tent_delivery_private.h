@@ -117,6 +117,9 @@ ngx_int_t ngx_http_tent_key_set_add(ngx_pool_t *pool, ngx_rbtree_t *set,
 ngx_int_t ngx_http_tent_key_set_has(ngx_rbtree_t *set, ngx_str_t *key);
 void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
 void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
+ngx_int_t ngx_http_tent_delivery_expired_scan(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t table, ngx_uint_t limit, ngx_http_tent_store_done_pt handler,
+    const char *what);
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
     json_t *job);

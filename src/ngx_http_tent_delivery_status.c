@@ -264,52 +264,13 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
 void
 ngx_http_tent_delivery_status_prune(ngx_http_tent_delivery_t *dl)
 {
-    uint64_t                      now;
-    ngx_str_t                     start, end;
-    ngx_http_tent_store_op_t     *scan;
-    ngx_http_tent_entity_conf_t  *ent;
-
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-
-    now = ngx_http_tent_now_ms();
-
-    if ((uint64_t) dl->mcf->dead_letter_time * 1000 >= now) {
-        ngx_http_tent_delivery_prune(dl);
-        return;
-    }
-
-    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
-
-    if (scan == NULL
-        || ngx_http_tent_key_range(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
-                                   &start, &end)
-           != NGX_OK
-        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
-                                   now - (uint64_t) dl->mcf->dead_letter_time
-                                         * 1000,
-                                   NULL, &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end,
-                                    NGX_HTTP_TENT_DELIVERY_PRUNE, 0)
-           != NGX_OK)
+    if (ngx_http_tent_delivery_expired_scan(dl,
+                                        NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
+                                        NGX_HTTP_TENT_DELIVERY_PRUNE,
+                                        ngx_http_tent_delivery_status_expired,
+                                        "ended deliveries")
+        != NGX_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the ended deliveries' scan "
-                      "failed");
-        ngx_http_tent_delivery_prune(dl);
-        return;
-    }
-
-    scan->handler = ngx_http_tent_delivery_status_expired;
-    scan->data = dl;
-
-    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: submitting the ended deliveries' scan "
-                      "failed");
         ngx_http_tent_delivery_prune(dl);
     }
 }

@@ -6,11 +6,30 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
-                  reload_nginx);
+                  reload_nginx wait_for);
 use Tent::Client;
 use Tent::Receiver;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
+
+# every block runs the same server: the store, a loopback follower's
+# settings, the entity and the status locations
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(http_config => <<'CONF') unless defined $block->http_config;
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+    tent_outbound_timeout 3s;
+    tent_delivery_interval 200ms;
+    tent_delivery_retry 1s 2s;
+CONF
+    $block->set_value(config => <<'CONF') unless defined $block->config;
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+    location = /status { tent_status; }
+    location = /status-denied { deny all; tent_status; }
+CONF
+});
 
 master_on();
 workers(2);
@@ -57,16 +76,6 @@ my $rx = Tent::Receiver->start;
 sub notes {
     return grep { $_->{method} eq 'POST'
                   && $_->{path} =~ m{/notifications/n$} } $rx->requests;
-}
-
-sub wait_for {
-    my ($cond, $secs) = @_;
-    my $end = time + ($secs || 15);
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.1;
-    }
-    return 0;
 }
 
 my $res = $c->request(POST => '/followers',
@@ -204,17 +213,6 @@ $rx->stop;
 __DATA__
 
 === TEST 1: GET: JSON, not cached
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 GET /status
 --- error_code: 200
@@ -228,17 +226,6 @@ Cache-Control: no-store
 
 
 === TEST 2: HEAD: the headers only
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 HEAD /status
 --- error_code: 200
@@ -247,17 +234,6 @@ HEAD /status
 
 
 === TEST 3: POST is refused
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 POST /status
 {"reset": true}
@@ -269,17 +245,6 @@ Allow: GET, HEAD
 
 
 === TEST 4: PUT, DELETE, OPTIONS and PATCH are refused
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request eval
 ["PUT /status\n{}", "DELETE /status", "OPTIONS /status", "PATCH /status\n{}"]
 --- error_code eval
@@ -290,17 +255,6 @@ Allow: GET, HEAD
 
 
 === TEST 5: deny all: 403
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 GET /status-denied
 --- error_code: 403
@@ -309,17 +263,6 @@ GET /status-denied
 
 
 === TEST 6: an unknown format is a clear 400
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 GET /status?format=xml
 --- error_code: 400
@@ -328,17 +271,6 @@ GET /status?format=xml
 
 
 === TEST 7: format=json is the default's
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_outbound_allow 127.0.0.0/8;
-    tent_outbound_timeout 3s;
-    tent_delivery_interval 200ms;
-    tent_delivery_retry 1s 2s;
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
-    location = /status { tent_status; }
-    location = /status-denied { deny all; tent_status; }
 --- request
 GET /status?format=json
 --- error_code: 200

@@ -13,7 +13,7 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
-                  wait_for_log);
+                  wait_for_log wait_for);
 use Tent::Client;
 use Tent::Receiver;
 use JSON::PP;
@@ -83,16 +83,6 @@ sub status {
     my $res = $c->request(GET => '//status');
     die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
     return decode_json($res->{body});
-}
-
-sub wait_for {
-    my ($cond, $secs) = @_;
-    my $end = time + ($secs || 20);
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.1;
-    }
-    return 0;
 }
 
 my $A = Tent::Receiver->start;

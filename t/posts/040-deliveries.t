@@ -12,7 +12,8 @@
 # their job ended.  A follower that cannot be reached: last_error.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
+                  wait_for);
 use Tent::Client;
 use Tent::Receiver;
 use Tent::Peer;
@@ -30,16 +31,6 @@ END { stop_last_nginx() }
 my $c = Tent::Client->new;
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
-
-sub wait_for {
-    my ($cond, $secs) = @_;
-    my $end = time + ($secs || 20);
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.1;
-    }
-    return 0;
-}
 
 sub status {
     my $res = $c->request(GET => '//status');

@@ -15,7 +15,7 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
-                    start_last_nginx stop_last_nginx);
+                    start_last_nginx stop_last_nginx wait_for);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -133,6 +133,19 @@ sub start_last_nginx {
     system($bin, '-p', "$root/", '-c', "$root/conf/nginx.conf") == 0
         or die "cannot start nginx again: $?";
     return wait_port();
+}
+
+# wait_for(CODE, SECS): calls CODE every 0.1 s until it returns true (1)
+# or SECS (default 20) pass (0): a bounded wait for what another process
+# does, never a timing assertion.
+sub wait_for {
+    my ($cond, $secs) = @_;
+    my $end = time + ($secs || 20);
+    while (time < $end) {
+        return 1 if $cond->();
+        sleep 0.1;
+    }
+    return 0;
 }
 
 sub wait_port {
