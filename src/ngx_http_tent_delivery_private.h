@@ -91,6 +91,7 @@ typedef struct {
     ngx_array_t                      *mentioned;  /* entities to look up */
     ngx_rbtree_t                     *told;       /* a profile post's */
     ngx_http_tent_host_t             *host;       /* a slot taken */
+    ngx_http_tent_host_t             *failed;     /* a failure counted */
     uint64_t                          resume;     /* its paused hosts' */
     ngx_queue_t                       queue;
     ngx_event_t                       free;

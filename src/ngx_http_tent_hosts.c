@@ -274,6 +274,16 @@ ngx_http_tent_host_get(ngx_log_t *log, ngx_str_t *name)
         q = ngx_queue_head(&hs->idle);
         old = ngx_queue_data(q, ngx_http_tent_host_t, idle);
 
+        /*
+         * A paused host goes too: hosts made up by followers must not
+         * fill the table for good and leave every new host uncounted
+         */
+
+        if (old->open) {
+            hs->nopen--;
+            ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_BREAKERS, hs->nopen);
+        }
+
         ngx_queue_remove(q);
         ngx_rbtree_delete(&hs->hosts, &old->sn.node);
         ngx_free(old);
@@ -300,7 +310,7 @@ ngx_http_tent_host_get(ngx_log_t *log, ngx_str_t *name)
 
 /*
  * A host nothing goes to: forgotten at once when it has no failures to
- * remember, else kept until the table needs its place
+ * remember, else (a paused one too) kept until the table needs its place
  */
 
 static void
@@ -310,13 +320,13 @@ ngx_http_tent_host_idle(ngx_http_tent_host_t *h)
 
     hs = &ngx_http_tent_hosts;
 
-    if (h->inflight || h->open || h->in_idle
+    if (h->inflight || h->probing || h->in_idle
         || !ngx_queue_empty(&h->deferred))
     {
         return;
     }
 
-    if (h->failures == 0) {
+    if (h->failures == 0 && !h->open) {
         ngx_rbtree_delete(&hs->hosts, &h->sn.node);
         ngx_free(h);
         hs->nhosts--;
@@ -622,7 +632,15 @@ ngx_http_tent_host_outcome(ngx_http_tent_task_t *t, ngx_http_tent_fetch_t *f)
                           &h->sn.str);
         }
 
-    } else {
+    } else if (t->failed != h || t->probe) {
+
+        /*
+         * One failure a job: a follower that lists several servers on
+         * one host (paths that answer 500 or hang) cannot open the
+         * breaker of a host other followers share with one post
+         */
+
+        t->failed = h;
         h->failures++;
 
         if (h->open ? t->probe : h->failures >= mcf->breaker_failures) {

@@ -7,7 +7,9 @@
 # breaker, logged once, and A gets every post (none lost).  Host S
 # hangs: it never has more than tent_delivery_host_concurrency requests
 # open while the other hosts get every post, E's behind more of S's jobs
-# than a scan's room.  The attempts to A are the
+# than a scan's room.  A follower P whose three servers are on one host
+# that resets them counts one failure an attempt, not three.  The
+# attempts to A are the
 # engine's "job sent" debug lines (a refused connection reaches no
 # receiver to count it).
 
@@ -164,9 +166,38 @@ ok(@open <= $CAP, 'but never has more than its cap in flight: '
 like(error_log_text(), qr/host http:\/\/127\.0\.0\.1:\d+ full \(2 in flight\): left for a later pass/,
      'the other jobs to S wait for a later pass');
 
+# ---- one follower cannot open the breaker of a host others share
+
+# P lists three servers on one host, each a path that resets the
+# connection (a failure of the fetch, so the next server is tried): one
+# post's attempt fails three times on that host, but counts once; the
+# host is paused only after three attempts (3 failures), as for a host
+# that is down, not at P's first
+my $tmp = Tent::Receiver->start;
+my $ph = $tmp->port;
+$tmp->stop;
+my $hurl = "http://127.0.0.1:$ph";
+my $P = Tent::Receiver->start(port => $ph, profile => {
+    'https://tent.io/types/info/core/v0.1.0' => {
+    entity => $hurl, licenses => [],
+    servers => [ map { "$hurl/x$_" } 1 .. 3 ] } });
+$P->rules([{ method => 'GET', path => 'notifications',
+             action => 'echo_challenge' },
+           { method => 'POST', path => 'notifications',
+             action => 'reset' }]);
+follow($P);
+my $pp = post('to P');
+ok(wait_for_log(qr/tent delivery: host \Q$hurl\E paused for/, 30),
+   'the host of P\'s servers is paused in the end');
+my ($before) = error_log_text() =~ /\A(.*?)tent delivery: host \Q$hurl\E paused for/s;
+like($before, qr/post "\Q$pp\E": attempt 2, to server/,
+     'only after three attempts of the post, not its first one');
+my $sent_p = () = $before =~ m{job sent: post "\Q$pp\E" to \Q$hurl\E/x}g;
+ok($sent_p >= 7, "each attempt tried P's three servers ($sent_p requests)");
+
 unlike(error_log_text(), qr/\[alert\]|exited on signal/, 'no alert, no crash');
 
-$_->stop for $A2, $B, $S, $E;
+$_->stop for $A2, $B, $S, $E, $P;
 
 __DATA__
 
