@@ -105,7 +105,6 @@ ngx_http_tent_deliveries_arg(ngx_http_request_t *r, const char *name,
 ngx_int_t
 ngx_http_tent_post_deliveries(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    u_char                      *p;
     ngx_int_t                    rc, n;
     ngx_str_t                    v, key;
     ngx_http_tent_store_op_t    *op;
@@ -135,16 +134,7 @@ ngx_http_tent_post_deliveries(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ctx->state = st;
     st->id = ctx->params[0];
 
-    for (p = st->id.data; p < st->id.data + st->id.len; p++) {
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
-              || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
-        {
-            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
-                                            "Not Found");
-        }
-    }
-
-    if (st->id.len == 0 || st->id.len > 64) {
+    if (ngx_http_tent_token_valid(&st->id, 64) != NGX_OK) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 

@@ -42,21 +42,8 @@ static ngx_int_t ngx_http_tent_files_sync_dir(u_char *path, ngx_log_t *log);
 ngx_int_t
 ngx_http_tent_store_digest_valid(ngx_str_t *digest)
 {
-    size_t  i;
-
-    if (digest->len != NGX_HTTP_TENT_DIGEST_LEN) {
-        return NGX_DECLINED;
-    }
-
-    for (i = 0; i < digest->len; i++) {
-        if (!((digest->data[i] >= '0' && digest->data[i] <= '9')
-              || (digest->data[i] >= 'a' && digest->data[i] <= 'f')))
-        {
-            return NGX_DECLINED;
-        }
-    }
-
-    return NGX_OK;
+    return ngx_http_tent_hex_valid(digest, NGX_HTTP_TENT_DIGEST_LEN)
+           == NGX_OK ? NGX_OK : NGX_DECLINED;
 }
 
 
@@ -184,7 +171,7 @@ ngx_http_tent_files_mkdir(u_char *path, u_char *end, ngx_log_t *log)
         }
 
     } else if (ngx_errno != NGX_EEXIST) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: mkdir(\"%s\") failed", path);
         *end = c;
         return NGX_ERROR;
@@ -204,7 +191,7 @@ ngx_http_tent_files_sync_dir(u_char *path, ngx_log_t *log)
     fd = open((char *) path, O_RDONLY|O_DIRECTORY);
 
     if (fd == -1 || fsync(fd) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: syncing the directory \"%s\" failed",
                       path);
         if (fd != -1) {
@@ -266,7 +253,7 @@ ngx_http_tent_files_write(const char *dir, ngx_str_t *name,
 
     fd = open((char *) tmp, O_WRONLY|O_CREAT|O_TRUNC, 0600);
     if (fd == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: open(\"%s\") failed", tmp);
         return NGX_ERROR;
     }
@@ -280,21 +267,21 @@ ngx_http_tent_files_write(const char *dir, ngx_str_t *name,
         }
 
         if (n <= 0) {
-            ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+            ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                           "tent store: writing \"%s\" failed", tmp);
             goto failed;
         }
     }
 
     if (fsync(fd) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: fsync(\"%s\") failed", tmp);
         goto failed;
     }
 
     if (close(fd) == -1) {
         fd = -1;
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: close(\"%s\") failed", tmp);
         goto failed;
     }
@@ -302,7 +289,7 @@ ngx_http_tent_files_write(const char *dir, ngx_str_t *name,
     fd = -1;
 
     if (rename((char *) tmp, (char *) path) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+        ngx_log_error(NGX_LOG_CRIT, log, ngx_errno,
                       "tent store: rename(\"%s\", \"%s\") failed", tmp, path);
         goto failed;
     }

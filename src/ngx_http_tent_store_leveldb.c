@@ -406,21 +406,7 @@ ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b)
 static ngx_int_t
 ngx_http_tent_file_name_ok(ngx_str_t *name)
 {
-    size_t  i;
-
-    if (name->len != NGX_HTTP_TENT_FILE_NAME_LEN) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < name->len; i++) {
-        if (!((name->data[i] >= '0' && name->data[i] <= '9')
-              || (name->data[i] >= 'a' && name->data[i] <= 'f')))
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
+    return ngx_http_tent_hex_valid(name, NGX_HTTP_TENT_FILE_NAME_LEN);
 }
 
 
@@ -894,8 +880,9 @@ ngx_http_tent_cas_written(ngx_str_t *keys, ngx_uint_t n, ngx_str_t *key)
 
 /*
  * A compare-and-set's attachment files of one kind: FILE, written
- * before the group's batch (NGX_ERROR: it does not hold), or UNLINK,
- * removed once the batch is written.
+ * before the group's batch (NGX_ERROR: the file system refused one, it
+ * does not hold; NGX_DECLINED: no directory), or UNLINK, removed once
+ * the batch is written.
  */
 
 static ngx_int_t
@@ -919,7 +906,7 @@ ngx_http_tent_cas_files(ngx_http_tent_ldb_t *ldb, ngx_http_tent_ldb_req_t *rq,
         /* no directory (fuzz_store): a CAS naming files does not hold */
 
         if (ldb->files == NULL) {
-            return NGX_ERROR;
+            return NGX_DECLINED;
         }
 
         if (k != kind) {
@@ -953,6 +940,7 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
 {
     char                           *err, *v;
     size_t                          vlen;
+    ngx_int_t                       rc;
     ngx_str_t                      *k;
     ngx_uint_t                      i, j, accepted;
     ngx_pool_t                     *pool;
@@ -1037,9 +1025,24 @@ ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
          * without its file), then its value and batch join the write
          */
 
-        if (ngx_http_tent_cas_files(ldb, &rq, NGX_HTTP_TENT_WRITE_FILE, log)
-            != NGX_OK)
-        {
+        rc = ngx_http_tent_cas_files(ldb, &rq, NGX_HTTP_TENT_WRITE_FILE,
+                                     log);
+
+        if (rc == NGX_ERROR) {
+
+            /*
+             * A full or read-only disk, as when LevelDB's own write
+             * fails: writes are refused until the owner's probe finds
+             * room and reopens the store
+             */
+
+            ngx_http_tent_out_write_failed(ldb, &out[i],
+                                           "writing an attachment file "
+                                           "failed (see the error log)");
+            continue;
+        }
+
+        if (rc != NGX_OK) {
             ngx_http_tent_out_status(&out[i],
                                      NGX_HTTP_TENT_STORE_UNAVAILABLE);
             continue;

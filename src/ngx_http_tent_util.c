@@ -505,6 +505,27 @@ ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes, ngx_str_t *hex)
 
 
 ngx_int_t
+ngx_http_tent_hex_valid(ngx_str_t *s, size_t len)
+{
+    size_t  i;
+
+    if (s->len != len) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!((s->data[i] >= '0' && s->data[i] <= '9')
+              || (s->data[i] >= 'a' && s->data[i] <= 'f')))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
 ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
 {
     size_t  i;

@@ -271,15 +271,19 @@ SKIP: {
     no_crash('disk full');
 }
 
-# ---- 2. the store's directory stops taking files (chattr +i; root
-# ignores permission bits).  Writes go to the open log until LevelDB
-# needs a new file (the memtable is full at 4 MB); that write fails.
+# ---- 2. the store's directories stop taking files (chattr +i; root
+# ignores permission bits): LevelDB's and the attachment files'.  A
+# photo's file is written first (before its count), and fails; writes
+# are then refused as after any failed write, until the store's probe
+# finds its directory taking files again.
 
 SKIP: {
     my $db = "$DISK/store/db";
+    my $files = "$DISK/store/attachments";
     skip("read-only store: $NS_SKIP", 8) if $NS_SKIP;
     skip('read-only store: chattr +i is not supported here', 8)
-        if system('chattr', '+i', $db) != 0;
+        if system('chattr', '+i', $db) != 0
+           || system('chattr', '-R', '+i', $files) != 0;
 
     my ($n, $fail) = fill_until_failure(60);
     $fail //= { status => 0, body => 'never failed', headers => {} };
@@ -295,6 +299,7 @@ SKIP: {
         or diag(join "\n", @bad);
 
     system('chattr', '-i', $db) == 0 or die "chattr -i $db";
+    system('chattr', '-R', '-i', $files) == 0 or die "chattr -R -i $files";
     my ($ok, $codes) = writes_again();
     ok($ok, "writable again: a write succeeds without a restart ($codes)");
     @bad = unreadable();
