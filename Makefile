@@ -5,6 +5,8 @@ MODULE       = $(BUILD)/ngx_http_tent_module.so
 ASAN_BUILD   = build-asan
 NGINX       ?= /usr/sbin/nginx
 PROVE_JOBS  ?= 1
+# more than one job: each test file its own free port and server root
+RANDOMIZE    = $(if $(filter 1,$(PROVE_JOBS)),,1)
 # a suite, an area's folder (t/posts/), or t/ for all of them and the
 # harness self-tests: prove -r finds the folders (docs/testing.md)
 TESTS       ?= t/
@@ -40,12 +42,14 @@ test: test-deps $(MODULE)
 	@util/lint.sh
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
+	TEST_NGINX_RANDOMIZE=$(RANDOMIZE) \
 	    prove -j$(PROVE_JOBS) -It/lib -r $(TESTS)
 
 # the suites again, with the module built with AddressSanitizer
 test-asan: test-deps
 	@util/build.sh $(ASAN_BUILD) \
 	    "-fsanitize=address,undefined -fno-omit-frame-pointer"
+	TEST_NGINX_RANDOMIZE=$(RANDOMIZE) PROVE_JOBS=$(PROVE_JOBS) \
 	util/run-asan.sh $(CURDIR)/$(ASAN_BUILD)/ngx_http_tent_module.so $(TESTS)
 
 test-valgrind: test-deps $(MODULE)

@@ -26,7 +26,7 @@ trap 'rm -f "$wrapper"' EXIT
 cat > "$wrapper" <<WRAP
 #!/bin/sh
 export LD_PRELOAD="$libasan"
-export ASAN_OPTIONS="log_path=\${TENT_ASAN_LOG:-$servroot/logs/asan}:\
+export ASAN_OPTIONS="log_path=\${TENT_ASAN_LOG:-\${TEST_NGINX_SERVROOT:-$servroot}/logs/asan}:\
 detect_leaks=0:\
 abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=0"
@@ -37,4 +37,4 @@ chmod +x "$wrapper"
 cd "$top"
 TEST_NGINX_BINARY=$wrapper TEST_NGINX_LOAD_MODULES=$so \
 TEST_NGINX_SERVROOT=$servroot TEST_NGINX_SLEEP=${TEST_NGINX_SLEEP:-0.2} \
-    prove -It/lib -r "$@"
+    prove -j"${PROVE_JOBS:-1}" -It/lib -r "$@"

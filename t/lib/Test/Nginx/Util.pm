@@ -52,6 +52,14 @@ our $ServerPort = $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984;
 our $ServRoot   = File::Spec->rel2abs($ENV{TEST_NGINX_SERVROOT}
                                       || File::Spec->catdir('t', 'servroot'));
 $ServRoot =~ s{/+$}{};
+
+# TEST_NGINX_RANDOMIZE=1 (for prove -jN): each test file takes a free port
+# and its own server root "<servroot>-<pid>", so files run side by side
+if ($ENV{TEST_NGINX_RANDOMIZE}) {
+    $ServerPort = alloc_rand_port();
+    $ServRoot  .= "-$$";
+    $ENV{TEST_NGINX_PORT} = $ServerPort;
+}
 our $HtmlDir    = "$ServRoot/html";
 our $ConfDir    = "$ServRoot/conf";
 our $LogDir     = "$ServRoot/logs";
