@@ -7,7 +7,7 @@
 #
 # Environment: PROFILE_WORKERS="1 2" (profile.sh once per worker count),
 # and whatever the scripts take (DURATION, ROUNDS, REQUESTS, MAX_SECONDS,
-# RATE_CAP, FILL...).
+# RATE_CAP, FILL, and fanout.sh's SMALL, BIG, LOCAL...).
 
 here=$(cd "$(dirname "$0")" && pwd)
 PROFILE_WORKERS=${PROFILE_WORKERS:-1 2}
@@ -26,8 +26,8 @@ run() {         # run LABEL CMD...: runs CMD, keeps its result lines
         echo "$label: FAILED (exit $rc)" >> "$out"
         status=1
     else
-        grep -E 'ratio .*\(target|^rss:|^posts-write: .*errors|^fill:' \
-            "$out.cur" \
+        grep -E 'ratio .*\(target|^rss:|^posts-write: .*errors|^fill:'\
+'|^fanout: (rss|same-node)' "$out.cur" \
             | sed "s|^|$label  |" >> "$out"
     fi
     rm -f "$out.cur"
@@ -41,6 +41,8 @@ run "[rss workers=${RSS_WORKERS:-2}]" env WORKERS="${RSS_WORKERS:-2}" "$here/rss
 run "[posts-write]" "$here/posts-write.sh"
 run "[posts-read]" "$here/posts-read.sh"
 run "[delivery]" "$here/delivery.sh"
+run "[attachments]" "$here/attachments.sh"
+run "[fanout]" "$here/fanout.sh"
 
 echo "=== summary (best of rounds; figures vary from run to run, see" \
      "docs/bench.md; wrk/ab share the $(nproc) cores with nginx)"
