@@ -54,7 +54,7 @@ is_deeply([sort keys %$s0],
           [qw(connections deliveries nonces reply_cache store)],
           'its groups');
 is_deeply([sort keys %{ $s0->{deliveries} }],
-          [qw(breakers_open dead delivered in_flight queued retried)],
+          [qw(breakers_open dead delivered in_flight local queued retried)],
           'the deliveries\' counters');
 is_deeply([sort keys %{ $s0->{store} }], [qw(cas get mget scan write)],
           'the store\'s operations by kind');
