@@ -6,7 +6,9 @@
 # follow handshake stays HTTP.  The attacker: a follower of C whose
 # profile lists B's server and whose notification path is B's following
 # of A; C's posts must not land in B (no credential of B's matches: 401,
-# a dead letter, as over HTTP).
+# a dead letter, as over HTTP).  D, a fourth server block whose
+# tent_entity is http://$host:$server_port, is not matched: it is told
+# over HTTP.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for);
@@ -18,6 +20,7 @@ BEGIN {
     my $p = $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984;
     $ENV{TEST_NGINX_B_PORT} = $p + 1;
     $ENV{TEST_NGINX_C_PORT} = $p + 2;
+    $ENV{TEST_NGINX_D_PORT} = $p + 4;
 }
 
 master_on();
@@ -178,6 +181,26 @@ is(scalar @{ $res->{json} || [] }, 0, 'nothing of C in B\'s feed');
 is(status()->{local} - $s2->{local}, 0, 'no local delivery counted');
 is(notification_posts() - $n0, 0, 'and no HTTP request either');
 
+# --- an entity with variables ($host): told over HTTP --------------------
+
+my $PD = $ENV{TEST_NGINX_D_PORT};
+my $D = "http://127.0.0.1:$PD";
+my $d = Tent::Client->new(port => $PD, host => "127.0.0.1:$PD");
+my (undef, $dcred) = $d->authorized_app($SCOPES, post_types => 'all');
+my $d_follows_a = follow($d, $dcred, $A);
+is($d_follows_a->{entity}, $A, 'D, a $host entity, follows A');
+
+my $s3 = status();
+my $n3 = notification_posts();
+my $p5 = post($a, $acred, type => $STATUS, content => { text => 'to all' },
+              permissions => { public => JSON::PP::true });
+ok(wait_for(sub { copy($d, $dcred, $A, $p5) && copy($b, $bcred, $A, $p5)
+                  && copy($cc, $ccred, $A, $p5) }),
+   'A\'s next post reaches B, C and D');
+is(notification_posts() - $n3, 1, 'one POST to a notification path: D\'s');
+ok(wait_for(sub { status()->{local} - $s3->{local} >= 2 }),
+   'B and C got theirs locally');
+
 __DATA__
 
 === TEST 1: three entities of one nginx, one store
@@ -194,6 +217,14 @@ __DATA__
         tent_entity http://127.0.0.1:$TEST_NGINX_B_PORT;
         location = /tent/oauth/authorize {
             tent_owner "B's owner";
+        }
+    }
+
+    server {
+        listen 127.0.0.1:$TEST_NGINX_D_PORT;
+        tent_entity http://$host:$server_port;
+        location = /tent/oauth/authorize {
+            tent_owner "D's owner";
         }
     }
 
