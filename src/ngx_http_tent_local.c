@@ -73,10 +73,10 @@ static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
 ngx_int_t
 ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 {
-    ngx_str_t                   rest, type, key;
-    ngx_http_tent_local_t      *l;
-    ngx_http_tent_store_op_t   *get;
-    ngx_http_tent_entity_conf_t *to;
+    ngx_str_t                     rest, type, key;
+    ngx_http_tent_local_t        *l;
+    ngx_http_tent_store_op_t     *get;
+    ngx_http_tent_entity_conf_t  *to;
 
     static ngx_str_t  notifications = ngx_string("notifications/");
 

@@ -10,6 +10,8 @@
  * the posts it pushes, signed with the credential it gave us.  A post
  * received is stored as the sender made it, under its entity and id, in
  * our feed indexes; a duplicate (entity, id, version) changes nothing.
+ * Those rules, without the request, are ngx_http_tent_receive.c's:
+ * same-node delivery (ngx_http_tent_local.c) applies them too.
  */
 
 
