@@ -121,6 +121,21 @@ my $s1 = status();
 is($s1->{local} - $s0->{local}, $s1->{delivered} - $s0->{delivered},
    'every delivery of this nginx was a local one');
 
+# the author sees them as any delivery (GET /posts/:id/deliveries)
+sub delivery_of {
+    my ($who, $cred, $id, $entity) = @_;
+    my $res = $who->request(GET => "/posts/$id/deliveries", cred => $cred);
+    return {} unless $res->{status} == 200;
+    my ($d) = grep { $_->{entity} eq $entity }
+              @{ $res->{json}{deliveries} || [] };
+    return $d || {};
+}
+ok(wait_for(sub { (delivery_of($a, $acred, $p1, $B)->{state} // '')
+                  eq 'delivered' }), 'A\'s record: delivered to B');
+is(delivery_of($a, $acred, $p1, $B)->{last_status}, 200,
+   'with the status HTTP would have had, 200');
+is(delivery_of($a, $acred, $p1, $C)->{state}, 'delivered', 'and to C');
+
 # a duplicate changes nothing: the feed has one copy
 $res = $b->request(GET => '/posts?entity=' . Tent::Client::uri_escape($A),
                    cred => $bcred);
@@ -175,6 +190,10 @@ my $p4 = post($cc, $ccred, type => $STATUS, content => { text => 'injected' },
 ok(wait_for(sub { status()->{dead} > $s2->{dead} }),
    'C\'s delivery to it is refused: a dead letter');
 ok(!copy($b, $bcred, $C, $p4), 'B does not have C\'s post');
+ok(wait_for(sub { (delivery_of($cc, $ccred, $p4, $x->url)->{state} // '')
+                  eq 'failed' }), 'C\'s record: failed');
+is(delivery_of($cc, $ccred, $p4, $x->url)->{last_status}, 401,
+   'refused as the MAC check would: 401, no credential of that key');
 $res = $b->request(GET => '/posts?entity=' . Tent::Client::uri_escape($C),
                    cred => $bcred);
 is(scalar @{ $res->{json} || [] }, 0, 'nothing of C in B\'s feed');
