@@ -155,6 +155,8 @@ ok(!grep({ !$types{$_} || !$helps{$_} } keys %names),
    'every metric has its HELP and TYPE');
 is($types{tent_deliveries_delivered_total}, 'counter', 'counters are counters');
 is($types{tent_deliveries_in_flight}, 'gauge', 'the tasks running a gauge');
+is($types{tent_deliveries_local_total}, 'counter',
+   'same-node deliveries a counter');
 my $s5 = status();
 is($m{tent_deliveries_delivered_total}, $s5->{deliveries}{delivered},
    'the same counters as the JSON');
