@@ -11,8 +11,9 @@
 /*
  * The delivery engine's inside, shared by its files: the engine and its
  * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
- * the fan-out (ngx_http_tent_fanout.c), sending (ngx_http_tent_send.c)
- * and the hosts' slots and breakers (ngx_http_tent_hosts.c).  Only they
+ * the fan-out (ngx_http_tent_fanout.c), sending (ngx_http_tent_send.c),
+ * same-node delivery (ngx_http_tent_local.c) and the hosts' slots and
+ * breakers (ngx_http_tent_hosts.c).  Only they
  * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
  * that does fails to compile.
  */
@@ -146,6 +147,12 @@ ngx_uint_t ngx_http_tent_hosts_deferred(void);
 /* ngx_http_tent_send.c */
 void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
+json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
+void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
+    ngx_uint_t outcome);
+
+/* ngx_http_tent_local.c: same-node delivery */
+ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

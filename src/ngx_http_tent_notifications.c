@@ -10,6 +10,8 @@
  * the posts it pushes, signed with the credential it gave us.  A post
  * received is stored as the sender made it, under its entity and id, in
  * our feed indexes; a duplicate (entity, id, version) changes nothing.
+ * Those rules, without the request, are ngx_http_tent_receive.c's:
+ * same-node delivery (ngx_http_tent_local.c) applies them too.
  */
 
 
@@ -20,22 +22,10 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_store.h"
-
-
-typedef struct {
-    json_t                         *post;
-    ngx_str_t                       entity;
-    ngx_str_t                       id;
-    json_int_t                      version;
-    ngx_str_t                       deletes;    /* a delete post's target */
-    ngx_uint_t                      profile;    /* a profile post */
-    json_t                         *following;
-    ngx_str_t                       raw;
-    json_t                         *reply;      /* NULL: an empty 200 */
-} ngx_http_tent_received_t;
 
 
 static ngx_int_t ngx_http_tent_notification_challenged(ngx_http_request_t *r,
@@ -198,9 +188,7 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *body, ngx_str_t *entity,
     ngx_uint_t mention)
 {
-    json_t                    *post, *v;
-    ngx_int_t                  rc;
-    ngx_str_t                  type;
+    ngx_int_t                  status;
     const char                *error;
     ngx_http_tent_received_t  *st;
 
@@ -218,105 +206,17 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
         }
     }
 
-    error = NULL;
-    post = ngx_http_tent_post_validate(body, 1, &error);
+    /* the rules are ngx_http_tent_receive.c's, same-node delivery's too */
 
-    if (post == NULL) {
-        if (error == NULL) {
-            return ngx_http_tent_internal_error(r,
-                                                "copying the received post");
-        }
+    status = ngx_http_tent_received_parse(r->pool, body, entity, mention, st,
+                                          &error);
 
-        return ngx_http_tent_send_error(r, 422, error);
+    if (status == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, error);
     }
 
-    if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
-        return ngx_http_tent_internal_error(r, "keeping the received post");
-    }
-
-    if (ngx_http_tent_json_str(post, "entity", &st->entity) != NGX_OK
-        || !ngx_http_tent_entity_eq(&st->entity, entity))
-    {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                   "The post's entity is not the followed entity");
-    }
-
-    /*
-     * Kept under the entity's one spelling, whatever the sender wrote:
-     * "http://H/" and "http://h" must not make two copies of a post
-     */
-
-    rc = ngx_http_tent_entity_canonical(r->pool, &st->entity, &st->entity);
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                   "The post's entity is not the followed entity");
-    }
-
-    if (rc != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "spelling the post's entity");
-    }
-
-    if (json_object_set_new(post, "entity",
-                            ngx_http_tent_json_string(&st->entity))
-        != 0)
-    {
-        return ngx_http_tent_internal_error(r, "setting the post's entity");
-    }
-
-    if (ngx_http_tent_json_str(post, "id", &st->id) != NGX_OK
-        || ngx_http_tent_token_valid(&st->id, 64) != NGX_OK)
-    {
-        return ngx_http_tent_send_error(r, 422, "Invalid post id");
-    }
-
-    /* validation keeps what a client may send: the version is the body's */
-
-    v = json_object_get(body, "version");
-    st->version = json_is_integer(v) ? json_integer_value(v) : 1;
-
-    if (st->version < 1 || st->version > 0x7fffffff) {
-        return ngx_http_tent_send_error(r, 422, "Invalid post version");
-    }
-
-    /* ours to set: when we received it, and the feed's tie-breaker */
-
-    json_object_set_new(post, "version", json_integer(st->version));
-    json_object_set_new(post, "received_at", json_integer(ngx_time()));
-    json_object_set_new(post, "rus",
-                        json_integer((json_int_t) ngx_http_tent_now_us()));
-    json_object_set_new(post, "published_at",
-                        json_integer(ngx_http_tent_post_published_at(
-                            json_object_get(post, "published_at"),
-                            ngx_time())));
-
-    if (!json_is_integer(json_object_get(post, "updated_at"))) {
-        json_object_set(post, "updated_at",
-                        json_object_get(post, "published_at"));
-    }
-
-    if (json_object_get(post, "attachments") == NULL) {
-        json_object_set_new(post, "attachments", json_array());
-    }
-
-    /* a delete post: our copy of the post it deletes goes (spec 7.4) */
-
-    if (ngx_http_tent_json_str(post, "type", &type) == NGX_OK
-        && ngx_http_tent_post_type_is(&type, "delete")
-        && ngx_http_tent_json_str(json_object_get(post, "content"), "id",
-                                  &st->deletes)
-           == NGX_OK
-        && ngx_http_tent_token_valid(&st->deletes, 64) != NGX_OK)
-    {
-        st->deletes.len = 0;
-    }
-
-    st->profile = ngx_http_tent_post_type_is(&type, "profile");
-
-    if (mention) {
-        st->deletes.len = 0;
-        st->profile = 0;
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, error);
     }
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -324,7 +224,6 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
                    "valid%s", &st->id, (int64_t) st->version, &st->entity,
                    mention ? ", a mention" : "");
 
-    st->post = post;
     ctx->state = st;
 
     return ngx_http_tent_notification_write(r, st, NULL, NULL);
@@ -340,53 +239,15 @@ static ngx_int_t
 ngx_http_tent_notification_write(ngx_http_request_t *r,
     ngx_http_tent_received_t *st, json_t *current, ngx_str_t *raw)
 {
-    ngx_str_t                  key, vkey, value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *op;
 
-    static const char  *kept[] = { "received_at", "published_at",
-                                   "updated_at", "rus", NULL };
-    const char        **k;
-
     ctx = ngx_http_tent_get_ctx(r);
 
-    if (current) {
-        for (k = kept; *k; k++) {
-            json_object_set(st->post, *k, json_object_get(current, *k));
-        }
-    }
-
-    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity, &st->id,
-                               -1, &key)
-        != NGX_OK
-        || ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                                  &st->id, st->version, &vkey)
-           != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "building the post's keys");
-    }
-
-    if (ngx_http_tent_json_dump(r->pool, st->post, &value) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "encoding the received post");
-    }
-
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (op == NULL
-        || ngx_http_tent_store_cas(op, &key, raw, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "adding the post to the batch");
-    }
-
-    if (ngx_http_tent_post_index(r, ctx, op, st->post, 0) != NGX_OK) {
-        return ngx_http_tent_internal_error(r,
-                                       "adding the post's index rows");
-    }
-
-    if (ngx_http_tent_delivery_mark(r, ctx, op, st->post) != NGX_OK) {
-        return ngx_http_tent_internal_error(r,
-                                       "marking the post for the apps");
+    op = ngx_http_tent_received_batch(r->pool, r->connection->log,
+                                      &ctx->entity, st, current, raw);
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "building the post's batch");
     }
 
     /* its outbox row tells the apps subscribed (spec 7.4, 9.2) */
@@ -483,8 +344,8 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *copy;
-    ngx_int_t                  status, v;
-    ngx_str_t                  value, key;
+    ngx_int_t                  status;
+    ngx_str_t                  value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *wop;
     ngx_http_tent_received_t  *st;
@@ -510,44 +371,11 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "reading the deleted copy");
     }
 
-    if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                               &st->deletes, -1, &key)
-        != NGX_OK)
-    {
+    wop = ngx_http_tent_received_delete(r->pool, r->connection->log,
+                                        &ctx->entity, st, copy, &value);
+    if (wop == NULL) {
         return ngx_http_tent_internal_error(r,
-                                            "building the deleted post's key");
-    }
-
-    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (wop == NULL
-        || ngx_http_tent_store_cas(wop, &key, &value, &value) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r,
-                                            "adding the delete to the batch");
-    }
-
-    if (ngx_http_tent_post_index(r, ctx, wop, copy, 1) != NGX_OK) {
-        return ngx_http_tent_internal_error(r,
-                                       "removing the deleted post's index");
-    }
-
-    for (v = 1; v <= json_integer_value(json_object_get(copy, "version"))
-                && v <= 1000; v++)
-    {
-        if (ngx_http_tent_post_key(r->pool, &ctx->entity, &st->entity,
-                                   &st->deletes, v, &key)
-            != NGX_OK)
-        {
-            return ngx_http_tent_internal_error(r,
-                                       "building a deleted version's key");
-        }
-
-        if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
-            return ngx_http_tent_internal_error(r,
-                                       "adding the delete to the batch");
-        }
+                                            "building the delete's batch");
     }
 
     return ngx_http_tent_store_submit_request(r, wop,

@@ -47,6 +47,16 @@ ngx_int_t
 ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, json_t *post)
 {
+    return ngx_http_tent_delivery_mark_rows(r->pool, &ctx->entity, op, post);
+}
+
+
+/* the same without a request: same-node delivery marks received posts */
+
+ngx_int_t
+ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post)
+{
     json_t     *row;
     ngx_str_t   id, key, value, entity;
 
@@ -64,7 +74,7 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                     "version", json_object_get(post, "version"),
                     "type", json_object_get(post, "type"));
 
-    if (row == NULL || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK) {
+    if (row == NULL || ngx_http_tent_json_cleanup(pool, row) != NGX_OK) {
         json_decref(row);
         return NGX_ERROR;
     }
@@ -72,7 +82,7 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     /* a post received from another entity goes to apps only */
 
     if (ngx_http_tent_json_str(post, "entity", &entity) == NGX_OK
-        && !ngx_http_tent_entity_eq(&entity, &ctx->entity))
+        && !ngx_http_tent_entity_eq(&entity, owner))
     {
         json_object_set(row, "entity", json_object_get(post, "entity"));
 
@@ -82,11 +92,11 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         json_object_set_new(row, "mentions", json_true());
     }
 
-    if (ngx_http_tent_timed_key(r->pool, &ctx->entity,
+    if (ngx_http_tent_timed_key(pool, owner,
                                 NGX_HTTP_TENT_TABLE_OUTBOX,
                                 ngx_http_tent_now_us(), &id, &key)
         != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
+        || ngx_http_tent_json_dump(pool, row, &value) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
     {
         return NGX_ERROR;

@@ -53,6 +53,8 @@ ngx_int_t ngx_http_tent_post_deliveries(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post,
     ngx_uint_t del);
+ngx_int_t ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del);
 
 
 #endif /* _NGX_HTTP_TENT_POSTS_H_INCLUDED_ */

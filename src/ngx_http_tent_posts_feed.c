@@ -115,6 +115,17 @@ ngx_int_t
 ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del)
 {
+    return ngx_http_tent_post_index_rows(r->pool, &ctx->entity, op, post,
+                                         del);
+}
+
+
+/* the same without a request: same-node delivery writes them too */
+
+ngx_int_t
+ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del)
+{
     json_t      *value;
     uint64_t     seconds, ms;
     ngx_str_t    entity, id, key, v;
@@ -136,8 +147,8 @@ ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (!del) {
         value = ngx_http_tent_post_index_value(post);
         if (value == NULL
-            || ngx_http_tent_json_cleanup(r->pool, value) != NGX_OK
-            || ngx_http_tent_json_dump(r->pool, value, &v) != NGX_OK)
+            || ngx_http_tent_json_cleanup(pool, value) != NGX_OK
+            || ngx_http_tent_json_dump(pool, value, &v) != NGX_OK)
         {
             json_decref(value);
             return NGX_ERROR;
@@ -148,7 +159,7 @@ ngx_http_tent_post_index(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         seconds = (uint64_t) json_integer_value(json_object_get(post,
                                                                 fields[i]));
 
-        if (ngx_http_tent_index_key(r->pool, &ctx->entity,
+        if (ngx_http_tent_index_key(pool, owner,
                                     i, seconds,
                                     ms, &entity, &id, 3, &key)
             != NGX_OK)

@@ -36,8 +36,6 @@ static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
-    ngx_uint_t outcome);
 
 
 /* the due jobs, as many as there is room for */
@@ -436,7 +434,7 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
  * GET /posts.
  */
 
-static json_t *
+json_t *
 ngx_http_tent_delivery_body(json_t *post, json_t *sub)
 {
     size_t   i;
@@ -541,6 +539,12 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
                                    json_object_get(t->job, "attempt")),
                    t->server + 1,
                    json_array_size(json_object_get(t->follower, "servers")));
+
+    /* a receiver of this nginx and its store: written, no HTTP */
+
+    if (ngx_http_tent_local_send(t, &url) != NGX_DECLINED) {
+        return;
+    }
 
 send:
 
@@ -671,7 +675,7 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
  * most the cap, half of it random so that failed jobs spread out.
  */
 
-static void
+void
 ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 {
     uint64_t                    delay, due;

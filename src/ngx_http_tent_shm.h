@@ -60,6 +60,7 @@ typedef enum {
     NGX_HTTP_TENT_STAT_CACHE_MISSES,
     NGX_HTTP_TENT_STAT_IN_FLIGHT,      /* a gauge */
     NGX_HTTP_TENT_STAT_BREAKERS,       /* a gauge: hosts paused */
+    NGX_HTTP_TENT_STAT_LOCAL,          /* delivered on this node, no HTTP */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

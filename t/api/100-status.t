@@ -54,7 +54,7 @@ is_deeply([sort keys %$s0],
           [qw(connections deliveries nonces reply_cache store)],
           'its groups');
 is_deeply([sort keys %{ $s0->{deliveries} }],
-          [qw(breakers_open dead delivered in_flight queued retried)],
+          [qw(breakers_open dead delivered in_flight local queued retried)],
           'the deliveries\' counters');
 is_deeply([sort keys %{ $s0->{store} }], [qw(cas get mget scan write)],
           'the store\'s operations by kind');
@@ -155,6 +155,8 @@ ok(!grep({ !$types{$_} || !$helps{$_} } keys %names),
    'every metric has its HELP and TYPE');
 is($types{tent_deliveries_delivered_total}, 'counter', 'counters are counters');
 is($types{tent_deliveries_in_flight}, 'gauge', 'the tasks running a gauge');
+is($types{tent_deliveries_local_total}, 'counter',
+   'same-node deliveries a counter');
 my $s5 = status();
 is($m{tent_deliveries_delivered_total}, $s5->{deliveries}{delivered},
    'the same counters as the JSON');

@@ -1,0 +1,418 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Same-node delivery: a job for a follower whose notification URL is
+ * one of this nginx's fixed entities (a server block with a constant
+ * tent_entity; all share the one tent_store) is written straight into
+ * the follower's rows by the store owner, with no HTTP request.
+ *
+ * The trust HTTP gets from the MAC comes here from the store: the
+ * recipient's own credential row for the key id the follower row signs
+ * with must be the credential of a following (of the sender's entity,
+ * for the relationship the notification path names) with the same key
+ * and algorithm, as POST /notifications/:id requires of the signature.
+ * So a follower row that points its notification path at a local entity
+ * the follower does not speak for gets what HTTP would give it: 401 or
+ * 403, a dead letter.  Then the post goes through the recipient's rules
+ * (ngx_http_tent_receive.c), and the job settles as the HTTP answer
+ * would settle it.
+ *
+ * Left to HTTP: jobs for followings and apps, mentions of entities with
+ * no relationship, profile posts (their recipient reads the sender's
+ * profile again, over HTTP), and entities whose tent_entity has
+ * variables ($host): which of them a URL names depends on the request.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include <openssl/crypto.h>
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_receive.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_shm.h"
+#include "ngx_http_tent_store.h"
+
+
+typedef struct {
+    ngx_http_tent_task_t           *task;
+    ngx_http_tent_entity_conf_t    *to;
+    ngx_str_t                       relation;   /* the following's id */
+    ngx_str_t                       key_id;
+    ngx_str_t                       key;
+    ngx_str_t                       algorithm;
+} ngx_http_tent_local_t;
+
+
+static ngx_http_tent_entity_conf_t *ngx_http_tent_local_entity(
+    ngx_http_tent_task_t *t, ngx_str_t *url, ngx_str_t *rest);
+static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
+    ngx_str_t *rest);
+static void ngx_http_tent_local_checked(ngx_http_tent_store_op_t *op);
+static ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
+    json_t *cred, ngx_str_t *sender);
+static void ngx_http_tent_local_received(void *data, ngx_uint_t status);
+static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
+
+
+/*
+ * NGX_DECLINED: not local, HTTP sends it; otherwise the job is on its
+ * way here and settles by itself.
+ */
+
+ngx_int_t
+ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
+{
+    ngx_str_t                     rest, type, key;
+    ngx_http_tent_local_t        *l;
+    ngx_http_tent_store_op_t     *get;
+    ngx_http_tent_entity_conf_t  *to;
+
+    static ngx_str_t  notifications = ngx_string("notifications/");
+
+    if (json_object_get(t->job, "follower") == NULL || t->stranger) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_json_str(t->post, "type", &type) == NGX_OK
+        && ngx_http_tent_post_type_is(&type, "profile"))
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent local: post \"%V\": a profile post goes over "
+                       "HTTP", &t->post_id);
+        return NGX_DECLINED;
+    }
+
+    to = ngx_http_tent_local_entity(t, url, &rest);
+    if (to == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* "notifications/<id>" exactly: anything else is HTTP's to route */
+
+    if (rest.len <= notifications.len
+        || ngx_strncmp(rest.data, notifications.data, notifications.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    l = ngx_pcalloc(t->pool, sizeof(ngx_http_tent_local_t));
+    if (l == NULL) {
+        return NGX_DECLINED;
+    }
+
+    l->task = t;
+    l->to = to;
+    l->relation.data = rest.data + notifications.len;
+    l->relation.len = rest.len - notifications.len;
+
+    if (ngx_http_tent_relation_id_valid(&l->relation) != NGX_OK
+        || ngx_http_tent_json_str(t->follower, "mac_key_id", &l->key_id)
+           != NGX_OK
+        || ngx_http_tent_json_str(t->follower, "mac_key", &l->key) != NGX_OK
+        || ngx_http_tent_json_str(t->follower, "mac_algorithm",
+                                  &l->algorithm)
+           != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    /* the recipient's own row of the key id: as its MAC check reads it */
+
+    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (get == NULL
+        || ngx_http_tent_key(t->pool, &to->entity,
+                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &l->key_id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(get, &key) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent local: post \"%V\": to \"%V\", following \"%V\" "
+                   "on this node", &t->post_id, &to->entity, &l->relation);
+
+    get->handler = ngx_http_tent_local_checked;
+    get->data = l;
+
+    if (ngx_http_tent_store_submit(get) != NGX_OK) {
+        ngx_http_tent_task_failed(t, "submitting the credential's read");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The fixed entity whose server "url" starts with, and the path after
+ * it: its tent_servers without variables, or its origin and API root as
+ * its profile lists them when it has none.
+ */
+
+static ngx_http_tent_entity_conf_t *
+ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
+    ngx_str_t *rest)
+{
+    ngx_str_t                     base;
+    ngx_uint_t                    i, j;
+    ngx_http_complex_value_t     *cv;
+    ngx_http_tent_srv_conf_t     *scf;
+    ngx_http_tent_entity_conf_t  *ents;
+
+    ents = t->dl->mcf->entity_confs.elts;
+
+    for (i = 0; i < t->dl->mcf->entity_confs.nelts; i++) {
+        scf = ents[i].scf;
+
+        if (scf->servers == NULL) {
+            if (scf->fixed == NULL || scf->fixed->origin.len == 0
+                || url->len < scf->fixed->origin.len + scf->api_root.len
+                || ngx_strncmp(url->data, scf->fixed->origin.data,
+                               scf->fixed->origin.len)
+                   != 0)
+            {
+                continue;
+            }
+
+            base.data = url->data;
+            base.len = scf->fixed->origin.len + scf->api_root.len;
+
+            if (ngx_strncmp(base.data + scf->fixed->origin.len,
+                            scf->api_root.data, scf->api_root.len)
+                == 0
+                && ngx_http_tent_local_prefix(url, &base, rest) == NGX_OK)
+            {
+                return &ents[i];
+            }
+
+            continue;
+        }
+
+        cv = scf->servers->elts;
+
+        for (j = 0; j < scf->servers->nelts; j++) {
+            if (cv[j].lengths == NULL
+                && ngx_http_tent_local_prefix(url, &cv[j].value, rest)
+                   == NGX_OK)
+            {
+                return &ents[i];
+            }
+        }
+    }
+
+    return NULL;
+}
+
+
+/* "url" is "base" (its trailing slashes aside), a slash and "rest" */
+
+static ngx_int_t
+ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base, ngx_str_t *rest)
+{
+    size_t  len;
+
+    len = base->len;
+
+    while (len && base->data[len - 1] == '/') {
+        len--;
+    }
+
+    if (len == 0 || url->len <= len + 1
+        || ngx_strncmp(url->data, base->data, len) != 0
+        || url->data[len] != '/')
+    {
+        return NGX_DECLINED;
+    }
+
+    rest->data = url->data + len + 1;
+    rest->len = url->len - len - 1;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_local_checked(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_local_t *l = op->data;
+
+    json_t                *cred, *body;
+    ngx_str_t              value, sender;
+    ngx_uint_t             status;
+    ngx_http_tent_task_t  *t;
+
+    t = l->task;
+
+    switch (op->status) {
+
+    case NGX_HTTP_TENT_STORE_OK:
+        break;
+
+    case NGX_HTTP_TENT_STORE_NOT_FOUND:
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent local: \"%V\" has no credential of that key "
+                       "id", &l->to->entity);
+        ngx_http_tent_local_received(l, NGX_HTTP_UNAUTHORIZED);
+        return;
+
+    case NGX_HTTP_TENT_STORE_UNAVAILABLE:
+    case NGX_HTTP_TENT_STORE_RETRY:
+        ngx_http_tent_local_received(l, NGX_HTTP_SERVICE_UNAVAILABLE);
+        return;
+
+    default:
+        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ngx_http_tent_store_value(op, &value);
+
+    cred = ngx_http_tent_json_parse(&value, t->dl->log);
+
+    if (cred == NULL || ngx_http_tent_json_cleanup(t->pool, cred) != NGX_OK)
+    {
+        json_decref(cred);
+        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    status = ngx_http_tent_local_credential(l, cred, &sender);
+    if (status != NGX_HTTP_OK) {
+        ngx_http_tent_local_received(l, status);
+        return;
+    }
+
+    /* the post as it would go over HTTP: what a follower may see */
+
+    body = ngx_http_tent_delivery_body(t->post, NULL);
+
+    if (body == NULL || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK) {
+        json_decref(body);
+        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (ngx_http_tent_notification_receive(t->pool, t->dl->log,
+                                           &l->to->entity, body, &sender,
+                                           ngx_http_tent_local_received, l)
+        != NGX_OK)
+    {
+        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
+}
+
+
+/*
+ * What auth and POST /notifications/:id ask of a MAC signature, asked
+ * of the credential row: 200, or the status they would answer.  The
+ * sender is the entity the recipient follows, as the row says.
+ */
+
+static ngx_uint_t
+ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
+    ngx_str_t *sender)
+{
+    json_t     *v;
+    ngx_str_t   kind, key, algorithm, relation;
+
+    v = json_object_get(cred, "expires_at");
+
+    if (json_is_integer(v) && json_integer_value(v) <= ngx_time()) {
+        return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    if (ngx_http_tent_json_str(cred, "kind", &kind) != NGX_OK
+        || ngx_http_tent_json_str(cred, "key", &key) != NGX_OK
+        || ngx_http_tent_json_str(cred, "algorithm", &algorithm) != NGX_OK
+        || !ngx_http_tent_str_eq(&algorithm, &l->algorithm)
+        || key.len != l->key.len
+        || CRYPTO_memcmp(key.data, l->key.data, key.len) != 0)
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+                       "tent local: the follower's key is not the "
+                       "recipient's: refused");
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    if (kind.len != 9 || ngx_strncmp(kind.data, "following", 9) != 0) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+                       "tent local: a credential of a %V, not of a "
+                       "following: refused", &kind);
+        return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    if (ngx_http_tent_json_str(cred, "relation", &relation) != NGX_OK
+        || !ngx_http_tent_str_eq(&relation, &l->relation))
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+                       "tent local: the credential is another "
+                       "following's: refused");
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    if (ngx_http_tent_json_str(cred, "entity", sender) != NGX_OK) {
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    return NGX_HTTP_OK;
+}
+
+
+/* settled as the same answer over HTTP would settle it */
+
+static void
+ngx_http_tent_local_received(void *data, ngx_uint_t status)
+{
+    ngx_http_tent_local_t *l = data;
+
+    ngx_http_tent_task_t  *t;
+
+    t = l->task;
+    t->status = status;
+    t->error = NULL;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent local: post \"%V\" to \"%V\": %ui",
+                   &t->post_id, &l->to->entity, status);
+
+    if (status >= 200 && status <= 299) {
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_LOCAL, 1);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    if (status == 400 || status == 401 || status == 403 || status == 404
+        || status == 410)
+    {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: \"%V\" of this node refused the "
+                      "post (%ui): not retried", &l->to->entity, status);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                  "tent delivery: \"%V\" of this node: status %ui",
+                  &l->to->entity, status);
+
+    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+}
+
+
+static ngx_int_t
+ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b)
+{
+    return a->len == b->len && ngx_strncmp(a->data, b->data, a->len) == 0;
+}

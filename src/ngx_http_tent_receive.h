@@ -1,0 +1,54 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_RECEIVE_H_INCLUDED_
+#define _NGX_HTTP_TENT_RECEIVE_H_INCLUDED_
+
+
+/*
+ * A post another entity sends us, without a request: its checks and the
+ * batches that store it, shared by POST /notifications/:id
+ * (ngx_http_tent_notifications.c) and same-node delivery
+ * (ngx_http_tent_local.c), so that both apply the same rules.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_store.h"
+
+
+typedef struct {
+    json_t                         *post;
+    ngx_str_t                       entity;
+    ngx_str_t                       id;
+    json_int_t                      version;
+    ngx_str_t                       deletes;    /* a delete post's target */
+    ngx_uint_t                      profile;    /* a profile post */
+    json_t                         *following;
+    ngx_str_t                       raw;
+    json_t                         *reply;      /* NULL: an empty 200 */
+} ngx_http_tent_received_t;
+
+
+/* how a received post ended, as the HTTP status a sender would get */
+typedef void (*ngx_http_tent_receive_pt)(void *data, ngx_uint_t status);
+
+
+ngx_int_t ngx_http_tent_received_parse(ngx_pool_t *pool, json_t *body,
+    ngx_str_t *entity, ngx_uint_t mention, ngx_http_tent_received_t *st,
+    const char **error);
+ngx_http_tent_store_op_t *ngx_http_tent_received_batch(ngx_pool_t *pool,
+    ngx_log_t *log, ngx_str_t *owner, ngx_http_tent_received_t *st,
+    json_t *current, ngx_str_t *raw);
+ngx_http_tent_store_op_t *ngx_http_tent_received_delete(ngx_pool_t *pool,
+    ngx_log_t *log, ngx_str_t *owner, ngx_http_tent_received_t *st,
+    json_t *copy, ngx_str_t *value);
+ngx_int_t ngx_http_tent_notification_receive(ngx_pool_t *pool,
+    ngx_log_t *log, ngx_str_t *owner, json_t *body, ngx_str_t *sender,
+    ngx_http_tent_receive_pt handler, void *data);
+
+
+#endif /* _NGX_HTTP_TENT_RECEIVE_H_INCLUDED_ */
