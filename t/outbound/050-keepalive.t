@@ -104,6 +104,26 @@ ok($s1->{connections}{opened} - $s0->{connections}{opened} <= 12,
    'connections.opened counts new connections only ('
    . ($s1->{connections}{opened} - $s0->{connections}{opened}) . ')');
 
+# ---- the guard before the pool: a server block whose tent_outbound_allow
+# does not open loopback gets no kept connection to the receiver either
+
+my $strict = Tent::Client->new(host => 'strict.test');
+my ($refused, $quiet) = (0, 0);
+for my $round (1 .. 6) {
+    post("keep them warm $round");      # the worker 0 keeps one again
+    sleep 0.2;
+    $ka->clear;
+    my $res = $strict->request(POST => '/followers',
+                               body => { entity => $ka->url,
+                                         types => [$STATUS],
+                                         notification_path => 'notifications/n' });
+    $refused++ if $res->{status} == 403 && $res->{body} =~ /not allowed/;
+    $quiet++ if !$ka->requests(path => qr{^/$}) && !grep { $_->{method} eq 'HEAD' } $ka->requests;
+}
+is($refused, 6, 'a follow from the strict server: refused by the guard '
+                . '(403), kept connections or not');
+is($quiet, 6, 'and nothing of it reached the receiver');
+
 # ---- "Connection: close" answers: not reused, nothing lost
 
 my $close = Tent::Receiver->start(keepalive => 1, rules => [
@@ -201,6 +221,12 @@ __DATA__
     tent_outbound_timeout 3s;
     tent_delivery_interval 100ms;
     tent_delivery_retry 1h 2h;
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name strict.test;
+        tent_entity http://strict.test;
+        tent_outbound_allow 10.255.255.0/24;
+    }
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize { tent_owner "the owner"; }
