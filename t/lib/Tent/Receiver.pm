@@ -274,6 +274,7 @@ sub _connection {
         _request($c, $dir, $serial, $n) or last;
         last unless $KEEPALIVE;
     }
+    return unless defined fileno $c;     # 'reset' closed it already
     shutdown $c, 1;
     close $c;
 }
