@@ -3,8 +3,9 @@
 # "Connection: close", or closes its idle connections, loses no delivery;
 # a reused connection the receiver resets before answering is sent again
 # on a new one, at once (the queue's retry is an hour away here); bytes
-# after an answer (a second, smuggled answer) never reach the next
-# request; the status counters tell new connections from reused ones.
+# that come after an answer (a second answer) are never read as the next
+# request's; the guard is asked before the pool; the status counters tell
+# new connections from reused ones.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for);
@@ -188,29 +189,31 @@ is($s3->{deliveries}{retried} - $s2->{deliveries}{retried}, 0,
 like(error_log_text(), qr/reused connection to \S+ closed before an answer, sending/,
      'the resend is logged');
 
-# ---- a second answer smuggled after the first: never read as the next
+# ---- a second answer sent after the first, once the first was read: the
+# idle connection is dropped, the 400 is never read as the next answer
 
-my $smuggle = Tent::Receiver->start(keepalive => 1);
-follow($smuggle);
-$smuggle->rules([
+my $stray = Tent::Receiver->start(keepalive => 1);
+follow($stray);
+$stray->rules([
     { method => 'POST', path => '/notifications/n$', times => 1,
-      action => { status => 200, headers => { 'Content-Length' => 0 },
-                  body => "HTTP/1.1 400 Bad Request\r\n"
+      action => { status => 200, body => '', then_delay => 0.05,
+                  then => "HTTP/1.1 400 Bad Request\r\n"
                           . "Content-Length: 0\r\n\r\n" } } ]);
-$smuggle->clear;
+$stray->clear;
 my $s4 = status();
 @ids = ();
 for (1 .. 5) {
-    push @ids, post("smuggled $_");
+    push @ids, post("stray $_");
     sleep 0.3;
 }
-my $got = all_delivered($smuggle, [@ids[1 .. 4]]);
-is($got, 4, 'after an answer with bytes after it, the next posts are '
-            . 'delivered (not refused by the smuggled 400)');
-is(status()->{deliveries}{dead} - $s4->{deliveries}{dead}, 0, 'none dead');
+my $got = all_delivered($stray, [@ids[1 .. 4]]);
+is($got, 4, 'after bytes that came after an answer, the next posts are '
+            . 'delivered (not refused by the stray 400)');
+is(status()->{deliveries}{dead} - $s4->{deliveries}{dead}, 0,
+   'none refused: the stray 400 was never read as an answer');
 
 unlike(error_log_text(), qr/\[alert\]|exited on signal/, 'no alert, no crash');
-$_->stop for $ka, $close, $idle, $reset, $smuggle;
+$_->stop for $ka, $close, $idle, $reset, $stray;
 
 __DATA__
 

@@ -319,6 +319,12 @@ sub _request {
         $again = 0 if grep { lc $_ eq 'connection' && $h{$_} =~ /close/i }
                       keys %h;
         _send($c, _canned($opt, $req->{method} eq 'HEAD'));
+        # bytes after the answer, later: what a kept connection must not
+        # read as the next answer
+        if (defined $opt->{then}) {
+            sleep $opt->{then_delay} if $opt->{then_delay};
+            _write_all($c, $opt->{then});
+        }
     } elsif ($name eq 'default') {
         _send($c, _default($req, $cfg, $dir));
     } elsif ($name eq 'echo_challenge') {
