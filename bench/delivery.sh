@@ -158,7 +158,7 @@ base=${base%.*}
 
 [ "$done_n" -ge $((FOLLOWERS * POSTS)) ] \
     || echo "delivery: only $done_n of $((FOLLOWERS * POSTS)) arrived within ${TIMEOUT} s"
-how="signed, a new connection each"
+how="signed, over kept-alive connections (tent_outbound_keepalive)"
 if [ "${TLS:-0}" = 1 ]; then
     resumed=$(grep -c '^POST r$' "$rprefix/logs/notes.log" || true)
     resumed=$((resumed - rbefore))

@@ -35,7 +35,6 @@
 
 
 static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_timeout(ngx_event_t *ev);
 static void ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_done_event(ngx_event_t *ev);
@@ -514,6 +513,10 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
     ff->interim = 0;
     ff->scanned = 0;
     ff->sent = 0;
+    ff->reused = 0;
+    ff->retried = 0;
+    ff->http11 = 0;
+    ff->conn_close = 0;
     f->status = 0;
     f->body.data = NULL;
     f->body.len = 0;
@@ -527,9 +530,12 @@ ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f)
 }
 
 
-/* the request bytes; MAC-signed when the fetch has a credential */
+/*
+ * The request bytes; MAC-signed when the fetch has a credential.  With
+ * keep-alive on, no "Connection: close": HTTP/1.1 keeps the connection.
+ */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
 {
     size_t                       len;
@@ -610,8 +616,15 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         p = ngx_sprintf(p, ":%ui", ff->port);
     }
 
-    p = ngx_sprintf(p, "\r\nUser-Agent: ngx_http_tent_module\r\n"
-                    "Connection: close\r\nAccept: %V\r\n", &f->accept);
+    p = ngx_cpymem(p, "\r\nUser-Agent: ngx_http_tent_module\r\n",
+                   sizeof("\r\nUser-Agent: ngx_http_tent_module\r\n") - 1);
+
+    if (ff->mcf->keepalive == 0 || ff->mcf->keepalive_total == 0) {
+        p = ngx_cpymem(p, "Connection: close\r\n",
+                       sizeof("Connection: close\r\n") - 1);
+    }
+
+    p = ngx_sprintf(p, "Accept: %V\r\n", &f->accept);
 
     if (f->mac_id.len) {
         p = ngx_sprintf(p, "Authorization: %V\r\n", &auth);
@@ -681,14 +694,20 @@ ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f)
 #if (NGX_HTTP_SSL)
     if (c->ssl) {
         ngx_http_tent_fetch_save_session(f, c);
-
-        c->ssl->no_wait_shutdown = 1;
-        c->ssl->no_send_shutdown = 1;
-        (void) ngx_ssl_shutdown(c);
     }
 #endif
 
-    ngx_close_connection(c);
+    /* after a whole answer that allows it, kept for the next fetch */
+
+    if (ff->keepalive) {
+        ff->keepalive = 0;
+
+        if (ngx_http_tent_fetch_idle_put(f, c) == NGX_OK) {
+            return;
+        }
+    }
+
+    ngx_http_tent_fetch_close_connection(c);
 }
 
 

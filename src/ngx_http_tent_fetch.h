@@ -60,6 +60,7 @@ struct ngx_http_tent_fetch_s {
     ngx_msec_t                      deadline;    /* of the operation */
     ngx_http_tent_fetch_pt          handler;
     void                           *data;
+    unsigned                        resend:1;    /* may be sent twice */
 
     /* the outcome */
     ngx_uint_t                      result;

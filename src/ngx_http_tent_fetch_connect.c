@@ -50,7 +50,7 @@ typedef struct {
 #endif
 
 
-static void ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_fetch_reuse(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_connected(ngx_event_t *ev);
 #if (NGX_HTTP_SSL)
 static void ngx_http_tent_fetch_handshaked(ngx_connection_t *c);
@@ -58,7 +58,6 @@ static ngx_http_tent_ssl_session_t *ngx_http_tent_fetch_session(
     ngx_http_tent_fetch_t *f, ngx_uint_t create);
 static void ngx_http_tent_ssl_sessions_cleanup(void *data);
 #endif
-static void ngx_http_tent_fetch_send(ngx_event_t *ev);
 
 
 /* a hop's name resolved: the addresses the guard lets through, in order */
@@ -168,11 +167,39 @@ ngx_http_tent_fetch_resolved(void *data, int status, struct ares_addrinfo *ai)
         return;
     }
 
+    /* an idle connection to one of these addresses saves a connect */
+
+    if (ngx_http_tent_fetch_idle_get(f) == NGX_OK) {
+        ngx_http_tent_fetch_reuse(f);
+        return;
+    }
+
     ngx_http_tent_fetch_connect(f);
 }
 
 
+/* a connection kept from an earlier answer: the request goes at once */
+
 static void
+ngx_http_tent_fetch_reuse(ngx_http_tent_fetch_t *f)
+{
+    ngx_connection_t            *c;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_REUSED, 1);
+
+    c = ff->peer.connection;
+    c->requests++;
+    c->read->handler = ngx_http_tent_fetch_recv;
+    c->write->handler = ngx_http_tent_fetch_send;
+
+    ngx_http_tent_fetch_send(c->write);
+}
+
+
+void
 ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
 {
     ngx_int_t                    rc;
@@ -219,8 +246,22 @@ ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f)
     }
 
     c = ff->peer.connection;
+
+    /*
+     * A pool of the connection's own (its TLS state lives there): a
+     * connection kept idle outlives the fetch and its pool
+     */
+
+    c->pool = ngx_create_pool(512, ff->log);
+    if (c->pool == NULL) {
+        ngx_close_connection(c);
+        ff->peer.connection = NULL;
+        ngx_http_tent_fetch_error(f, "creating the connection's pool");
+        return;
+    }
+
     c->data = f;
-    c->pool = ff->pool;
+    c->requests = 1;
     c->read->handler = ngx_http_tent_fetch_connected;
     c->write->handler = ngx_http_tent_fetch_connected;
 
@@ -256,7 +297,7 @@ ngx_http_tent_fetch_connected(ngx_event_t *ev)
     if (err) {
         ngx_log_error(NGX_LOG_INFO, ff->log, err,
                       "tent: connect() to %V failed", ff->peer.name);
-        ngx_close_connection(c);
+        ngx_http_tent_fetch_close_connection(c);
         ff->peer.connection = NULL;
         ngx_http_tent_fetch_connect(f);
         return;
@@ -522,7 +563,7 @@ ngx_http_tent_ssl_sessions_cleanup(void *data)
 #endif
 
 
-static void
+void
 ngx_http_tent_fetch_send(ngx_event_t *ev)
 {
     ssize_t                      n;
@@ -546,6 +587,13 @@ ngx_http_tent_fetch_send(ngx_event_t *ev)
         }
 
         if (n <= 0) {
+
+            /* an idle connection the server closed meanwhile */
+
+            if (ngx_http_tent_fetch_idle_resend(f) == NGX_OK) {
+                return;
+            }
+
             ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_CONNECT);
             return;
         }

@@ -30,6 +30,7 @@ static ngx_int_t ngx_http_tent_fetch_block(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_fetch_headers(ngx_http_tent_fetch_t *f,
     ngx_uint_t eof);
 static ngx_int_t ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f);
+static ngx_uint_t ngx_http_tent_fetch_reusable(ngx_http_tent_fetch_t *f);
 
 
 void
@@ -102,6 +103,14 @@ ngx_http_tent_fetch_recv(ngx_event_t *ev)
             return;
         }
 
+        /* a reused connection closed before any byte of the answer */
+
+        if ((n == NGX_ERROR || n == 0) && ff->in.last == ff->in.start
+            && ngx_http_tent_fetch_idle_resend(f) == NGX_OK)
+        {
+            return;
+        }
+
         if (n == NGX_ERROR) {
             rc = ff->in.last > ff->in.start
                  ? ngx_http_tent_fetch_parse(f, 1) : NGX_ERROR;
@@ -123,6 +132,7 @@ ngx_http_tent_fetch_recv(ngx_event_t *ev)
         rc = ngx_http_tent_fetch_parse(f, n == 0);
 
         if (rc == NGX_OK) {
+            ff->keepalive = n > 0 && ngx_http_tent_fetch_reusable(f);
             break;
         }
 
@@ -331,6 +341,8 @@ again:
     }
 
     f->status = status.code;
+    ff->http11 = status.http_version >= NGX_HTTP_VERSION_11;
+    ff->conn_close = 0;
     ff->content_length = -1;
     ff->chunked = 0;
 
@@ -403,6 +415,16 @@ again:
             }
 
             ff->chunked = 1;
+
+        } else if (h->key.len == sizeof("connection") - 1
+                   && ngx_strncmp(h->lowcase_key, "connection", h->key.len)
+                      == 0
+                   && ngx_strlcasestrn(h->value.data,
+                                       h->value.data + h->value.len,
+                                       (u_char *) "close", 5 - 1)
+                      != NULL)
+        {
+            ff->conn_close = 1;
         }
     }
 
@@ -494,4 +516,39 @@ ngx_http_tent_fetch_chunked(ngx_http_tent_fetch_t *f)
 
         return rc == NGX_AGAIN ? NGX_AGAIN : NGX_ERROR;
     }
+}
+
+
+/*
+ * Whether the connection may carry another request after this answer:
+ * HTTP/1.1 without "Connection: close", a body whose end was known
+ * (none, Content-Length, the last chunk) and not a byte after it.
+ */
+
+static ngx_uint_t
+ngx_http_tent_fetch_reusable(ngx_http_tent_fetch_t *f)
+{
+    size_t                       used;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    if (!ff->http11 || ff->conn_close) {
+        return 0;
+    }
+
+    if (ff->no_body) {
+        used = ff->body_offset;
+
+    } else if (ff->chunked) {
+        used = ff->chunk_offset;
+
+    } else if (ff->content_length >= 0) {
+        used = ff->body_offset + (size_t) ff->content_length;
+
+    } else {
+        return 0;
+    }
+
+    return used == (size_t) (ff->in.last - ff->in.start);
 }

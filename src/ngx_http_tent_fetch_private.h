@@ -68,6 +68,11 @@ typedef struct {
     unsigned                        no_body:1;
     unsigned                        anonymous:1; /* its own budget */
     unsigned                        cut:1;       /* hop cut by deadline */
+    unsigned                        http11:1;    /* the answer's version */
+    unsigned                        conn_close:1; /* Connection: close */
+    unsigned                        keepalive:1; /* may be parked */
+    unsigned                        reused:1;    /* an idle connection */
+    unsigned                        retried:1;   /* resent once already */
 } ngx_http_tent_fetch_full_t;
 
 
@@ -78,10 +83,13 @@ typedef struct {
 ngx_int_t ngx_http_tent_fetch_redirect(ngx_http_tent_fetch_t *f);
 void ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result);
 void ngx_http_tent_fetch_error(ngx_http_tent_fetch_t *f, const char *step);
+ngx_int_t ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f);
 
 /* ngx_http_tent_fetch_connect.c */
 void ngx_http_tent_fetch_resolved(void *data, int status,
     struct ares_addrinfo *ai);
+void ngx_http_tent_fetch_connect(ngx_http_tent_fetch_t *f);
+void ngx_http_tent_fetch_send(ngx_event_t *ev);
 #if (NGX_HTTP_SSL)
 void ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
     ngx_connection_t *c);
@@ -89,6 +97,13 @@ void ngx_http_tent_fetch_save_session(ngx_http_tent_fetch_t *f,
 
 /* ngx_http_tent_fetch_parse.c */
 void ngx_http_tent_fetch_recv(ngx_event_t *ev);
+
+/* ngx_http_tent_fetch_idle.c */
+ngx_int_t ngx_http_tent_fetch_idle_get(ngx_http_tent_fetch_t *f);
+ngx_int_t ngx_http_tent_fetch_idle_put(ngx_http_tent_fetch_t *f,
+    ngx_connection_t *c);
+ngx_int_t ngx_http_tent_fetch_idle_resend(ngx_http_tent_fetch_t *f);
+void ngx_http_tent_fetch_close_connection(ngx_connection_t *c);
 
 
 #endif /* _NGX_HTTP_TENT_FETCH_PRIVATE_H_INCLUDED_ */

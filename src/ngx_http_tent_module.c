@@ -200,6 +200,34 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, max_anonymous),
       NULL },
 
+    { ngx_string("tent_outbound_keepalive"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, keepalive),
+      NULL },
+
+    { ngx_string("tent_outbound_keepalive_total"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, keepalive_total),
+      NULL },
+
+    { ngx_string("tent_outbound_keepalive_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, keepalive_timeout),
+      NULL },
+
+    { ngx_string("tent_outbound_keepalive_requests"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, keepalive_requests),
+      NULL },
+
     { ngx_string("tent_delivery"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -394,6 +422,10 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
     mcf->max_anonymous = NGX_CONF_UNSET_UINT;
+    mcf->keepalive = NGX_CONF_UNSET_UINT;
+    mcf->keepalive_total = NGX_CONF_UNSET_UINT;
+    mcf->keepalive_timeout = NGX_CONF_UNSET_MSEC;
+    mcf->keepalive_requests = NGX_CONF_UNSET_UINT;
     mcf->delivery_on = NGX_CONF_UNSET;
     mcf->delivery_interval = NGX_CONF_UNSET_MSEC;
     mcf->delivery_concurrency = NGX_CONF_UNSET_UINT;
@@ -425,6 +457,19 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
 
     ngx_conf_init_value(mcf->ssl_verify, 1);
     ngx_conf_init_uint_value(mcf->max_fetches, 64);
+    ngx_conf_init_uint_value(mcf->keepalive, 8);
+    ngx_conf_init_uint_value(mcf->keepalive_total, 64);
+    ngx_conf_init_msec_value(mcf->keepalive_timeout, 60000);
+    ngx_conf_init_uint_value(mcf->keepalive_requests, 1000);
+
+    if (mcf->keepalive_timeout == 0 || mcf->keepalive_requests == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_keepalive_timeout\" and "
+                           "\"tent_outbound_keepalive_requests\" must be "
+                           "more than 0 (\"tent_outbound_keepalive 0\" "
+                           "turns keep-alive off)");
+        return NGX_ERROR;
+    }
     ngx_conf_init_value(mcf->delivery_on, 1);
     ngx_conf_init_msec_value(mcf->delivery_interval, 1000);
     ngx_conf_init_uint_value(mcf->delivery_concurrency, 16);

@@ -127,6 +127,11 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      fetches;     /* this worker's */
     ngx_uint_t                      max_anonymous;
     ngx_uint_t                      anonymous;   /* this worker's */
+    ngx_uint_t                      keepalive;   /* idle a host, 0: off */
+    ngx_uint_t                      keepalive_total;
+    ngx_msec_t                      keepalive_timeout;
+    ngx_uint_t                      keepalive_requests;
+    void                           *idle;        /* this worker's */
     ngx_http_tent_resolver_t       *resolver;    /* this worker's */
     void                           *credentials; /* this worker's cache */
     void                           *reply_cache; /* this worker's */

@@ -600,6 +600,7 @@ send:
     f->has_deadline = 1;
     f->handler = ngx_http_tent_delivery_sent;
     f->data = t;
+    f->resend = 1;                 /* deliveries are at-least-once */
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                    "tent delivery: job sent: post \"%V\" to %V",

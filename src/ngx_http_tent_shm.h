@@ -51,7 +51,7 @@ typedef enum {
     NGX_HTTP_TENT_STAT_RETRIED,
     NGX_HTTP_TENT_STAT_DEAD,
     NGX_HTTP_TENT_STAT_CONNECTIONS,    /* outbound, opened */
-    NGX_HTTP_TENT_STAT_REUSED,         /* outbound, reused: no keep-alive */
+    NGX_HTTP_TENT_STAT_REUSED,         /* outbound, requests on kept ones */
     NGX_HTTP_TENT_STAT_STORE_OPS,      /* + op byte - 1: get ... mget */
     NGX_HTTP_TENT_STAT_STORE_MS = NGX_HTTP_TENT_STAT_STORE_OPS
                                   + NGX_HTTP_TENT_STORE_KINDS,

@@ -422,3 +422,102 @@ GET /tent/profile
 --- request
 GET /tent/profile
 --- error_code: 200
+
+
+
+=== TEST ka1: the keep-alive directives load
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive 4;
+    tent_outbound_keepalive_total 16;
+    tent_outbound_keepalive_timeout 5s;
+    tent_outbound_keepalive_requests 100;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+
+
+
+=== TEST ka2: tent_outbound_keepalive 0 turns keep-alive off
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+
+
+
+=== TEST ka3: tent_outbound_keepalive takes a number
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive many;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_outbound_keepalive" directive invalid number
+
+
+
+=== TEST ka4: tent_outbound_keepalive_total takes a number
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive_total -1;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_outbound_keepalive_total" directive invalid number
+
+
+
+=== TEST ka5: tent_outbound_keepalive_timeout takes a time
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive_timeout forever;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_outbound_keepalive_timeout" directive invalid value
+
+
+
+=== TEST ka6: tent_outbound_keepalive_timeout of 0
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive_timeout 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_outbound_keepalive_timeout" and "tent_outbound_keepalive_requests" must be more than 0
+
+
+
+=== TEST ka7: tent_outbound_keepalive_requests of 0
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_keepalive_requests 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_outbound_keepalive_timeout" and "tent_outbound_keepalive_requests" must be more than 0
+
+
+
+=== TEST ka8: the keep-alive bounds are the worker's: http only
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_outbound_keepalive 2;
+--- must_die
+--- error_log
+"tent_outbound_keepalive" directive is not allowed here

@@ -255,6 +255,31 @@ close $hang;
 ok(!IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port,
                         Timeout => 2), 'stopped: nothing listens');
 
+# ---- keepalive: two requests on one connection, the second dropped
+{
+    my $ka = Tent::Receiver->start(keepalive => 1, rules => [
+        { path => '^/drop', reused => 1, action => 'drop' } ]);
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                PeerPort => $ka->port, Timeout => 5)
+        or die "connect: $!";
+    print {$s} "GET /drop HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $buf = '';
+    while ($buf !~ /\r\n\r\n/) {
+        IO::Select->new($s)->can_read(5) or last;
+        sysread($s, $buf, 4096, length $buf) or last;
+    }
+    like($buf, qr{^HTTP/1\.1 }, 'keepalive: the first request answered');
+    unlike($buf, qr/Connection: close/i, 'without "Connection: close"');
+    print {$s} "GET /drop HTTP/1.1\r\nHost: x\r\n\r\n";
+    ok(IO::Select->new($s)->can_read(5), 'the second is read');
+    my $n = sysread($s, my $more, 4096);
+    ok(!$n, 'and dropped: the connection closed without an answer');
+    my @r = $ka->requests(path => qr{^/drop$});
+    is(join(',', map { "$_->{conn}.$_->{nreq}" } @r), '1.1,1.2',
+       'both recorded on connection 1, as its requests 1 and 2');
+    $ka->stop;
+}
+
 my $rx6 = eval { Tent::Receiver->start(host => '::1') };
 SKIP: {
     skip "no IPv6 loopback: $@", 1 unless $rx6;

@@ -134,6 +134,8 @@ Content-Type: application/vnd.tent.v0+json
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8 ::1;
+    # a new connection each: no keep-alive
+    tent_outbound_keepalive 0;
     tent_outbound_trusted_certificate $TEST_NGINX_TLS/ca.pem;
     # the TLS server says of each request whether its session was resumed,
     # in the error log, where --- error_log reads
@@ -160,3 +162,68 @@ Content-Type: application/vnd.tent.v0+json
 tls-resume: HEAD / .
 tls-resume: GET /tent/profile r
 tls-resume: GET /tent/notifications/00000000000000000000000000000000 r
+
+
+
+=== TEST 5b: with keep-alive, the three requests share one TLS connection
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8 ::1;
+    tent_outbound_trusted_certificate $TEST_NGINX_TLS/ca.pem;
+    # the TLS server says of each request its number on the connection
+    log_format tent_resume 'tls-kept: $request_method $uri '
+                           '$connection_requests';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1 ssl;
+        server_name localhost;
+        ssl_certificate $TEST_NGINX_TLS/tls.pem;
+        ssl_certificate_key $TEST_NGINX_TLS/tls.key;
+        access_log $TEST_NGINX_SERVER_ROOT/logs/error.log tent_resume;
+        tent_entity https://localhost:$TEST_NGINX_RAND_PORT_1;
+    }
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"https://localhost:$TEST_NGINX_RAND_PORT_1","notification_path":"notifications/00000000000000000000000000000000"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 403
+--- response_body_like: was not answered \(status 404\)
+--- error_log
+tls-kept: HEAD / 1
+tls-kept: GET /tent/profile 2
+tls-kept: GET /tent/notifications/00000000000000000000000000000000 3
+
+
+
+=== TEST 5c: tent_outbound_keepalive_requests 2: the third request on a new connection
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8 ::1;
+    tent_outbound_keepalive_requests 2;
+    tent_outbound_trusted_certificate $TEST_NGINX_TLS/ca.pem;
+    # the TLS server says of each request its number on the connection
+    log_format tent_resume 'tls-kept: $request_method $uri '
+                           '$connection_requests';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1 ssl;
+        server_name localhost;
+        ssl_certificate $TEST_NGINX_TLS/tls.pem;
+        ssl_certificate_key $TEST_NGINX_TLS/tls.key;
+        access_log $TEST_NGINX_SERVER_ROOT/logs/error.log tent_resume;
+        tent_entity https://localhost:$TEST_NGINX_RAND_PORT_1;
+    }
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"https://localhost:$TEST_NGINX_RAND_PORT_1","notification_path":"notifications/00000000000000000000000000000000"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 403
+--- response_body_like: was not answered \(status 404\)
+--- error_log
+tls-kept: HEAD / 1
+tls-kept: GET /tent/profile 2
+tls-kept: GET /tent/notifications/00000000000000000000000000000000 1

@@ -40,7 +40,10 @@ our $HANG_MAX = 300;         # a hanging connection gives up after this
 my @LIVE;    # weak refs, for END
 
 # start(port => 0, host => '127.0.0.1' | '::1', entity => URL,
-#       api_root => '/tent', profile => {...}, rules => [...])
+#       api_root => '/tent', profile => {...}, rules => [...],
+#       keepalive => 0 | 1)
+# keepalive: answers without "Connection: close" and reads the next
+# request on the same connection (each request records conn and nreq)
 sub start {
     my ($class, %a) = @_;
     my $host = $a{host} || '127.0.0.1';
@@ -70,7 +73,8 @@ sub start {
 
     _write_atomic("$dir/config.json", $JSON->encode({
         entity => $self->{entity}, api_root => $self->{api_root},
-        profile => $self->{profile}, url => $url }));
+        profile => $self->{profile}, url => $url,
+        keepalive => $a{keepalive} ? 1 : 0 }));
     $self->rules($a{rules} || []);
     _write_atomic("$dir/requests.jsonl", '');
     _write_atomic("$dir/followers.jsonl", '');
@@ -258,11 +262,29 @@ sub _serve {
     }
 }
 
+our $KEEPALIVE = 0;
+
+# one connection: one request, or with keepalive as many as come
 sub _connection {
     my ($c, $dir, $serial) = @_;
     binmode $c;
-    my $req = _read_request($c) or return;
+    my $cfg = _read_json("$dir/config.json") || {};
+    local $KEEPALIVE = $cfg->{keepalive};
+    for (my $n = 1; ; $n++) {
+        _request($c, $dir, $serial, $n) or last;
+        last unless $KEEPALIVE;
+    }
+    return unless defined fileno $c;     # 'reset' closed it already
+    shutdown $c, 1;
+    close $c;
+}
+
+# 1: the connection may carry another request
+sub _request {
+    my ($c, $dir, $serial, $nreq) = @_;
+    my $req = _read_request($c) or return 0;
     $req->{conn} = $serial;
+    $req->{nreq} = $nreq;
 
     my $rules = _read_json("$dir/rules.json") || { rules => [] };
     my ($action, $idx) = ('default', undef);
@@ -289,8 +311,20 @@ sub _connection {
 
     sleep $opt->{delay} if $opt->{delay};
 
+    my $again = $KEEPALIVE
+                && ($req->{headers}{connection} // '') !~ /close/i;
+
     if ($name eq 'respond') {
+        my %h = %{ $opt->{headers} || {} };
+        $again = 0 if grep { lc $_ eq 'connection' && $h{$_} =~ /close/i }
+                      keys %h;
         _send($c, _canned($opt, $req->{method} eq 'HEAD'));
+        # bytes after the answer, later: what a kept connection must not
+        # read as the next answer
+        if (defined $opt->{then}) {
+            sleep $opt->{then_delay} if $opt->{then_delay};
+            _write_all($c, $opt->{then});
+        }
     } elsif ($name eq 'default') {
         _send($c, _default($req, $cfg, $dir));
     } elsif ($name eq 'echo_challenge') {
@@ -303,7 +337,9 @@ sub _connection {
     } elsif ($name eq 'reset') {
         setsockopt($c, SOL_SOCKET, SO_LINGER, pack('ii', 1, 0));
         close $c;
-        return;
+        return 0;
+    } elsif ($name eq 'drop') {
+        return 0;
     } elsif ($name eq 'big') {
         _big($c, $opt);
     } elsif ($name eq 'garbage') {
@@ -321,8 +357,8 @@ sub _connection {
         _send($c, _response(500, { 'Content-Type' => 'text/plain' },
                             "Tent::Receiver: unknown action $name\n"));
     }
-    shutdown $c, 1;
-    close $c;
+    return $again && ($name eq 'respond' || $name eq 'default'
+                      || $name eq 'echo_challenge');
 }
 
 sub _rule_matches {
@@ -330,6 +366,7 @@ sub _rule_matches {
     return 0 if defined $r->{method} && uc $r->{method} ne $req->{method};
     return 0 if defined $r->{path} && $req->{path} !~ /$r->{path}/;
     return 0 if defined $r->{query} && $req->{query} !~ /$r->{query}/;
+    return 0 if $r->{reused} && $req->{nreq} < 2;
     return 1;
 }
 
@@ -442,7 +479,8 @@ sub _response {
     $h{'Content-Length'} = length $body
         unless grep { lc $_ eq 'content-length' || lc $_ eq 'transfer-encoding'
                     } keys %h;
-    $h{Connection} = 'close';
+    $h{Connection} = 'close'
+        unless $KEEPALIVE || grep { lc $_ eq 'connection' } keys %h;
     my $out = "HTTP/1.1 $status " . _reason($status) . "\r\n";
     $out .= "$_: $h{$_}\r\n" for sort keys %h;
     return "$out\r\n" . ($head_only ? '' : $body);
