@@ -61,7 +61,7 @@ command -v perl >/dev/null || bench_die "perl is not installed"
 command -v wrk >/dev/null || bench_die "wrk is not installed (make bench-deps)"
 [ "$BIG" = 0 ] || [ "$BIG" -gt "$SMALL" ] || bench_die "BIG must be above SMALL"
 
-mport=$(bench_free_port 18181)
+mport=$(bench_free_port "${PORT:-18181}")
 murl=http://127.0.0.1:$mport
 rports=()
 p=$((mport + 1))

@@ -46,6 +46,7 @@ static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
@@ -94,6 +95,17 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->step.data = dl;
     dl->step.log = cycle->log;
 
+    dl->settle_timer.handler = ngx_http_tent_settle_flush;
+    dl->settle_timer.data = dl;
+    dl->settle_timer.log = cycle->log;
+    dl->settle_timer.cancelable = 1;
+
+    if (ngx_http_tent_queue_init(dl, cycle->pool) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the queue's cursors failed");
+        return NGX_ERROR;
+    }
+
     mcf->delivery = dl;
 
     /* a new owner's breakers are all closed */
@@ -136,6 +148,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
 
     if (dl->prune) {
         dl->pruned = ngx_current_msec;
+
+        /* and the due scans from the start: whatever a cursor missed */
+
+        ngx_http_tent_queue_reset(dl);
     }
 
     ngx_http_tent_delivery_entity(dl);
@@ -528,12 +544,30 @@ void
 ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler)
 {
+    /* a write that puts jobs holds the due scan's cursor until answered */
+
+    if (t->writing) {
+        t->then = handler;
+        handler = ngx_http_tent_task_written;
+    }
+
     op->handler = handler;
     op->data = t;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
         ngx_http_tent_task_failed(t, "submitting a store operation");
     }
+}
+
+
+static void
+ngx_http_tent_task_written(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_http_tent_queue_written(t);
+
+    t->then(op);
 }
 
 
@@ -560,12 +594,19 @@ ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
 {
     ngx_str_t  key, value;
 
-    if (ngx_http_tent_timed_key(t->pool, &t->ent->entity, table, ms, id, &key)
+    /* in the write's pool: a fan-out's batch goes with its write */
+
+    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity, table, ms, id,
+                                &key)
         != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK
+        || ngx_http_tent_json_dump(wop->pool, job, &value) != NGX_OK
         || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
     {
         goto failed;
+    }
+
+    if (table == NGX_HTTP_TENT_TABLE_JOB) {
+        ngx_http_tent_queue_lower(t, ms);
     }
 
     return NGX_OK;
@@ -592,6 +633,7 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     dl = t->dl;
 
     ngx_http_tent_host_release(t);
+    ngx_http_tent_queue_written(t);     /* puts never submitted */
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;
@@ -617,5 +659,26 @@ ngx_http_tent_task_free(ngx_event_t *ev)
 {
     ngx_http_tent_task_t *t = ev->data;
 
+    ngx_http_tent_batch_t  *batch;
+
+    batch = t->batch;
+
+    if (t->step_old) {
+        ngx_destroy_pool(t->step_old);
+    }
+
+    if (t->step) {
+        ngx_destroy_pool(t->step);
+    }
+
     ngx_destroy_pool(t->pool);
+
+    /* the batch's pool holds the job's post: after the task's own */
+
+    if (batch && --batch->refs == 0) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: a batch's last job done: its pool "
+                       "goes");
+        ngx_destroy_pool(batch->pool);
+    }
 }

@@ -46,13 +46,6 @@ static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
     ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
 static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
     json_t *record);
-static ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
-static ngx_int_t ngx_http_tent_delivery_told_key(json_t *record, u_char *buf,
-    ngx_str_t *key);
-static ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
-    json_t *follower);
-static ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
-    json_t *following);
 static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
@@ -224,9 +217,30 @@ ngx_http_tent_delivery_unnamed(json_t *post)
 static void
 ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
 {
+    ngx_pool_t                *pool;
     ngx_http_tent_store_op_t  *scan;
 
-    scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    /*
+     * Each batch of followers, its jobs and their write live in a pool
+     * of their own, gone two batches later (the write just answered is
+     * in the last one): a fan-out to 100,000 followers holds two
+     * batches, not every row it read.
+     */
+
+    pool = ngx_create_pool(16384, t->dl->log);
+    if (pool == NULL) {
+        ngx_http_tent_task_failed(t, "creating a batch's pool");
+        return;
+    }
+
+    if (t->step_old) {
+        ngx_destroy_pool(t->step_old);
+    }
+
+    t->step_old = t->step;
+    t->step = pool;
+
+    scan = ngx_http_tent_store_op_create(pool, t->dl->log);
 
     if (scan == NULL
         || ngx_http_tent_store_scan(scan, &t->start, &t->end,
@@ -391,7 +405,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(op->pool, t->dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
         ngx_http_tent_task_failed(t, "building the jobs' write");
@@ -456,7 +470,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
                   + NGX_INT_T_LEN;
-        jid.data = ngx_pnalloc(t->pool, jid.len);
+        jid.data = ngx_pnalloc(wop->pool, jid.len);
         if (jid.data == NULL) {
             ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
                           "tent delivery: building a job id failed");
@@ -509,7 +523,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         json_decref(follower);
 
         if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+            || ngx_http_tent_json_cleanup(wop->pool, job) != NGX_OK)
         {
             ngx_http_tent_task_failed(t, "building a job");
             return;
@@ -756,96 +770,6 @@ ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
 }
 
 
-/*
- * A profile post goes to our followings too (spec 9.4).  An entity that
- * is both gets one copy, on the follower's path, as tentd's notify_entity
- * (Follower.first || Following.first): two copies reach tentd, which
- * keeps the first and refreshes one of its two records of us.  The
- * followers told are kept by normalized entity for the followings' stage.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
-{
-    ngx_str_t  type;
-
-    /* only what a following may get: our public profile posts */
-
-    if (t->post == NULL
-        || ngx_http_tent_json_str(t->post, "type", &type) != NGX_OK
-        || !ngx_http_tent_post_type_is(&type, "profile")
-        || !json_is_true(json_object_get(json_object_get(t->post,
-                                                         "permissions"),
-                                         "public")))
-    {
-        return NGX_OK;
-    }
-
-    t->told = ngx_http_tent_key_set_create(t->pool);
-
-    return (t->told == NULL) ? NGX_ERROR : NGX_OK;
-}
-
-
-/*
- * A record's entity in its one spelling, in "buf" (NGX_HTTP_TENT_ENTITY_MAX
- * + NGX_HTTP_TENT_ENTITY_SLACK bytes); what is no entity URL, as it is.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_told_key(json_t *record, u_char *buf, ngx_str_t *key)
-{
-    ngx_str_t  entity;
-
-    if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_tent_entity_normalize(&entity, buf, key) != NGX_OK) {
-        *key = entity;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
-{
-    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
-    ngx_str_t  key;
-
-    if (ngx_http_tent_delivery_told_key(follower, buf, &key) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    return ngx_http_tent_key_set_add(t->pool, t->told, &key);
-}
-
-
-/* a following told as a follower already: no second copy at its /posts */
-
-static ngx_int_t
-ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
-{
-    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
-    ngx_str_t  key;
-
-    if (t->told == NULL
-        || ngx_http_tent_delivery_told_key(following, buf, &key) != NGX_OK
-        || !ngx_http_tent_key_set_has(t->told, &key))
-    {
-        return 0;
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": following \"%V\" is a "
-                   "follower told already", &t->post_id, &key);
-
-    return 1;
-}
-
-
 /* the mentioned entities: a follower of ours, or one we follow? */
 
 static void
@@ -984,7 +908,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         }
 
         jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
-        jid.data = ngx_pnalloc(t->pool, jid.len);
+        jid.data = ngx_pnalloc(wop->pool, jid.len);
         if (jid.data == NULL) {
             ngx_http_tent_task_failed(t, "building a job id");
             return;
