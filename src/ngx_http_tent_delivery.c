@@ -643,9 +643,18 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     ngx_post_event(&t->free, &ngx_posted_events);
 
-    /* ngx_add_timer() alone ignores a change of less than 300 ms */
+    /*
+     * A pass at once, not at the next tick, when a quarter of the slots
+     * are free (or all): a scan and a read for a batch of jobs, not for
+     * every job that ends.  ngx_add_timer() alone ignores a change of
+     * less than 300 ms.
+     */
 
     if (!dl->busy && dl->timer.timer_set
+        && (dl->inflight == 0
+            || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
+                                               dl->mcf->delivery_concurrency)
+               >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
         && !(ngx_exiting || ngx_quit || ngx_terminate))
     {
         ngx_del_timer(&dl->timer);

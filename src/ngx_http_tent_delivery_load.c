@@ -9,9 +9,11 @@
  * row again, its record (a follower, a following, an app's subscription)
  * and its post, every one in one store read (MGET); each post once,
  * however many of the batch's jobs it goes with, parsed once, and its
- * request body rendered once (ngx_http_tent_send.c).  The batch's pool
- * holds what its jobs share and goes when the last of them is done: a
- * fan-out to 100,000 followers holds a batch or two, never the queue.
+ * request body rendered once (ngx_http_tent_send.c).  The read's answer
+ * (the records: a follower's row may hold a 64 KB profile) goes once each
+ * job parsed its own; the batch's pool, with the posts and their bodies,
+ * when the last of its jobs is done: a fan-out to 100,000 followers
+ * holds the batches of the jobs in flight, never the queue.
  */
 
 
@@ -50,33 +52,45 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     json_t                     *job;
     ngx_str_t                   key, value;
     ngx_uint_t                  i;
-    ngx_pool_t                 *pool;
+    ngx_pool_t                 *pool, *read;
     ngx_http_tent_task_t       *t;
     ngx_http_tent_batch_t      *batch;
     ngx_http_tent_store_op_t   *get;
     ngx_http_tent_batch_job_t  *bj;
     ngx_http_tent_batch_post_t *bp;
 
-    pool = ngx_create_pool(16384, dl->log);
-    if (pool == NULL) {
+    pool = ngx_create_pool(4096, dl->log);
+    read = ngx_create_pool(16384, dl->log);
+
+    if (pool == NULL || read == NULL) {
+        if (pool) {
+            ngx_destroy_pool(pool);
+        }
+
+        if (read) {
+            ngx_destroy_pool(read);
+        }
+
         goto failed;
     }
 
     batch = ngx_pcalloc(pool, sizeof(ngx_http_tent_batch_t));
 
     if (batch == NULL
-        || ngx_array_init(&batch->jobs, pool, 16,
+        || ngx_array_init(&batch->jobs, read, 16,
                           sizeof(ngx_http_tent_batch_job_t))
            != NGX_OK
         || ngx_array_init(&batch->posts, pool, 4,
                           sizeof(ngx_http_tent_batch_post_t))
            != NGX_OK)
     {
+        ngx_destroy_pool(read);
         ngx_destroy_pool(pool);
         goto failed;
     }
 
     batch->pool = pool;
+    batch->read = read;
     batch->refs = 1;            /* the read, until its answer */
     batch->free.handler = ngx_http_tent_batch_free;
     batch->free.data = batch;
@@ -137,7 +151,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
      * post once.
      */
 
-    get = ngx_http_tent_store_op_create(pool, dl->log);
+    get = ngx_http_tent_store_op_create(read, dl->log);
 
     if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
         goto failed_read;
@@ -215,7 +229,7 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
     }
 
     if (ngx_http_tent_json_str(t->job, "id", &pid) != NGX_OK
-        || ngx_http_tent_post_key(batch->pool, &t->ent->entity, &t->entity,
+        || ngx_http_tent_post_key(batch->read, &t->ent->entity, &t->entity,
                                   &pid, -1, &pkey)
            != NGX_OK)
     {
@@ -372,14 +386,15 @@ done:
 }
 
 
-/* the read's own hold; the pool goes from the event loop, not the store */
+/*
+ * The read is over: its answer goes from the event loop, not from the
+ * store's handler, and with it the read's hold on the batch.
+ */
 
 static void
 ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch)
 {
-    if (--batch->refs == 0) {
-        ngx_post_event(&batch->free, &ngx_posted_events);
-    }
+    ngx_post_event(&batch->free, &ngx_posted_events);
 }
 
 
@@ -388,8 +403,13 @@ ngx_http_tent_batch_free(ngx_event_t *ev)
 {
     ngx_http_tent_batch_t *batch = ev->data;
 
-    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                   "tent delivery: a batch's jobs all done: its pool goes");
+    ngx_destroy_pool(batch->read);
+    batch->read = NULL;
 
-    ngx_destroy_pool(batch->pool);
+    if (--batch->refs == 0) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: a batch's jobs all done: its pool "
+                       "goes");
+        ngx_destroy_pool(batch->pool);
+    }
 }

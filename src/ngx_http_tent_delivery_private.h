@@ -61,8 +61,9 @@ typedef struct {
 /*
  * A batch of due jobs (ngx_http_tent_delivery_load.c): one scan, one read
  * of every job's row, record and post; each post parsed once and its
- * request body rendered once, shared by its jobs.  Its pool goes when
- * its last job is done.
+ * request body rendered once, shared by its jobs.  The read's answer
+ * (every record, maybe 64 KB each) goes once the jobs have parsed theirs;
+ * the posts and bodies when the batch's last job is done.
  */
 typedef struct {
     ngx_str_t                       key;
@@ -71,11 +72,12 @@ typedef struct {
 } ngx_http_tent_batch_post_t;
 
 typedef struct {
-    ngx_pool_t                     *pool;
+    ngx_pool_t                     *pool;        /* posts and bodies */
+    ngx_pool_t                     *read;        /* the read, its answer */
     ngx_uint_t                      refs;        /* its jobs not freed */
-    ngx_array_t                     jobs;        /* _batch_job_t */
+    ngx_array_t                     jobs;        /* _batch_job_t, in read */
     ngx_array_t                     posts;       /* _batch_post_t */
-    ngx_event_t                     free;
+    ngx_event_t                     free;        /* the read's pool */
 } ngx_http_tent_batch_t;
 
 

@@ -9,8 +9,9 @@
  * dead letter, with its status record (ngx_http_tent_send.c), and a job
  * put back for its host (ngx_http_tent_hosts.c), each built into the
  * task's own write, are appended to one store write that goes when
- * NGX_HTTP_TENT_SETTLE_MAX jobs wait in it or NGX_HTTP_TENT_SETTLE_WAIT ms
- * after its first: a fan-out to many followers settles in a few writes,
+ * NGX_HTTP_TENT_SETTLE_MAX jobs wait in it, NGX_HTTP_TENT_SETTLE_WAIT ms
+ * after its first, or at once when every job in flight is in it (none
+ * is left to join it): a fan-out to many followers settles in a few writes,
  * not one per job.  A task ends (its slot free, its key kept for the
  * step) only when its batch was answered, as it did after its own write:
  * a job is never removed before its answer, and one whose write failed
@@ -77,7 +78,11 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
 
     *tp = t;
 
-    if (st->tasks.nelts >= NGX_HTTP_TENT_SETTLE_MAX) {
+    /* full, or no job in flight is left to join it: it goes now */
+
+    if (st->tasks.nelts >= NGX_HTTP_TENT_SETTLE_MAX
+        || st->tasks.nelts >= dl->inflight)
+    {
         if (dl->settle_timer.timer_set) {
             ngx_del_timer(&dl->settle_timer);
         }
