@@ -670,7 +670,17 @@ ngx_http_tent_task_free(ngx_event_t *ev)
 
     ngx_http_tent_batch_t  *batch;
 
+    /* the batch's pool holds the job's post: it goes after the task's */
+
     batch = t->batch;
+
+    if (batch && --batch->refs == 0) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: a batch's last job done: its pool "
+                       "goes");
+    } else {
+        batch = NULL;
+    }
 
     if (t->step_old) {
         ngx_destroy_pool(t->step_old);
@@ -682,12 +692,7 @@ ngx_http_tent_task_free(ngx_event_t *ev)
 
     ngx_destroy_pool(t->pool);
 
-    /* the batch's pool holds the job's post: after the task's own */
-
-    if (batch && --batch->refs == 0) {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                       "tent delivery: a batch's last job done: its pool "
-                       "goes");
+    if (batch) {
         ngx_destroy_pool(batch->pool);
     }
 }

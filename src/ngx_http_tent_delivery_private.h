@@ -185,6 +185,11 @@ void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
 ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 
+/* ngx_http_tent_fanout_mentions.c: a new post's mentioned entities */
+ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
+void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record);
+void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
+
 /* ngx_http_tent_fanout_told.c: a profile post's followers told */
 ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
 ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
