@@ -37,6 +37,7 @@
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
 #   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
+#   PORT=18181 (the module's; the receivers' are the free ones after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
 #   that phase.  Everything stops by itself: every wait is bounded.
 set -e

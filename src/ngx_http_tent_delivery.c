@@ -25,8 +25,10 @@
  *
  * This file is the engine: its timer, the pass over the entities (the
  * expired dead letters, then the outbox, ngx_http_tent_outbox.c, then the
- * due jobs, ngx_http_tent_send.c) and the tasks; ngx_http_tent_fanout.c
- * turns an outbox row into jobs.
+ * due jobs, ngx_http_tent_queue.c, read a batch at a time by
+ * ngx_http_tent_delivery_load.c, sent by ngx_http_tent_send.c and settled
+ * in batches by ngx_http_tent_settle.c) and the tasks;
+ * ngx_http_tent_fanout.c turns an outbox row into jobs.
  */
 
 
