@@ -5,12 +5,14 @@
 
 
 /*
- * Sending a delivery job: the due jobs of an entity, each with its
- * record (a follower, a following, an app's subscription, or a
- * mentioned entity discovered anew) and its post read again, POSTed as
- * the receiver may see it, signed, to its servers in order; then
+ * Sending a delivery job: a due job, with its record (a follower, a
+ * following, an app's subscription, or a mentioned entity discovered
+ * anew) and its post read again with its batch
+ * (ngx_http_tent_delivery_load.c), POSTed as the receiver may see it (the
+ * body rendered once a batch), signed, to its servers in order; then
  * settled: removed on 2xx, a dead letter on a final refusal or after the
- * last attempt, else put back with an exponential, jittered delay.
+ * last attempt, else put back with an exponential, jittered delay, in a
+ * batch of settlements (ngx_http_tent_settle.c).
  */
 
 
