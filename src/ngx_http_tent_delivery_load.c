@@ -38,6 +38,8 @@ typedef struct {
 } ngx_http_tent_batch_job_t;
 
 
+static ngx_http_tent_batch_t *ngx_http_tent_batch_create(
+    ngx_http_tent_delivery_t *dl);
 static ngx_int_t ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch,
     ngx_http_tent_task_t *t);
 static void ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op);
@@ -45,32 +47,18 @@ static void ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch);
 static void ngx_http_tent_batch_free(ngx_event_t *ev);
 
 
-void
-ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan)
+/* a batch, made for the first job a scan starts: none when idle */
+
+static ngx_http_tent_batch_t *
+ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
 {
-    json_t                     *job;
-    ngx_str_t                   key, value;
-    ngx_uint_t                  i;
-    ngx_pool_t                 *pool, *read;
-    ngx_http_tent_task_t       *t;
-    ngx_http_tent_batch_t      *batch;
-    ngx_http_tent_store_op_t   *get;
-    ngx_http_tent_batch_job_t  *bj;
-    ngx_http_tent_batch_post_t *bp;
+    ngx_pool_t             *pool, *read;
+    ngx_http_tent_batch_t  *batch;
 
     pool = ngx_create_pool(4096, dl->log);
     read = ngx_create_pool(16384, dl->log);
 
     if (pool == NULL || read == NULL) {
-        if (pool) {
-            ngx_destroy_pool(pool);
-        }
-
-        if (read) {
-            ngx_destroy_pool(read);
-        }
-
         goto failed;
     }
 
@@ -84,8 +72,6 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
                           sizeof(ngx_http_tent_batch_post_t))
            != NGX_OK)
     {
-        ngx_destroy_pool(read);
-        ngx_destroy_pool(pool);
         goto failed;
     }
 
@@ -96,6 +82,40 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     batch->free.data = batch;
     batch->free.log = dl->log;
 
+    return batch;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: creating a batch failed");
+
+    if (pool) {
+        ngx_destroy_pool(pool);
+    }
+
+    if (read) {
+        ngx_destroy_pool(read);
+    }
+
+    return NULL;
+}
+
+
+void
+ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan)
+{
+    json_t                     *job;
+    ngx_str_t                   key, value;
+    ngx_uint_t                  i;
+    ngx_http_tent_task_t       *t;
+    ngx_http_tent_batch_t      *batch;
+    ngx_http_tent_store_op_t   *get;
+    ngx_http_tent_batch_job_t  *bj;
+    ngx_http_tent_batch_post_t *bp;
+
+    batch = NULL;
+
     while (dl->inflight < dl->mcf->delivery_concurrency
            && ngx_http_tent_store_next(scan, &key, &value) == NGX_OK)
     {
@@ -103,6 +123,13 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
             || ngx_http_tent_host_deferred(&key))
         {
             continue;
+        }
+
+        if (batch == NULL) {
+            batch = ngx_http_tent_batch_create(dl);
+            if (batch == NULL) {
+                break;
+            }
         }
 
         t = ngx_http_tent_task_create(dl, ent, &key, &value);
@@ -141,6 +168,10 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
 
     ngx_http_tent_delivery_next(dl);
 
+    if (batch == NULL) {
+        return;
+    }
+
     if (batch->jobs.nelts == 0) {
         ngx_http_tent_batch_unref(batch);
         return;
@@ -151,7 +182,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
      * post once.
      */
 
-    get = ngx_http_tent_store_op_create(read, dl->log);
+    get = ngx_http_tent_store_op_create(batch->read, dl->log);
 
     if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
         goto failed_read;
@@ -200,15 +231,6 @@ failed_read:
     }
 
     ngx_http_tent_batch_unref(batch);
-
-    return;
-
-failed:
-
-    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                  "tent delivery: creating a batch failed");
-
-    ngx_http_tent_delivery_next(dl);
 }
 
 
