@@ -37,6 +37,7 @@
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
 #   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
+#   PORT=18181 (the module's; the receivers' are the free ones after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
 #   that phase.  Everything stops by itself: every wait is bounded.
 set -e
@@ -61,7 +62,7 @@ command -v perl >/dev/null || bench_die "perl is not installed"
 command -v wrk >/dev/null || bench_die "wrk is not installed (make bench-deps)"
 [ "$BIG" = 0 ] || [ "$BIG" -gt "$SMALL" ] || bench_die "BIG must be above SMALL"
 
-mport=$(bench_free_port 18181)
+mport=$(bench_free_port "${PORT:-18181}")
 murl=http://127.0.0.1:$mport
 rports=()
 p=$((mport + 1))

@@ -25,8 +25,10 @@
  *
  * This file is the engine: its timer, the pass over the entities (the
  * expired dead letters, then the outbox, ngx_http_tent_outbox.c, then the
- * due jobs, ngx_http_tent_send.c) and the tasks; ngx_http_tent_fanout.c
- * turns an outbox row into jobs.
+ * due jobs, ngx_http_tent_queue.c, read a batch at a time by
+ * ngx_http_tent_delivery_load.c, sent by ngx_http_tent_send.c and settled
+ * in batches by ngx_http_tent_settle.c) and the tasks;
+ * ngx_http_tent_fanout.c turns an outbox row into jobs.
  */
 
 
@@ -46,6 +48,7 @@ static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
@@ -94,6 +97,17 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->step.data = dl;
     dl->step.log = cycle->log;
 
+    dl->settle_timer.handler = ngx_http_tent_settle_flush;
+    dl->settle_timer.data = dl;
+    dl->settle_timer.log = cycle->log;
+    dl->settle_timer.cancelable = 1;
+
+    if (ngx_http_tent_queue_init(dl, cycle->pool) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the queue's cursors failed");
+        return NGX_ERROR;
+    }
+
     mcf->delivery = dl;
 
     /* a new owner's breakers are all closed */
@@ -136,6 +150,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
 
     if (dl->prune) {
         dl->pruned = ngx_current_msec;
+
+        /* and the due scans from the start: whatever a cursor missed */
+
+        ngx_http_tent_queue_reset(dl);
     }
 
     ngx_http_tent_delivery_entity(dl);
@@ -528,12 +546,30 @@ void
 ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler)
 {
+    /* a write that puts jobs holds the due scan's cursor until answered */
+
+    if (t->writing) {
+        t->then = handler;
+        handler = ngx_http_tent_task_written;
+    }
+
     op->handler = handler;
     op->data = t;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
         ngx_http_tent_task_failed(t, "submitting a store operation");
     }
+}
+
+
+static void
+ngx_http_tent_task_written(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    ngx_http_tent_queue_written(t);
+
+    t->then(op);
 }
 
 
@@ -560,12 +596,19 @@ ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
 {
     ngx_str_t  key, value;
 
-    if (ngx_http_tent_timed_key(t->pool, &t->ent->entity, table, ms, id, &key)
+    /* in the write's pool: a fan-out's batch goes with its write */
+
+    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity, table, ms, id,
+                                &key)
         != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, job, &value) != NGX_OK
+        || ngx_http_tent_json_dump(wop->pool, job, &value) != NGX_OK
         || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
     {
         goto failed;
+    }
+
+    if (table == NGX_HTTP_TENT_TABLE_JOB) {
+        ngx_http_tent_queue_lower(t, ms);
     }
 
     return NGX_OK;
@@ -592,6 +635,7 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     dl = t->dl;
 
     ngx_http_tent_host_release(t);
+    ngx_http_tent_queue_written(t);     /* puts never submitted */
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;
@@ -601,9 +645,18 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     ngx_post_event(&t->free, &ngx_posted_events);
 
-    /* ngx_add_timer() alone ignores a change of less than 300 ms */
+    /*
+     * A pass at once, not at the next tick, when a quarter of the slots
+     * are free (or all): a scan and a read for a batch of jobs, not for
+     * every job that ends.  ngx_add_timer() alone ignores a change of
+     * less than 300 ms.
+     */
 
     if (!dl->busy && dl->timer.timer_set
+        && (dl->inflight == 0
+            || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
+                                               dl->mcf->delivery_concurrency)
+               >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
         && !(ngx_exiting || ngx_quit || ngx_terminate))
     {
         ngx_del_timer(&dl->timer);
@@ -617,5 +670,31 @@ ngx_http_tent_task_free(ngx_event_t *ev)
 {
     ngx_http_tent_task_t *t = ev->data;
 
+    ngx_http_tent_batch_t  *batch;
+
+    /* the batch's pool holds the job's post: it goes after the task's */
+
+    batch = t->batch;
+
+    if (batch && --batch->refs == 0) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: a batch's last job done: its pool "
+                       "goes");
+    } else {
+        batch = NULL;
+    }
+
+    if (t->step_old) {
+        ngx_destroy_pool(t->step_old);
+    }
+
+    if (t->step) {
+        ngx_destroy_pool(t->step);
+    }
+
     ngx_destroy_pool(t->pool);
+
+    if (batch) {
+        ngx_destroy_pool(batch->pool);
+    }
 }

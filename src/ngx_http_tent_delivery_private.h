@@ -11,9 +11,11 @@
 /*
  * The delivery engine's inside, shared by its files: the engine and its
  * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
- * the fan-out (ngx_http_tent_fanout.c), sending (ngx_http_tent_send.c),
- * same-node delivery (ngx_http_tent_local.c) and the hosts' slots and
- * breakers (ngx_http_tent_hosts.c).  Only they
+ * the fan-out (ngx_http_tent_fanout.c, _fanout_told.c), the due jobs'
+ * scan (ngx_http_tent_queue.c) and read (ngx_http_tent_delivery_load.c),
+ * sending (ngx_http_tent_send.c), same-node delivery
+ * (ngx_http_tent_local.c), settling (ngx_http_tent_settle.c) and
+ * the hosts' slots and breakers (ngx_http_tent_hosts.c).  Only they
  * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
  * that does fails to compile.
  */
@@ -31,6 +33,10 @@
 
 #define NGX_HTTP_TENT_OUTBOX_SCAN   256
 
+/* settlements written together: at most these many, after at most 2 ms */
+#define NGX_HTTP_TENT_SETTLE_MAX    256
+#define NGX_HTTP_TENT_SETTLE_WAIT   2
+
 /* how a job settles */
 #define NGX_HTTP_TENT_DELIVERED     0
 #define NGX_HTTP_TENT_REFUSED       1
@@ -38,6 +44,42 @@
 
 
 typedef struct ngx_http_tent_host_s  ngx_http_tent_host_t;
+typedef struct ngx_http_tent_settle_s  ngx_http_tent_settle_t;
+
+
+/*
+ * Where an entity's due jobs' scan starts (ngx_http_tent_queue.c): past
+ * the rows removed already, which LevelDB would step over one by one.
+ */
+typedef struct {
+    uint64_t                        ms;          /* no live job before */
+    uint64_t                        floor;       /* unacknowledged puts' */
+    ngx_uint_t                      writing;     /* writes with job puts */
+    ngx_uint_t                      lowered;     /* a put's count */
+} ngx_http_tent_cursor_t;
+
+
+/*
+ * A batch of due jobs (ngx_http_tent_delivery_load.c): one scan, one read
+ * of every job's row, record and post; each post parsed once and its
+ * request body rendered once, shared by its jobs.  The read's answer
+ * (every record, maybe 64 KB each) goes once the jobs have parsed theirs;
+ * the posts and bodies when the batch's last job is done.
+ */
+typedef struct {
+    ngx_str_t                       key;
+    json_t                         *post;        /* NULL: gone */
+    ngx_str_t                       body[3];     /* by kind of receiver */
+} ngx_http_tent_batch_post_t;
+
+typedef struct {
+    ngx_pool_t                     *pool;        /* posts and bodies */
+    ngx_pool_t                     *read;        /* the read, its answer */
+    ngx_uint_t                      refs;        /* its jobs not freed */
+    ngx_array_t                     jobs;        /* _batch_job_t, in read */
+    ngx_array_t                     posts;       /* _batch_post_t */
+    ngx_event_t                     free;        /* the read's pool */
+} ngx_http_tent_batch_t;
 
 
 /* the engine: the store owner's only */
@@ -54,6 +96,9 @@ struct ngx_http_tent_delivery_s {
     ngx_rbtree_t                   *done;        /* keys ended this step */
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */
+    ngx_http_tent_cursor_t         *cursors;     /* by entity */
+    ngx_http_tent_settle_t         *settle;      /* being filled */
+    ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
     unsigned                        busy:1;
     unsigned                        prune:1;     /* in this pass */
@@ -94,9 +139,15 @@ typedef struct {
     ngx_http_tent_host_t             *host;       /* a slot taken */
     ngx_http_tent_host_t             *failed;     /* a failure counted */
     uint64_t                          resume;     /* its paused hosts' */
+    ngx_http_tent_batch_t            *batch;      /* a due job's */
+    ngx_http_tent_batch_post_t       *bpost;      /* its post, shared */
+    ngx_pool_t                       *step;       /* a fan-out batch's */
+    ngx_pool_t                       *step_old;   /* the one before */
+    ngx_http_tent_store_done_pt       then;       /* after a job put */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
     unsigned                          tried:1;    /* a request made */
+    unsigned                          writing:1;  /* job puts unanswered */
     unsigned                          probe:1;    /* of a paused host */
 } ngx_http_tent_task_t;
 
@@ -135,6 +186,36 @@ void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
 ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 
+/* ngx_http_tent_fanout_mentions.c: a new post's mentioned entities */
+ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
+void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record);
+void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_fanout_told.c: a profile post's followers told */
+ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
+    json_t *follower);
+ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
+    json_t *following);
+
+/* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
+ngx_int_t ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl,
+    ngx_pool_t *pool);
+void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
+void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);
+void ngx_http_tent_queue_again(ngx_http_tent_task_t *t);
+
+/* ngx_http_tent_delivery_load.c: a batch of due jobs read at once */
+void ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan);
+
+/* ngx_http_tent_settle.c: settlements written in batches */
+void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop);
+void ngx_http_tent_settle_flush(ngx_event_t *ev);
+
 /* ngx_http_tent_hosts.c: per-host caps and breakers */
 ngx_int_t ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url);
 void ngx_http_tent_host_wait(ngx_http_tent_task_t *t);
@@ -145,9 +226,12 @@ ngx_int_t ngx_http_tent_host_deferred(ngx_str_t *key);
 ngx_uint_t ngx_http_tent_hosts_deferred(void);
 
 /* ngx_http_tent_send.c */
-void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
 json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
+ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
+    json_t *job, ngx_str_t *key);
+void ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t,
+    ngx_str_t *record);
 void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
 

@@ -9,9 +9,10 @@
  * the post (followers read a batch at a time), then, for a profile post,
  * per confirmed following that was not told as a follower, per app
  * subscribed through a notification URL, and, for a new post, per
- * mentioned entity that got nothing yet.
+ * mentioned entity that got nothing yet (ngx_http_tent_fanout_mentions.c;
+ * a profile post's followers told: ngx_http_tent_fanout_told.c).
  * The jobs of a batch and, with the last, the row's removal are one
- * write.
+ * write; each batch of followers has a pool of its own.
  */
 
 
@@ -30,7 +31,6 @@
 
 
 #define NGX_HTTP_TENT_FOLLOWER_SCAN 500
-#define NGX_HTTP_TENT_MENTION_MAX   32
 
 
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
@@ -44,18 +44,6 @@ static ngx_int_t ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t,
     json_t *record);
 static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
     ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
-static void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t,
-    json_t *record);
-static ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
-static ngx_int_t ngx_http_tent_delivery_told_key(json_t *record, u_char *buf,
-    ngx_str_t *key);
-static ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
-    json_t *follower);
-static ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
-    json_t *following);
-static ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
-static void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
 
 
 static ngx_str_t  ngx_http_tent_empty = ngx_null_string;
@@ -224,9 +212,30 @@ ngx_http_tent_delivery_unnamed(json_t *post)
 static void
 ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
 {
+    ngx_pool_t                *pool;
     ngx_http_tent_store_op_t  *scan;
 
-    scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    /*
+     * Each batch of followers, its jobs and their write live in a pool
+     * of their own, gone two batches later (the write just answered is
+     * in the last one): a fan-out to 100,000 followers holds two
+     * batches, not every row it read.
+     */
+
+    pool = ngx_create_pool(16384, t->dl->log);
+    if (pool == NULL) {
+        ngx_http_tent_task_failed(t, "creating a batch's pool");
+        return;
+    }
+
+    if (t->step_old) {
+        ngx_destroy_pool(t->step_old);
+    }
+
+    t->step_old = t->step;
+    t->step = pool;
+
+    scan = ngx_http_tent_store_op_create(pool, t->dl->log);
 
     if (scan == NULL
         || ngx_http_tent_store_scan(scan, &t->start, &t->end,
@@ -391,7 +400,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(op->pool, t->dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
         ngx_http_tent_task_failed(t, "building the jobs' write");
@@ -456,7 +465,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
                   + NGX_INT_T_LEN;
-        jid.data = ngx_pnalloc(t->pool, jid.len);
+        jid.data = ngx_pnalloc(wop->pool, jid.len);
         if (jid.data == NULL) {
             ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
                           "tent delivery: building a job id failed");
@@ -509,7 +518,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         json_decref(follower);
 
         if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+            || ngx_http_tent_json_cleanup(wop->pool, job) != NGX_OK)
         {
             ngx_http_tent_task_failed(t, "building a job");
             return;
@@ -652,402 +661,6 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
                    ngx_http_tent_fanout_stages[t->stage]);
 
     return ngx_http_tent_delivery_next_followers;
-}
-
-
-/*
- * A new post's mentions (spec 9.2 step 4): the entities it names, but
- * ours, each once, at most NGX_HTTP_TENT_MENTION_MAX of them.  A later
- * version notifies no one again, as in tentd.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
-{
-    size_t       i;
-    json_t      *m;
-    ngx_int_t    rc;
-    ngx_str_t    entity, *e;
-    ngx_uint_t   j;
-
-    if (t->post == NULL
-        || t->entity.data != t->ent->entity.data
-        || json_integer_value(json_object_get(t->job, "version")) != 1
-        || json_array_size(json_object_get(t->post, "mentions")) == 0)
-    {
-        return NGX_OK;
-    }
-
-    t->mentioned = ngx_array_create(t->pool, 4, sizeof(ngx_str_t));
-    if (t->mentioned == NULL) {
-        return NGX_ERROR;
-    }
-
-    json_array_foreach(json_object_get(t->post, "mentions"), i, m) {
-
-        if (ngx_http_tent_json_str(m, "entity", &entity) != NGX_OK
-            || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
-        {
-            continue;
-        }
-
-        /* looked up by its one spelling, as relationships are kept */
-
-        rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
-        if (rc == NGX_ERROR) {
-            return NGX_ERROR;
-        }
-
-        e = t->mentioned->elts;
-
-        for (j = 0; j < t->mentioned->nelts; j++) {
-            if (ngx_http_tent_entity_eq(&entity, &e[j])) {
-                break;
-            }
-        }
-
-        if (j < t->mentioned->nelts) {
-            continue;
-        }
-
-        if (t->mentioned->nelts == NGX_HTTP_TENT_MENTION_MAX) {
-            ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
-                          "tent delivery: a post mentions more than "
-                          ngx_value(NGX_HTTP_TENT_MENTION_MAX)
-                          " entities; the others are not told");
-            break;
-        }
-
-        e = ngx_array_push(t->mentioned);
-        if (e == NULL) {
-            return NGX_ERROR;
-        }
-
-        *e = entity;    /* in t->pool, or t->post's, as long as the task */
-    }
-
-    return NGX_OK;
-}
-
-
-/* a relationship got the post as a subscriber: its mention is void */
-
-static void
-ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
-{
-    ngx_str_t   entity, *e;
-    ngx_uint_t  i;
-
-    if (t->mentioned == NULL
-        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK)
-    {
-        return;
-    }
-
-    e = t->mentioned->elts;
-
-    for (i = 0; i < t->mentioned->nelts; i++) {
-        if (ngx_http_tent_entity_eq(&entity, &e[i])) {
-            e[i] = e[t->mentioned->nelts - 1];
-            t->mentioned->nelts--;
-            return;
-        }
-    }
-}
-
-
-/*
- * A profile post goes to our followings too (spec 9.4).  An entity that
- * is both gets one copy, on the follower's path, as tentd's notify_entity
- * (Follower.first || Following.first): two copies reach tentd, which
- * keeps the first and refreshes one of its two records of us.  The
- * followers told are kept by normalized entity for the followings' stage.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
-{
-    ngx_str_t  type;
-
-    /* only what a following may get: our public profile posts */
-
-    if (t->post == NULL
-        || ngx_http_tent_json_str(t->post, "type", &type) != NGX_OK
-        || !ngx_http_tent_post_type_is(&type, "profile")
-        || !json_is_true(json_object_get(json_object_get(t->post,
-                                                         "permissions"),
-                                         "public")))
-    {
-        return NGX_OK;
-    }
-
-    t->told = ngx_http_tent_key_set_create(t->pool);
-
-    return (t->told == NULL) ? NGX_ERROR : NGX_OK;
-}
-
-
-/*
- * A record's entity in its one spelling, in "buf" (NGX_HTTP_TENT_ENTITY_MAX
- * + NGX_HTTP_TENT_ENTITY_SLACK bytes); what is no entity URL, as it is.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_told_key(json_t *record, u_char *buf, ngx_str_t *key)
-{
-    ngx_str_t  entity;
-
-    if (ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_tent_entity_normalize(&entity, buf, key) != NGX_OK) {
-        *key = entity;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
-{
-    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
-    ngx_str_t  key;
-
-    if (ngx_http_tent_delivery_told_key(follower, buf, &key) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    return ngx_http_tent_key_set_add(t->pool, t->told, &key);
-}
-
-
-/* a following told as a follower already: no second copy at its /posts */
-
-static ngx_int_t
-ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
-{
-    u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
-    ngx_str_t  key;
-
-    if (t->told == NULL
-        || ngx_http_tent_delivery_told_key(following, buf, &key) != NGX_OK
-        || !ngx_http_tent_key_set_has(t->told, &key))
-    {
-        return 0;
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": following \"%V\" is a "
-                   "follower told already", &t->post_id, &key);
-
-    return 1;
-}
-
-
-/* the mentioned entities: a follower of ours, or one we follow? */
-
-static void
-ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_task_t *t = op->data;
-
-    ngx_str_t                 *e, key;
-    ngx_uint_t                 i;
-    ngx_http_tent_store_op_t  *get;
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": jobs not written "
-                       "(store status %ui): later", &t->post_id,
-                       op->status);
-        ngx_http_tent_task_done(t);     /* the row stays: again later */
-        return;
-    }
-
-    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
-
-    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "building the mentions' lookup");
-        return;
-    }
-
-    e = t->mentioned->elts;
-
-    for (i = 0; i < t->mentioned->nelts; i++) {
-        if (ngx_http_tent_key(t->pool, &t->ent->entity,
-                              NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &e[i],
-                              &key)
-            != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK
-            || ngx_http_tent_key(t->pool, &t->ent->entity,
-                                 NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &e[i],
-                                 &key)
-               != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "building the mentions' lookup");
-            return;
-        }
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": %ui mentioned entities "
-                   "looked up", &t->post_id, t->mentioned->nelts);
-
-    ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_mentioned);
-}
-
-
-/*
- * A job per mentioned entity (spec 9.3): to the follower, else to the
- * following, whose permissions are checked when it is sent; with no
- * relationship, for a public post only, to the entity's discovered
- * servers, unsigned.
- */
-
-static void
-ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_task_t *t = op->data;
-
-    json_t                    *job;
-    uint64_t                   now;
-    ngx_str_t                  value, id, pid, jid, *e;
-    ngx_uint_t                 i, found, n, kind;
-    ngx_http_tent_store_op_t  *wop;
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": mentions not looked "
-                       "up (store status %ui): later", &t->post_id,
-                       op->status);
-        ngx_http_tent_task_done(t);
-        return;
-    }
-
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
-
-    if (wop == NULL
-        || ngx_http_tent_store_write(wop, 0) != NGX_OK
-        || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
-    {
-        ngx_http_tent_task_failed(t, "building the mentions' jobs");
-        return;
-    }
-
-    now = ngx_http_tent_now_ms();
-    e = t->mentioned->elts;
-    n = 0;
-
-    for (i = 0; i < t->mentioned->nelts; i++) {
-
-        /* 0: no one, 1: a follower, 2: a following */
-
-        kind = 0;
-
-        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
-                                         "records");
-            return;
-        }
-
-        if (found) {
-            id = value;
-            kind = 1;
-        }
-
-        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
-                                         "records");
-            return;
-        }
-
-        if (found && kind == 0) {
-            id = value;
-            kind = 2;
-        }
-
-        /* no relationship: a public post only, to a discovered server */
-
-        if (kind == 0) {
-            if (!json_is_true(json_object_get(json_object_get(t->post,
-                                                              "permissions"),
-                                              "public"))
-                || ngx_http_tent_entity_valid(&e[i]) != NGX_OK)
-            {
-                continue;
-            }
-
-            id = e[i];
-        }
-
-        jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
-        jid.data = ngx_pnalloc(t->pool, jid.len);
-        if (jid.data == NULL) {
-            ngx_http_tent_task_failed(t, "building a job id");
-            return;
-        }
-
-        jid.len = ngx_sprintf(jid.data, "m%s%V %V %L",
-                              kind == 2 ? "F" : (kind == 0 ? "E" : ""),
-                              &id, &pid,
-                              (int64_t) json_integer_value(
-                                  json_object_get(t->job, "version")))
-                  - jid.data;
-
-        if (ngx_http_tent_delivery_status_made(t, wop, &jid, NULL, &e[i])
-            != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "writing a delivery's status");
-            return;
-        }
-
-        job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
-                        kind == 2 ? "following"
-                                  : (kind == 0 ? "entity" : "follower"),
-                        ngx_http_tent_json_string(&id),
-                        "mention", 1,
-                        "id", json_object_get(t->job, "id"),
-                        "version", json_object_get(t->job, "version"),
-                        "attempt", 0,
-                        "first", (json_int_t) (now / 1000));
-
-        if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "building a job");
-            return;
-        }
-
-        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
-                                  job)
-            != NGX_OK)
-        {
-            ngx_http_tent_task_done(t);     /* logged there */
-            return;
-        }
-
-        ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
-
-        n++;
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": %ui jobs for mentions",
-                   &t->post_id, n);
-
-    if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "building the outbox row's removal");
-        return;
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": fan-out done, the outbox "
-                   "row goes", &t->post_id);
-
-    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
 }
 
 

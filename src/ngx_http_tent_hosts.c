@@ -562,7 +562,7 @@ ngx_http_tent_host_put_back(ngx_http_tent_task_t *t, uint64_t due,
                    "tent delivery: post \"%V\": host %s: the job waits "
                    "until %uL, no attempt", &t->post_id, why, due);
 
-    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+    ngx_http_tent_settle_add(t, wop);
 }
 
 

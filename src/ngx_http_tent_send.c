@@ -5,12 +5,14 @@
 
 
 /*
- * Sending a delivery job: the due jobs of an entity, each with its
- * record (a follower, a following, an app's subscription, or a
- * mentioned entity discovered anew) and its post read again, POSTed as
- * the receiver may see it, signed, to its servers in order; then
+ * Sending a delivery job: a due job, with its record (a follower, a
+ * following, an app's subscription, or a mentioned entity discovered
+ * anew) and its post read again with its batch
+ * (ngx_http_tent_delivery_load.c), POSTed as the receiver may see it (the
+ * body rendered once a batch), signed, to its servers in order; then
  * settled: removed on 2xx, a dead letter on a final refusal or after the
- * last attempt, else put back with an exponential, jittered delay.
+ * last attempt, else put back with an exponential, jittered delay, in a
+ * batch of settlements (ngx_http_tent_settle.c).
  */
 
 
@@ -27,79 +29,17 @@
 #include "ngx_http_tent_store.h"
 
 
-static ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
-    json_t *job, ngx_str_t *key);
-static void ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
-
-
-/* the due jobs, as many as there is room for */
-
-void
-ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
-{
-    uint64_t                      now;
-    ngx_str_t                     start, end;
-    ngx_uint_t                    room;
-    ngx_http_tent_store_op_t     *scan;
-    ngx_http_tent_entity_conf_t  *ent;
-
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-
-    room = dl->mcf->delivery_concurrency > dl->inflight
-           ? dl->mcf->delivery_concurrency - dl->inflight : 0;
-
-    if (room == 0) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                       "tent delivery: %ui jobs on their way: no room for "
-                       "more", dl->inflight);
-        ngx_http_tent_delivery_next(dl);
-        return;
-    }
-
-    now = ngx_http_tent_now_ms();
-
-    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
-
-    if (scan == NULL
-        || ngx_http_tent_key_range(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_JOB, &start, &end)
-           != NGX_OK
-        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_JOB, now + 1, NULL,
-                                   &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end,
-                                    room + dl->inflight
-                                    + ngx_http_tent_hosts_deferred(), 0)
-           != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
-        return;
-    }
-
-    scan->handler = ngx_http_tent_delivery_jobs;
-    scan->data = dl;
-
-    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: submitting the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
-    }
-}
+static ngx_int_t ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t,
+    json_t *sub, ngx_str_t *out);
 
 
 /* the key of the record a job goes to; none for a stranger */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
     ngx_str_t *key)
 {
@@ -133,159 +73,31 @@ ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
 }
 
 
-/* the due jobs of the entity: each loads its follower and post, then goes */
+/*
+ * A due job read with its batch (ngx_http_tent_delivery_load.c): its
+ * post in t->post (NULL: deleted), shared with the batch's other jobs,
+ * and its record's row (NULL: gone; none for a stranger).
+ */
 
-static void
-ngx_http_tent_delivery_jobs(ngx_http_tent_store_op_t *op)
+void
+ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
 {
-    ngx_http_tent_delivery_t *dl = op->data;
-
-    json_t                       *job;
-    ngx_str_t                     key, value, pid, fkey, pkey;
-    ngx_http_tent_task_t         *t;
-    ngx_http_tent_store_op_t     *get;
-    ngx_http_tent_entity_conf_t  *ent;
-
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                       "tent delivery: due jobs not read (store status "
-                       "%ui): later", op->status);
-    }
-
-    while (op->status == NGX_HTTP_TENT_STORE_OK
-           && dl->inflight < dl->mcf->delivery_concurrency
-           && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
-    {
-        if (ngx_http_tent_task_running(dl, &key)
-            || ngx_http_tent_host_deferred(&key))
-        {
-            continue;
-        }
-
-        t = ngx_http_tent_task_create(dl, ent, &key, &value);
-        if (t == NULL) {
-            break;
-        }
-
-        job = ngx_http_tent_json_parse(&t->raw, dl->log);
-
-        if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
-        {
-            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                           "tent delivery: a job that is not JSON: a dead "
-                           "letter");
-            json_decref(job);
-            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-            continue;
-        }
-
-        t->job = job;
-
-        get = ngx_http_tent_store_op_create(t->pool, dl->log);
-
-        t->stranger = json_object_get(job, "entity") != NULL;
-
-        /*
-         * The job row again, the record it goes to (a follower, a
-         * following, an app's subscription) and the post; a stranger's:
-         * the job and the post.
-         */
-
-        if (ngx_http_tent_json_str(job, "post_entity", &t->entity)
-            != NGX_OK)
-        {
-            t->entity = ent->entity;
-        }
-
-        if (get == NULL
-            || ngx_http_tent_delivery_record_key(t, job, &fkey) != NGX_OK
-            || ngx_http_tent_json_str(job, "id", &pid) != NGX_OK
-            || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity,
-                                      &pid, -1, &pkey)
-               != NGX_OK
-            || ngx_http_tent_store_mget(get) != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &t->key) != NGX_OK
-            || (!t->stranger
-                && ngx_http_tent_store_mget_key(get, &fkey) != NGX_OK)
-            || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "building a job's reads");
-            continue;
-        }
-
-        t->post_id = pid;
-
-        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                       "tent delivery: job due: post \"%V\" of \"%V\", "
-                       "attempt %i", &pid, &t->entity,
-                       (ngx_int_t) json_integer_value(
-                                       json_object_get(job, "attempt")));
-
-        ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_loaded);
-    }
-
-    ngx_http_tent_delivery_next(dl);
-}
-
-
-static void
-ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_task_t *t = op->data;
-
-    ngx_str_t   value;
-    ngx_uint_t  found;
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": job not read (store "
-                       "status %ui): later", &t->post_id, op->status);
-        ngx_http_tent_task_done(t);
-        return;
-    }
-
-    /*
-     * The job itself first: a scan that listed it may have been answered
-     * while an earlier task for it settled it; then it is gone, and not
-     * sent twice.
-     */
-
-    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "reading a job");
-        return;
-    }
-
-    if (!found) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": job settled already",
-                       &t->post_id);
-        ngx_http_tent_task_done(t);
-        return;
-    }
-
     /* one attempt, discovery and every server tried, has one deadline */
 
     t->deadline = ngx_current_msec + t->ent->scf->outbound.deadline;
 
     if (t->stranger) {
-        ngx_http_tent_delivery_stranger(t, op);
+        ngx_http_tent_delivery_stranger(t);
         return;
     }
 
     /* a follower gone, or a post deleted: nothing to send */
 
-    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
-        || !found
-        || (t->follower = ngx_http_tent_json_parse(&value, t->dl->log))
+    if (record == NULL
+        || t->post == NULL
+        || (t->follower = ngx_http_tent_json_parse(record, t->dl->log))
            == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK
-        || ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
-        || !found
-        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                        "tent delivery: post \"%V\": its receiver or the "
@@ -334,16 +146,11 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_store_op_t *op)
  */
 
 static void
-ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *op)
+ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t)
 {
-    ngx_str_t   value, entity;
-    ngx_uint_t  found;
+    ngx_str_t  entity;
 
-    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK
-        || !found
-        || (t->post = ngx_http_tent_json_parse(&value, t->dl->log)) == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK
+    if (t->post == NULL
         || !json_is_true(json_object_get(json_object_get(t->post,
                                                          "permissions"),
                                          "public"))
@@ -469,10 +276,63 @@ ngx_http_tent_delivery_body(json_t *post, json_t *sub)
 }
 
 
+/*
+ * The request's body: rendered once a batch for each kind of receiver
+ * (a relationship; an app; an app with read_permissions), in the
+ * batch's pool, and shared by the batch's jobs of that post.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t, json_t *sub,
+    ngx_str_t *out)
+{
+    json_t      *body;
+    ngx_str_t   *cached;
+    ngx_pool_t  *pool;
+
+    cached = NULL;
+    pool = t->pool;
+
+    if (t->bpost) {
+        cached = &t->bpost->body[sub == NULL
+                                 ? 0
+                                 : (ngx_http_tent_delivery_scope(sub,
+                                                        "read_permissions")
+                                    ? 2 : 1)];
+
+        if (cached->data) {
+            *out = *cached;
+            return NGX_OK;
+        }
+
+        pool = t->batch->pool;
+    }
+
+    body = ngx_http_tent_delivery_body(t->post, sub);
+
+    if (body == NULL
+        || ngx_http_tent_json_cleanup(pool, body) != NGX_OK
+        || ngx_http_tent_json_dump(pool, body, out) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: post \"%V\": rendered, %uz bytes",
+                   &t->post_id, out->len);
+
+    if (cached) {
+        *cached = *out;
+    }
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 {
-    json_t                 *server, *body, *servers;
+    json_t                 *server, *servers;
     ngx_str_t               path, url;
     ngx_http_tent_fetch_t  *f;
 
@@ -575,13 +435,13 @@ send:
     }
 
     f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
-    body = ngx_http_tent_delivery_body(t->post,
-                                       json_object_get(t->job, "subscription")
-                                       ? t->follower : NULL);
 
-    if (f == NULL || body == NULL
-        || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK
-        || ngx_http_tent_json_dump(t->pool, body, &f->request_body) != NGX_OK)
+    if (f == NULL
+        || ngx_http_tent_delivery_request_body(t,
+                                       json_object_get(t->job, "subscription")
+                                       ? t->follower : NULL,
+                                       &f->request_body)
+           != NGX_OK)
     {
         ngx_http_tent_task_failed(t, "building the request");
         return;
@@ -788,7 +648,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         return;
     }
 
-    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+    ngx_http_tent_settle_add(t, wop);
 }
 
 
@@ -801,6 +661,10 @@ ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
         ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
                       "tent delivery: the queue could not be updated; "
                       "the job runs again");
+
+        if (t->batch) {
+            ngx_http_tent_queue_again(t);
+        }
     }
 
     ngx_http_tent_task_done(t);

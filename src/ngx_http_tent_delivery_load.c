@@ -1,0 +1,437 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * A batch of due jobs, from one scan (ngx_http_tent_queue.c): each job's
+ * row again, its record (a follower, a following, an app's subscription)
+ * and its post, every one in one store read (MGET); each post once,
+ * however many of the batch's jobs it goes with, parsed once, and its
+ * request body rendered once (ngx_http_tent_send.c).  The read's answer
+ * (the records: a follower's row may hold a 64 KB profile) goes once each
+ * job parsed its own; the batch's pool, with the posts and their bodies,
+ * when the last of its jobs is done: a fan-out to 100,000 followers
+ * holds the batches of the jobs in flight, never the queue.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store.h"
+
+
+/* a job of the batch, and what its read brought */
+typedef struct {
+    ngx_http_tent_task_t           *task;
+    ngx_str_t                       record_key;
+    ngx_uint_t                      post;        /* in batch->posts */
+    ngx_str_t                       record;
+    unsigned                        found:1;     /* the job's row */
+    unsigned                        has_record:1;
+} ngx_http_tent_batch_job_t;
+
+
+static ngx_http_tent_batch_t *ngx_http_tent_batch_create(
+    ngx_http_tent_delivery_t *dl);
+static ngx_int_t ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch,
+    ngx_http_tent_task_t *t);
+static void ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch);
+static void ngx_http_tent_batch_free(ngx_event_t *ev);
+
+
+/* a batch, made for the first job a scan starts: none when idle */
+
+static ngx_http_tent_batch_t *
+ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
+{
+    ngx_pool_t             *pool, *read;
+    ngx_http_tent_batch_t  *batch;
+
+    pool = ngx_create_pool(4096, dl->log);
+    read = ngx_create_pool(16384, dl->log);
+
+    if (pool == NULL || read == NULL) {
+        goto failed;
+    }
+
+    batch = ngx_pcalloc(pool, sizeof(ngx_http_tent_batch_t));
+
+    if (batch == NULL
+        || ngx_array_init(&batch->jobs, read, 16,
+                          sizeof(ngx_http_tent_batch_job_t))
+           != NGX_OK
+        || ngx_array_init(&batch->posts, pool, 4,
+                          sizeof(ngx_http_tent_batch_post_t))
+           != NGX_OK)
+    {
+        goto failed;
+    }
+
+    batch->pool = pool;
+    batch->read = read;
+    batch->refs = 1;            /* the read, until its answer */
+    batch->free.handler = ngx_http_tent_batch_free;
+    batch->free.data = batch;
+    batch->free.log = dl->log;
+
+    return batch;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: creating a batch failed");
+
+    if (pool) {
+        ngx_destroy_pool(pool);
+    }
+
+    if (read) {
+        ngx_destroy_pool(read);
+    }
+
+    return NULL;
+}
+
+
+void
+ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan)
+{
+    json_t                     *job;
+    ngx_str_t                   key, value;
+    ngx_uint_t                  i;
+    ngx_http_tent_task_t       *t;
+    ngx_http_tent_batch_t      *batch;
+    ngx_http_tent_store_op_t   *get;
+    ngx_http_tent_batch_job_t  *bj;
+    ngx_http_tent_batch_post_t *bp;
+
+    batch = NULL;
+
+    while (dl->inflight < dl->mcf->delivery_concurrency
+           && ngx_http_tent_store_next(scan, &key, &value) == NGX_OK)
+    {
+        if (ngx_http_tent_task_running(dl, &key)
+            || ngx_http_tent_host_deferred(&key))
+        {
+            continue;
+        }
+
+        if (batch == NULL) {
+            batch = ngx_http_tent_batch_create(dl);
+            if (batch == NULL) {
+                break;
+            }
+        }
+
+        t = ngx_http_tent_task_create(dl, ent, &key, &value);
+        if (t == NULL) {
+            break;
+        }
+
+        t->batch = batch;
+        batch->refs++;
+
+        job = ngx_http_tent_json_parse(&t->raw, dl->log);
+
+        if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: a job that is not JSON: a dead "
+                           "letter");
+            json_decref(job);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            continue;
+        }
+
+        t->job = job;
+
+        if (ngx_http_tent_batch_add(batch, t) != NGX_OK) {
+            ngx_http_tent_task_failed(t, "building a job's reads");
+            continue;
+        }
+
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: job due: post \"%V\" of \"%V\", "
+                       "attempt %i", &t->post_id, &t->entity,
+                       (ngx_int_t) json_integer_value(
+                                       json_object_get(job, "attempt")));
+    }
+
+    ngx_http_tent_delivery_next(dl);
+
+    if (batch == NULL) {
+        return;
+    }
+
+    if (batch->jobs.nelts == 0) {
+        ngx_http_tent_batch_unref(batch);
+        return;
+    }
+
+    /*
+     * One read: each job's row and record, in the jobs' order, then each
+     * post once.
+     */
+
+    get = ngx_http_tent_store_op_create(batch->read, dl->log);
+
+    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
+        goto failed_read;
+    }
+
+    bj = batch->jobs.elts;
+
+    for (i = 0; i < batch->jobs.nelts; i++) {
+        if (ngx_http_tent_store_mget_key(get, &bj[i].task->key) != NGX_OK
+            || (bj[i].record_key.len
+                && ngx_http_tent_store_mget_key(get, &bj[i].record_key)
+                   != NGX_OK))
+        {
+            goto failed_read;
+        }
+    }
+
+    bp = batch->posts.elts;
+
+    for (i = 0; i < batch->posts.nelts; i++) {
+        if (ngx_http_tent_store_mget_key(get, &bp[i].key) != NGX_OK) {
+            goto failed_read;
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: batch load: %ui jobs, %ui posts, "
+                   "one read", batch->jobs.nelts, batch->posts.nelts);
+
+    get->handler = ngx_http_tent_batch_loaded;
+    get->data = batch;
+
+    if (ngx_http_tent_store_submit(get) == NGX_OK) {
+        return;
+    }
+
+failed_read:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: building a batch's read failed");
+
+    bj = batch->jobs.elts;
+
+    for (i = 0; i < batch->jobs.nelts; i++) {
+        ngx_http_tent_task_done(bj[i].task);
+    }
+
+    ngx_http_tent_batch_unref(batch);
+}
+
+
+/* a job into the batch: its record's key, its post's place */
+
+static ngx_int_t
+ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
+{
+    ngx_str_t                    pid, pkey;
+    ngx_uint_t                   i;
+    ngx_http_tent_batch_job_t   *bj;
+    ngx_http_tent_batch_post_t  *bp;
+
+    t->stranger = json_object_get(t->job, "entity") != NULL;
+
+    if (ngx_http_tent_json_str(t->job, "post_entity", &t->entity) != NGX_OK) {
+        t->entity = t->ent->entity;
+    }
+
+    if (ngx_http_tent_json_str(t->job, "id", &pid) != NGX_OK
+        || ngx_http_tent_post_key(batch->read, &t->ent->entity, &t->entity,
+                                  &pid, -1, &pkey)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    t->post_id = pid;
+
+    bj = ngx_array_push(&batch->jobs);
+    if (bj == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(bj, sizeof(ngx_http_tent_batch_job_t));
+
+    if (!t->stranger
+        && ngx_http_tent_delivery_record_key(t, t->job, &bj->record_key)
+           != NGX_OK)
+    {
+        batch->jobs.nelts--;
+        return NGX_ERROR;
+    }
+
+    bj->task = t;
+
+    /* the posts of a batch are few: most often one */
+
+    bp = batch->posts.elts;
+
+    for (i = 0; i < batch->posts.nelts; i++) {
+        if (bp[i].key.len == pkey.len
+            && ngx_memcmp(bp[i].key.data, pkey.data, pkey.len) == 0)
+        {
+            bj->post = i;
+            return NGX_OK;
+        }
+    }
+
+    bp = ngx_array_push(&batch->posts);
+    if (bp == NULL) {
+        batch->jobs.nelts--;
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(bp, sizeof(ngx_http_tent_batch_post_t));
+    bp->key = pkey;
+    bj->post = batch->posts.nelts - 1;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_batch_t *batch = op->data;
+
+    ngx_str_t                    value;
+    ngx_uint_t                   i, found;
+    ngx_http_tent_task_t        *t;
+    ngx_http_tent_batch_job_t   *bj;
+    ngx_http_tent_batch_post_t  *bp;
+
+    bj = batch->jobs.elts;
+    bp = batch->posts.elts;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
+                       "tent delivery: a batch not read (store status "
+                       "%ui): later", op->status);
+        goto done;
+    }
+
+    for (i = 0; i < batch->jobs.nelts; i++) {
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            goto failed;
+        }
+
+        bj[i].found = found;
+
+        if (bj[i].record_key.len == 0) {
+            continue;
+        }
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            goto failed;
+        }
+
+        bj[i].has_record = found;
+        bj[i].record = value;
+    }
+
+    /* each post parsed once, kept by the batch's pool */
+
+    for (i = 0; i < batch->posts.nelts; i++) {
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            goto failed;
+        }
+
+        if (!found) {
+            continue;
+        }
+
+        bp[i].post = ngx_http_tent_json_parse(&value, op->log);
+
+        if (bp[i].post != NULL
+            && ngx_http_tent_json_cleanup(batch->pool, bp[i].post) != NGX_OK)
+        {
+            json_decref(bp[i].post);
+            goto failed;
+        }
+    }
+
+    for (i = 0; i < batch->jobs.nelts; i++) {
+        t = bj[i].task;
+
+        /*
+         * The job itself first: the scan that listed it may have been
+         * answered while an earlier task for it settled it; then it is
+         * gone, and not sent twice.
+         */
+
+        if (!bj[i].found) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
+                           "tent delivery: post \"%V\": job settled already",
+                           &t->post_id);
+            ngx_http_tent_task_done(t);
+            continue;
+        }
+
+        t->bpost = &bp[bj[i].post];
+        t->post = t->bpost->post;
+
+        ngx_http_tent_delivery_loaded(t, bj[i].has_record ? &bj[i].record
+                                                          : NULL);
+    }
+
+    ngx_http_tent_batch_unref(batch);
+
+    return;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                  "tent delivery: reading a batch failed");
+
+done:
+
+    for (i = 0; i < batch->jobs.nelts; i++) {
+        ngx_http_tent_task_done(bj[i].task);
+    }
+
+    ngx_http_tent_batch_unref(batch);
+}
+
+
+/*
+ * The read is over: its answer goes from the event loop, not from the
+ * store's handler, and with it the read's hold on the batch.
+ */
+
+static void
+ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch)
+{
+    ngx_post_event(&batch->free, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_tent_batch_free(ngx_event_t *ev)
+{
+    ngx_http_tent_batch_t *batch = ev->data;
+
+    ngx_destroy_pool(batch->read);
+    batch->read = NULL;
+
+    if (--batch->refs == 0) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: a batch's jobs all done: its pool "
+                       "goes");
+        ngx_destroy_pool(batch->pool);
+    }
+}

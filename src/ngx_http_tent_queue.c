@@ -1,0 +1,298 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The due jobs' scan, and where it starts.  Jobs are "j <due ms><job
+ * id>": the due ones are a key range up to now.  A settled job is
+ * removed, and LevelDB steps over a removed key one by one until a
+ * compaction drops it, so a scan from the table's start would cost more
+ * with every job finished (100,000 after a big fan-out).  So each entity
+ * has a cursor: the due time of the first row the last scan found alive;
+ * nothing before it was.  A job put earlier than the cursor (the fan-out,
+ * a retry, a job put back for its host: every job row is written by this
+ * engine, through ngx_http_tent_job_put()) lowers it at once; a scan only
+ * moves it up when no such put happened since the scan was sent, and
+ * never past a put that was not answered yet (its write may land after
+ * the scan read).  Once a minute the scan starts from the beginning
+ * again, whatever was missed.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store.h"
+
+
+/* what a scan in flight knew when it was sent */
+typedef struct {
+    ngx_http_tent_delivery_t       *dl;
+    ngx_http_tent_cursor_t         *cursor;
+    uint64_t                        end;         /* the scan's, in ms */
+    uint64_t                        floor;
+    ngx_uint_t                      lowered;
+} ngx_http_tent_queue_scan_t;
+
+
+static void ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op);
+
+
+ngx_int_t
+ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
+{
+    ngx_uint_t  i, n;
+
+    n = dl->mcf->entity_confs.nelts;
+
+    dl->cursors = ngx_pcalloc(pool, n * sizeof(ngx_http_tent_cursor_t));
+    if (dl->cursors == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        dl->cursors[i].floor = (uint64_t) -1;
+    }
+
+    return NGX_OK;
+}
+
+
+/* every entity's next scan from its table's start */
+
+void
+ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
+        dl->cursors[i].ms = 0;
+    }
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: due scans from the start again");
+}
+
+
+static ngx_http_tent_cursor_t *
+ngx_http_tent_queue_cursor(ngx_http_tent_task_t *t)
+{
+    return &t->dl->cursors[t->ent
+                           - (ngx_http_tent_entity_conf_t *)
+                             t->dl->mcf->entity_confs.elts];
+}
+
+
+/* a job row put, due at "ms": the cursor is not past it */
+
+void
+ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms)
+{
+    ngx_http_tent_cursor_t  *c;
+
+    c = ngx_http_tent_queue_cursor(t);
+
+    if (ms < c->ms) {
+        c->ms = ms;
+    }
+
+    if (ms < c->floor) {
+        c->floor = ms;
+    }
+
+    c->lowered++;
+
+    if (!t->writing) {
+        t->writing = 1;
+        c->writing++;
+    }
+}
+
+
+/* the write with the task's job puts answered, or never sent */
+
+void
+ngx_http_tent_queue_written(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_cursor_t  *c;
+
+    if (!t->writing) {
+        return;
+    }
+
+    t->writing = 0;
+
+    c = ngx_http_tent_queue_cursor(t);
+
+    if (--c->writing == 0) {
+        c->floor = (uint64_t) -1;
+    }
+}
+
+
+/* a job whose removal failed: it runs again, the scan must see it */
+
+void
+ngx_http_tent_queue_again(ngx_http_tent_task_t *t)
+{
+    uint64_t                 due;
+    ngx_str_t                id;
+    ngx_http_tent_cursor_t  *c;
+
+    c = ngx_http_tent_queue_cursor(t);
+
+    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &due, &id)
+        != NGX_OK)
+    {
+        due = 0;
+    }
+
+    if (due < c->ms) {
+        c->ms = due;
+    }
+
+    c->lowered++;
+}
+
+
+/* the due jobs, as many as there is room for, from the cursor on */
+
+void
+ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
+{
+    uint64_t                      now;
+    ngx_str_t                     start, end;
+    ngx_uint_t                    room;
+    ngx_http_tent_cursor_t       *c;
+    ngx_http_tent_store_op_t     *scan;
+    ngx_http_tent_queue_scan_t   *qs;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+    c = &dl->cursors[dl->next_entity];
+
+    room = dl->mcf->delivery_concurrency > dl->inflight
+           ? dl->mcf->delivery_concurrency - dl->inflight : 0;
+
+    if (room == 0) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: %ui jobs on their way: no room for "
+                       "more", dl->inflight);
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    now = ngx_http_tent_now_ms();
+
+    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
+    qs = ngx_palloc(dl->pool, sizeof(ngx_http_tent_queue_scan_t));
+
+    /*
+     * The jobs in flight and those waiting for a host are read again
+     * (they are still there): room for them as well as for new ones.
+     */
+
+    if (scan == NULL || qs == NULL
+        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_JOB, &start, &end)
+           != NGX_OK
+        || (c->ms
+            && ngx_http_tent_timed_key(dl->pool, &ent->entity,
+                                       NGX_HTTP_TENT_TABLE_JOB, c->ms, NULL,
+                                       &start)
+               != NGX_OK)
+        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
+                                   NGX_HTTP_TENT_TABLE_JOB, now + 1, NULL,
+                                   &end)
+           != NGX_OK
+        || ngx_http_tent_store_scan(scan, &start, &end,
+                                    room + dl->inflight
+                                    + ngx_http_tent_hosts_deferred(), 0)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: building the due jobs' scan failed");
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    qs->dl = dl;
+    qs->cursor = c;
+    qs->end = now + 1;
+    qs->floor = c->floor;
+    qs->lowered = c->lowered;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: due scan from %uL to %uL", c->ms, now + 1);
+
+    scan->handler = ngx_http_tent_queue_scanned;
+    scan->data = qs;
+
+    if (ngx_http_tent_store_submit(scan) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: submitting the due jobs' scan failed");
+        ngx_http_tent_delivery_next(dl);
+    }
+}
+
+
+/*
+ * The scan's answer: the cursor moves up to its first row (or its end
+ * when it found none), then the rows become one batch.
+ */
+
+static void
+ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_queue_scan_t *qs = op->data;
+
+    uint64_t                      ms;
+    ngx_str_t                     key, value, id;
+    ngx_http_tent_cursor_t       *c;
+    ngx_http_tent_delivery_t     *dl;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    dl = qs->dl;
+    c = qs->cursor;
+    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
+          + dl->next_entity;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: due jobs not read (store status "
+                       "%ui): later", op->status);
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    ms = qs->end;
+
+    if (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &ms, &id)
+            != NGX_OK)
+        {
+            ms = 0;
+        }
+
+        (void) ngx_http_tent_store_rewind(op);
+    }
+
+    /* not past a put that was not answered when the scan was sent */
+
+    ms = ngx_min(ms, qs->floor);
+
+    if (c->lowered == qs->lowered) {
+        c->ms = ms;
+
+    } else if (ms < c->ms) {
+        c->ms = ms;     /* puts since: the lower of theirs and the scan's */
+    }
+
+    ngx_http_tent_delivery_load(dl, ent, op);
+}
