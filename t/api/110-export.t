@@ -19,6 +19,7 @@ use Socket qw(PF_INET SOCK_STREAM SOL_SOCKET SO_RCVBUF inet_aton
               pack_sockaddr_in);
 use JSON::PP;
 use File::Temp qw(tempfile);
+use Digest::SHA qw(sha256_hex);
 use Time::HiRes qw(sleep);
 
 master_on();
@@ -206,6 +207,23 @@ $res = $c->request(PUT => "/posts/$post", cred => $owner,
                                               groups => [{ id => $group }] } });
 is($res->{status}, 200, 'its second version');
 
+# a photo post: multipart, the post and one file
+my $B = '-----------TentExport';
+my $photo = join '', map { chr(($_ * 7) % 256) } 0 .. 5000;
+my $mp = "--$B\r\nContent-Disposition: form-data; name=\"post\"; "
+       . "filename=\"post.json\"\r\nContent-Type: "
+       . "application/vnd.tent.v0+json\r\n\r\n"
+       . JSON::PP->new->encode({ type => 'https://tent.io/types/post/photo/v0.1.0',
+                                 content => { caption => 'a photo' },
+                                 permissions => { public => JSON::PP::false } })
+       . "\r\n--$B\r\nContent-Disposition: form-data; name=\"photos[0]\"; "
+       . "filename=\"a b.png\"\r\nContent-Type: image/png\r\n\r\n$photo\r\n"
+       . "--$B--\r\n";
+$res = $c->request(POST => '/posts', cred => $owner, body => $mp,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$B" });
+is($res->{status}, 200, 'a photo post') or diag $res->{body};
+my $photo_post = $res->{json}{id};
+
 $res = export_get($all, 'apps=1&posts=1');
 is($res->{status}, 200, 'the full export');
 my $doc = $res->{json};
@@ -264,6 +282,21 @@ is_deeply($p->{versions}[1]{permissions}{groups}, [{ id => $group }],
 ok(!exists $p->{versions}[0]{rus}, 'no internal fields');
 ok((grep { $_->{type} =~ m{/following/} } map { $_->{versions}[-1] }
     @{ $doc->{posts} }), 'the posts the server made too');
+
+my ($pp) = grep { $_->{id} eq $photo_post } @{ $doc->{posts} };
+my $att = $pp->{versions}[-1]{attachments}[0];
+is($att->{name}, 'a b.png', 'the attachment, by name');
+is($att->{size}, length $photo, 'its size');
+is($att->{type}, 'image/png', 'its type');
+is($att->{category}, 'photos', 'its category');
+is($att->{digest}, sha256_hex($photo), 'its digest: the SHA-256 of the bytes');
+is($att->{url}, "$A/tent/posts/$photo_post/attachments/a%20b.png",
+   'its URL on this server, escaped');
+(my $apath = $att->{url}) =~ s{^\Q$A\E}{};
+$res = $c->request(GET => "/$apath" =~ s{^/+}{//}r, cred => $all);
+is($res->{status}, 200, 'the URL serves it to the exporting app');
+is($res->{body}, $photo, 'the bytes');
+$res = export_get($all, 'apps=1&posts=1');
 
 unlike($res->{body}, qr/other-|other\.test/,
        'nothing of the other entity of this nginx and store');
