@@ -10,107 +10,30 @@
  * (docs/export.md).  Each page is one store scan of one of the entity's
  * tables: its rows are rendered into buffers of a pool of its own, sent
  * with ngx_http_output_filter() (chunked), and the next scan starts only
- * once the page was written out; then its pool goes.  So a worker holds
- * one page at a time whatever the entity's size.  The headers go before
+ * once the page was written out; its pool goes when the next page is
+ * done with.  So a worker holds two pages at most whatever the entity's
+ * size.  The rows' rendering is ngx_http_tent_export_rows.c's.  The
+ * headers go before
  * the first page: a failure later cannot change the status, so the
  * connection is closed before the last field, "complete": true.
  */
 
 
+#define NGX_HTTP_TENT_EXPORT_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
-#include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_store.h"
+#include "ngx_http_tent_export.h"
+#include "ngx_http_tent_export_private.h"
 
 
 #define NGX_HTTP_TENT_EXPORT_TYPE     "application/vnd.tent.export.v0+json"
 #define NGX_HTTP_TENT_EXPORT_VERSION  0
 
-/* a page's buffers; a row larger than this gets a buffer of its size */
-#define NGX_HTTP_TENT_EXPORT_BUF      (16 * 1024)
 
-/* the longest key a scan resumes after; a post id in a group */
-#define NGX_HTTP_TENT_EXPORT_KEY_MAX  8192
-#define NGX_HTTP_TENT_EXPORT_ID_MAX   1024
-
-/* what a request asks for besides the graph and the profile */
-#define NGX_HTTP_TENT_EXPORT_APPS     0x01
-#define NGX_HTTP_TENT_EXPORT_POSTS    0x02
-
-
-typedef struct ngx_http_tent_export_s  ngx_http_tent_export_t;
-
-typedef ngx_int_t (*ngx_http_tent_export_row_pt)(ngx_http_tent_export_t *ex,
-    json_t *record);
-typedef ngx_int_t (*ngx_http_tent_export_close_pt)(
-    ngx_http_tent_export_t *ex);
-
-
-/* one array of the document: the rows of one table of the entity */
-
-typedef struct {
-    const char                     *name;
-    ngx_uint_t                      table;
-    ngx_uint_t                      rows;        /* a page's scan limit */
-    ngx_uint_t                      flag;        /* 0: always there */
-    ngx_http_tent_export_row_pt     row;
-    ngx_http_tent_export_close_pt   close;       /* before its "]" */
-} ngx_http_tent_export_section_t;
-
-
-struct ngx_http_tent_export_s {
-    ngx_http_request_t             *r;
-    ngx_http_tent_ctx_t            *ctx;
-    ngx_pool_t                     *pool;        /* the export's own */
-    ngx_pool_t                     *page;        /* this page's */
-    ngx_log_t                       log;         /* of its store scans */
-    ngx_uint_t                      flags;
-
-    ngx_uint_t                      section;     /* index, or the end */
-    ngx_str_t                       start;       /* left of the section */
-    ngx_str_t                       end;
-
-    /* this page's output */
-    ngx_chain_t                    *out;
-    ngx_chain_t                   **last;
-    ngx_buf_t                      *buf;
-    size_t                          bytes;
-    ngx_uint_t                      nrows;
-
-    ngx_uint_t                      pages;
-    ngx_uint_t                      items;       /* of the section */
-    ngx_str_t                       post_id;     /* the open post */
-
-    unsigned                        inflight:1;  /* a scan in the store */
-    unsigned                        orphan:1;    /* its request is gone */
-    unsigned                        core:1;      /* a stored core */
-    unsigned                        resume:1;    /* after a full page */
-};
-
-
-static ngx_int_t ngx_http_tent_export_profile(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_core(ngx_http_tent_export_t *ex);
-static ngx_int_t ngx_http_tent_export_plain(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_following(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_follower(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_app(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_authorization(
-    ngx_http_tent_export_t *ex, json_t *record);
-static ngx_int_t ngx_http_tent_export_post(ngx_http_tent_export_t *ex,
-    json_t *record);
-static ngx_int_t ngx_http_tent_export_posts_end(ngx_http_tent_export_t *ex);
-
-static ngx_int_t ngx_http_tent_export_append(ngx_http_tent_export_t *ex,
-    const char *data, size_t len);
-static ngx_int_t ngx_http_tent_export_item(ngx_http_tent_export_t *ex,
-    json_t *json);
 static ngx_int_t ngx_http_tent_export_section(ngx_http_tent_export_t *ex);
 static ngx_int_t ngx_http_tent_export_scan(ngx_http_tent_export_t *ex);
 static void ngx_http_tent_export_scanned(ngx_http_tent_store_op_t *op);
@@ -119,6 +42,7 @@ static ngx_int_t ngx_http_tent_export_send(ngx_http_tent_export_t *ex,
 static void ngx_http_tent_export_writer(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_export_next(ngx_http_tent_export_t *ex);
 static void ngx_http_tent_export_cleanup(void *data);
+static void ngx_http_tent_export_free(ngx_event_t *ev);
 
 
 /*
@@ -349,338 +273,6 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 }
 
 
-/* the page's output: bytes copied into its buffers */
-
-static ngx_int_t
-ngx_http_tent_export_append(ngx_http_tent_export_t *ex, const char *data,
-    size_t len)
-{
-    size_t        n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    while (len) {
-        b = ex->buf;
-
-        if (b == NULL || b->last == b->end) {
-            b = ngx_create_temp_buf(ex->page,
-                                    ngx_max(len, NGX_HTTP_TENT_EXPORT_BUF));
-            cl = ngx_alloc_chain_link(ex->page);
-            if (b == NULL || cl == NULL) {
-                return NGX_ERROR;
-            }
-
-            cl->buf = b;
-            cl->next = NULL;
-            *ex->last = cl;
-            ex->last = &cl->next;
-            ex->buf = b;
-        }
-
-        n = ngx_min(len, (size_t) (b->end - b->last));
-        b->last = ngx_cpymem(b->last, data, n);
-        data += n;
-        len -= n;
-        ex->bytes += n;
-    }
-
-    return NGX_OK;
-}
-
-
-static int
-ngx_http_tent_export_piece(const char *buf, size_t size, void *data)
-{
-    return ngx_http_tent_export_append(data, buf, size) == NGX_OK ? 0 : -1;
-}
-
-
-/* one element of the open array, after a comma unless it is the first */
-
-static ngx_int_t
-ngx_http_tent_export_item(ngx_http_tent_export_t *ex, json_t *json)
-{
-    if (ex->items++ && ngx_http_tent_export_append(ex, ",", 1) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (json_dump_callback(json, ngx_http_tent_export_piece, ex,
-                           JSON_COMPACT|JSON_PRESERVE_ORDER)
-        != 0)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-/* profile sections as stored; the core one from the configuration */
-
-static ngx_int_t
-ngx_http_tent_export_profile(ngx_http_tent_export_t *ex, json_t *record)
-{
-    ngx_str_t  type, base;
-
-    if (ngx_http_tent_json_str(record, "type", &type) == NGX_OK
-        && ngx_http_tent_type_base(&type, &base) == NGX_OK
-        && base.len == sizeof(NGX_HTTP_TENT_CORE_BASE) - 1
-        && ngx_strncmp(base.data, NGX_HTTP_TENT_CORE_BASE, base.len) == 0)
-    {
-        ex->core = 1;
-    }
-
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-/*
- * No core section stored (no one wrote it): what readers are shown,
- * the default from the configuration, version 1.
- */
-
-static ngx_int_t
-ngx_http_tent_export_core(ngx_http_tent_export_t *ex)
-{
-    json_t     *servers, *core;
-    ngx_int_t   rc;
-
-    if (ex->core) {
-        return NGX_OK;
-    }
-
-    if (ngx_http_tent_servers(ex->r, ex->ctx, &servers) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    core = json_pack("{s:s, s:{s:o, s:o, s:[]}, s:{s:b}, s:i}",
-                     "type", NGX_HTTP_TENT_CORE_TYPE,
-                     "content",
-                         "entity",
-                         ngx_http_tent_json_string(&ex->ctx->entity),
-                         "servers", servers,
-                         "licenses",
-                     "permissions", "public", 1,
-                     "version", 1);
-    if (core == NULL) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_tent_export_item(ex, core);
-    json_decref(core);
-
-    return rc;
-}
-
-
-static ngx_int_t
-ngx_http_tent_export_plain(ngx_http_tent_export_t *ex, json_t *record)
-{
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-/*
- * Relationships with their credentials; the other entity's profile a
- * row keeps is theirs (and read again at an import), not ours.  A
- * following not confirmed yet has no credentials: it is left out.
- */
-
-static ngx_int_t
-ngx_http_tent_export_following(ngx_http_tent_export_t *ex, json_t *record)
-{
-    if (json_is_false(json_object_get(record, "confirmed"))) {
-        return NGX_OK;
-    }
-
-    json_object_del(record, "profile");
-
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-static ngx_int_t
-ngx_http_tent_export_follower(ngx_http_tent_export_t *ex, json_t *record)
-{
-    json_object_del(record, "profile");
-
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-/* an app's place among the unconfirmed ones is this server's business */
-
-static ngx_int_t
-ngx_http_tent_export_app(ngx_http_tent_export_t *ex, json_t *record)
-{
-    json_object_del(record, "unconfirmed_slot");
-
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-/* an OAuth code in flight is good for one exchange, here */
-
-static ngx_int_t
-ngx_http_tent_export_authorization(ngx_http_tent_export_t *ex,
-    json_t *record)
-{
-    json_object_del(record, "token_code");
-
-    return ngx_http_tent_export_item(ex, record);
-}
-
-
-/* "https://origin/api/posts/<id>/attachments/<name>", escaped */
-
-static json_t *
-ngx_http_tent_export_attachment_url(ngx_http_tent_export_t *ex,
-    ngx_str_t *id, ngx_str_t *name)
-{
-    u_char                    *p;
-    size_t                     len;
-    ngx_str_t                  url;
-    ngx_http_tent_srv_conf_t  *scf;
-
-    scf = ngx_http_get_module_srv_conf(ex->r, ngx_http_tent_module);
-
-    len = ex->ctx->origin.len + scf->api_root.len
-          + sizeof("/posts//attachments/") - 1
-          + id->len + 2 * ngx_escape_uri(NULL, id->data, id->len,
-                                         NGX_ESCAPE_URI_COMPONENT)
-          + name->len + 2 * ngx_escape_uri(NULL, name->data, name->len,
-                                           NGX_ESCAPE_URI_COMPONENT);
-
-    p = ngx_pnalloc(ex->page, len);
-    if (p == NULL) {
-        return NULL;
-    }
-
-    url.data = p;
-    p = ngx_cpymem(p, ex->ctx->origin.data, ex->ctx->origin.len);
-    p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
-    p = ngx_cpymem(p, "/posts/", sizeof("/posts/") - 1);
-    p = (u_char *) ngx_escape_uri(p, id->data, id->len,
-                                  NGX_ESCAPE_URI_COMPONENT);
-    p = ngx_cpymem(p, "/attachments/", sizeof("/attachments/") - 1);
-    p = (u_char *) ngx_escape_uri(p, name->data, name->len,
-                                  NGX_ESCAPE_URI_COMPONENT);
-    url.len = p - url.data;
-
-    return ngx_http_tent_json_string(&url);
-}
-
-
-/*
- * A version of one of our posts.  The "v" rows come by post, versions
- * ascending, so a post is {"id", "versions": [...]} opened at its first
- * row and closed at the next post's (or the section's end), across
- * pages too.  Attachments keep their metadata and digest, with the URL
- * this server serves the current version's file of that name at.
- */
-
-static ngx_int_t
-ngx_http_tent_export_post(ngx_http_tent_export_t *ex, json_t *record)
-{
-    size_t      i;
-    json_t     *a, *url, *head;
-    ngx_str_t   id, name;
-
-    if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || id.len > NGX_HTTP_TENT_EXPORT_ID_MAX)
-    {
-        ngx_log_error(NGX_LOG_ALERT, &ex->log, 0,
-                      "tent export: a post version without a usable id");
-        return NGX_OK;
-    }
-
-    json_object_del(record, "rus");
-
-    json_array_foreach(json_object_get(record, "attachments"), i, a) {
-        if (ngx_http_tent_json_str(a, "name", &name) != NGX_OK) {
-            continue;
-        }
-
-        url = ngx_http_tent_export_attachment_url(ex, &id, &name);
-        if (url == NULL || json_object_set_new(a, "url", url) != 0) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (ex->post_id.len == id.len
-        && ngx_strncmp(ex->post_id.data, id.data, id.len) == 0)
-    {
-        if (ngx_http_tent_export_append(ex, ",", 1) != NGX_OK
-            || json_dump_callback(record, ngx_http_tent_export_piece, ex,
-                                  JSON_COMPACT|JSON_PRESERVE_ORDER)
-               != 0)
-        {
-            return NGX_ERROR;
-        }
-
-        return NGX_OK;
-    }
-
-    if (ex->post_id.len
-        && ngx_http_tent_export_append(ex, "]}", 2) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    if (ex->items++ && ngx_http_tent_export_append(ex, ",", 1) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    head = json_pack("{s:O}", "id", json_object_get(record, "id"));
-    if (head == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* {"id":"...", "versions":[ the first version */
-
-    if (json_dump_callback(head, ngx_http_tent_export_piece, ex,
-                           JSON_COMPACT)
-        != 0)
-    {
-        json_decref(head);
-        return NGX_ERROR;
-    }
-
-    json_decref(head);
-
-    ex->buf->last--;
-    ex->bytes--;
-
-    if (ngx_http_tent_export_append(ex, ",\"versions\":[",
-                                    sizeof(",\"versions\":[") - 1)
-        != NGX_OK
-        || json_dump_callback(record, ngx_http_tent_export_piece, ex,
-                              JSON_COMPACT|JSON_PRESERVE_ORDER)
-           != 0)
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(ex->post_id.data, id.data, id.len);
-    ex->post_id.len = id.len;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_tent_export_posts_end(ngx_http_tent_export_t *ex)
-{
-    if (ex->post_id.len == 0) {
-        return NGX_OK;
-    }
-
-    ex->post_id.len = 0;
-
-    return ngx_http_tent_export_append(ex, "]}", 2);
-}
-
-
 /*
  * The next section asked for: its name and "[" into the page, its range,
  * its first scan.  None left: the last field, the last page, and the
@@ -848,8 +440,13 @@ ngx_http_tent_export_scanned(ngx_http_tent_store_op_t *op)
         ngx_log_error(NGX_LOG_ALERT, &ex->log, 0,
                       "tent export: a scan answered after its request "
                       "was gone");
-        ngx_destroy_pool(ex->page);
-        ngx_destroy_pool(ex->pool);
+
+        /* not from inside the handler of an operation in a page pool */
+
+        ex->free.handler = ngx_http_tent_export_free;
+        ex->free.data = ex;
+        ex->free.log = &ex->log;
+        ngx_post_event(&ex->free, &ngx_posted_events);
         return;
     }
 
@@ -1091,14 +688,22 @@ ngx_http_tent_export_writer(ngx_http_request_t *r)
 }
 
 
-/* the page written out: its pool goes, the next one starts */
+/*
+ * The page written out: the next one starts.  Its pool goes at the next
+ * page, not now: this may run inside the answer of the scan the pool
+ * holds.  So a worker holds two pages of an export at most.
+ */
 
 static ngx_int_t
 ngx_http_tent_export_next(ngx_http_tent_export_t *ex)
 {
     ngx_int_t  rc;
 
-    ngx_destroy_pool(ex->page);
+    if (ex->old) {
+        ngx_destroy_pool(ex->old);
+    }
+
+    ex->old = ex->page;
 
     ex->page = ngx_create_pool(NGX_HTTP_TENT_EXPORT_BUF, &ex->log);
     if (ex->page == NULL) {
@@ -1129,6 +734,20 @@ ngx_http_tent_export_cleanup(void *data)
         ex->log.handler = NULL;
         ex->log.data = NULL;
         return;
+    }
+
+    ex->free.data = ex;
+    ngx_http_tent_export_free(&ex->free);
+}
+
+
+static void
+ngx_http_tent_export_free(ngx_event_t *ev)
+{
+    ngx_http_tent_export_t  *ex = ev->data;
+
+    if (ex->old) {
+        ngx_destroy_pool(ex->old);
     }
 
     if (ex->page) {

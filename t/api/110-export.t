@@ -355,7 +355,7 @@ my $from = length error_log_text();
 $res = export_get($all, 'posts=1', rcvbuf => 8192);
 is($res->{status}, 200, 'the big export, read slowly');
 ok($res->{json} && $res->{json}{complete}, 'whole and complete');
-my @bulk = grep { $_->{versions}[-1]{content}{text} =~ /^bulk/ }
+my @bulk = grep { ($_->{versions}[-1]{content}{text} // "") =~ /^bulk/ }
            @{ $res->{json}{posts} || [] };
 is(scalar @bulk, $N, "all $N posts in it");
 my $log = substr(error_log_text(), $from);
