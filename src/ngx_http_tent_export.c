@@ -302,8 +302,8 @@ ngx_http_tent_export_section(ngx_http_tent_export_t *ex)
 
     if (sec->name == NULL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "tent export: complete, %ui pages, %uz bytes "
-                       "in the last", ex->pages + 1, ex->bytes);
+                       "tent export: complete, %ui pages, %ui rows",
+                       ex->pages, ex->nrows);
 
         if (ngx_http_tent_export_append(ex, ",\"complete\":true}",
                                         sizeof(",\"complete\":true}") - 1)

@@ -21,6 +21,7 @@ use JSON::PP;
 use File::Temp qw(tempfile);
 use Digest::SHA qw(sha256_hex);
 use Time::HiRes qw(sleep);
+use POSIX ();
 
 master_on();
 workers(2);
@@ -69,7 +70,7 @@ sub export_get {
         last if !$n;
         $raw .= $buf;
         last if $o{stop_after} && length $raw >= $o{stop_after};
-        sleep 0.001 if $o{rcvbuf};
+        sleep($o{delay} || 0.001) if $o{rcvbuf};
     }
     alarm 0;
     close $sock;
@@ -368,6 +369,31 @@ like($log, qr/tent export: the socket is writable/,
 my @bytes = $log =~ /tent export: page \d+: "posts", \d+ rows, (\d+) bytes/g;
 ok(!(grep { $_ > 100 * 1024 } @bytes),
    'every page under 100 KB (bounded worker memory)');
+
+# --- a reload in the middle: the old worker finishes the export -------------
+
+{
+    pipe(my $rd, my $wr) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        close $rd;
+        my $r = export_get($all, 'posts=1', rcvbuf => 4096, delay => 0.005);
+        print {$wr} ($r->{chunked_complete} ? 'ended ' : 'cut ')
+                  . ($r->{json} && $r->{json}{complete} ? 'complete ' : 'no ')
+                  . scalar(@{ ($r->{json} || {})->{posts} || [] }) . "\n";
+        close $wr;
+        POSIX::_exit(0);
+    }
+    close $wr;
+    sleep 0.5;
+    Tent::Util::reload_nginx();
+    my $line = <$rd> // '';
+    waitpid $pid, 0;
+    like($line, qr/^ended complete (\d+)$/,
+         'an export across a reload ends whole') or diag $line;
+    my ($n) = $line =~ /(\d+)$/;
+    ok(($n // 0) > $N, 'with every post');
+}
 
 # --- a client that leaves mid-stream ----------------------------------------
 
