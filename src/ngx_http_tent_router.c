@@ -194,7 +194,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_notification_post },
 
     { ngx_string("/export"),
-      NGX_HTTP_GET,
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_export_get },
 
     { ngx_string("/oauth/authorize"),

@@ -124,6 +124,13 @@ my (undef, $all) = $c->authorized_app(
 $res = export_get($all, 'attachments=inline');
 is($res->{status}, 400, 'attachments=inline: 400, not done yet');
 
+$res = $c->request(HEAD => '/export', cred => $base);
+is($res->{status}, 200, 'HEAD: 200');
+is($res->{headers}{'content-type'}, 'application/vnd.tent.export.v0+json',
+   'HEAD: the export media type');
+is($res->{body}, '', 'HEAD: no body, nothing scanned');
+is($c->request(HEAD => '/export')->{status}, 403, 'HEAD anonymous: 403');
+
 # --- an empty entity: a whole document ---------------------------------
 
 $res = export_get($base);
@@ -528,4 +535,4 @@ POST /tent/export
 {}
 --- error_code: 405
 --- response_headers
-Allow: GET
+Allow: GET, HEAD
