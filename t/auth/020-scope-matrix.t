@@ -96,6 +96,30 @@ for my $d ([undef, 403, 'anonymous'],
     is($res->{status}, $status, "GET /posts/:id/deliveries $who: $status");
 }
 
+# GET /export: read_secrets and the read scopes of every part asked for
+# (docs/export.md); each one missing is 403, the app's own key too
+my @export = qw(read_secrets read_profile read_followers read_followings
+                read_groups);
+for my $q (['', []], ['?posts=1', ['read_posts']],
+           ['?apps=1', ['read_apps']])
+{
+    my ($query, $more) = @$q;
+    my @need = (@export, @$more);
+    is($c->request(GET => "/export$query")->{status}, 403,
+       "GET /export$query anonymous: 403");
+    is($c->request(GET => "/export$query", cred => $target)->{status}, 403,
+       "GET /export$query with the app's own key: 403");
+    for my $miss (@need) {
+        my $scopes = join ',', grep { $_ ne $miss } @need;
+        is($c->request(GET => "/export$query",
+                       cred => auth_with($scopes))->{status}, 403,
+           "GET /export$query without $miss: 403");
+    }
+    is($c->request(GET => "/export$query",
+                   cred => auth_with(join ',', @need))->{status}, 200,
+       "GET /export$query with " . join(',', @need) . ': 200');
+}
+
 # an app's own a: key is not an authorization: no scopes
 my $res = $c->request(GET => '/groups', cred => $target);
 is($res->{status}, 403, "an app's own key has no scopes");
