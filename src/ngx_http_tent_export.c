@@ -50,6 +50,10 @@ static void ngx_http_tent_export_free(ngx_event_t *ev);
  * every version, the current one included), grouped by post.
  */
 
+/* exports running in this worker: each holds up to two pages */
+static ngx_uint_t  ngx_http_tent_exports;
+
+
 static ngx_http_tent_export_section_t  ngx_http_tent_export_sections[] = {
 
     { "profile", NGX_HTTP_TENT_TABLE_PROFILE, 200, 0,
@@ -142,6 +146,24 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "Only attachments=urls is supported");
     }
 
+    if (ngx_http_tent_exports >= NGX_HTTP_TENT_EXPORTS_MAX) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent export: %ui exports running in this worker, "
+                      "refused", ngx_http_tent_exports);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return ngx_http_tent_internal_error(r, "adding Retry-After");
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        ngx_str_set(&h->value, "5");
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        "Too many exports at once");
+    }
+
     /*
      * The state lives in a pool of its own, not the request's: a scan
      * the store still held when its request went (it should never
@@ -171,6 +193,8 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     cln->handler = ngx_http_tent_export_cleanup;
     cln->data = ex;
+
+    ngx_http_tent_exports++;
 
     ex->r = r;
     ex->ctx = ctx;
@@ -504,9 +528,14 @@ ngx_http_tent_export_scanned(ngx_http_tent_store_op_t *op)
                    "tent export: page %ui: \"%s\", %ui rows, %uz bytes",
                    ex->pages, sec->name, rows, ex->bytes);
 
-    if (rows == sec->rows) {
+    if (rows) {
 
-        /* a full page: the section goes on after its last row */
+        /*
+         * Rows: the section goes on after its last one.  A page shorter
+         * than its limit is no end: the store also ends a scan at a byte
+         * budget (rows of large profiles or posts), so only an empty
+         * scan ends a section.
+         */
 
         if (ngx_http_tent_key_after(ex->page, &last, &after) != NGX_OK
             || after.len > NGX_HTTP_TENT_EXPORT_KEY_MAX)
@@ -728,6 +757,8 @@ static void
 ngx_http_tent_export_cleanup(void *data)
 {
     ngx_http_tent_export_t  *ex = data;
+
+    ngx_http_tent_exports--;
 
     if (ex->inflight) {
         ex->orphan = 1;

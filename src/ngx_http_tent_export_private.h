@@ -31,6 +31,9 @@
 #define NGX_HTTP_TENT_EXPORT_KEY_MAX  8192
 #define NGX_HTTP_TENT_EXPORT_ID_MAX   1024
 
+/* exports at once in a worker; more get 503 with Retry-After */
+#define NGX_HTTP_TENT_EXPORTS_MAX     4
+
 /* what a request asks for besides the graph and the profile */
 #define NGX_HTTP_TENT_EXPORT_APPS     0x01
 #define NGX_HTTP_TENT_EXPORT_POSTS    0x02

@@ -54,9 +54,10 @@ sub export_get {
         if $o{rcvbuf};
     connect($sock, pack_sockaddr_in($PORT, inet_aton('127.0.0.1')))
         or die "connect: $!";
-    my %h = (Host => 'localhost', Connection => 'close');
+    my $host = $o{host} || 'localhost';
+    my %h = (Host => $host, Connection => 'close');
     %h = (%h, signed_headers(cred => $cred, method => 'GET', uri => $path,
-                             host => 'localhost', port => 80,
+                             host => $host, port => 80,
                              nonce => random_nonce(8)))
         if $cred;
     syswrite($sock, "GET $path HTTP/1.1\r\n"
@@ -489,6 +490,94 @@ like($log, qr/tent export: the client went away/,
      'the export saw the client go') or diag substr($log, -3000);
 unlike(error_log_text(), qr/\[(alert|crit|emerg)\]|exited on signal/,
        'no alert, no crash');
+
+# --- exports at once: at most 4 a worker, the rest 503 ---------------------
+#
+# Ten clients ask and read nothing: an export that fills the socket waits
+# there holding its pages, so a tenant could pile them up; past four in
+# a worker (two workers here, so ten connections put five on one of
+# them at least) the answer is 503 with Retry-After.
+
+{
+    my @socks;
+    for (1 .. 10) {
+        socket(my $sock, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
+        setsockopt($sock, SOL_SOCKET, SO_RCVBUF, pack('i', 4096));
+        connect($sock, pack_sockaddr_in($PORT, inet_aton('127.0.0.1')))
+            or die "connect: $!";
+        my $path = '/tent/export?posts=1';
+        my %h = (Host => 'localhost', Connection => 'close',
+                 signed_headers(cred => $all, method => 'GET', uri => $path,
+                                host => 'localhost', port => 80,
+                                nonce => random_nonce(8)));
+        syswrite($sock, "GET $path HTTP/1.1\r\n"
+            . join('', map { "$_: $h{$_}\r\n" } sort keys %h) . "\r\n");
+        push @socks, $sock;
+        sleep 0.1;
+    }
+    my (%st, $retry);
+    for my $sock (@socks) {
+        local $SIG{ALRM} = sub { die "timeout\n" };
+        alarm 10;
+        my $head = '';
+        while ($head !~ /\r\n\r\n/) {
+            my $n = sysread($sock, my $buf, 1);
+            last if !$n;
+            $head .= $buf;
+        }
+        alarm 0;
+        my ($s) = $head =~ m{^HTTP/1\.\d (\d+)};
+        $st{$s // 'none'}++;
+        $retry = $1 if $head =~ /^Retry-After: (\d+)/mi;
+    }
+    close $_ for @socks;
+    ok(($st{503} // 0) >= 1, 'ten exports at once: some refused with 503')
+        or diag join(" ", %st);
+    ok(($st{200} // 0) >= 4, 'four a worker still go') or diag join(" ", %st);
+    is($retry, 5, 'with Retry-After');
+    sleep 1;
+    $res = export_get($all, 'posts=1');
+    ok($res->{json} && $res->{json}{complete},
+       'once they are gone an export goes again');
+}
+
+# --- rows the store's scan cuts by bytes ------------------------------------
+#
+# A scan also ends at the store's byte budget (16 MB), before its row
+# limit: the other entity's 90 posts of 200 KB make the first scan of its
+# posts section come back short of its 100 rows.  A short page is no end:
+# every post is in the document (a section ended at a short page would
+# have dropped the rest and still said "complete").
+
+{
+    my $BIG = 'https://example.com/types/big/v0.1.0';
+    my (undef, $oall) = $o->authorized_app(
+        "$BASE,read_posts,write_posts", post_types => 'all',
+        info_types => 'all');
+    my @big = parallel_clients(2, 120, sub {
+        my ($i, $iter) = @_;
+        return () if $iter >= 45;
+        my $r = $o->request(POST => '/posts', cred => $oall,
+                            body => { type => $BIG,
+                                      content => { data => "big $i $iter "
+                                                   . ('y' x 200_000) },
+                                      permissions => {
+                                          public => JSON::PP::true } });
+        return ($r->{status});
+    });
+    is(scalar(grep { $_ == 200 } @big), 90, '90 posts of 200 KB made');
+    my $from = length error_log_text();
+    $res = export_get($oall, 'posts=1', host => 'other.test');
+    ok($res->{json} && $res->{json}{complete}, 'the export is whole');
+    my @got = grep { ($_->{versions}[-1]{content}{data} // '') =~ /^big/ }
+              @{ $res->{json}{posts} || [] };
+    is(scalar @got, 90, 'with all 90 big posts');
+    my @short = grep { $_ > 0 && $_ < 100 }
+                substr(error_log_text(), $from)
+                    =~ /tent export: page \d+: "posts", (\d+) rows/g;
+    ok(@short >= 2, 'pages came back short of 100 rows and the section '
+                    . 'went on: ' . scalar @short);
+}
 
 $rx->stop;
 $rx2->stop;
