@@ -456,8 +456,8 @@ ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
                                     app.len, json_true());
     }
 
-    if (rows == NGX_HTTP_TENT_MAX_AUTHS && last.len) {
-        /* more: from the next app's */
+    if (rows && last.len) {
+        /* more (a scan also ends at the store's byte budget): next app's */
 
         if (ngx_http_tent_pair_next(r->pool, &ctx->entity,
                                     NGX_HTTP_TENT_TABLE_AUTHORIZATION, &last,

@@ -544,9 +544,12 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     /*
      * More followers: these jobs now, the rest after them; the outbox row
      * goes with the last batch (a crash between makes some jobs twice).
+     * A batch short of its 500 rows is no end: the store also ends a scan
+     * at a byte budget, which followers with big profiles reach, so only
+     * an empty scan ends the stage.
      */
 
-    if (rows == NGX_HTTP_TENT_FOLLOWER_SCAN) {
+    if (rows) {
         if (ngx_http_tent_key_after(t->pool, &last, &t->start) != NGX_OK) {
             ngx_http_tent_task_failed(t, "keeping the followers' place");
             return;

@@ -418,9 +418,14 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                    "%ui on the page%s", n, q->count, q->found.nelts,
                    done ? ": the page is full" : "");
 
-    /* more to read: the next batch starts after the last key seen */
+    /*
+     * More to read: the next batch starts after the last key seen.  Any
+     * rows, not only a full batch: the store also ends a scan at a byte
+     * budget (index rows of posts naming many mentions), so only an
+     * empty scan is the end.
+     */
 
-    if (!done && n == NGX_HTTP_TENT_SCAN_BATCH
+    if (!done && n > 0
         && q->scanned < NGX_HTTP_TENT_SCAN_MAX)
     {
         if (q->desc_scan) {

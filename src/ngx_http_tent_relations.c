@@ -779,10 +779,13 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "reading the list's rows");
     }
 
-    /* a full batch and room left: the next one, after the last row */
+    /*
+     * Rows and room left: the next batch, after the last row.  Not only
+     * after a full batch: the store also ends a scan at a byte budget
+     * (rows with big profiles), so only an empty scan is the end.
+     */
 
-    if (rows == NGX_HTTP_TENT_RELATIONS_SCAN && (st->count || n < st->limit))
-    {
+    if (rows && (st->count || n < st->limit)) {
         st->n = n;
 
         if (st->reverse && !st->since) {
