@@ -93,8 +93,9 @@ static ngx_int_t
 ngx_http_tent_notification_challenged(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
+    json_t               *record;
     ngx_int_t             status;
-    ngx_str_t            *challenge;
+    ngx_str_t            *challenge, value;
     ngx_http_tent_ctx_t  *ctx;
 
     status = ngx_http_tent_store_http_status(op);
@@ -104,15 +105,41 @@ ngx_http_tent_notification_challenged(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent notifications: challenge for following \"%V\": "
-                   "%s", &ctx->params[0],
-                   op->status == NGX_HTTP_TENT_STORE_NOT_FOUND
-                   ? "no such following" : "answered");
-
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent notifications: challenge for following "
+                       "\"%V\": no such following", &ctx->params[0]);
+
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
+
+    /*
+     * Only a following being set up (our POST /followers on its way)
+     * answers.  A confirmed one would let anyone who knows its id (the
+     * followed server, from our follow request) follow another server
+     * "as us" there: that server's credential reset (spec 7.1) would
+     * give them a new key of our relationship.
+     */
+
+    ngx_http_tent_store_value(op, &value);
+
+    record = ngx_http_tent_json_load(r, &value);
+    if (record == NULL) {
+        return ngx_http_tent_internal_error(r, "reading the following");
+    }
+
+    if (!json_is_false(json_object_get(record, "confirmed"))) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent notifications: a challenge for the confirmed "
+                      "following \"%V\" refused (only a follow being set "
+                      "up answers)", &ctx->params[0]);
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent notifications: challenge for following \"%V\": "
+                   "answered", &ctx->params[0]);
 
     challenge = ctx->state;
 

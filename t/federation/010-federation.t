@@ -394,18 +394,29 @@ $res = $a->request(GET => '/posts?entity=' . uri_escape($B_URL)
                    cred => $a_cred);
 ok(scalar @{ $res->{json} || [] } >= 1, 'and B\'s profile post is in A\'s feed');
 
-# --- credential reset: the follower asks again ---------------------------
+# --- a credential reset asked by someone else ------------------------------
+#
+# A follow request is anonymous: anyone can ask A to follow "as B" with
+# B's notification path (A learnt it from B's own follow request, so
+# every server B follows knows one).  A's credential reset (spec 7.1)
+# would give the asker a new key of B's relationship, and break B's.
+# B answers a challenge only for a following being set up, so the reset
+# fails and B's relationship stays as it was.
 
 $res = $a->request(POST => '/followers',
                    body => { entity => $B_URL, types => ['all'],
                              notification_path =>
                                  "notifications/$b_again->{id}" });
-is($res->{status}, 200, 'a follow request again') or diag $res->{body};
-is($res->{json}{id}, $fid, 'keeps the follower id');
-is($res->{json}{mac_key_id}, $s_cred->{mac_key_id}, 'and the key id');
-isnt($res->{json}{mac_key}, $s_cred->{mac_key}, 'with a new key');
+is($res->{status}, 403, 'a follow request "as B" by someone else: 403')
+    or diag $res->{body};
+ok(!$res->{json}{mac_key}, 'no key given');
+$res = $b->request(GET => "/notifications/$b_again->{id}?challenge=abc");
+is($res->{status}, 404, 'B answers no challenge for a confirmed following');
 $res = $a->request(GET => '/followers/count');
 is($res->{body}, '1', 'still one follower');
+like(error_log_text() . $b_peer->error_log_text,
+     qr/a challenge for the confirmed following "\w+" refused/,
+     'B logged the refusal');
 
 # interim answers (103 Early Hints, 100 Continue) come before the real one
 my $rx = Tent::Receiver->start;
