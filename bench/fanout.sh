@@ -33,6 +33,7 @@
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
+#   fanout: rss of the worker's own memory (RssAnon; ...): max ..., before ..., after ...
 #
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
 #   LOCAL_POSTS=20
@@ -234,6 +235,7 @@ if [ "$BIG" != 0 ]; then
     follow $((SMALL + 1)) "$BIG"
     sleep 2
     rss_before=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
+    anon_before=$(bench_rss_each "$mprefix" | awk '{ if ($3 > m) m = $3 } END { print m }')
     ( while :; do bench_rss_each "$mprefix"; sleep 0.2; done ) \
         > "$BENCH_TMP/rss" &
     rsspid=$!
@@ -245,8 +247,10 @@ if [ "$BIG" != 0 ]; then
     lat_big=$lat
     p99_big=${lat#*/}
     rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$BENCH_TMP/rss")
+    anon_max=$(awk '{ if ($3 > m) m = $3 } END { print m }' "$BENCH_TMP/rss")
     sleep 3
     rss_after=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
+    anon_after=$(bench_rss_each "$mprefix" | awk '{ if ($3 > m) m = $3 } END { print m }')
 fi
 
 # --- 4. same-node -----------------------------------------------------------------
@@ -362,6 +366,9 @@ if [ "$BIG" != 0 ]; then
     echo "fanout: rss during the $BIG fan-out: max $rss_max kB a worker" \
          "(target <= 65536), before $rss_before, after $rss_after" \
          "(target within 10%)"
+    echo "fanout: rss of the worker's own memory (RssAnon; the rest is" \
+         "LevelDB's mmapped tables): max $anon_max kB, before $anon_before," \
+         "after $anon_after"
 fi
 if [ "$LOCAL" != 0 ]; then
     echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \

@@ -15,7 +15,7 @@
 #   bench_nginx_stop PREFIX       QUIT, waits; TERM then KILL if it hangs
 #   bench_workers PREFIX          pids of the master's worker children
 #   bench_rss PREFIX              VmRSS (kB) of every worker, summed
-#   bench_rss_each PREFIX         "pid kB" per worker
+#   bench_rss_each PREFIX         "pid VmRSS RssAnon" (kB) per worker
 #   bench_wrk URL THREADS CONNS SECONDS   Requests/sec by wrk (GET)
 #   bench_ab URL CONC N SECONDS [-i]      Requests per second by ab -k
 #   bench_load                    the 1-minute load average
@@ -256,12 +256,15 @@ bench_workers() {
     ps -o pid= --ppid "$master" 2>/dev/null | tr -d ' '
 }
 
-# bench_rss_each PREFIX: "pid VmRSS-in-kB" for each worker.
+# bench_rss_each PREFIX: "pid VmRSS RssAnon" (kB) for each worker.  The
+# difference is mostly file pages mapped: LevelDB mmaps its table files
+# (page cache, shared, dropped under memory pressure).
 bench_rss_each() {
-    local w kb
+    local w kb anon
     for w in $(bench_workers "$1"); do
         kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$w/status" 2>/dev/null)
-        echo "$w ${kb:-0}"
+        anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$w/status" 2>/dev/null)
+        echo "$w ${kb:-0} ${anon:-0}"
     done
 }
 

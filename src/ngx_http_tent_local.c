@@ -200,12 +200,27 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
             continue;
         }
 
+        /*
+         * A value with variables anywhere in the list: the entity is
+         * never matched (the operator's way to keep its location rules
+         * on every delivery, docs/federation.md)
+         */
+
         cv = scf->servers->elts;
 
         for (j = 0; j < scf->servers->nelts; j++) {
-            if (cv[j].lengths == NULL
-                && ngx_http_tent_local_prefix(url, &cv[j].value, rest)
-                   == NGX_OK)
+            if (cv[j].lengths) {
+                break;
+            }
+        }
+
+        if (j < scf->servers->nelts) {
+            continue;
+        }
+
+        for (j = 0; j < scf->servers->nelts; j++) {
+            if (ngx_http_tent_local_prefix(url, &cv[j].value, rest)
+                == NGX_OK)
             {
                 return &ents[i];
             }
