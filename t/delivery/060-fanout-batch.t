@@ -10,7 +10,8 @@
 # afterwards (checked in the LevelDB, with nginx stopped).
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
+                  follower_host_config follow_many);
 use Tent::Client;
 use Tent::Peer;
 use JSON::PP;
@@ -38,23 +39,13 @@ my (undef, $owner) = $c->authorized_app('write_posts', post_types => 'all');
 # f<i> whose number ends in 0, 3, 6 or 9 (the flaky ones) answers 503 to
 # notifications until the file "up" exists in the receiver's servroot;
 # the others take them at once
-my $core = '{"https://tent.io/types/info/core/v0.1.0":{"entity":"$URL/$1",'
-         . '"licenses":[],"servers":["$URL/$1/tent"]}}';
 my $rx = Tent::Peer->start(worker_processes => 1,
-                           http_config => <<HTTP, server_config => <<CONF);
+                           http_config => <<HTTP,
     tent_store  \$SERVROOT/tent_temp;
     log_format  notes  '\$request_method \$uri \$status';
 HTTP
-        location ~ ^/(f[0-9]+)\$ {
-            add_header  Link '</\$1/tent/profile>; rel="https://tent.io/rels/profile"';
-            return      200 'follower';
-        }
-
-        location ~ ^/(f[0-9]+)/tent/profile\$ {
-            default_type  application/vnd.tent.v0+json;
-            return        200 '$core';
-        }
-
+                           server_config => follower_host_config(
+                               log => 'notes', first => <<FIRST));
         location ~ ^/f[0-9]*[0369]/tent/notifications/ {
             access_log    \$SERVROOT/logs/notes.log notes;
             default_type  text/plain;
@@ -67,28 +58,13 @@ HTTP
             return 200 '';
         }
 
-        location ~ ^/f[0-9]+/tent/notifications/ {
-            access_log    \$SERVROOT/logs/notes.log notes;
-            default_type  text/plain;
-            if (\$request_method = GET) {
-                return 200 \$arg_challenge;
-            }
-            return 200 '';
-        }
-CONF
+FIRST
 my $U = $rx->url;
 my $notes = $rx->servroot . '/logs/notes.log';
 
 my %flaky = map { $_ => 1 } grep { /[0369]$/ } 1 .. $N;
 
-my $bad = 0;
-for my $i (1 .. $N) {
-    my $res = $c->request(POST => '/followers',
-                          body => { entity => "$U/f$i",
-                                    types => ['https://tent.io/types/post/status/v0.1.0'],
-                                    notification_path => 'notifications/n' });
-    $bad++ unless $res->{status} == 200;
-}
+my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
 is($bad, 0, "$N entities follow");
 
 # what the receiver logged: "POST /f<i>/tent/notifications/n <status>"

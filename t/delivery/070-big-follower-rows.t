@@ -8,7 +8,8 @@
 # from everyone after them), and GET /followers/count counts them all.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
+                  follower_host_config follow_many);
 use Tent::Client;
 use Tent::Peer;
 use JSON::PP;
@@ -34,37 +35,20 @@ my (undef, $owner) = $c->authorized_app('write_posts,read_followers',
                                         post_types => 'all');
 
 # b<i>: a profile of 60 KB, a file in the receiver's html; f<i>: small
-my $core = '{"https://tent.io/types/info/core/v0.1.0":{"entity":"$URL/$1",'
-         . '"licenses":[],"servers":["$URL/$1/tent"]}}';
 my $rx = Tent::Peer->start(worker_processes => 1,
-                           http_config => <<HTTP, server_config => <<CONF);
+                           http_config => <<HTTP,
     tent_store  \$SERVROOT/tent_temp;
     log_format  notes  '\$request_method \$uri \$status';
 HTTP
-        location ~ ^/([bf][0-9]+)\$ {
-            add_header  Link '</\$1/tent/profile>; rel="https://tent.io/rels/profile"';
-            return      200 'follower';
-        }
-
+                           server_config => follower_host_config(
+                               names => '[bf][0-9]+', log => 'notes',
+                               first => <<FIRST));
         location ~ ^/(b[0-9]+)/tent/profile\$ {
             default_type  application/vnd.tent.v0+json;
             alias         \$SERVROOT/html/\$1.json;
         }
 
-        location ~ ^/(f[0-9]+)/tent/profile\$ {
-            default_type  application/vnd.tent.v0+json;
-            return        200 '$core';
-        }
-
-        location ~ ^/[bf][0-9]+/tent/notifications/ {
-            access_log    \$SERVROOT/logs/notes.log notes;
-            default_type  text/plain;
-            if (\$request_method = GET) {
-                return 200 \$arg_challenge;
-            }
-            return 200 '';
-        }
-CONF
+FIRST
 my $U = $rx->url;
 my $html = $rx->servroot . '/html';
 mkdir $html;
@@ -79,14 +63,9 @@ for my $i (1 .. $BIG) {
     close $fh;
 }
 
-my $bad = 0;
-for my $who ((map { "b$_" } 1 .. $BIG), (map { "f$_" } 1 .. $SMALL)) {
-    my $res = $c->request(POST => '/followers',
-                          body => { entity => "$U/$who",
-                                    types => ['all'],
-                                    notification_path => 'notifications/n' });
-    $bad++ unless $res->{status} == 200;
-}
+my ($bad) = follow_many($c, $U, [(map { "b$_" } 1 .. $BIG),
+                                 (map { "f$_" } 1 .. $SMALL)],
+                        types => ['all']);
 is($bad, 0, ($BIG + $SMALL) . ' entities follow, the big ones first');
 
 my $res = $c->request(GET => '/followers/count', cred => $owner);

@@ -5,7 +5,8 @@
 # across batches, hidden ones skipped, and one post must reach all 600.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
+                  follower_host_config follow_many);
 use Tent::Client;
 use Tent::Peer;
 use JSON::PP;
@@ -30,42 +31,12 @@ my $c = Tent::Client->new;
 my ($app, $owner) = $c->authorized_app(
     'write_posts,read_followers,write_followers', post_types => 'all');
 
-my $core = '{"https://tent.io/types/info/core/v0.1.0":{"entity":"$URL/$1",'
-         . '"licenses":[],"servers":["$URL/$1/tent"]}}';
-my $many = Tent::Peer->start(worker_processes => 1, server_config => <<CONF);
-        location ~ ^/(f[0-9]+)\$ {
-            add_header  Link '</\$1/tent/profile>; rel="https://tent.io/rels/profile"';
-            return      200 'follower';
-        }
-
-        location ~ ^/(f[0-9]+)/tent/profile\$ {
-            default_type  application/vnd.tent.v0+json;
-            return        200 '$core';
-        }
-
-        location ~ ^/f[0-9]+/tent/notifications/ {
-            access_log    \$SERVROOT/logs/notes.log combined;
-            default_type  text/plain;
-            if (\$request_method = GET) {
-                return 200 \$arg_challenge;
-            }
-            return 200 '';
-        }
-CONF
+my $many = Tent::Peer->start(worker_processes => 1,
+                             server_config => follower_host_config());
 my $U = $many->url;
 
-my $bad = 0;
-my @ids;
-for my $i (1 .. $N) {
-    my $res = $c->request(POST => '/followers',
-                          body => { entity => "$U/f$i",
-                                    # statuses only: not the follower
-                                    # posts of each other's follows
-                                    types => ['https://tent.io/types/post/status/v0.1.0'],
-                                    notification_path => 'notifications/n' });
-    $bad++ unless $res->{status} == 200;
-    push @ids, $res->{json}{id};
-}
+# statuses only: not the follower posts of each other's follows
+my ($bad, @ids) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
 is($bad, 0, "$N entities follow");
 
 my $res = $c->request(GET => '/followers/count');

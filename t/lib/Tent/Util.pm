@@ -15,7 +15,8 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
-                    start_last_nginx stop_last_nginx wait_for);
+                    start_last_nginx stop_last_nginx wait_for
+                    follower_host_config follow_many);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -133,6 +134,58 @@ sub start_last_nginx {
     system($bin, '-p', "$root/", '-c', "$root/conf/nginx.conf") == 0
         or die "cannot start nginx again: $?";
     return wait_port();
+}
+
+# follower_host_config(names => 'f[0-9]+', log => 'combined', first => ''):
+# the server block of a Tent::Peer that plays many follower entities,
+# <url>/<name>: the entity page's Link, a core profile, the challenge
+# echoed and 200 to every notification, logged in logs/notes.log with
+# the log format named.  "first": locations put before these (regex
+# locations match in order), to make some names answer otherwise.
+sub follower_host_config {
+    my (%o) = @_;
+    my $names = $o{names} || 'f[0-9]+';
+    my $log = $o{log} || 'combined';
+    my $core = '{"https://tent.io/types/info/core/v0.1.0":{"entity":"$URL/$1",'
+             . '"licenses":[],"servers":["$URL/$1/tent"]}}';
+    return ($o{first} // '') . <<CONF;
+        location ~ ^/($names)\$ {
+            add_header  Link '</\$1/tent/profile>; rel="https://tent.io/rels/profile"';
+            return      200 'follower';
+        }
+
+        location ~ ^/($names)/tent/profile\$ {
+            default_type  application/vnd.tent.v0+json;
+            return        200 '$core';
+        }
+
+        location ~ ^/$names/tent/notifications/ {
+            access_log    \$SERVROOT/logs/notes.log $log;
+            default_type  text/plain;
+            if (\$request_method = GET) {
+                return 200 \$arg_challenge;
+            }
+            return 200 '';
+        }
+CONF
+}
+
+# follow_many(CLIENT, URL, [NAMES], types => [...]): each <URL>/<name>
+# follows CLIENT's entity (POST /followers, notification path
+# notifications/n); returns how many were refused and the follower ids.
+sub follow_many {
+    my ($c, $url, $names, %o) = @_;
+    my ($bad, @ids) = (0);
+    for my $name (@$names) {
+        my $res = $c->request(POST => '/followers',
+                              body => { entity => "$url/$name",
+                                        types => $o{types}
+                                            || ['https://tent.io/types/post/status/v0.1.0'],
+                                        notification_path => 'notifications/n' });
+        $bad++ unless $res->{status} == 200;
+        push @ids, $res->{json}{id};
+    }
+    return ($bad, @ids);
 }
 
 # wait_for(CODE, SECS): calls CODE every 0.1 s until it returns true (1)
