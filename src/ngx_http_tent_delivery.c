@@ -623,6 +623,33 @@ failed:
 
 
 /*
+ * A fan-out's new job (its record the write's to free): into the batch,
+ * counted as queued.  NGX_ERROR is logged.
+ */
+
+ngx_int_t
+ngx_http_tent_job_new(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
+    uint64_t ms, ngx_str_t *id, json_t *job)
+{
+    if (job == NULL || ngx_http_tent_json_cleanup(wop->pool, job) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                      "tent delivery: building a job failed");
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, ms, id, job)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
+
+    return NGX_OK;
+}
+
+
+/*
  * A task is over: it leaves the running list now, its memory soon; and
  * its place goes to the next due job at once, not at the next tick.
  */

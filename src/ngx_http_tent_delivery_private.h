@@ -176,6 +176,8 @@ ngx_int_t ngx_http_tent_delivery_expired_scan(ngx_http_tent_delivery_t *dl,
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
     json_t *job);
+ngx_int_t ngx_http_tent_job_new(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t ms, ngx_str_t *id, json_t *job);
 
 /* ngx_http_tent_outbox.c */
 void ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl);

@@ -517,22 +517,10 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
         json_decref(follower);
 
-        if (job == NULL
-            || ngx_http_tent_json_cleanup(wop->pool, job) != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "building a job");
-            return;
-        }
-
-        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
-                                  job)
-            != NGX_OK)
-        {
+        if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
             ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
-
-        ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
 
         n++;
     }

@@ -300,22 +300,10 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
                         "attempt", 0,
                         "first", (json_int_t) (now / 1000));
 
-        if (job == NULL
-            || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
-        {
-            ngx_http_tent_task_failed(t, "building a job");
-            return;
-        }
-
-        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, now, &jid,
-                                  job)
-            != NGX_OK)
-        {
+        if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
             ngx_http_tent_task_done(t);     /* logged there */
             return;
         }
-
-        ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
 
         n++;
     }
