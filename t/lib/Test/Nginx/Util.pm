@@ -53,10 +53,13 @@ our $ServRoot   = File::Spec->rel2abs($ENV{TEST_NGINX_SERVROOT}
                                       || File::Spec->catdir('t', 'servroot'));
 $ServRoot =~ s{/+$}{};
 
-# TEST_NGINX_RANDOMIZE=1 (for prove -jN): each test file takes a free port
-# and its own server root "<servroot>-<pid>", so files run side by side
+# TEST_NGINX_RANDOMIZE=1 (for prove -jN): each test file takes a free
+# block of 8 ports (suites use PORT+1.. for more server blocks) below the
+# kernel's ephemeral range, where free ports of Tent::Peer and
+# Tent::Receiver and outgoing connections come from, and its own server
+# root "<servroot>-<pid>", so files run side by side
 if ($ENV{TEST_NGINX_RANDOMIZE}) {
-    $ServerPort = alloc_rand_port();
+    $ServerPort = _free_block(8);
     $ServRoot  .= "-$$";
     $ENV{TEST_NGINX_PORT} = $ServerPort;
 }
@@ -164,6 +167,24 @@ sub expand_env {
             : die "environment variable \$$1 used in $what is not set\n"
     }ge;
     return $v;
+}
+
+sub _free_block {
+    my ($n) = @_;
+    my $blocks = int((32000 - 10000) / $n);
+
+    # from the process id: files run side by side start apart
+    BLOCK: for my $i (0 .. $blocks - 1) {
+        my $base = 10000 + $n * (($$ + $i) % $blocks);
+        for my $port ($base .. $base + $n - 1) {
+            my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1',
+                                        LocalPort => $port, Listen => 1,
+                                        ReuseAddr => 1) or next BLOCK;
+            close $s;
+        }
+        return $base;
+    }
+    die "cannot find a free block of $n ports\n";
 }
 
 sub alloc_rand_port {
