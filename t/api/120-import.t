@@ -1,0 +1,343 @@
+# POST /import (issue 14, part 2; docs/import.md): an entity's export
+# document taken into an empty entity of the same nginx and store (another
+# server block): who may import (anonymous, without write_secrets, posts
+# without import_posts: 403), what is refused before anything is written
+# (no body, malformed JSON, a section of the wrong type, an incomplete
+# document, ?merge=1, a body over client_max_body_size, an entity not
+# empty: 409), all or nothing per section (one invalid post: no post
+# written, the other sections written, the report says why), that a
+# document naming a third entity of this nginx as its own writes nothing
+# of that entity, and the round trip: B's export is A's but for the
+# entity and the documented differences.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Client;
+use Tent::MAC qw(signed_headers random_nonce);
+use Tent::Receiver;
+use JSON::PP;
+
+master_on();
+workers(2);
+no_shuffle();
+log_level('debug');
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+my $A = "http://127.0.0.1:$PORT";
+my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
+my $BASIC = 'https://tent.io/types/info/basic/v0.1.0';
+my $CORE = 'https://tent.io/types/info/core/v0.1.0';
+my $READ = 'read_secrets,read_profile,read_followers,read_followings,'
+           . 'read_groups,read_posts';
+my $WRITE = 'write_secrets,write_profile,write_followers,write_followings,'
+            . 'write_groups,write_posts,import_posts';
+my $JSON = JSON::PP->new->utf8->canonical;
+
+my $c = Tent::Client->new;
+
+# GET /tent/export?posts=1 of the entity of $host, dechunked, parsed
+sub export_of {
+    my ($host, $cred) = @_;
+    my $path = '/tent/export?posts=1';
+    my $r = Tent::Util::http_request(path => $path, headers => {
+        Host => $host,
+        signed_headers(cred => $cred, method => 'GET', uri => $path,
+                       host => $host, port => 80,
+                       nonce => random_nonce(8)) });
+    my $body = $r->{body} // '';
+    if (($r->{headers}{'transfer-encoding'} // '') =~ /chunked/
+        && $body =~ /^[0-9a-fA-F]+\r\n/)
+    {
+        my $out = '';
+        while ($body =~ s/^([0-9a-fA-F]+)\r\n//) {
+            my $n = hex $1;
+            last if $n == 0;
+            $out .= substr($body, 0, $n, '');
+            $body =~ s/^\r\n//;
+        }
+        $body = $out;
+    }
+    my $json = eval { $JSON->decode($body) };
+    diag "export of $host: $r->{status} " . substr($body, 0, 300)
+        unless $json && $json->{complete};
+    return $json;
+}
+
+sub import_to {
+    my ($cl, $cred, $body, %o) = @_;
+    return $cl->request(POST => '/import' . ($o{query} // ''), cred => $cred,
+                        body => $body);
+}
+
+# an export with nothing but core, as a just-configured entity has
+sub is_empty {
+    my ($doc, $what) = @_;
+    ok($doc && @{ $doc->{profile} } == 1 && !@{ $doc->{followers} }
+       && !@{ $doc->{followings} } && !@{ $doc->{groups} }
+       && !@{ $doc->{posts} } && !@{ $doc->{profile_versions} },
+       "$what: nothing written")
+        or diag $JSON->encode($doc);
+}
+
+# --- entity A: profile, graph, groups, posts --------------------------------
+
+my (undef, $owner) = $c->authorized_app(
+    "$READ,write_posts,write_groups,write_profile,write_followings,"
+    . 'write_followers', post_types => 'all', info_types => 'all');
+
+for my $name ('Alice', 'Alice Liddell') {
+    my $r = $c->request(PUT => '/profile/' . Tent::Client::uri_escape($BASIC),
+                        cred => $owner,
+                        body => { name => $name,
+                                  permissions => { public => JSON::PP::true } });
+    is($r->{status}, 200, "A's basic section: $name");
+}
+my $res = $c->request(POST => '/groups', cred => $owner,
+                      body => { name => 'family' });
+is($res->{status}, 200, 'a group');
+my $group = $res->{json}{id};
+
+my $rx = Tent::Receiver->start;
+$res = $c->request(POST => '/followers',
+                   body => { entity => $rx->url, types => ['all'],
+                             licenses => [],
+                             notification_path => 'notifications/n' });
+is($res->{status}, 200, 'a follower') or diag $res->{body};
+my $fcred = $res->{json};
+
+my $rx2 = Tent::Receiver->start;
+$res = $c->request(POST => '/followings', cred => $owner,
+                   body => { entity => $rx2->url, groups => [$group] });
+is($res->{status}, 200, 'a following') or diag $res->{body};
+
+$res = $c->request(POST => '/posts', cred => $owner,
+                   body => { type => $STATUS, content => { text => 'v1' },
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'a post');
+my $post = $res->{json}{id};
+$res = $c->request(PUT => "/posts/$post", cred => $owner,
+                   body => { type => $STATUS, content => { text => 'v2' },
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'its second version');
+
+my $doc = export_of('localhost', $owner);
+ok($doc && $doc->{complete}, "A's export");
+is(scalar @{ $doc->{posts} }, 3, 'the post, the following and follower posts')
+    or diag $JSON->encode($doc->{posts});
+
+# --- B: who may import, what is refused before anything is written ---------
+
+my $b = Tent::Client->new(host => 'b.test');
+my (undef, $bowner) = $b->authorized_app("$WRITE,$READ",
+                                         post_types => 'all',
+                                         info_types => 'all');
+my (undef, $no_secrets) = $b->authorized_app(
+    'write_profile,write_followers,write_followings,write_groups,'
+    . 'write_posts,import_posts');
+my (undef, $no_import) = $b->authorized_app(
+    'write_secrets,write_profile,write_followers,write_followings,'
+    . 'write_groups,write_posts');
+
+$res = import_to($b, undef, $doc);
+is($res->{status}, 403, 'anonymous: 403');
+is($res->{json}{error}, 'Unauthorized', 'in JSON');
+$res = import_to($b, $no_secrets, $doc);
+is($res->{status}, 403, 'without write_secrets: 403');
+$res = import_to($b, $no_import, $doc);
+is($res->{status}, 403, 'posts without import_posts: 403');
+
+$res = import_to($b, $bowner, '');
+is($res->{status}, 400, 'no body: 400');
+ok($res->{json}{error}, 'in JSON') or diag $res->{body};
+$res = import_to($b, $bowner, '{"version": 0, ');
+is($res->{status}, 400, 'malformed JSON: 400');
+$res = import_to($b, $bowner, { %$doc, followers => {} });
+is($res->{status}, 400, '"followers": {}: 400');
+like($res->{json}{error} // '', qr/array/, 'says so');
+$res = import_to($b, $bowner, { %$doc, complete => JSON::PP::false });
+is($res->{status}, 400, 'an incomplete document: 400');
+$res = import_to($b, $bowner, { %$doc, version => 1 });
+is($res->{status}, 400, 'another version: 400');
+$res = import_to($b, $bowner, [1]);
+is($res->{status}, 400, 'not an object: 400');
+$res = import_to($b, $bowner, $doc, query => '?merge=1');
+is($res->{status}, 400, '?merge=1: 400, not done yet');
+like($res->{json}{error} // '', qr/merge/, 'says so');
+$res = import_to($b, $bowner,
+                 { %$doc, groups => [{ id => 'g', name => 'x' x 300000,
+                                       created_at => 1, updated_at => 1 }] });
+is($res->{status}, 413, 'over client_max_body_size: 413');
+
+is_empty(export_of('b.test', $bowner), 'after the refusals');
+
+# --- D: one invalid post; the document names a third entity (C) ------------
+
+my $cc = Tent::Client->new(host => 'c.test');
+my (undef, $cowner) = $cc->authorized_app($READ, post_types => 'all',
+                                          info_types => 'all');
+my $d = Tent::Client->new(host => 'd.test');
+my (undef, $downer) = $d->authorized_app("$WRITE,$READ",
+                                         post_types => 'all',
+                                         info_types => 'all');
+
+my $bad = $JSON->decode($JSON->encode($doc));
+$bad->{entity} = 'http://c.test';
+for my $p (@{ $bad->{posts} }) {
+    $_->{entity} = 'http://c.test' for @{ $p->{versions} };
+}
+$bad->{posts}[0]{versions}[0]{content} = 'not an object';
+$res = import_to($d, $downer, $bad);
+is($res->{status}, 200, 'a document with one invalid post: 200')
+    or diag $res->{body};
+my $rep = $res->{json};
+is($rep->{posts}{written}, JSON::PP::false, 'posts: not written');
+is($rep->{posts}{taken}, 0, 'none taken');
+like($rep->{posts}{invalid}[0]{reason} // '', qr/content/, 'the reason');
+is($rep->{posts}{invalid}[0]{index}, 0, 'and which');
+is($rep->{followers}{written}, JSON::PP::true, 'followers: written');
+is($rep->{followers}{taken}, 1, 'one');
+is($rep->{groups}{taken}, 1, 'groups: one');
+
+my $ddoc = export_of('d.test', $downer);
+is(scalar @{ $ddoc->{posts} }, 0, 'D: no post at all');
+is(scalar @{ $ddoc->{followers} }, 1, 'D: the follower');
+my ($dcore) = grep { $_->{type} eq $CORE } @{ $ddoc->{profile} };
+is($dcore->{content}{entity}, 'http://d.test', "D's core is D's");
+is_deeply($dcore->{content}{previous_entities}, ['http://c.test'],
+          'the document\'s entity: a previous one');
+is_empty(export_of('c.test', $cowner), 'C, named by the document');
+
+$res = import_to($d, $downer, $bad);
+is($res->{status}, 409, 'D is not empty any more: 409');
+
+# --- the round trip: A into B ------------------------------------------------
+
+$res = import_to($b, $bowner, $doc);
+is($res->{status}, 200, 'A into B: 200') or diag $res->{body};
+$rep = $res->{json};
+diag $JSON->encode($rep);
+is($rep->{profile}{taken}, 1, 'profile: basic taken');
+is($rep->{profile}{skipped}[0]{type}, $CORE, 'core skipped');
+is($rep->{profile_versions}{taken}, 1, 'the old basic version');
+is($rep->{followings}{taken}, 1, 'followings: 1');
+is($rep->{followers}{taken}, 1, 'followers: 1');
+is($rep->{groups}{taken}, 1, 'groups: 1');
+is($rep->{posts}{taken}, 3, 'posts: 3');
+
+my $bdoc = export_of('b.test', $bowner);
+ok($bdoc && $bdoc->{complete}, "B's export");
+is($bdoc->{entity}, 'http://b.test', 'of B');
+
+# A's document, its entity B's, but for the documented differences
+sub comparable {
+    my ($d, $entity) = @_;
+    my $x = $JSON->decode($JSON->encode($d));
+    $x->{profile} = [grep { $_->{type} ne $CORE } @{ $x->{profile} }];
+    $x->{profile_versions} = [grep { $_->{type} ne $CORE }
+                              @{ $x->{profile_versions} }];
+    for my $p (@{ $x->{posts} }) {
+        for my $v (@{ $p->{versions} }) {
+            $v->{entity} = 'E';
+            delete $v->{attachments};
+        }
+    }
+    # the credential rows' kind is the server's; profiles are left out
+    return { map { $_ => $x->{$_} }
+             qw(profile profile_versions followings followers groups posts) };
+}
+is_deeply(comparable($bdoc), comparable($doc),
+          "B's export is A's, modulo the entity");
+my ($bcore) = grep { $_->{type} eq $CORE } @{ $bdoc->{profile} };
+is($bcore->{content}{entity}, 'http://b.test', "B's core stays B's");
+is_deeply($bcore->{content}{previous_entities}, [$A], 'A is a previous one');
+is($bdoc->{posts}[0]{versions}[0]{entity}, 'http://b.test',
+   'the posts are B\'s');
+
+# the follower's credentials work on B as they did on A
+$res = $b->request(GET => "/followers/$fcred->{id}", cred => $fcred);
+is($res->{status}, 200, 'the follower signs with its credentials on B')
+    or diag $res->{body};
+$res = $b->request(GET => "/posts/$post");
+is($res->{status}, 200, 'the post on B');
+is($res->{json}{content}{text}, 'v2', 'its current version');
+is($res->{json}{version}, 2, 'with its version');
+$res = $b->request(GET => '/posts');
+is(scalar @{ $res->{json} || [] }, 3, 'the feed has the posts');
+
+$res = import_to($b, $bowner, $doc);
+is($res->{status}, 409, 'again: 409');
+like($res->{json}{error} // '', qr/not empty/, 'says why');
+
+__DATA__
+
+=== TEST 1: a method it does not take
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_timeout 2s;
+    tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name b.test;
+        tent_entity http://b.test;
+        client_max_body_size 256k;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name c.test;
+        tent_entity http://c.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name d.test;
+        tent_entity http://d.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+--- request
+GET /tent/import
+--- error_code: 405
+--- response_headers
+Allow: POST
+
+
+
+=== TEST 2: anonymous: 403
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_timeout 2s;
+    tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name b.test;
+        tent_entity http://b.test;
+        client_max_body_size 256k;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name c.test;
+        tent_entity http://c.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name d.test;
+        tent_entity http://d.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+--- request
+POST /tent/import
+{}
+--- error_code: 403
+--- response_body: {"error":"Unauthorized"}
