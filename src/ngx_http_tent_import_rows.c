@@ -396,8 +396,9 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
     if (v == NULL) {
         json_object_set_new(record, "groups", json_array());
 
-    } else if (!json_is_array(v)) {
-        *error = "groups must be a list";
+    } else if (!json_is_array(v) || json_array_size(v) > 100) {
+        /* as PUT /followers/:id takes them */
+        *error = "groups must be a list of at most 100";
         return NULL;
     }
 
