@@ -187,16 +187,22 @@ ngx_http_tent_import_profile(ngx_http_request_t *r,
         return ngx_http_tent_import_put(im, op, &key, expected, &value);
     }
 
-    *error = ngx_http_tent_import_section(row, &type, &base);
-    if (*error) {
-        return NGX_DECLINED;
-    }
+    /* core first: the export gives ours as readers see it, unchecked */
 
-    if (ngx_http_tent_import_is_core(&base)) {
+    if (json_is_object(row)
+        && ngx_http_tent_json_str(row, "type", &type) == NGX_OK
+        && ngx_http_tent_type_base(&type, &base) == NGX_OK
+        && ngx_http_tent_import_is_core(&base))
+    {
         return ngx_http_tent_import_skip(im, "type",
                    json_object_get(row, "type"),
                    "the core section is this server's: the document's "
                    "entity is added to its previous_entities");
+    }
+
+    *error = ngx_http_tent_import_section(row, &type, &base);
+    if (*error) {
+        return NGX_DECLINED;
     }
 
     record = json_pack("{s:O, s:O, s:O, s:O, s:O}",

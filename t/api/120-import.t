@@ -126,8 +126,11 @@ is($res->{status}, 200, 'its second version');
 
 my $doc = export_of('localhost', $owner);
 ok($doc && $doc->{complete}, "A's export");
-is(scalar @{ $doc->{posts} }, 3, 'the post, the following and follower posts')
+my $nposts = scalar @{ $doc->{posts} };
+is($nposts, 5, 'the post, the following, follower and profile posts')
     or diag $JSON->encode($doc->{posts});
+my $npublic = grep { $_->{versions}[-1]{permissions}{public} }
+              @{ $doc->{posts} };
 
 # --- B: who may import, what is refused before anything is written ---------
 
@@ -226,7 +229,7 @@ is($rep->{profile_versions}{taken}, 1, 'the old basic version');
 is($rep->{followings}{taken}, 1, 'followings: 1');
 is($rep->{followers}{taken}, 1, 'followers: 1');
 is($rep->{groups}{taken}, 1, 'groups: 1');
-is($rep->{posts}{taken}, 3, 'posts: 3');
+is($rep->{posts}{taken}, $nposts, 'posts: all');
 
 my $bdoc = export_of('b.test', $bowner);
 ok($bdoc && $bdoc->{complete}, "B's export");
@@ -266,7 +269,7 @@ is($res->{status}, 200, 'the post on B');
 is($res->{json}{content}{text}, 'v2', 'its current version');
 is($res->{json}{version}, 2, 'with its version');
 $res = $b->request(GET => '/posts');
-is(scalar @{ $res->{json} || [] }, 3, 'the feed has the posts');
+is(scalar @{ $res->{json} || [] }, $npublic, 'the feed has the public posts');
 
 $res = import_to($b, $bowner, $doc);
 is($res->{status}, 409, 'again: 409');
