@@ -690,6 +690,16 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
         json_object_set_new(post, "entity",
                             ngx_http_tent_json_string(&ctx->entity));
 
+        /* the version as it was: no list the validation made up */
+
+        if (json_object_get(given, "mentions") == NULL) {
+            json_object_del(post, "mentions");
+        }
+
+        if (json_object_get(given, "licenses") == NULL) {
+            json_object_del(post, "licenses");
+        }
+
         v = json_object_get(given, "version");
         version = json_is_integer(v) ? json_integer_value(v) : 0;
 

@@ -222,7 +222,7 @@ is($res->{status}, 409, 'D is not empty any more: 409');
 $res = import_to($b, $bowner, $doc);
 is($res->{status}, 200, 'A into B: 200') or diag $res->{body};
 $rep = $res->{json};
-diag $JSON->encode($rep);
+
 is($rep->{profile}{taken}, 1, 'profile: basic taken');
 is($rep->{profile}{skipped}[0]{type}, $CORE, 'core skipped');
 is($rep->{profile_versions}{taken}, 1, 'the old basic version');
