@@ -124,10 +124,26 @@ $res = $c->request(PUT => "/posts/$post", cred => $owner,
                              permissions => { public => JSON::PP::true } });
 is($res->{status}, 200, 'its second version');
 
+# a photo post: its attachment's bytes are not fetched by the import
+my $MB = '-----------TentImport';
+my $mp = "--$MB\r\nContent-Disposition: form-data; name=\"post\"; "
+       . "filename=\"post.json\"\r\nContent-Type: "
+       . "application/vnd.tent.v0+json\r\n\r\n"
+       . JSON::PP->new->encode({ type => 'https://tent.io/types/post/photo/v0.1.0',
+                                 content => { caption => 'a photo' },
+                                 permissions => { public => JSON::PP::true } })
+       . "\r\n--$MB\r\nContent-Disposition: form-data; name=\"photos[0]\"; "
+       . "filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\nPNGBYTES\r\n"
+       . "--$MB--\r\n";
+$res = $c->request(POST => '/posts', cred => $owner, body => $mp,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" });
+is($res->{status}, 200, 'a photo post') or diag $res->{body};
+my $photo_post = $res->{json}{id};
+
 my $doc = export_of('localhost', $owner);
 ok($doc && $doc->{complete}, "A's export");
 my $nposts = scalar @{ $doc->{posts} };
-is($nposts, 5, 'the post, the following, follower and profile posts')
+is($nposts, 6, 'the posts, the following, follower and profile posts')
     or diag $JSON->encode($doc->{posts});
 my $npublic = grep { $_->{versions}[-1]{permissions}{public} }
               @{ $doc->{posts} };
@@ -270,6 +286,14 @@ is($res->{json}{content}{text}, 'v2', 'its current version');
 is($res->{json}{version}, 2, 'with its version');
 $res = $b->request(GET => '/posts');
 is(scalar @{ $res->{json} || [] }, $npublic, 'the feed has the public posts');
+
+is_deeply([map { $_->{attachments_of} } @{ $rep->{posts}{skipped} }],
+          [$photo_post], 'the photo post: its attachment not fetched, said');
+$res = $b->request(GET => "/posts/$photo_post");
+is($res->{status}, 200, 'the photo post on B');
+is_deeply($res->{json}{attachments}, [], 'without its attachment');
+$res = $b->request(GET => "/posts/$photo_post/attachments/a.png");
+is($res->{status}, 404, 'its attachment on B: 404');
 
 $res = import_to($b, $bowner, $doc);
 is($res->{status}, 409, 'again: 409');
