@@ -235,9 +235,22 @@ is($res->{status}, 409, 'D is not empty any more: 409');
 
 # --- the round trip: A into B ------------------------------------------------
 
+# read before the import: the reply and credential caches must not keep
+# what B was before
+$res = $b->request(GET => '/profile');
+is($res->{status}, 200, "B's profile before");
+ok(!exists $res->{json}{$BASIC}, 'no basic section yet');
+$res = $b->request(GET => "/followers/$fcred->{id}", cred => $fcred);
+ok($res->{status} >= 400, "the follower's key unknown to B yet: "
+   . $res->{status});
+
 $res = import_to($b, $bowner, $doc);
 is($res->{status}, 200, 'A into B: 200') or diag $res->{body};
-$rep = $res->{json};
+my $report = $res->{json};
+$res = $b->request(GET => '/profile');
+is($res->{json}{$BASIC}{name}, 'Alice Liddell',
+   "B's profile after: the basic section, not a cached reply");
+$rep = $report;
 
 is($rep->{profile}{taken}, 1, 'profile: basic taken');
 is($rep->{profile}{skipped}[0]{type}, $CORE, 'core skipped');
