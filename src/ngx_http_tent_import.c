@@ -191,6 +191,14 @@ ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     im->doc = doc;
     im->from = from;
     im->report = json_object();
+    im->seen = json_object();
+
+    if (im->seen == NULL
+        || ngx_http_tent_json_cleanup(r->pool, im->seen) != NGX_OK)
+    {
+        json_decref(im->seen);
+        return ngx_http_tent_internal_error(r, "allocating the import");
+    }
 
     if (im->report == NULL
         || ngx_http_tent_json_cleanup(r->pool, im->report) != NGX_OK)

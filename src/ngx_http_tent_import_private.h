@@ -32,6 +32,7 @@ typedef struct {
     json_t                     *report;
     json_t                     *entry;      /* the section being written */
     json_t                     *core;       /* our stored core, if any */
+    json_t                     *seen;       /* key ids, ids, entities */
     ngx_str_t                   core_raw;
     ngx_str_t                   from;       /* the document's entity */
     ngx_uint_t                  check;      /* the emptiness scan's table */

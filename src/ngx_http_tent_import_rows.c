@@ -287,6 +287,10 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
 }
 
 
+static ngx_int_t ngx_http_tent_import_once(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *what, ngx_str_t *s);
+
+
 /* a list of strings (types, licenses), or absent: [] */
 
 static ngx_int_t
@@ -363,6 +367,30 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
         || (prefix && ngx_strncmp(s.data, prefix, 2) != 0))
     {
         *error = "mac_key_id must be a key id";
+        return NULL;
+    }
+
+    /*
+     * An empty entity's only credentials are its apps' (a:) and its
+     * authorizations' (u:): a relationship's key id of that form would
+     * take the place of one of them, and the server never gives one.
+     */
+
+    if (ngx_strncmp(s.data, "a:", 2) == 0
+        || ngx_strncmp(s.data, "u:", 2) == 0)
+    {
+        *error = "mac_key_id must not be an app's or authorization's key id";
+        return NULL;
+    }
+
+    switch (ngx_http_tent_import_once(r, im, "c", &s)) {
+    case NGX_OK:
+        break;
+    case NGX_DECLINED:
+        *error = "mac_key_id twice in the document";
+        return NULL;
+    default:
+        *error = NULL;
         return NULL;
     }
 
@@ -450,18 +478,63 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
 }
 
 
+/*
+ * Once in the document: a credential's key id (one c row each: a second
+ * would take the first's place), a relationship's id and entity in its
+ * table.  A string of pool memory; "what" tells the kinds apart.
+ */
+
+static ngx_int_t
+ngx_http_tent_import_once(ngx_http_request_t *r, ngx_http_tent_import_t *im,
+    const char *what, ngx_str_t *s)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(r->pool, 2 + s->len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(p, "%s:%V%Z", what, s);
+
+    if (ngx_strlen(p) != 2 + s->len) {
+        /* a NUL inside: not a key anyone could use */
+        return NGX_DECLINED;
+    }
+
+    if (json_object_get(im->seen, (char *) p)) {
+        return NGX_DECLINED;
+    }
+
+    return json_object_set_new(im->seen, (char *) p, json_true()) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* a relationship's rows: the record, its entity's index, its credential */
 
 static ngx_int_t
 ngx_http_tent_import_relation_rows(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op,
     const char *kind, ngx_uint_t table, ngx_uint_t etable, json_t *record,
-    ngx_str_t *id, ngx_str_t *entity)
+    ngx_str_t *id, ngx_str_t *entity, const char **error)
 {
     ngx_str_t             key, ekey, ckey, cvalue;
+    ngx_uint_t            follower;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
+
+    follower = (ngx_strcmp(kind, "follower") == 0);
+
+    if (ngx_http_tent_import_once(r, im, follower ? "f" : "F", id)
+        != NGX_OK
+        || ngx_http_tent_import_once(r, im, follower ? "e" : "E", entity)
+           != NGX_OK)
+    {
+        *error = "the same id or entity twice in the section";
+        return NGX_DECLINED;
+    }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, table, id, &key) != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity, etable, entity, &ekey)
@@ -513,7 +586,8 @@ ngx_http_tent_import_following(ngx_http_request_t *r,
 
     return ngx_http_tent_import_relation_rows(r, im, op, "following",
                NGX_HTTP_TENT_TABLE_FOLLOWING,
-               NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, record, &id, &entity);
+               NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, record, &id, &entity,
+               error);
 }
 
 
@@ -540,7 +614,8 @@ ngx_http_tent_import_follower(ngx_http_request_t *r,
 
     return ngx_http_tent_import_relation_rows(r, im, op, "follower",
                NGX_HTTP_TENT_TABLE_FOLLOWER,
-               NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, record, &id, &entity);
+               NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, record, &id, &entity,
+               error);
 }
 
 

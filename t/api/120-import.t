@@ -233,6 +233,28 @@ is_empty(export_of('c.test', $cowner), 'C, named by the document');
 $res = import_to($d, $downer, $bad);
 is($res->{status}, 409, 'D is not empty any more: 409');
 
+# --- C: rows that would take the place of others' -------------------------
+
+my (undef, $cimport) = $cc->authorized_app("$WRITE,$READ",
+                                           post_types => 'all',
+                                           info_types => 'all');
+my $steal = $JSON->decode($JSON->encode($doc));
+$steal->{followings}[0]{mac_key_id} = $cowner->{mac_key_id};
+push @{ $steal->{followers} }, { %{ $steal->{followers}[0] } };
+$res = import_to($cc, $cimport, $steal);
+is($res->{status}, 200, 'a document with clashing key ids: 200');
+is($res->{json}{followings}{written}, JSON::PP::false,
+   "a following with the owner app's key id: not written");
+like($res->{json}{followings}{invalid}[0]{reason} // '', qr/key id/,
+     'the reason');
+is($res->{json}{followers}{written}, JSON::PP::false,
+   'the same follower twice: not written');
+like($res->{json}{followers}{invalid}[0]{reason} // '', qr/twice/,
+     'the reason');
+my $cdoc = export_of('c.test', $cowner);
+ok($cdoc && $cdoc->{complete}, "C's owner app's key still C's own");
+is(scalar @{ $cdoc->{followings} }, 0, 'no following');
+
 # --- the round trip: A into B ------------------------------------------------
 
 # read before the import: the reply and credential caches must not keep
