@@ -646,6 +646,11 @@ ngx_http_tent_import_group(ngx_http_request_t *r,
         }
     }
 
+    if (ngx_http_tent_import_once(r, im, "g", &id) != NGX_OK) {
+        *error = "the same group twice in the section";
+        return NGX_DECLINED;
+    }
+
     name = json_object_get(row, "name");
 
     if (!json_is_string(name) || json_string_length(name) == 0
@@ -717,6 +722,18 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
     {
         *error = "a post must be {\"id\", \"versions\"}";
         return NGX_DECLINED;
+    }
+
+    /* twice: the second would leave the first's feed index rows stale */
+
+    switch (ngx_http_tent_import_once(r, im, "t", &id)) {
+    case NGX_OK:
+        break;
+    case NGX_DECLINED:
+        *error = "the same post twice in the section";
+        return NGX_DECLINED;
+    default:
+        return NGX_ERROR;
     }
 
     versions = json_object_get(row, "versions");

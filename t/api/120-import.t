@@ -241,6 +241,7 @@ my (undef, $cimport) = $cc->authorized_app("$WRITE,$READ",
 my $steal = $JSON->decode($JSON->encode($doc));
 $steal->{followings}[0]{mac_key_id} = $cowner->{mac_key_id};
 push @{ $steal->{followers} }, { %{ $steal->{followers}[0] } };
+push @{ $steal->{posts} }, $steal->{posts}[0];
 $res = import_to($cc, $cimport, $steal);
 is($res->{status}, 200, 'a document with clashing key ids: 200');
 is($res->{json}{followings}{written}, JSON::PP::false,
@@ -251,6 +252,9 @@ is($res->{json}{followers}{written}, JSON::PP::false,
    'the same follower twice: not written');
 like($res->{json}{followers}{invalid}[0]{reason} // '', qr/twice/,
      'the reason');
+like($res->{json}{posts}{invalid}[0]{reason} // '', qr/twice/,
+     'the same post twice: not written');
+is($res->{json}{groups}{written}, JSON::PP::true, 'the groups are');
 my $cdoc = export_of('c.test', $cowner);
 ok($cdoc && $cdoc->{complete}, "C's owner app's key still C's own");
 is(scalar @{ $cdoc->{followings} }, 0, 'no following');
