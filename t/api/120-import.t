@@ -338,6 +338,38 @@ $res = import_to($b, $bowner, $doc);
 is($res->{status}, 409, 'again: 409');
 like($res->{json}{error} // '', qr/not empty/, 'says why');
 
+# --- E: 3,000 posts in one document, one batch (client_max_body_size 8m)
+
+my $e = Tent::Client->new(host => 'e.test');
+my (undef, $eowner) = $e->authorized_app("$WRITE,$READ",
+                                         post_types => 'all',
+                                         info_types => 'all');
+my @many = map {
+    my $id = sprintf 'imported-%05d', $_;
+    { id => $id,
+      versions => [{ id => $id, entity => 'http://old-e.test',
+                     type => $STATUS, version => 1,
+                     content => { text => "post $_ " . ('x' x 200) },
+                     permissions => { public => JSON::PP::true },
+                     published_at => 1700000000 + $_,
+                     received_at => 1700000000 + $_,
+                     updated_at => 1700000000 + $_ }] }
+} 1 .. 3000;
+my $big = { version => 0, entity => 'http://old-e.test',
+            complete => JSON::PP::true, posts => \@many };
+ok(length($JSON->encode($big)) > 1_100_000,
+   'a document over 1 MB (the default limit)');
+$res = import_to($e, $eowner, $big);
+is($res->{status}, 200, 'imported') or diag substr($res->{body} // '', 0, 300);
+is($res->{json}{posts}{taken}, 3000, 'the 3,000 posts taken')
+    or diag $JSON->encode($res->{json}{posts}{invalid}[0]);
+$res = $e->request(GET => '/posts/count');
+is($res->{body}, '3000', 'counted in the feed') or diag $res->{body};
+$res = $e->request(GET => '/posts?limit=2');
+is_deeply([map { $_->{id} } @{ $res->{json} || [] }],
+          ['imported-03000', 'imported-02999'],
+          'newest first, by the received_at they had');
+
 __DATA__
 
 === TEST 1: a method it does not take
@@ -362,6 +394,13 @@ __DATA__
         listen $TEST_NGINX_SERVER_PORT;
         server_name d.test;
         tent_entity http://d.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name e.test;
+        tent_entity http://e.test;
+        client_max_body_size 8m;
         location = /tent/oauth/authorize { tent_owner "the owner"; }
     }
 --- config
@@ -397,6 +436,13 @@ Allow: POST
         listen $TEST_NGINX_SERVER_PORT;
         server_name d.test;
         tent_entity http://d.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name e.test;
+        tent_entity http://e.test;
+        client_max_body_size 8m;
         location = /tent/oauth/authorize { tent_owner "the owner"; }
     }
 --- config
