@@ -20,6 +20,7 @@
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_export.h"
+#include "ngx_http_tent_import.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
@@ -196,6 +197,10 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/export"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_export_get },
+
+    { ngx_string("/import"),
+      NGX_HTTP_POST,
+      ngx_http_tent_import_post_route },
 
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,

@@ -120,6 +120,35 @@ for my $q (['', []], ['?posts=1', ['read_posts']],
        "GET /export$query with " . join(',', @need) . ': 200');
 }
 
+# POST /import: write_secrets and the write scopes of the sections, posts
+# also write_posts and import_posts (docs/import.md); past the scopes the
+# entity, not empty here, is a 409
+my @import = qw(write_secrets write_profile write_followers write_followings
+                write_groups);
+for my $q ([{}, []], [{ posts => [{ id => 'x', versions => [] }] },
+                      ['write_posts', 'import_posts']])
+{
+    my ($extra, $more) = @$q;
+    my $doc = { version => 0, entity => 'http://x.test',
+                complete => JSON::PP::true, %$extra };
+    my $what = @$more ? 'POST /import with posts' : 'POST /import';
+    my @need = (@import, @$more);
+    is($c->request(POST => '/import', body => $doc)->{status}, 403,
+       "$what anonymous: 403");
+    is($c->request(POST => '/import', body => $doc,
+                   cred => $target)->{status}, 403,
+       "$what with the app's own key: 403");
+    for my $miss (@need) {
+        my $scopes = join ',', grep { $_ ne $miss } @need;
+        is($c->request(POST => '/import', body => $doc,
+                       cred => auth_with($scopes))->{status}, 403,
+           "$what without $miss: 403");
+    }
+    is($c->request(POST => '/import', body => $doc,
+                   cred => auth_with(join ',', @need))->{status}, 409,
+       "$what with " . join(',', @need) . ': past the scopes, 409');
+}
+
 # an app's own a: key is not an authorization: no scopes
 my $res = $c->request(GET => '/groups', cred => $target);
 is($res->{status}, 403, "an app's own key has no scopes");
