@@ -58,6 +58,9 @@ ngx_int_t ngx_http_tent_import_put(ngx_http_tent_import_t *im,
 ngx_int_t ngx_http_tent_import_put_json(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
     json_t *record);
+ngx_int_t ngx_http_tent_import_keep(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    json_t *record);
 
 /*
  * ngx_http_tent_import_rows.c: a row of each section: NGX_OK (added),

@@ -32,6 +32,30 @@ ngx_http_tent_import_taken(ngx_http_tent_import_t *im)
 }
 
 
+/* a row's new record (the request's to free), put and counted taken */
+
+ngx_int_t
+ngx_http_tent_import_keep(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
+    json_t *record)
+{
+    if (record == NULL
+        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+    {
+        json_decref(record);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_import_put_json(r, im, op, key, record) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_import_taken(im);
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_tent_import_skip(ngx_http_tent_import_t *im, const char *what,
     json_t *name, const char *reason)
@@ -124,7 +148,7 @@ ngx_http_tent_import_profile(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error)
 {
-    json_t               *core, *content, *prev, *servers, *record;
+    json_t               *core, *content, *prev, *servers;
     ngx_str_t             type, base, key, value, *expected;
     ngx_http_tent_ctx_t  *ctx;
 
@@ -205,31 +229,20 @@ ngx_http_tent_import_profile(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    record = json_pack("{s:O, s:O, s:O, s:O, s:O}",
-                       "type", json_object_get(row, "type"),
-                       "content", json_object_get(row, "content"),
-                       "permissions", json_object_get(row, "permissions"),
-                       "version", json_object_get(row, "version"),
-                       "updated_at", json_object_get(row, "updated_at"));
-
-    if (record == NULL
-        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-    {
-        json_decref(record);
-        return NGX_ERROR;
-    }
-
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
                           &base, &key)
-        != NGX_OK
-        || ngx_http_tent_import_put_json(r, im, op, &key, record) != NGX_OK)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    ngx_http_tent_import_taken(im);
-
-    return NGX_OK;
+    return ngx_http_tent_import_keep(r, im, op, &key,
+               json_pack("{s:O, s:O, s:O, s:O, s:O}",
+                         "type", json_object_get(row, "type"),
+                         "content", json_object_get(row, "content"),
+                         "permissions", json_object_get(row, "permissions"),
+                         "version", json_object_get(row, "version"),
+                         "updated_at", json_object_get(row, "updated_at")));
 }
 
 
@@ -240,7 +253,6 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error)
 {
-    json_t               *record;
     ngx_str_t             type, base, key;
     ngx_http_tent_ctx_t  *ctx;
 
@@ -257,33 +269,22 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
                    "the core section's history is this server's");
     }
 
-    record = json_pack("{s:O, s:O, s:O, s:O, s:O}",
-                       "type", json_object_get(row, "type"),
-                       "content", json_object_get(row, "content"),
-                       "permissions", json_object_get(row, "permissions"),
-                       "version", json_object_get(row, "version"),
-                       "updated_at", json_object_get(row, "updated_at"));
-
-    if (record == NULL
-        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-    {
-        json_decref(record);
-        return NGX_ERROR;
-    }
-
     if (ngx_http_tent_history_key(r->pool, &ctx->entity, &base,
                                   (ngx_int_t) json_integer_value(
                                       json_object_get(row, "version")),
                                   &key)
-        != NGX_OK
-        || ngx_http_tent_import_put_json(r, im, op, &key, record) != NGX_OK)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    ngx_http_tent_import_taken(im);
-
-    return NGX_OK;
+    return ngx_http_tent_import_keep(r, im, op, &key,
+               json_pack("{s:O, s:O, s:O, s:O, s:O}",
+                         "type", json_object_get(row, "type"),
+                         "content", json_object_get(row, "content"),
+                         "permissions", json_object_get(row, "permissions"),
+                         "version", json_object_get(row, "version"),
+                         "updated_at", json_object_get(row, "updated_at")));
 }
 
 
@@ -625,7 +626,7 @@ ngx_http_tent_import_group(ngx_http_request_t *r,
     const char **error)
 {
     u_char               *p;
-    json_t               *record, *name;
+    json_t               *name;
     ngx_str_t             id, key;
     ngx_http_tent_ctx_t  *ctx;
 
@@ -667,30 +668,19 @@ ngx_http_tent_import_group(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    record = json_pack("{s:O, s:O, s:O, s:O}",
-                       "id", json_object_get(row, "id"),
-                       "name", name,
-                       "created_at", json_object_get(row, "created_at"),
-                       "updated_at", json_object_get(row, "updated_at"));
-
-    if (record == NULL
-        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-    {
-        json_decref(record);
-        return NGX_ERROR;
-    }
-
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_GROUP,
                           &id, &key)
-        != NGX_OK
-        || ngx_http_tent_import_put_json(r, im, op, &key, record) != NGX_OK)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    ngx_http_tent_import_taken(im);
-
-    return NGX_OK;
+    return ngx_http_tent_import_keep(r, im, op, &key,
+               json_pack("{s:O, s:O, s:O, s:O}",
+                         "id", json_object_get(row, "id"),
+                         "name", name,
+                         "created_at", json_object_get(row, "created_at"),
+                         "updated_at", json_object_get(row, "updated_at")));
 }
 
 
