@@ -125,7 +125,6 @@ static ngx_int_t
 ngx_http_tent_follow_requested(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
-    u_char                  *p;
     json_t                  *v;
     ngx_int_t                rc;
     ngx_str_t                entity;
@@ -162,20 +161,9 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
 
     if (ngx_http_tent_json_str(ctx->body, "notification_path", &st->path)
         != NGX_OK
-        || st->path.len == 0 || st->path.len > NGX_HTTP_TENT_PATH_MAX
-        || ngx_strlcasestrn(st->path.data, st->path.data + st->path.len,
-                            (u_char *) "://", 3 - 1)
-        || ngx_strlcasestrn(st->path.data, st->path.data + st->path.len,
-                            (u_char *) "..", 2 - 1))
+        || ngx_http_tent_notification_path_valid(&st->path) != NGX_OK)
     {
         return ngx_http_tent_send_error(r, 422, "Invalid notification path");
-    }
-
-    for (p = st->path.data; p < st->path.data + st->path.len; p++) {
-        if (*p <= ' ' || *p >= 0x7f || *p == '#' || *p == '\\') {
-            return ngx_http_tent_send_error(r, 422,
-                                            "Invalid notification path");
-        }
     }
 
     while (st->path.len && st->path.data[0] == '/') {
@@ -781,4 +769,34 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_reply_state_json);
+}
+
+
+/*
+ * A follower's notification path, which goes into the request line of
+ * every delivery to it: no scheme, no "..", visible ASCII only, no '#'
+ * or '\\'.  For POST /followers and for an imported follower.
+ */
+
+ngx_int_t
+ngx_http_tent_notification_path_valid(ngx_str_t *path)
+{
+    u_char  *p;
+
+    if (path->len == 0 || path->len > NGX_HTTP_TENT_PATH_MAX
+        || ngx_strlcasestrn(path->data, path->data + path->len,
+                            (u_char *) "://", 3 - 1)
+        || ngx_strlcasestrn(path->data, path->data + path->len,
+                            (u_char *) "..", 2 - 1))
+    {
+        return NGX_ERROR;
+    }
+
+    for (p = path->data; p < path->data + path->len; p++) {
+        if (*p <= ' ' || *p >= 0x7f || *p == '#' || *p == '\\') {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }

@@ -487,8 +487,8 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
         || ngx_http_tent_json_str(res, "mac_key", &mac_key) != NGX_OK
         || ngx_http_tent_json_str(res, "mac_algorithm", &algorithm)
            != NGX_OK
-        || remote_id.len == 0 || remote_id.len > 256
-        || key_id.len == 0 || key_id.len > 256
+        || ngx_http_tent_visible_valid(&remote_id, 256) != NGX_OK
+        || ngx_http_tent_visible_valid(&key_id, 256) != NGX_OK
         || mac_key.len == 0 || mac_key.len > 1024
         || !((algorithm.len == 12
               && ngx_strncmp(algorithm.data, "hmac-sha-256", 12) == 0)

@@ -322,6 +322,45 @@ ngx_http_tent_import_strings(json_t *row, const char *name)
 
 
 /*
+ * A relationship's servers, which go into the request line and Host of
+ * every request to it: at most 16 http or https URLs of visible ASCII.
+ */
+
+static ngx_int_t
+ngx_http_tent_import_servers(json_t *servers)
+{
+    size_t      i;
+    json_t     *v;
+    ngx_str_t   s;
+
+    if (!json_is_array(servers) || json_array_size(servers) > 16) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(servers, i, v) {
+        if (!json_is_string(v)) {
+            return NGX_ERROR;
+        }
+
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (ngx_http_tent_visible_valid(&s, 2048) != NGX_OK
+            || !((s.len > 7 && ngx_strncasecmp(s.data,
+                                               (u_char *) "http://", 7) == 0)
+                 || (s.len > 8
+                     && ngx_strncasecmp(s.data, (u_char *) "https://", 8)
+                        == 0)))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * A relationship row, followers' and followings' common checks: the
  * record to store (a copy, its entity in its one spelling), or an error.
  */
@@ -364,7 +403,8 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_json_str(row, "mac_key_id", &s) != NGX_OK
-        || s.len < 3 || s.len > 256
+        || s.len < 3
+        || ngx_http_tent_visible_valid(&s, 256) != NGX_OK
         || (prefix && ngx_strncmp(s.data, prefix, 2) != 0))
     {
         *error = "mac_key_id must be a key id";
@@ -462,8 +502,8 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
     if (v == NULL) {
         json_object_set_new(record, "servers", json_array());
 
-    } else if (!json_is_array(v)) {
-        *error = "servers must be a list";
+    } else if (ngx_http_tent_import_servers(v) != NGX_OK) {
+        *error = "servers must be a list of at most 16 http or https URLs";
         return NULL;
     }
 
@@ -607,9 +647,11 @@ ngx_http_tent_import_follower(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_json_str(record, "notification_path", &s) != NGX_OK
-        || s.len > 2048)
+        || ngx_http_tent_notification_path_valid(&s) != NGX_OK
+        || s.data[0] == '/')
     {
-        *error = "notification_path must be a string";
+        *error = "notification_path must be a path as POST /followers "
+                 "takes it";
         return NGX_DECLINED;
     }
 

@@ -244,6 +244,7 @@ ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
 ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,
     ngx_str_t *hex);
 ngx_int_t ngx_http_tent_token_valid(ngx_str_t *s, size_t max);
+ngx_int_t ngx_http_tent_visible_valid(ngx_str_t *s, size_t max);
 /* exactly len lowercase hex digits: a digest, a file name */
 ngx_int_t ngx_http_tent_hex_valid(ngx_str_t *s, size_t len);
 

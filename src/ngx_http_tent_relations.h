@@ -68,6 +68,7 @@ ngx_int_t ngx_http_tent_relation_remove(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, json_t *record);
 
 /* ngx_http_tent_followers.c */
+ngx_int_t ngx_http_tent_notification_path_valid(ngx_str_t *path);
 ngx_int_t ngx_http_tent_string_list(json_t *body, const char *name,
     const char *dflt, json_t **out);
 ngx_int_t ngx_http_tent_credential_row(ngx_http_request_t *r,

@@ -344,6 +344,35 @@ my $e = Tent::Client->new(host => 'e.test');
 my (undef, $eowner) = $e->authorized_app("$WRITE,$READ",
                                          post_types => 'all',
                                          info_types => 'all');
+# What goes into the request line and headers of our requests to a
+# relationship (its servers, a follower's notification path, key ids) is
+# checked as POST /followers and a follow's answer are: CR, LF, spaces, a
+# scheme in a path, other schemes are refused, never written (a follower
+# path with CRLF would smuggle a request into every delivery)
+for my $case (
+    [followers => notification_path => "n HTTP/1.1\r\nHost: x\r\n\r\nGET /admin",
+     qr/notification_path/],
+    [followers => notification_path => 'http://elsewhere/n', qr/notification_path/],
+    [followers => servers => ["http://127.0.0.1:1/\r\nX: y"], qr/servers/],
+    [followings => servers => ['ftp://127.0.0.1/'], qr/servers/],
+    [followers => mac_key_id => "s:ab\r\nX-Injected: 1", qr/key id/],
+    [followings => mac_key_id => 's:a"b', qr/key id/])
+{
+    my ($section, $field, $value, $why) = @$case;
+    my $inj = $JSON->decode($JSON->encode($doc));
+    $inj->{$_} = [] for grep { $_ ne $section }
+                        qw(profile profile_versions followings followers
+                           groups posts);
+    $inj->{$section}[0]{$field} = $value;
+    $res = import_to($e, $eowner, $inj);
+    is($res->{status}, 200, "$section with a bad $field: answered");
+    is($res->{json}{$section}{written}, JSON::PP::false,
+       "$section with a bad $field: not written");
+    like($res->{json}{$section}{invalid}[0]{reason} // '', $why,
+         "$section with a bad $field: the reason");
+}
+is_empty(export_of('e.test', $eowner), 'E after the refused relationships');
+
 my @many = map {
     my $id = sprintf 'imported-%05d', $_;
     { id => $id,
