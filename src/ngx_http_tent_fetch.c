@@ -328,6 +328,19 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
 
     rest = f->url;
 
+    /*
+     * Whatever gave the URL (a profile's servers, a follower's path, a
+     * relationship's id), nothing in it may end our request line
+     */
+
+    if (ngx_http_tent_visible_valid(&rest, 8192) != NGX_OK) {
+        ngx_log_error(NGX_LOG_INFO, ff->log, 0,
+                      "tent: an outbound URL with a control character, a "
+                      "space or a quote refused");
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BAD_URL);
+        return;
+    }
+
     if (rest.len > 7 && ngx_strncasecmp(rest.data, (u_char *) "http://", 7)
                         == 0)
     {

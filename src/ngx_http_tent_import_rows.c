@@ -614,7 +614,7 @@ ngx_http_tent_import_following(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_json_str(record, "remote_id", &s) != NGX_OK
-        || s.len == 0 || s.len > 256)
+        || ngx_http_tent_visible_valid(&s, 256) != NGX_OK)
     {
         *error = "remote_id must be a string";
         return NGX_DECLINED;

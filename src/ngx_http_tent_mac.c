@@ -258,6 +258,12 @@ ngx_http_tent_mac_sign(ngx_pool_t *pool, ngx_str_t *algorithm,
     size_t      len;
     ngx_str_t   text;
 
+    /* a key id another server chose must not end the header */
+
+    if (ngx_http_tent_visible_valid(id, 1024) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_tent_mac_text(pool, req, &text) != NGX_OK) {
         return NGX_ERROR;
     }

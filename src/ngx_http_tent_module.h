@@ -244,12 +244,40 @@ ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
 ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,
     ngx_str_t *hex);
 ngx_int_t ngx_http_tent_token_valid(ngx_str_t *s, size_t max);
-ngx_int_t ngx_http_tent_visible_valid(ngx_str_t *s, size_t max);
 /* exactly len lowercase hex digits: a digest, a file name */
 ngx_int_t ngx_http_tent_hex_valid(ngx_str_t *s, size_t len);
 
 
 extern ngx_module_t  ngx_http_tent_module;
+
+
+/*
+ * A string that goes into our requests' request line or headers (a URL,
+ * a key id, a relationship's id): 1 to max visible ASCII characters,
+ * none of them '"' or '\\' (no CR, LF or space: nothing in it can end
+ * the request line or a header).  Inline: the fetch and MAC files use it
+ * without the rest of util.c.
+ */
+
+static ngx_inline ngx_int_t
+ngx_http_tent_visible_valid(ngx_str_t *s, size_t max)
+{
+    size_t  i;
+
+    if (s->len == 0 || s->len > max) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < s->len; i++) {
+        if (s->data[i] <= ' ' || s->data[i] >= 0x7f || s->data[i] == '"'
+            || s->data[i] == '\\')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
 
 
 #endif /* _NGX_HTTP_TENT_MODULE_H_INCLUDED_ */

@@ -546,31 +546,3 @@ ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
 
     return NGX_OK;
 }
-
-
-/*
- * A string another server gave (a key id, a relationship's id) that goes
- * into our requests' headers or request line: 1 to max visible ASCII
- * characters, none of them '"' or '\\' (no CR, LF or space: nothing it
- * holds can end a header or the request line).
- */
-
-ngx_int_t
-ngx_http_tent_visible_valid(ngx_str_t *s, size_t max)
-{
-    size_t  i;
-
-    if (s->len == 0 || s->len > max) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < s->len; i++) {
-        if (s->data[i] <= ' ' || s->data[i] >= 0x7f || s->data[i] == '"'
-            || s->data[i] == '\\')
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}

@@ -356,7 +356,8 @@ for my $case (
     [followers => servers => ["http://127.0.0.1:1/\r\nX: y"], qr/servers/],
     [followings => servers => ['ftp://127.0.0.1/'], qr/servers/],
     [followers => mac_key_id => "s:ab\r\nX-Injected: 1", qr/key id/],
-    [followings => mac_key_id => 's:a"b', qr/key id/])
+    [followings => mac_key_id => 's:a"b', qr/key id/],
+    [followings => remote_id => "r1 HTTP/1.1\r\nHost: x\r\n\r\n", qr/remote_id/])
 {
     my ($section, $field, $value, $why) = @$case;
     my $inj = $JSON->decode($JSON->encode($doc));
