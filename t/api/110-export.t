@@ -11,7 +11,7 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
-                  parallel_clients);
+                  parallel_clients dechunk);
 use Tent::Client;
 use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Receiver;
@@ -22,6 +22,26 @@ use File::Temp qw(tempfile);
 use Digest::SHA qw(sha256_hex);
 use Time::HiRes qw(sleep);
 use POSIX ();
+
+# every block's nginx: the servers below
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(http_config => <<'CONF') unless defined $block->http_config;
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_timeout 2s;
+    tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen $TEST_NGINX_SERVER_PORT sndbuf=8k;
+        server_name other.test;
+        tent_entity http://other.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+CONF
+    $block->set_value(config => <<'CONF') unless defined $block->config;
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+CONF
+});
 
 master_on();
 workers(2);
@@ -83,15 +103,7 @@ sub export_get {
              split /\r\n/, $head;
     my $complete = 1;
     if (($hd{'transfer-encoding'} // '') =~ /chunked/) {
-        my $out = '';
-        $complete = 0;
-        while ($body =~ s/^([0-9a-fA-F]+)\r\n//) {
-            my $n = hex $1;
-            if ($n == 0) { $complete = 1; last }
-            $out .= substr($body, 0, $n, '');
-            $body =~ s/^\r\n//;
-        }
-        $body = $out;
+        ($body, $complete) = dechunk($body);
     }
     my $json = eval { JSON::PP->new->utf8->decode($body) };
     return { status => $status, headers => \%hd, body => $body,
@@ -585,19 +597,6 @@ $rx2->stop;
 __DATA__
 
 === TEST 1: anonymous: 403
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_store_timeout 2s;
-    tent_outbound_allow 127.0.0.0/8;
-    server {
-        listen $TEST_NGINX_SERVER_PORT sndbuf=8k;
-        server_name other.test;
-        tent_entity http://other.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
 --- request
 GET /tent/export
 --- error_code: 403
@@ -606,19 +605,6 @@ GET /tent/export
 
 
 === TEST 2: a method it does not take
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_store_timeout 2s;
-    tent_outbound_allow 127.0.0.0/8;
-    server {
-        listen $TEST_NGINX_SERVER_PORT sndbuf=8k;
-        server_name other.test;
-        tent_entity http://other.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
 --- request
 POST /tent/export
 {}

@@ -11,11 +11,51 @@
 # entity and the documented differences.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Util qw(start_last_nginx stop_last_nginx dechunk);
 use Tent::Client;
 use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Receiver;
 use JSON::PP;
+
+# every block's nginx: the servers below
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(http_config => <<'CONF') unless defined $block->http_config;
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_timeout 2s;
+    tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name b.test;
+        tent_entity http://b.test;
+        client_max_body_size 256k;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name c.test;
+        tent_entity http://c.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name d.test;
+        tent_entity http://d.test;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name e.test;
+        tent_entity http://e.test;
+        client_max_body_size 8m;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+CONF
+    $block->set_value(config => <<'CONF') unless defined $block->config;
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+CONF
+});
 
 master_on();
 workers(2);
@@ -52,14 +92,7 @@ sub export_of {
     if (($r->{headers}{'transfer-encoding'} // '') =~ /chunked/
         && $body =~ /^[0-9a-fA-F]+\r\n/)
     {
-        my $out = '';
-        while ($body =~ s/^([0-9a-fA-F]+)\r\n//) {
-            my $n = hex $1;
-            last if $n == 0;
-            $out .= substr($body, 0, $n, '');
-            $body =~ s/^\r\n//;
-        }
-        $body = $out;
+        ($body) = dechunk($body);
     }
     my $json = eval { $JSON->decode($body) };
     diag "export of $host: $r->{status} " . substr($body, 0, 300)
@@ -403,39 +436,6 @@ is_deeply([map { $_->{id} } @{ $res->{json} || [] }],
 __DATA__
 
 === TEST 1: a method it does not take
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_store_timeout 2s;
-    tent_outbound_allow 127.0.0.0/8;
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name b.test;
-        tent_entity http://b.test;
-        client_max_body_size 256k;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name c.test;
-        tent_entity http://c.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name d.test;
-        tent_entity http://d.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name e.test;
-        tent_entity http://e.test;
-        client_max_body_size 8m;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
 --- request
 GET /tent/import
 --- error_code: 405
@@ -445,39 +445,6 @@ Allow: POST
 
 
 === TEST 2: anonymous: 403
---- http_config
-    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
-    tent_store_timeout 2s;
-    tent_outbound_allow 127.0.0.0/8;
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name b.test;
-        tent_entity http://b.test;
-        client_max_body_size 256k;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name c.test;
-        tent_entity http://c.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name d.test;
-        tent_entity http://d.test;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
-    server {
-        listen $TEST_NGINX_SERVER_PORT;
-        server_name e.test;
-        tent_entity http://e.test;
-        client_max_body_size 8m;
-        location = /tent/oauth/authorize { tent_owner "the owner"; }
-    }
---- config
-    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
-    location = /tent/oauth/authorize { tent_owner "the owner"; }
 --- request
 POST /tent/import
 {}

@@ -16,7 +16,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
-                    follower_host_config follow_many);
+                    follower_host_config follow_many dechunk);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -186,6 +186,20 @@ sub follow_many {
         push @ids, $res->{json}{id};
     }
     return ($bad, @ids);
+}
+
+# dechunk(BODY): a chunked body's data, and whether its last chunk (0)
+# came: (DATA, COMPLETE)
+sub dechunk {
+    my ($body) = @_;
+    my ($out, $complete) = ('', 0);
+    while ($body =~ s/^([0-9a-fA-F]+)\r\n//) {
+        my $n = hex $1;
+        if ($n == 0) { $complete = 1; last }
+        $out .= substr($body, 0, $n, '');
+        $body =~ s/^\r\n//;
+    }
+    return ($out, $complete);
 }
 
 # wait_for(CODE, SECS): calls CODE every 0.1 s until it returns true (1)
