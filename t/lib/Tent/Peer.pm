@@ -40,6 +40,9 @@ sub _base_servroot {
     my $r = File::Spec->rel2abs($ENV{TEST_NGINX_SERVROOT}
                                 || File::Spec->catdir('t', 'servroot'));
     $r =~ s{/+$}{};
+    # files side by side (TEST_NGINX_RANDOMIZE) that did not load the
+    # harness, which makes the server root its own: one of their own too
+    $r .= "-$$" if !$ENV{TEST_NGINX_SERVROOT} && $ENV{TEST_NGINX_RANDOMIZE};
     return $r;
 }
 
