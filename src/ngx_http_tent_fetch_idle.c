@@ -113,6 +113,40 @@ ngx_http_tent_fetch_idle_host(ngx_http_tent_idle_t *e,
 
 
 /*
+ * Whether the request may go twice: GET, HEAD, and what the caller says
+ * may (a delivery: the queue is at-least-once anyway).
+ */
+
+static ngx_uint_t
+ngx_http_tent_fetch_idle_resendable(ngx_http_tent_fetch_t *f)
+{
+    return f->resend
+           || (f->method.len == 3
+               && ngx_strncmp(f->method.data, "GET", 3) == 0)
+           || (f->method.len == 4
+               && ngx_strncmp(f->method.data, "HEAD", 4) == 0);
+}
+
+
+/*
+ * Whether a parked connection still looks open: nothing to read, no end
+ * of stream.  The idle handler closes such connections, but a FIN may
+ * be waiting in this very round of the event loop, not handled yet.
+ */
+
+static ngx_uint_t
+ngx_http_tent_fetch_idle_alive(ngx_connection_t *c)
+{
+    char     buf[1];
+    ssize_t  n;
+
+    n = recv(c->fd, buf, 1, MSG_PEEK);
+
+    return n == -1 && ngx_socket_errno == NGX_EAGAIN;
+}
+
+
+/*
  * An idle connection to one of the addresses the guard let through for
  * this hop, in their order: NGX_OK, with ff->peer filled in and the
  * connection handed to the fetch; NGX_DECLINED when there is none.
@@ -138,8 +172,22 @@ ngx_http_tent_fetch_idle_get(ngx_http_tent_fetch_t *f)
         return NGX_DECLINED;
     }
 
+    /*
+     * A request that must not go twice (a follow, a proxied POST) gets a
+     * new connection: a kept one may be closed by the server as the
+     * request goes, and then nobody knows whether it was done.
+     */
+
+    if (!ngx_http_tent_fetch_idle_resendable(f)) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                       "tent fetch: not resendable, on a new connection");
+        return NGX_DECLINED;
+    }
+
     for (i = 0; i < ff->naddrs; i++) {
         addr = &ff->addrs[i];
+
+    again:
 
         for (q = ngx_queue_head(&ip->idle);
              q != ngx_queue_sentinel(&ip->idle);
@@ -156,6 +204,14 @@ ngx_http_tent_fetch_idle_get(ngx_http_tent_fetch_t *f)
             }
 
             c = e->connection;
+
+            if (!ngx_http_tent_fetch_idle_alive(c)) {
+                ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                               "tent fetch: idle connection to %V closed "
+                               "meanwhile", &addr->name);
+                ngx_http_tent_fetch_idle_drop(e);
+                goto again;
+            }
 
             ngx_queue_remove(&e->queue);
             ngx_queue_insert_head(&ip->free, &e->queue);
@@ -430,12 +486,7 @@ ngx_http_tent_fetch_idle_resend(ngx_http_tent_fetch_t *f)
         return NGX_DECLINED;
     }
 
-    if (!f->resend
-        && !(f->method.len == 3
-             && ngx_strncmp(f->method.data, "GET", 3) == 0)
-        && !(f->method.len == 4
-             && ngx_strncmp(f->method.data, "HEAD", 4) == 0))
-    {
+    if (!ngx_http_tent_fetch_idle_resendable(f)) {
         return NGX_DECLINED;
     }
 
@@ -449,6 +500,9 @@ ngx_http_tent_fetch_idle_resend(ngx_http_tent_fetch_t *f)
     ff->reused = 0;
     ff->retried = 1;
     ff->keepalive = 0;
+
+    /* the new connection's certificate is checked anew */
+    ff->tls_verified = 0;
 
     if (c) {
         ngx_http_tent_fetch_close_connection(c);

@@ -212,8 +212,27 @@ is($got, 4, 'after bytes that came after an answer, the next posts are '
 is(status()->{deliveries}{dead} - $s4->{deliveries}{dead}, 0,
    'none refused: the stray 400 was never read as an answer');
 
+# ---- a request that must not go twice (our follow request, a POST) is
+# never sent on a kept connection: had the server closed it as the
+# request went, nobody would know whether the follow was made.  The
+# discovery before it (GET, HEAD) leaves a connection parked.
+
+my (undef, $fowner) = $c->authorized_app('write_followings,read_followings');
+my $fol = Tent::Receiver->start(keepalive => 1);
+my $fres = $c->request(POST => '/followings', cred => $fowner,
+                       body => { entity => $fol->url });
+is($fres->{status}, 200, 'we follow a keep-alive server')
+    or diag $fres->{body};
+my @disc = grep { $_->{method} ne 'POST' } $fol->requests;
+my @fpost = $fol->requests(method => 'POST', path => qr{/followers$});
+is(scalar @fpost, 1, 'one follow request');
+ok(@disc && (grep { $_->{nreq} > 1 || !$_->{headers}{connection}
+                    || $_->{headers}{connection} !~ /close/i } @disc),
+   'discovery came first, on a connection it could leave parked');
+is($fpost[0]{nreq}, 1, 'the follow request came on a new connection');
+
 unlike(error_log_text(), qr/\[alert\]|exited on signal/, 'no alert, no crash');
-$_->stop for $ka, $close, $idle, $reset, $stray;
+$_->stop for $ka, $close, $idle, $reset, $stray, $fol;
 
 __DATA__
 
