@@ -14,7 +14,7 @@ TESTS       ?= t/
 SRCS = $(wildcard src/*.c src/*.h) config
 
 .PHONY: all build deps test-deps run stop test test-asan test-valgrind \
-        test-hup lint bench bench-deps fuzz fuzz-long clean
+        test-hup lint bench bench-deps fuzz fuzz-long clean deb deb-test
 
 all: build
 
@@ -67,6 +67,15 @@ test-hup: test-deps $(MODULE)
 
 lint:
 	@util/lint.sh
+
+# the Debian package (docs/packaging.md): build-deb/*.deb, and its
+# install into a throwaway Debian 12 root with nginx
+deb:
+	@util/install-deps.sh --deb
+	@util/deb.sh build
+
+deb-test: deb
+	@util/deb.sh test
 
 FUZZ_SECONDS ?= 5
 

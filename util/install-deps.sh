@@ -13,6 +13,7 @@ iproute2 openssl ca-certificates chromium python3-jsonschema"
 case "$1" in
     --test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
     --bench) PKGS="$BUILD_PKGS $TEST_PKGS wrk apache2-utils" ;;
+    --deb) PKGS="$BUILD_PKGS debhelper dpkg-dev debootstrap curl" ;;
     *) PKGS="$BUILD_PKGS" ;;
 esac
 
