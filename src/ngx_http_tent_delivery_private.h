@@ -149,6 +149,7 @@ typedef struct {
     unsigned                          tried:1;    /* a request made */
     unsigned                          writing:1;  /* job puts unanswered */
     unsigned                          probe:1;    /* of a paused host */
+    unsigned                          no_local:1; /* HTTP, not same-node */
 } ngx_http_tent_task_t;
 
 
@@ -236,6 +237,7 @@ void ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t,
     ngx_str_t *record);
 void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
+void ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t);
 
 /* ngx_http_tent_local.c: same-node delivery */
 ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);

@@ -16,8 +16,10 @@
  * for the relationship the notification path names) with the same key
  * and algorithm, as POST /notifications/:id requires of the signature.
  * So a follower row that points its notification path at a local entity
- * the follower does not speak for gets what HTTP would give it: 401 or
- * 403, a dead letter.  Then the post goes through the recipient's rules
+ * the follower does not speak for gets what HTTP would give it: 403, a
+ * dead letter; one whose key id the recipient has no row of is sent over
+ * HTTP after all (the URL may be another node's: docs/scaling.md), where
+ * the MAC check answers 401 if it is ours.  Then the post goes through the recipient's rules
  * (ngx_http_tent_receive.c), and the job settles as the HTTP answer
  * would settle it.
  *
@@ -80,7 +82,9 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
     static ngx_str_t  notifications = ngx_string("notifications/");
 
-    if (json_object_get(t->job, "follower") == NULL || t->stranger) {
+    if (json_object_get(t->job, "follower") == NULL || t->stranger
+        || t->no_local)
+    {
         return NGX_DECLINED;
     }
 
@@ -276,10 +280,18 @@ ngx_http_tent_local_checked(ngx_http_tent_store_op_t *op)
         break;
 
     case NGX_HTTP_TENT_STORE_NOT_FOUND:
+
+        /*
+         * Not this store's to say: the entity may be served elsewhere
+         * (a node behind a front that routes names has a block for every
+         * name).  HTTP asks whoever serves the URL; if that is us, its
+         * MAC check answers the 401 this would have.
+         */
+
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                        "tent local: \"%V\" has no credential of that key "
-                       "id", &l->to->entity);
-        ngx_http_tent_local_received(l, NGX_HTTP_UNAUTHORIZED);
+                       "id here: over HTTP", &l->to->entity);
+        ngx_http_tent_delivery_over_http(t);
         return;
 
     case NGX_HTTP_TENT_STORE_UNAVAILABLE:

@@ -329,6 +329,20 @@ ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t, json_t *sub,
 }
 
 
+/*
+ * The same job over HTTP after all: a URL of a fixed entity of this
+ * nginx whose rows are not in this store (a node behind a front that
+ * routes names to nodes has blocks for names other nodes serve).
+ */
+
+void
+ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t)
+{
+    t->no_local = 1;
+    ngx_http_tent_delivery_send(t);
+}
+
+
 static void
 ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 {

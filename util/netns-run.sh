@@ -4,6 +4,9 @@
 # packet off the machine:
 #   util/netns-run.sh CMD [ARGS...]
 # As root: unshare --net; otherwise: unshare -rn (a user namespace too).
+# With TENT_NETNS_HOSTS=FILE, a mount namespace too, in which FILE is
+# bind-mounted on /etc/hosts: names of the suite's own that resolve to
+# loopback for every program in it (c-ares reads /etc/hosts).
 # Exit status: CMD's, or 125 when the namespace cannot be made (the reason
 # is on stderr).
 [ $# -gt 0 ] || { echo "usage: $0 CMD [ARGS...]" >&2; exit 2; }
@@ -18,6 +21,14 @@ command -v unshare >/dev/null 2>&1 || {
     echo "netns-run: unshare (util-linux) not found" >&2
     exit 125
 }
+
+if [ -n "$TENT_NETNS_HOSTS" ]; then
+    [ -r "$TENT_NETNS_HOSTS" ] || {
+        echo "netns-run: TENT_NETNS_HOSTS $TENT_NETNS_HOSTS is not readable" >&2
+        exit 125
+    }
+    flags="$flags --mount"
+fi
 
 # unshare exits 1 both for its own failure and a CMD's: try it first
 unshare $flags true || {
@@ -39,6 +50,9 @@ exec unshare $flags -- /bin/sh -c '
             my \$f = unpack(q(x16 s), \$r) | 1;
             ioctl(\$s, 0x8914, pack(q(a16 s x22), q(lo), \$f))
                 or die qq(SIOCSIFFLAGS: \$!);" || exit 125
+    fi
+    if [ -n "$TENT_NETNS_HOSTS" ]; then
+        mount --bind "$TENT_NETNS_HOSTS" /etc/hosts || exit 125
     fi
     others=$(sed -n "3,\$ s/^ *\([^:]*\):.*/\1/p" /proc/net/dev | grep -vx lo)
     if [ -n "$others" ]; then

@@ -42,8 +42,25 @@ sub _skip {
     POSIX::_exit(0);    # no END blocks: nothing ran
 }
 
+# reexec_in_netns(hosts => [NAMES]): NAMES resolve to 127.0.0.1 inside
+# (an /etc/hosts of the suite's own, bind-mounted in a mount namespace)
 sub reexec_in_netns {
-    return 1 if $ENV{TENT_IN_NETNS};
+    my (%a) = @_;
+
+    if ($ENV{TENT_IN_NETNS}) {
+        # mounted by now: the file itself is no longer needed
+        unlink $ENV{TENT_NETNS_HOSTS} if $ENV{TENT_NETNS_HOSTS};
+        return 1;
+    }
+
+    if ($a{hosts}) {
+        my $f = "/tmp/tent-netns-hosts-$$";
+        open my $fh, '>', $f or _skip("$f: $!");
+        print {$fh} "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n";
+        print {$fh} "127.0.0.1\t$_\n" for @{ $a{hosts} };
+        close $fh or _skip("$f: $!");
+        $ENV{TENT_NETNS_HOSTS} = $f;
+    }
 
     my $wrapper = netns_wrapper();
     _skip("$wrapper is missing") unless -x $wrapper;

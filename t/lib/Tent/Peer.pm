@@ -236,6 +236,17 @@ sub stop {
     return;
 }
 
+# stop() and start again on the same root, port and configuration: the
+# store and logs are kept (a node that was down for a while)
+sub restart {
+    my ($self) = @_;
+    $self->stop;
+    $self->{stopped} = 0;
+    my ($ok, $err) = $self->_start;
+    die "Tent::Peer: restart: $err\n" . $self->_log_tail unless $ok;
+    return $self;
+}
+
 sub DESTROY { $_[0]->stop }
 
 END { for my $p (@LIVE) { $p->stop if $p } }
