@@ -19,9 +19,9 @@
  * the follower does not speak for gets what HTTP would give it: 403, a
  * dead letter; one whose key id the recipient has no row of is sent over
  * HTTP after all (the URL may be another node's: docs/scaling.md), where
- * the MAC check answers 401 if it is ours.  Then the post goes through the recipient's rules
- * (ngx_http_tent_receive.c), and the job settles as the HTTP answer
- * would settle it.
+ * the MAC check answers 401 if it is ours.  Then the post goes through
+ * the recipient's rules (ngx_http_tent_receive.c), and the job settles
+ * as the HTTP answer would settle it.
  *
  * Left to HTTP: jobs for followings and apps, mentions of entities with
  * no relationship, profile posts (their recipient reads the sender's
