@@ -238,6 +238,39 @@ my $cdoc = export_of($peer2->port, $cowner);
 is(scalar @{ $cdoc->{posts} }, 0, 'no posts moved');
 is(scalar @{ $cdoc->{groups} }, 1, 'the group moved');
 
+# --- a section the import leaves out: exit 1, the report says why ------------
+
+my $peer3 = Tent::Peer->start(port => $PORT + 5, worker_processes => 1);
+my (undef, $downer) = $peer3->authorized_app("$WRITE,$READ",
+                                             post_types => 'all',
+                                             info_types => 'all');
+# A's document as A sends it ("complete" last), one post's content made
+# invalid
+my $path = '/tent/export?posts=1';
+my $raw = http_request(path => $path, headers => {
+    Host => 'localhost',
+    signed_headers(cred => $owner, method => 'GET', uri => $path,
+                   host => 'localhost', port => 80,
+                   nonce => random_nonce(8)) });
+my ($bad) = dechunk($raw->{body} // '');
+ok($bad =~ s/"content":\{"text":"p30"\}/"content":"not an object"/,
+   'a post made invalid');
+open $fh, '>', "$ENV{TEST_NGINX_SERVER_ROOT}/html/bad.json" or die;
+print {$fh} $bad;
+close $fh;
+($code, $out, $err) = move(['--source-cred', $src, '--target-cred',
+                            cred_file('d', $downer), '--source-api-root',
+                            "$A/bad", $A, $peer3->url]);
+is($code, 1, "a section left out by the import: 1") or Test::More::diag($err);
+like($err, qr/import: posts NOT written: invalid rows.*content/,
+     'says which and why');
+like($err, qr/import: groups: 1 taken/, 'the other sections written');
+$report = eval { $JSON->decode($out) };
+is($report->{posts}{written}, JSON::PP::false, 'the report on stdout');
+is(scalar @{ export_of($peer3->port, $downer)->{posts} }, 0,
+   'no post on the target');
+
+$peer3->stop;
 $peer2->stop;
 $peer->stop;
 
@@ -250,6 +283,10 @@ __DATA__
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize {
         tent_owner "the owner";
+    }
+    location = /bad/export {
+        default_type application/vnd.tent.export.v0+json;
+        alias $TEST_NGINX_SERVER_ROOT/html/bad.json;
     }
     location = /cut/export {
         default_type application/vnd.tent.export.v0+json;
