@@ -22,7 +22,6 @@
 #
 # Environment (defaults):
 #   N=100000  FILL_SECONDS=300  WORKERS=1  SAMPLE=0.02
-#   RATE=  (curl --limit-rate for both, e.g. 2M: a slow reader)
 #   KEEP=1 (keep the temp dir)
 set -e
 
@@ -35,7 +34,6 @@ N=${N:-100000}
 FILL_SECONDS=${FILL_SECONDS:-300}
 WORKERS=${WORKERS:-1}
 SAMPLE=${SAMPLE:-0.02}
-RATE=${RATE:-}
 
 bench_init
 bench_ensure_module
@@ -162,11 +160,10 @@ fetch() {
     sample_start "$prefix" "$BENCH_TMP/$label.rss"
     if [ $# -gt 0 ]; then
         w=$("$BENCH_TOP/bin/tent-curl" "$@" "$url" -- -sS -o "$out" \
-            ${RATE:+--limit-rate "$RATE"} \
             -w '%{http_code} %{size_download} %{time_total}') \
             || bench_die "$label: curl failed"
     else
-        w=$(curl -sS -o "$out" ${RATE:+--limit-rate "$RATE"} \
+        w=$(curl -sS -o "$out" \
             -w '%{http_code} %{size_download} %{time_total}' "$url") \
             || bench_die "$label: curl failed"
     fi
