@@ -270,6 +270,33 @@ is($report->{posts}{written}, JSON::PP::false, 'the report on stdout');
 is(scalar @{ export_of($peer3->port, $downer)->{posts} }, 0,
    'no post on the target');
 
+# --- a target whose client_max_body_size is smaller than the document -----
+
+my $peer4 = Tent::Peer->start(port => $PORT + 6, worker_processes => 1,
+    # the entity URL's Host (127.0.0.1:PORT) picks this server
+    http_config => <<'CONF');
+    tent_store $SERVROOT/tent_temp;
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name 127.0.0.1;
+        tent_entity $URL;
+        client_max_body_size 2k;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+CONF
+my $small = Tent::Client->new(port => $peer4->port,
+                              host => '127.0.0.1:' . $peer4->port);
+my (undef, $sowner) = $small->authorized_app("$WRITE,$READ",
+                                             post_types => 'all',
+                                             info_types => 'all');
+($code, $out, $err) = move(['--source-cred', $src, '--target-cred',
+                            cred_file('s', $sowner), $A, $peer4->url]);
+is($code, 4, 'a target that takes 2 KB bodies: 4') or diag $err;
+like($err, qr/413|client_max_body_size/, 'says why') or diag $err;
+$res = $small->request(GET => '/posts');
+is_deeply($res->{json}, [], 'nothing written there');
+$peer4->stop;
+
 $peer3->stop;
 $peer2->stop;
 $peer->stop;
