@@ -17,8 +17,10 @@
 # The last lines:
 #   export: N posts, B bytes in T s: P posts/s, M MB/s
 #   export: worker VmRSS before A kB, max B kB, after C kB (RssAnon ...)
-#   baseline: the same file in T s; worker VmRSS before/max/after ...
-#   export: ratio time module/baseline R, RSS growth module G kB vs baseline H kB
+#   baseline: the same B bytes as a static file in T s, M MB/s
+#   baseline: worker VmRSS before A kB, max B kB, after C kB (RssAnon ...)
+#   export: time module/baseline R; VmRSS growth during the export
+#     G kB (RssAnon H kB) vs baseline I kB
 #
 # Environment (defaults):
 #   N=100000  FILL_SECONDS=300  WORKERS=1  SAMPLE=0.02
@@ -102,7 +104,7 @@ awk -v s="$t0" -v a="$t1" -v e="$t2" -v n="$posts" -v f="$N" 'BEGIN {
 du -sh "$mprefix/store" | awk '{ print "store: " $1 }'
 sleep 2             # the fill's connections gone, the store settled
 
-# --- sampling -------------------------------------------------------------------
+# --- sampling -----------------------------------------------------------
 
 # sample_start PREFIX OUT: "VmRSS RssAnon" (kB, summed over the workers)
 # every SAMPLE s into OUT, in the background, until sample_stop
@@ -122,6 +124,7 @@ sample_start() {
     : > "$out"
     # one perl process: no fork a sample, so a sample every SAMPLE s
     # even on a loaded machine
+    # shellcheck disable=SC2046 # one argument a worker pid
     perl -MTime::HiRes=sleep -e '
         my ($every, @pids) = @ARGV;
         $| = 1;
@@ -143,7 +146,10 @@ sample_start() {
     while [ ! -s "$out" ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
 }
 sample_stop() {
-    [ -z "$sampler" ] || { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true; }
+    if [ -n "$sampler" ]; then
+        kill "$sampler" 2>/dev/null || true
+        wait "$sampler" 2>/dev/null || true
+    fi
     sampler=
 }
 trap 'sample_stop; fill_stop; bench_cleanup' EXIT
@@ -200,7 +206,7 @@ awk -v n="$got" -v b="$m_bytes" -v t="$m_secs" 'BEGIN {
 echo "export: worker VmRSS before $m_bv kB, max $m_mv kB, after $m_av kB" \
      "(RssAnon $m_ba / $m_ma / $m_aa kB; $m_samples samples)"
 
-# --- the baseline ---------------------------------------------------------------
+# --- the baseline -------------------------------------------------------
 
 bprefix=$(bench_prefix baseline)
 mv "$BENCH_TMP/export.json" "$bprefix/html/export.json"
