@@ -28,6 +28,15 @@ start_last_nginx();
 END { stop_last_nginx() }
 
 my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+
+# the peers' ports: just above the suite's, within the range a session
+# is given (docs/testing.md); any free port when files run side by side
+# (TEST_NGINX_RANDOMIZE), as other suites' peers take
+sub peer_port {
+    my ($n) = @_;
+    return undef if $ENV{TEST_NGINX_RANDOMIZE};
+    return ($ENV{TEST_NGINX_SERVER_PORT} || 1984) + $n;
+}
 my $A = "http://127.0.0.1:$PORT";
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASIC = 'https://tent.io/types/info/basic/v0.1.0';
@@ -53,7 +62,7 @@ my $servers = join '', map { <<CONF } 'other.test', @BAD;
     }
 CONF
 my $peer = Tent::Peer->start(
-    port => $PORT + 1, worker_processes => 1,
+    port => peer_port(1), worker_processes => 1,
     http_config => "tent_store \$SERVROOT/tent_temp;\n$servers",
     server_config => <<'CONF');
         tent_entity $URL;

@@ -13,6 +13,7 @@ use Tent::Client;
 use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Peer;
 use JSON::PP;
+use IO::Socket::IP;
 use File::Temp qw(tempdir);
 use Cwd qw(abs_path);
 use FindBin;
@@ -27,6 +28,15 @@ END { stop_last_nginx() }
 
 my $MOVE = abs_path("$FindBin::Bin/../../bin/tent-move");
 my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+
+# the peers' ports: just above the suite's, within the range a session
+# is given (docs/testing.md); any free port when files run side by side
+# (TEST_NGINX_RANDOMIZE), as other suites' peers take
+sub peer_port {
+    my ($n) = @_;
+    return undef if $ENV{TEST_NGINX_RANDOMIZE};
+    return ($ENV{TEST_NGINX_SERVER_PORT} || 1984) + $n;
+}
 my $A = "http://127.0.0.1:$PORT";
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASIC = 'https://tent.io/types/info/basic/v0.1.0';
@@ -83,7 +93,7 @@ sub empty {
            && !@{ $d->{followers} } && !@{ $d->{groups} };
 }
 
-my $peer = Tent::Peer->start(port => $PORT + 2, worker_processes => 1);
+my $peer = Tent::Peer->start(port => peer_port(2), worker_processes => 1);
 my $B = $peer->url;
 
 # --- A ------------------------------------------------------------------------
@@ -171,7 +181,15 @@ ok(empty(export_of($peer->port, $bowner)), 'B: nothing written');
 
 # --- a source down, a source whose export ends unfinished -------------------------
 
-my $down = 'http://127.0.0.1:' . ($PORT + 3);
+# a port nothing listens on
+my $down_port = peer_port(3) // do {
+    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                Listen => 1) or die "no free port: $@";
+    my $p = $s->sockport;
+    close $s;
+    $p;
+};
+my $down = "http://127.0.0.1:$down_port";
 ($code, $out, $err) = move(['--source-cred', $src, '--target-cred', $dst,
                             $down, $B]);
 is($code, 3, 'a source down: 3');
@@ -224,7 +242,7 @@ unlike($err, qr/export: /, '-q: no progress');
 
 # --- credentials from the environment; a move without posts ------------------
 
-my $peer2 = Tent::Peer->start(port => $PORT + 4, worker_processes => 1);
+my $peer2 = Tent::Peer->start(port => peer_port(4), worker_processes => 1);
 my (undef, $cowner) = $peer2->authorized_app("$WRITE,$READ",
                                              post_types => 'all',
                                              info_types => 'all');
@@ -240,7 +258,7 @@ is(scalar @{ $cdoc->{groups} }, 1, 'the group moved');
 
 # --- a section the import leaves out: exit 1, the report says why ------------
 
-my $peer3 = Tent::Peer->start(port => $PORT + 5, worker_processes => 1);
+my $peer3 = Tent::Peer->start(port => peer_port(5), worker_processes => 1);
 my (undef, $downer) = $peer3->authorized_app("$WRITE,$READ",
                                              post_types => 'all',
                                              info_types => 'all');
@@ -272,7 +290,7 @@ is(scalar @{ export_of($peer3->port, $downer)->{posts} }, 0,
 
 # --- a target whose client_max_body_size is smaller than the document -----
 
-my $peer4 = Tent::Peer->start(port => $PORT + 6, worker_processes => 1,
+my $peer4 = Tent::Peer->start(port => peer_port(6), worker_processes => 1,
     # the entity URL's Host (127.0.0.1:PORT) picks this server
     http_config => <<'CONF');
     tent_store $SERVROOT/tent_temp;
