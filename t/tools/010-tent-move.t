@@ -315,6 +315,39 @@ $res = $small->request(GET => '/posts');
 is_deeply($res->{json}, [], 'nothing written there');
 $peer4->stop;
 
+# --- a bigger document: streamed in many pieces, the posts counted once ------
+
+my @many = map {
+    my $id = sprintf 'moved-%05d', $_;
+    $JSON->encode({ id => $id, versions => [{
+        id => $id, entity => 'http://old.test', type => $STATUS,
+        version => 1, content => { text => "post $_ " . ('x' x 200) },
+        permissions => { public => JSON::PP::true },
+        published_at => 1700000000 + $_, received_at => 1700000000 + $_,
+        updated_at => 1700000000 + $_ }] })
+} 1 .. 3000;
+# in the server's order: "complete" last
+open $fh, '>', "$ENV{TEST_NGINX_SERVER_ROOT}/html/big.json" or die;
+print {$fh} '{"version":0,"entity":"http://old.test","posts":['
+    . join(',', @many) . '],"complete":true}';
+close $fh;
+ok(-s "$ENV{TEST_NGINX_SERVER_ROOT}/html/big.json" > 1_000_000,
+   'a document over 1 MB');
+my $peer5 = Tent::Peer->start(port => peer_port(7), worker_processes => 1);
+my (undef, $powner) = $peer5->authorized_app("$WRITE,$READ",
+                                             post_types => 'all',
+                                             info_types => 'all');
+($code, $out, $err) = move(['--source-cred', $src, '--target-cred',
+                            cred_file('p5', $powner), '--source-api-root',
+                            "$A/big", $A, $peer5->url]);
+is($code, 0, '3,000 posts moved: 0') or diag $err;
+like($err, qr/export: done, 1\.\d MB, 3000 posts/,
+     'the progress counts each post once') or diag $err;
+is($JSON->decode($out)->{posts}{taken}, 3000, 'all taken');
+$res = $peer5->client->request(GET => '/posts/count');
+is($res->{body}, '3000', 'in the target\'s feed');
+$peer5->stop;
+
 $peer3->stop;
 $peer2->stop;
 $peer->stop;
@@ -328,6 +361,10 @@ __DATA__
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize {
         tent_owner "the owner";
+    }
+    location = /big/export {
+        default_type application/vnd.tent.export.v0+json;
+        alias $TEST_NGINX_SERVER_ROOT/html/big.json;
     }
     location = /bad/export {
         default_type application/vnd.tent.export.v0+json;
