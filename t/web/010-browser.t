@@ -1,0 +1,375 @@
+# The web page (www/, docs/web.md) in a real browser: Debian's chromium,
+# headless, driven through the DevTools protocol (t/lib/Tent/Chrome.pm),
+# against make run's demo (util/run-demo.sh: two entities, nginx with the
+# module) in a temporary directory.  Each step is checked in the page and
+# saved as a screenshot under the temporary directory (kept, and its path
+# printed, when a check fails or TEST_WEB_KEEP=1).
+
+use strict;
+use warnings;
+use utf8;
+
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Compress::Zlib qw(compress crc32);
+use File::Temp qw(tempdir);
+use IO::Socket::IP;
+use JSON::PP;
+use Tent::Chrome;
+use Tent::Client;
+use Tent::Util qw(http_request);
+
+binmode Test::More->builder->$_, ':utf8' for qw(output failure_output);
+
+my $top = "$FindBin::Bin/../..";
+my $chromium = Tent::Chrome::find_binary()
+    or plan skip_all => 'chromium is not installed (on Debian, '
+                      . 'util/install-deps.sh --test installs it: make test '
+                      . 'does)';
+my $module = $ENV{TEST_NGINX_LOAD_MODULES}
+             || "$top/build/ngx_http_tent_module.so";
+plan skip_all => "the module is not built ($module): make build"
+    unless -f $module;
+
+# two ports side by side: the harness's, else two free ones
+sub free_pair {
+    for (1 .. 50) {
+        my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                    Listen => 1) or next;
+        my $p = $s->sockport;
+        close $s;
+        my $t = IO::Socket::IP->new(LocalHost => '127.0.0.1',
+                                    LocalPort => $p + 1, Listen => 1)
+            or next;
+        close $t;
+        return $p;
+    }
+    die "no two free ports";
+}
+my $port = $ENV{TEST_NGINX_RANDOMIZE} || !$ENV{TEST_NGINX_PORT}
+           ? free_pair() : $ENV{TEST_NGINX_PORT};
+my $alice = "http://127.0.0.1:$port";
+my $bob = "http://127.0.0.1:" . ($port + 1);
+
+my $tmp = tempdir('tent-web-XXXXXX', TMPDIR => 1, CLEANUP => 0);
+chmod 0755, $tmp;                   # the workers (nobody) use the store
+my $shots = "$tmp/shots";
+mkdir $shots;
+mkdir "$tmp/chromium";
+
+local $ENV{DEMO_DIR} = "$tmp/demo";
+local $ENV{MODULE} = $module;
+local $ENV{NGINX} = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+mkdir "$tmp/demo";
+chmod 0755, "$tmp/demo";
+my $out = `$top/util/run-demo.sh start $port 2>&1`;
+if ($?) {
+    fail('the demo starts');
+    diag($out);
+    done_testing();
+    exit;
+}
+pass('the demo starts (make run\'s nginx, two entities)');
+like($out, qr{^\s+\Q$alice\E/$}m, "make run's output names the page");
+
+my $failed;
+END {
+    system("$top/util/run-demo.sh", 'stop') if $ENV{DEMO_DIR};
+    if ($tmp) {
+        if ($failed || $ENV{TEST_WEB_KEEP}
+            || !Test::More->builder->is_passing) {
+            diag("screenshots and logs kept in $tmp");
+        } else {
+            system('rm', '-rf', $tmp);
+        }
+    }
+}
+
+my $JSON = JSON::PP->new->utf8->canonical;
+sub cred {
+    open my $fh, '<', "$tmp/demo/$_[0]" or die "$_[0]: $!";
+    local $/;
+    return $JSON->decode(<$fh>);
+}
+my $bob_client = Tent::Client->new(port => $port + 1,
+                                   host => "127.0.0.1:" . ($port + 1));
+my $bob_cred = cred('bob.json');
+
+# the page's headers: its own files only, no framing
+{
+    my $r = http_request(path => '/', port => $port,
+                         headers => { Host => "127.0.0.1:$port" });
+    my $csp = $r->{headers}{'content-security-policy'} || '';
+    like($csp, qr/script-src 'self'/, 'the page has a CSP');
+    unlike($csp, qr/unsafe-inline|unsafe-eval/, 'without unsafe-inline');
+    like($csp, qr/frame-ancestors 'none'/, 'the page may not be framed');
+    unlike($r->{body}, qr/<script>|<style|\sstyle=|\son\w+=/i,
+           'no inline script or style in the HTML');
+    like($r->{headers}{link} || '', qr{rel="https://tent\.io/rels/profile"},
+         'the page carries the discovery Link');
+}
+
+my $chrome = Tent::Chrome->new(binary => $chromium, dir => "$tmp/chromium");
+my $page = $chrome->page;
+my $n = 0;
+
+sub step {
+    my ($name, $p) = @_;
+    $p ||= $page;
+    my $file = sprintf '%s/%02d-%s.png', $shots, ++$n, $name;
+    ok($p->screenshot($file) > 1000, "screenshot $file");
+}
+
+sub text_of { $page->js("(document.querySelector('$_[0]') || {}).textContent") }
+
+sub error_text { $page->js("document.getElementById('error').hidden ? '' : "
+                           . "document.getElementById('error').textContent") }
+
+sub feed_has {
+    my ($p, $text, $timeout) = @_;
+    my $q = JSON::PP->new->allow_nonref->encode($text);
+    return $p->wait_js("Array.from(document.querySelectorAll('#feed .text'))"
+                       . ".some((e) => e.textContent === $q)", $timeout);
+}
+
+# 1. an anonymous visitor, nothing posted yet
+$page->go("$alice/");
+ok($page->wait_js('document.body.dataset.ready'), 'the page loads');
+is($page->js('document.body.dataset.state'), 'anonymous', 'anonymous');
+is(text_of('#entity-url'), $alice, 'it names the entity');
+ok($page->js("!document.getElementById('sign-in').hidden"),
+   'a Sign in button');
+ok($page->js("document.getElementById('compose').hidden"),
+   'no compose form for anonymous visitors');
+step('anonymous');
+
+# 2. sign in: the page registers, the owner approves, the code exchange
+$page->click('#sign-in');
+ok($page->wait_js("location.pathname === '/tent/oauth/authorize' && "
+                  . "!!document.querySelector('button[value=approve]')"),
+   'Sign in leads to the authorize page');
+like($page->js('document.body.innerText'), qr/Tent web/,
+     'the authorize page names the page as the app');
+step('authorize');
+$page->click('button[value=approve]');
+ok($page->wait_js("document.body.dataset.ready && "
+                  . "document.body.dataset.state === 'signed-in'"),
+   'approved: signed in');
+is($page->js('location.search'), '', 'the code is gone from the address');
+my $stored = $JSON->decode($page->js(
+    "localStorage.getItem('tent-web:auth')") || 'null');
+like($stored->{id} || '', qr/^u:/, 'the u: credential is in localStorage');
+ok($page->js("!!document.querySelector('#compose:not([hidden])')"),
+   'the compose form is shown');
+step('signed-in');
+
+# 3. a status
+my $hello = 'Hello from the web page, é ü ✓';
+$page->type('#status-text', $hello);
+is(text_of('#status-count'), length($hello) . ' / 256', 'the counter');
+$page->click('#post-button');
+ok(feed_has($page, $hello), 'the status is in the feed');
+is($page->js("document.getElementById('status-text').value"), '',
+   'the text is cleared once posted');
+step('posted');
+
+# 256 characters as the server counts them (code points, not bytes or
+# UTF-16 units): 256 four-byte characters are one status
+my $long = "\x{1F600}" x 256;
+$page->type('#status-text', $long);
+is(text_of('#status-count'), '256 / 256', '256 emoji count as 256');
+$page->click('#post-button');
+ok(feed_has($page, $long), '256 emoji are accepted by the server');
+$page->type('#status-text', $long . 'x');
+ok($page->js("document.getElementById('status-count')"
+             . ".classList.contains('over')"), '257 is shown as too long');
+$page->click('#post-button');
+like(error_text(), qr/at most 256 characters/, 'and refused in words');
+is($page->js("document.getElementById('status-text').value"), $long . 'x',
+   'the text stays');
+step('too-long');
+
+# an XSS attempt renders as text
+my $xss = '<img src=x onerror="document.body.dataset.xss=1">'
+        . '<script>document.body.dataset.xss=2</script>';
+$page->type('#status-text', $xss);
+$page->click('#post-button');
+ok(feed_has($page, $xss), 'markup in a status is shown as text');
+ok($page->js("!document.querySelector('#feed .text img, #feed .text script')"
+             . " && document.body.dataset.xss === undefined"),
+   'no element made of it, nothing ran');
+step('xss');
+
+# 4. a photo of a few MB (a real PNG, 3 MB of pixels stored uncompressed)
+{
+    my ($w, $h) = (1000, 1000);
+    my $raw = '';
+    my $row = pack('C', 0) . join('', map { pack 'CCC', $_ % 256,
+                                            ($_ * 7) % 256, 128 } 1 .. $w);
+    $raw .= $row for 1 .. $h;
+    my $chunk = sub {
+        my ($type, $data) = @_;
+        return pack('N', length $data) . $type . $data
+               . pack('N', crc32($type . $data));
+    };
+    my $z = Compress::Zlib::deflateInit(-Level => 0);
+    my ($d1) = $z->deflate($raw);
+    my ($d2) = $z->flush;
+    open my $fh, '>:raw', "$tmp/photo.png" or die $!;
+    print {$fh} "\x89PNG\r\n\x1a\n",
+        $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0)),
+        $chunk->('IDAT', $d1 . $d2), $chunk->('IEND', '');
+    close $fh;
+}
+cmp_ok(-s "$tmp/photo.png", '>', 2_900_000, 'a photo of about 3 MB');
+$page->type('#status-text', 'A photo');
+$page->set_files('#status-photo', "$tmp/photo.png");
+$page->click('#post-button');
+ok(feed_has($page, 'A photo', 60), 'the photo post is in the feed');
+ok($page->wait_js("(() => { const i = document.querySelector("
+                  . "'#feed .post .photos img'); return i && i.complete "
+                  . "&& i.naturalWidth === 1000 })()", 30),
+   'its photo is shown, fetched with the signature');
+is(error_text(), '', 'no error');
+step('photo');
+
+# 5. follow the second entity; its post arrives in the feed
+$page->click('#tabs button[data-tab=following]');
+$page->type('#follow-url', 'http://127.0.0.1:1/');
+$page->click('#follow-button');
+ok($page->wait_js("!document.getElementById('error').hidden"),
+   'following what does not answer fails');
+my $err = error_text();
+ok(length $err && $err !~ /^\d{3}\b/, "and says why in words ($err)");
+$page->type('#follow-url', $bob);
+$page->click('#follow-button');
+ok($page->wait_js("Array.from(document.querySelectorAll('#followings a'))"
+                  . ".some((a) => a.textContent === '$bob')"),
+   'the second entity is in the followings list');
+step('following');
+
+my $bob_text = 'A post of the second entity';
+my $r = $bob_client->request(POST => '/posts', cred => $bob_cred, body => {
+    type => 'https://tent.io/types/post/status/v0.1.0',
+    content => { text => $bob_text }, permissions => { public => JSON::PP::true } });
+is($r->{status}, 200, 'the second entity posts');
+$page->click('#tabs button[data-tab=feed]');
+my $arrived;
+for (1 .. 50) {
+    $page->click('#refresh');
+    last if $arrived = feed_has($page, $bob_text, 0.5);
+}
+ok($arrived, "the second entity's post arrives in the feed");
+ok($page->js("Array.from(document.querySelectorAll('#feed .post')).some("
+             . "(p) => p.querySelector('.author').textContent === '$bob')"),
+   'shown as the second entity\'s');
+step('followed-post');
+
+# followers: the second entity follows back
+$r = $bob_client->request(POST => '/followings', cred => $bob_cred,
+                          body => { entity => $alice });
+is($r->{status}, 200, 'the second entity follows the first');
+$page->click('#tabs button[data-tab=followers]');
+ok($page->wait_js("Array.from(document.querySelectorAll('#followers a'))"
+                  . ".some((a) => a.textContent === '$bob')"),
+   'it is in the followers list');
+step('followers');
+
+# 6. a private post to the second entity
+$page->click('#tabs button[data-tab=feed]');
+my $secret = 'Only for the second entity';
+$page->type('#status-text', $secret);
+$page->click('input[name=visibility][value=private]');
+$page->type('#status-entities', $bob);
+$page->click('#post-button');
+ok(feed_has($page, $secret), 'the private post is in the feed');
+ok($page->js("!document.querySelector('#feed .post .private').hidden"),
+   'marked private');
+$page->click('#feed .post .deliveries-button');
+ok($page->wait_js("/delivered 1/.test(document.querySelector("
+                  . "'#feed .post .deliveries').textContent)", 5)
+   || do {
+       my $ok;
+       for (1 .. 30) {
+           $page->click('#feed .post .deliveries-button');
+           last if $ok = $page->wait_js("/delivered 1/.test(document."
+               . "querySelector('#feed .post .deliveries').textContent)", 0.5);
+       }
+       $ok;
+   }, 'its delivery status says delivered to the second entity');
+like(text_of('#feed .post .deliveries'), qr/\Q$bob\E — delivered/,
+     'and names it');
+step('private-delivered');
+
+# 7. the profile: read and edit the basic section
+$page->click('#tabs button[data-tab=profile]');
+$page->wait_js("document.getElementById('p-name')");
+$page->type('#p-name', 'Alice Demo');
+$page->type('#p-bio', 'Writes from a browser');
+$page->click('#profile-save');
+ok($page->wait_js("document.getElementById('entity-name').textContent "
+                  . "=== 'Alice Demo'"), 'the profile name is saved');
+$r = http_request(path => '/tent/profile', port => $port,
+                  headers => { Host => "127.0.0.1:$port" });
+like($r->{body}, qr/"bio":"Writes from a browser"/,
+     'anyone reads the new basic profile');
+step('profile');
+
+# 8. an anonymous visitor at the root: public posts only, read-only
+my $ctx = $chrome->context;
+my $anon = $chrome->page(context => $ctx, width => 390, height => 844,
+                         mobile => 1);
+$anon->go("$alice/");
+ok($anon->wait_js('document.body.dataset.ready'), 'the anonymous page loads');
+is($anon->js('document.body.dataset.state'), 'anonymous',
+   'not signed in (another profile)');
+ok(feed_has($anon, $hello), 'it shows the public post');
+ok(!feed_has($anon, $secret, 1), 'not the private one');
+like($anon->js('document.title'), qr/Alice Demo/, 'the profile name');
+ok($anon->js("document.getElementById('compose').hidden && "
+             . "document.querySelectorAll('#feed .deliveries-button:not([hidden])')"
+             . ".length === 0"), 'and nothing to write with');
+ok($anon->js('document.documentElement.scrollWidth <= 390'),
+   'it fits a phone\'s width');
+step('anonymous-phone', $anon);
+$anon->close;
+
+# 9. unfollow
+$page->click('#tabs button[data-tab=following]');
+$page->wait_js("Array.from(document.querySelectorAll('#followings button'))"
+               . ".length > 0");
+$page->click('#followings button');
+ok($page->wait_js("!Array.from(document.querySelectorAll('#followings a'))"
+                  . ".some((a) => a.textContent === '$bob')"),
+   'unfollowed');
+step('unfollowed');
+
+# 10. a photo over tent_max_attachment_size: the module's error, in words,
+# and the text stays
+{
+    open my $fh, '>:raw', "$tmp/big.png" or die $!;
+    print {$fh} "\x89PNG\r\n\x1a\n", "\0" x (10 * 1024 * 1024 + 100_000);
+    close $fh;
+}
+$page->click('#tabs button[data-tab=feed]');
+$page->type('#status-text', 'Too big a photo');
+$page->set_files('#status-photo', "$tmp/big.png");
+$page->click('#post-button');
+ok($page->wait_js("!document.getElementById('error').hidden", 60),
+   'an attachment over 10m fails');
+like(error_text(), qr/[a-z]{3,} .*[a-z]{3,}/i, 'with the module\'s words: '
+     . error_text());
+is($page->js("document.getElementById('status-text').value"),
+   'Too big a photo', 'the text stays');
+step('too-big');
+
+my @js_errors = grep { ($_->{method} || '') eq 'Runtime.exceptionThrown' }
+                $chrome->events;
+is(scalar @js_errors, 0, 'no uncaught exception in the pages')
+    or diag(explain(\@js_errors));
+
+undef $page;
+undef $anon;
+undef $chrome;
+done_testing();
