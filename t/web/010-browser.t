@@ -58,9 +58,9 @@ my $shots = "$tmp/shots";
 mkdir $shots;
 mkdir "$tmp/chromium";
 
-local $ENV{DEMO_DIR} = "$tmp/demo";
-local $ENV{MODULE} = $module;
-local $ENV{NGINX} = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+$ENV{DEMO_DIR} = "$tmp/demo";
+$ENV{MODULE} = $module;
+$ENV{NGINX} = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 mkdir "$tmp/demo";
 chmod 0755, "$tmp/demo";
 my $out = `$top/util/run-demo.sh start $port 2>&1`;
@@ -73,9 +73,11 @@ if ($?) {
 pass('the demo starts (make run\'s nginx, two entities)');
 like($out, qr{^\s+\Q$alice\E/$}m, "make run's output names the page");
 
-my $failed;
+my ($failed, $chrome);
 END {
-    system("$top/util/run-demo.sh", 'stop') if $ENV{DEMO_DIR};
+    local $?;                   # the exit status is the tests'
+    undef $chrome;
+    system("$top/util/run-demo.sh stop >/dev/null") if $ENV{DEMO_DIR};
     if ($tmp) {
         if ($failed || $ENV{TEST_WEB_KEEP}
             || !Test::More->builder->is_passing) {
@@ -110,7 +112,7 @@ my $bob_cred = cred('bob.json');
          'the page carries the discovery Link');
 }
 
-my $chrome = Tent::Chrome->new(binary => $chromium, dir => "$tmp/chromium");
+$chrome = Tent::Chrome->new(binary => $chromium, dir => "$tmp/chromium");
 my $page = $chrome->page;
 my $n = 0;
 
@@ -304,7 +306,8 @@ step('private-delivered');
 
 # 7. the profile: read and edit the basic section
 $page->click('#tabs button[data-tab=profile]');
-$page->wait_js("document.getElementById('p-name')");
+ok($page->wait_js("document.getElementById('profile-form').dataset.loaded "
+                  . "=== 'true'"), 'the profile is read');
 $page->type('#p-name', 'Alice Demo');
 $page->type('#p-bio', 'Writes from a browser');
 $page->click('#profile-save');

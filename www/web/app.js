@@ -182,6 +182,21 @@ function postText(p) {
         return [c.title, c.body].filter((s) => typeof s === 'string')
                                 .join('\n\n');
     }
+    const kind = t.replace(/^https:\/\/tent\.io\/types\/post\/([a-z]+)\/.*$/,
+                           '$1');
+    if (kind === 'following' || kind === 'follower') {
+        const verb = c.action === 'delete' ? 'Stopped' : 'Started';
+        return kind === 'following'
+               ? `${verb} following ${String(c.entity || '')}`
+               : `${String(c.entity || '')}: ${verb.toLowerCase()} `
+                 + 'following';
+    }
+    if (kind === 'profile') {
+        return 'Updated the profile';
+    }
+    if (kind === 'delete') {
+        return 'Deleted a post';
+    }
     return '(' + t.replace(/^https:\/\/tent\.io\/types\/post\//, '') + ')';
 }
 
@@ -438,6 +453,10 @@ async function follow() {
 }
 
 async function loadProfile() {
+    // what is typed before the profile arrives would be overwritten
+    const form = $('profile-form');
+    form.dataset.loaded = 'false';
+    $('profile-fields').disabled = true;
     const r = await state.api.request('GET', 'profile');
     const b = (r.data && r.data[BASIC]) || {};
     const str = (v) => (typeof v === 'string' ? v : '');
@@ -447,6 +466,8 @@ async function loadProfile() {
     $('p-website').value = str(b.website_url);
     $('p-avatar').value = str(b.avatar_url);
     $('p-public').checked = !b.permissions || b.permissions.public !== false;
+    $('profile-fields').disabled = false;
+    form.dataset.loaded = 'true';
     showName(b);
 }
 
