@@ -61,6 +61,8 @@ mkdir "$tmp/chromium";
 $ENV{DEMO_DIR} = "$tmp/demo";
 $ENV{MODULE} = $module;
 $ENV{NGINX} = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+# under util/run-asan.sh: the demo's sanitizer reports, read at the end
+$ENV{TENT_ASAN_LOG} = "$tmp/demo/logs/asan";
 mkdir "$tmp/demo";
 chmod 0755, "$tmp/demo";
 my $out = `$top/util/run-demo.sh start $port 2>&1`;
@@ -373,6 +375,14 @@ is(scalar @js_errors, 0, 'no uncaught exception in the pages')
     or diag(explain(\@js_errors));
 
 undef $page;
-undef $anon;
 undef $chrome;
+system("$top/util/run-demo.sh stop >/dev/null");
+my @asan = glob "$tmp/demo/logs/asan*";
+is(scalar @asan, 0, 'no sanitizer report from the demo\'s nginx')
+    or diag(map { local (@ARGV, $/) = $_; <> } @asan);
+my @ubsan = do {
+    open my $fh, '<', "$tmp/demo/logs/error.log" or die $!;
+    grep { /runtime error:/ } <$fh>;
+};
+is(scalar @ubsan, 0, 'no UBSan report in its error log') or diag(@ubsan);
 done_testing();

@@ -76,6 +76,7 @@ function action(button, fn) {
         try {
             await fn(ev);
         } catch (e) {
+            forgetRevoked(e);
             showError(e);
         } finally {
             if (button) {
@@ -83,6 +84,17 @@ function action(button, fn) {
             }
         }
     };
+}
+
+// a u: key the server no longer knows (revoked, expired): sign in again
+function forgetRevoked(e) {
+    if (e instanceof ApiError && e.status === 401 && state.api
+        && /MAC Key ID/i.test(e.message)) {
+        save('auth', null);
+        state.api = null;
+        render();
+        e.message += ': sign in again.';
+    }
 }
 
 function codePoints(s) {
@@ -582,15 +594,19 @@ async function main() {
         b.addEventListener('click', () => showTab(b.dataset.tab));
     }
 
+    // WebCrypto is there in a secure context only (https, loopback)
+    if (!window.isSecureContext || !crypto.subtle) {
+        $('sign-in').disabled = true;
+        showError('This page cannot sign requests here: open it over '
+                  + 'https (WebCrypto needs a secure context).');
+    }
+
     try {
         await loadFeed(false);
     } catch (e) {
         if (e.status === 401 && state.api) {
-            // the authorization was revoked or expired
-            save('auth', null);
-            state.api = null;
-            render();
-            showError(e.message + ': sign in again.');
+            forgetRevoked(e);
+            showError(e);
             await loadFeed(false);
         } else {
             throw e;
