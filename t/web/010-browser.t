@@ -148,6 +148,32 @@ ok($page->js("document.getElementById('compose').hidden"),
    'no compose form for anonymous visitors');
 step('anonymous');
 
+# the page's HTTP MAC gives the spec's test vectors (section 13)
+for my $v (
+    ['POST', 'http://example.com/resource/1?b=1&a=2', 1336363200, 'dj83hs9s',
+     '489dks293j39', 'hmac-sha-1', 'SIBz/j9mI1Ba2Y+10wdwbQGv2Yk='],
+    ['GET', 'http://example.com/resource/1?b=1&a=2', 1336363200, 'dj83hs9s',
+     '489dks293j39', 'hmac-sha-1', '6T3zZzy2Emppni6bzL7kdRxUWL4='],
+    ['POST', 'http://example.com/resource/1?b=1&a=2', 1336363200, 'dj83hs9s',
+     '489dks293j39', 'hmac-sha-256',
+     'Xt51rtHY5F+jxKXMCoiKgXa3geofWW/7RANCXB1yu08='],
+    ['GET', 'http://example.com/posts?b=1&a=2', 1336363200, 'dj83hs9s',
+     'c81c01908a35c460a07a98ab7167a2e8', 'hmac-sha-256',
+     'iqYTKvVQGIwVYwrf0A9hEiKLdbQcwEvk802ZitOY+2w='],
+) {
+    my ($method, $url, $ts, $nonce, $key, $alg, $mac) = @$v;
+    my $h = $page->js("import('/web/mac.js').then((m) => m.authorization("
+        . "{ id: 'h480djs93hd8', key: '$key', algorithm: '$alg' }, "
+        . "'$method', new URL('$url'), $ts, '$nonce'))");
+    is($h, qq{MAC id="h480djs93hd8", ts="$ts", nonce="$nonce", mac="$mac"},
+       "mac.js: the spec's vector, $method $url $alg");
+}
+
+# keyboard: the first Tab reaches Sign in
+$page->key('Tab');
+is($page->js('document.activeElement.id'), 'sign-in',
+   'the first Tab reaches Sign in');
+
 # 2. sign in: the page registers, the owner approves, the code exchange
 $page->click('#sign-in');
 ok($page->wait_js("location.pathname === '/tent/oauth/authorize' && "
@@ -194,11 +220,23 @@ is($page->js("document.getElementById('status-text').value"), $long . 'x',
    'the text stays');
 step('too-long');
 
-# an XSS attempt renders as text
+# an XSS attempt renders as text (posted with the keyboard: Tab from the
+# text to the Post button, Enter)
 my $xss = '<img src=x onerror="document.body.dataset.xss=1">'
         . '<script>document.body.dataset.xss=2</script>';
 $page->type('#status-text', $xss);
-$page->click('#post-button');
+$page->js("document.getElementById('status-entities').disabled || "
+          . "document.getElementById('status-entities').focus(), "
+          . "document.querySelector('input[name=visibility]:checked')"
+          . ".focus(), true");
+my $tabs = 0;
+while ($page->js('document.activeElement.id') ne 'post-button'
+       && $tabs++ < 10) {
+    $page->key('Tab');
+}
+is($page->js('document.activeElement.id'), 'post-button',
+   'Tab reaches the Post button');
+$page->key('Enter');
 ok(feed_has($page, $xss), 'markup in a status is shown as text');
 ok($page->js("!document.querySelector('#feed .text img, #feed .text script')"
              . " && document.body.dataset.xss === undefined"),

@@ -207,6 +207,19 @@ sub click {
     $self->js("document.querySelector(" . _q($selector) . ").click(), true");
 }
 
+# a key pressed and released, as the keyboard does: 'Enter', 'Tab', ' '
+sub key {
+    my ($self, $key) = @_;
+    my %k = (Enter => [13, 'Enter', "\r"], Tab => [9, 'Tab', ''],
+             ' ' => [32, 'Space', ' ']);
+    my ($vk, $code, $text) = @{ $k{$key} or die "key $key?" };
+    $self->call('Input.dispatchKeyEvent', { type => 'keyDown', key => $key,
+        code => $code, windowsVirtualKeyCode => $vk,
+        (length $text ? (text => $text) : ()) });
+    $self->call('Input.dispatchKeyEvent', { type => 'keyUp', key => $key,
+        code => $code, windowsVirtualKeyCode => $vk });
+}
+
 sub set_files {
     my ($self, $selector, @files) = @_;
     my $r = $self->call('Runtime.evaluate', {
