@@ -99,6 +99,10 @@ sub cred {
 my $bob_client = Tent::Client->new(port => $port + 1,
                                    host => "127.0.0.1:" . ($port + 1));
 my $bob_cred = cred('bob.json');
+my $alice_client = Tent::Client->new(port => $port, host => "127.0.0.1:$port");
+my $r = $alice_client->request(POST => '/groups', cred => cred('owner.json'),
+                               body => { name => 'Friends <b>' });
+is($r->{status}, 200, 'a group of the first entity');
 
 # the page's headers: its own files only, no framing
 {
@@ -292,7 +296,7 @@ ok($page->wait_js("Array.from(document.querySelectorAll('#followings a'))"
 step('following');
 
 my $bob_text = 'A post of the second entity';
-my $r = $bob_client->request(POST => '/posts', cred => $bob_cred, body => {
+$r = $bob_client->request(POST => '/posts', cred => $bob_cred, body => {
     type => 'https://tent.io/types/post/status/v0.1.0',
     content => { text => $bob_text }, permissions => { public => JSON::PP::true } });
 is($r->{status}, 200, 'the second entity posts');
@@ -344,6 +348,23 @@ like(text_of('#feed .post .deliveries'), qr/\Q$bob\E — delivered/,
      'and names it');
 step('private-delivered');
 
+# to a group: its name shown as text, its id in the permissions
+my $to_group = 'For the Friends group';
+$page->js("document.getElementById('status-entities').value = '', true");
+$page->type('#status-text', $to_group);
+ok($page->js("Array.from(document.querySelectorAll('#status-groups label'))"
+             . ".some((l) => l.textContent.trim() === 'Friends <b>')"),
+   'the group is offered by its name, as text');
+$page->click('#status-groups input');
+$page->click('#post-button');
+ok(feed_has($page, $to_group), 'the post to the group is in the feed');
+my $posts = $alice_client->request(GET => '/posts?limit=5',
+                                   cred => cred('owner.json'))->{json};
+my ($gp) = grep { ($_->{content}{text} || '') eq $to_group } @$posts;
+ok($gp && !$gp->{permissions}{public} && @{ $gp->{permissions}{groups} || [] },
+   'stored private, to the group');
+step('private-group');
+
 # 7. the profile: read and edit the basic section
 $page->click('#tabs button[data-tab=profile]');
 ok($page->wait_js("document.getElementById('profile-form').dataset.loaded "
@@ -369,6 +390,7 @@ is($anon->js('document.body.dataset.state'), 'anonymous',
    'not signed in (another profile)');
 ok(feed_has($anon, $hello), 'it shows the public post');
 ok(!feed_has($anon, $secret, 1), 'not the private one');
+ok(!feed_has($anon, $to_group, 0.2), 'nor the one to a group');
 like($anon->js('document.title'), qr/Alice Demo/, 'the profile name');
 ok($anon->js("document.getElementById('compose').hidden && "
              . "document.querySelectorAll('#feed .deliveries-button:not([hidden])')"

@@ -369,12 +369,20 @@ async function postStatus() {
                    permissions: { public: !isPrivate } };
     if (isPrivate) {
         const to = recipients();
-        if (!to.length) {
-            throw new Error('Name at least one entity for a private post.');
+        const groups = Array.from(document.querySelectorAll(
+            '#status-groups input:checked'), (c) => ({ id: c.value }));
+        if (!to.length && !groups.length) {
+            throw new Error('Name at least one entity or group for a '
+                            + 'private post.');
         }
         post.permissions.entities = Object.fromEntries(
             to.map((e) => [e, true]));
-        post.mentions = to.map((e) => ({ entity: e }));
+        if (groups.length) {
+            post.permissions.groups = groups;
+        }
+        if (to.length) {
+            post.mentions = to.map((e) => ({ entity: e }));
+        }
     }
     // a retry of the same text is the same post, never a second one
     if (!state.idempotency) {
@@ -398,6 +406,30 @@ async function postStatus() {
     $('feed').prepend(renderPost(r.data));
     $('feed-empty').hidden = true;
     notice('Posted.');
+}
+
+
+// the owner's groups, to choose for a private post
+async function loadGroups() {
+    const box = $('status-groups');
+    const r = await state.api.request('GET', 'groups?limit=200');
+    for (const old of box.querySelectorAll('label')) {
+        old.remove();
+    }
+    for (const g of Array.isArray(r.data) ? r.data : []) {
+        if (!g || typeof g.id !== 'string') {
+            continue;
+        }
+        const label = document.createElement('label');
+        label.className = 'inline';
+        const c = document.createElement('input');
+        c.type = 'checkbox';
+        c.value = g.id;
+        c.disabled = $('status-entities').disabled;
+        label.append(c, ' ', typeof g.name === 'string' ? g.name : g.id);
+        box.append(label);
+    }
+    box.hidden = !box.querySelector('label');
 }
 
 
@@ -572,8 +604,13 @@ async function main() {
     $('status-text').addEventListener('input', updateCount);
     for (const r of document.querySelectorAll('input[name=visibility]')) {
         r.addEventListener('change', () => {
-            $('status-entities').disabled = document.querySelector(
+            const off = document.querySelector(
                 'input[name=visibility]:checked').value !== 'private';
+            $('status-entities').disabled = off;
+            for (const c of document.querySelectorAll(
+                     '#status-groups input')) {
+                c.disabled = off;
+            }
         });
     }
     $('compose').addEventListener('submit',
@@ -611,6 +648,9 @@ async function main() {
         } else {
             throw e;
         }
+    }
+    if (state.api) {
+        loadGroups().catch(showError);
     }
     document.body.dataset.ready = 'true';
 }
