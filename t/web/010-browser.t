@@ -429,6 +429,32 @@ is($page->js("document.getElementById('status-text').value"),
    'Too big a photo', 'the text stays');
 step('too-big');
 
+# the keys never left the browser: no request carried them, and every
+# signed request went to the page's own origin
+{
+    my $app = $JSON->decode($page->js("localStorage.getItem('tent-web:app')")
+                            || '{}');
+    my @keys = grep { defined && length } $stored->{key}, $app->{key};
+    is(scalar @keys, 2, 'the u: and a: MAC keys are known to the test');
+    my ($sent, $signed, $leaks, $elsewhere) = (0, 0, 0, 0);
+    for my $e ($chrome->events) {
+        next unless ($e->{method} || '') eq 'Network.requestWillBeSent';
+        my $req = $e->{params}{request};
+        $sent++;
+        my $all = join "\n", $req->{url}, %{ $req->{headers} || {} },
+                             $req->{postData} // '';
+        $leaks += grep { index($all, $_) >= 0 } @keys;
+        my ($auth) = grep { lc eq 'authorization' } keys %{ $req->{headers} };
+        next unless $auth;
+        $signed++;
+        $elsewhere++ if index($req->{url}, "$alice/") != 0
+                        || $req->{headers}{$auth} !~ /^MAC id="[au]:/;
+    }
+    cmp_ok($signed, '>', 20, "$signed of $sent requests were signed");
+    is($leaks, 0, 'no request carried a MAC key');
+    is($elsewhere, 0, 'every signed request went to the page\'s origin');
+}
+
 my @js_errors = grep { ($_->{method} || '') eq 'Runtime.exceptionThrown' }
                 $chrome->events;
 is(scalar @js_errors, 0, 'no uncaught exception in the pages')

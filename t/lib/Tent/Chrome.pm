@@ -105,7 +105,7 @@ sub call {
             return $m->{result};
         }
         push @{ $self->{events} }, $m if $m->{method};
-        shift @{ $self->{events} } if @{ $self->{events} } > 1000;
+        shift @{ $self->{events} } if @{ $self->{events} } > 50000;
     }
 }
 
@@ -120,6 +120,7 @@ sub page {
                        target => $t->{targetId} }, 'Tent::Chrome::Page';
     $page->call('Page.enable');
     $page->call('Runtime.enable');
+    $page->call('Network.enable');      # requests seen, in events()
     $page->call('Emulation.setDeviceMetricsOverride',
                 { width => $o{width} || 900, height => $o{height} || 1000,
                   deviceScaleFactor => 1,
