@@ -247,9 +247,9 @@ ok($page->js("!document.querySelector('#feed .text img, #feed .text script')"
    'no element made of it, nothing ran');
 step('xss');
 
-# 4. a photo of a few MB (a real PNG, 3 MB of pixels stored uncompressed)
-{
-    my ($w, $h) = (1000, 1000);
+# a real PNG of w x h pixels, stored uncompressed: 3 bytes a pixel
+sub png {
+    my ($w, $h) = @_;
     my $raw = '';
     my $row = pack('C', 0) . join('', map { pack 'CCC', $_ % 256,
                                             ($_ * 7) % 256, 128 } 1 .. $w);
@@ -262,10 +262,15 @@ step('xss');
     my $z = Compress::Zlib::deflateInit(-Level => 0);
     my ($d1) = $z->deflate($raw);
     my ($d2) = $z->flush;
+    return "\x89PNG\r\n\x1a\n"
+        . $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0))
+        . $chunk->('IDAT', $d1 . $d2) . $chunk->('IEND', '');
+}
+
+# 4. a photo of a few MB
+{
     open my $fh, '>:raw', "$tmp/photo.png" or die $!;
-    print {$fh} "\x89PNG\r\n\x1a\n",
-        $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0)),
-        $chunk->('IDAT', $d1 . $d2), $chunk->('IEND', '');
+    print {$fh} png(1000, 1000);
     close $fh;
 }
 cmp_ok(-s "$tmp/photo.png", '>', 2_900_000, 'a photo of about 3 MB');
@@ -311,6 +316,37 @@ ok($page->js("Array.from(document.querySelectorAll('#feed .post')).some("
              . "(p) => p.querySelector('.author').textContent === '$bob')"),
    'shown as the second entity\'s');
 step('followed-post');
+
+# a photo of the second entity: the received copy lists no attachment,
+# the page asks the author's server through the following
+{
+    my $b = 'tentwebboundary';
+    my $photo = png(40, 30);
+    my $body = "--$b\r\nContent-Disposition: form-data; name=\"post\"\r\n"
+        . "Content-Type: application/vnd.tent.v0+json\r\n\r\n"
+        . $JSON->encode({ type => 'https://tent.io/types/post/photo/v0.1.0',
+                          content => { caption => 'A photo of the second' },
+                          permissions => { public => JSON::PP::true } })
+        . "\r\n--$b\r\nContent-Disposition: form-data; name=\"photos[0]\"; "
+        . "filename=\"small.png\"\r\nContent-Type: image/png\r\n\r\n"
+        . $photo . "\r\n--$b--\r\n";
+    $r = $bob_client->request(POST => '/posts', cred => $bob_cred,
+        body => $body,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$b" });
+    is($r->{status}, 200, 'the second entity posts a photo');
+}
+my $photo_arrived;
+for (1 .. 50) {
+    $page->click('#refresh');
+    last if $photo_arrived = feed_has($page, 'A photo of the second', 0.5);
+}
+ok($photo_arrived, 'its photo post arrives');
+$page->click('#feed .post .photo-button:not([hidden])');
+ok($page->wait_js("(() => { const i = document.querySelector("
+                  . "'#feed .post .photos img'); return i && i.complete "
+                  . "&& i.naturalWidth === 40 })()"),
+   'Show photo fetches it from its server through the following');
+step('followed-photo');
 
 # followers: the second entity follows back
 $r = $bob_client->request(POST => '/followings', cred => $bob_cred,

@@ -243,6 +243,18 @@ function renderPost(p) {
             showPhoto(li.querySelector('.photos'), p, att, own);
         }
     }
+    if (!own && state.api
+        && String(p.type).startsWith(PHOTO.replace(/v0\.1\.0$/, ''))
+        && !(Array.isArray(p.attachments) && p.attachments.length)) {
+        // a received copy lists no attachments: ask the author's server
+        // through our following (GET /followings/:id/…, signed for us)
+        const b = li.querySelector('.photo-button');
+        b.hidden = false;
+        b.addEventListener('click', action(b, async () => {
+            await remotePhotos(li.querySelector('.photos'), p);
+            b.hidden = true;
+        }));
+    }
     if (own && state.api) {
         const b = li.querySelector('.deliveries-button');
         b.hidden = false;
@@ -271,6 +283,38 @@ async function showPhoto(box, p, att, own) {
         s.className = 'muted';
         s.textContent = att.name + ': ' + e.message;
         box.append(s);
+    }
+}
+
+async function remotePhotos(box, p) {
+    let id = null;
+    for (let next = 'followings?limit=200'; next && !id; ) {
+        const r = await state.api.request('GET', next);
+        const f = (Array.isArray(r.data) ? r.data : [])
+                  .find((x) => x && x.entity === p.entity);
+        id = f ? f.id : null;
+        next = r.links.next;
+    }
+    if (!id) {
+        throw new Error('The photo is at ' + p.entity
+                        + ', which is no longer followed.');
+    }
+    const base = 'followings/' + encodeURIComponent(id) + '/posts/'
+                 + encodeURIComponent(p.id);
+    const r = await state.api.request('GET', base);
+    for (const att of Array.isArray(r.data && r.data.attachments)
+                      ? r.data.attachments : []) {
+        if (att && typeof att.type === 'string'
+            && /^image\/(png|jpeg|gif|webp)$/i.test(att.type)
+            && typeof att.name === 'string') {
+            const res = await state.api.request('GET',
+                base + '/attachments/' + encodeURIComponent(att.name),
+                { raw: true, headers: { Accept: att.type } });
+            const img = document.createElement('img');
+            img.alt = att.name;
+            img.src = URL.createObjectURL(await res.blob());
+            box.append(img);
+        }
     }
 }
 
