@@ -178,7 +178,28 @@ $page->key('Tab');
 is($page->js('document.activeElement.id'), 'sign-in',
    'the first Tab reaches Sign in');
 
-# 2. sign in: the page registers, the owner approves, the code exchange
+# only http(s) URLs become links
+is_deeply($page->js("import('/web/api.js').then((m) => ["
+    . "'javascript:alert(1)', ' JavaScript:alert(1)', 'java\\tscript:x', "
+    . "'data:text/html,x', 'vbscript:x', '//evil.example/', 'file:///etc', "
+    . "'https://ok.example', 'HTTP://OK.example/a'].map(m.httpUrl))"),
+    [(undef) x 7, 'https://ok.example/', 'http://ok.example/a'],
+    'httpUrl takes http and https URLs only');
+
+# 2. sign in, denied first: said in words, nothing stored
+$page->click('#sign-in');
+ok($page->wait_js("!!document.querySelector('button[value=deny]')"),
+   'the authorize page');
+$page->click('button[value=deny]');
+ok($page->wait_js("document.body.dataset.ready && "
+                  . "!document.getElementById('error').hidden"),
+   'denied: back at the page');
+like(error_text(), qr/denied/, 'which says so');
+is($page->js("localStorage.getItem('tent-web:auth')"), undef,
+   'no credential');
+
+# the page registers (it did: the app is kept), the owner approves, the
+# code exchange
 $page->click('#sign-in');
 ok($page->wait_js("location.pathname === '/tent/oauth/authorize' && "
                   . "!!document.querySelector('button[value=approve]')"),
@@ -186,6 +207,13 @@ ok($page->wait_js("location.pathname === '/tent/oauth/authorize' && "
 like($page->js('document.body.innerText'), qr/Tent web/,
      'the authorize page names the page as the app');
 step('authorize');
+my ($authz) = grep { ($_->{method} || '') eq 'Network.responseReceived'
+                     && $_->{params}{response}{url} =~ m{/oauth/authorize\?} }
+              $chrome->events;
+my %ah = map { lc $_ => $authz->{params}{response}{headers}{$_} }
+         keys %{ $authz ? $authz->{params}{response}{headers} : {} };
+like($ah{'content-security-policy'} || '', qr/frame-ancestors 'none'/,
+     'the authorize page may not be framed');
 $page->click('button[value=approve]');
 ok($page->wait_js("document.body.dataset.ready && "
                   . "document.body.dataset.state === 'signed-in'"),
