@@ -429,6 +429,15 @@ ok($gp && !$gp->{permissions}{public} && @{ $gp->{permissions}{groups} || [] },
    'stored private, to the group');
 step('private-group');
 
+# the signed-in page at a phone's width
+$page->call('Emulation.setDeviceMetricsOverride', { width => 390,
+    height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
+ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
+   'signed in, it fits a phone\'s width too');
+step('signed-in-phone');
+$page->call('Emulation.setDeviceMetricsOverride', { width => 900,
+    height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });
+
 # 7. the profile: read and edit the basic section
 $page->click('#tabs button[data-tab=profile]');
 ok($page->wait_js("document.getElementById('profile-form').dataset.loaded "
