@@ -502,12 +502,30 @@ is($page->js("document.getElementById('status-text').value"),
    'Too big a photo', 'the text stays');
 step('too-big');
 
-# the keys never left the browser: no request carried them, and every
-# signed request went to the page's own origin
+# sign out: the server forgets the page's app and its authorization
 {
     my $app = $JSON->decode($page->js("localStorage.getItem('tent-web:app')")
                             || '{}');
-    my @keys = grep { defined && length } $stored->{key}, $app->{key};
+    my $u = { mac_key_id => $stored->{id}, mac_key => $stored->{key},
+              mac_algorithm => $stored->{algorithm} };
+    is($alice_client->request(GET => '/posts?limit=1', cred => $u)->{status},
+       200, 'the u: key works before signing out');
+    $page->click('#sign-out');
+    ok($page->wait_js("document.body.dataset.state === 'anonymous' && "
+                      . "/Signed out/.test(document.getElementById('notice')"
+                      . ".textContent)"), 'signed out');
+    is($page->js("localStorage.getItem('tent-web:auth')"), undef,
+       'the credential is forgotten');
+    is($alice_client->request(GET => '/posts?limit=1', cred => $u)->{status},
+       401, 'and the u: key no longer works on the server');
+    step('signed-out');
+    $stored->{app_key} = $app->{key};
+}
+
+# the keys never left the browser: no request carried them, and every
+# signed request went to the page's own origin
+{
+    my @keys = grep { defined && length } $stored->{key}, $stored->{app_key};
     is(scalar @keys, 2, 'the u: and a: MAC keys are known to the test');
     my ($sent, $signed, $leaks, $elsewhere) = (0, 0, 0, 0);
     for my $e ($chrome->events) {

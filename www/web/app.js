@@ -171,11 +171,32 @@ async function callback() {
     notice('Signed in.');
 }
 
-function signOut() {
+// Sign out deletes this browser's app (DELETE /apps/:id with its a:
+// key), which revokes its authorizations: the u: key stops working on
+// the server, not only here.  Each browser registered its own app.
+async function signOut() {
+    const app = load('app');
     save('auth', null);
     state.api = null;
     render();
-    loadFeed(false).catch(showError);
+    if (app && app.root === state.root) {
+        try {
+            await state.anon.request('DELETE',
+                'apps/' + encodeURIComponent(app.id),
+                { cred: { id: app.key_id, key: app.key,
+                          algorithm: app.algorithm } });
+            save('app', null);
+            notice('Signed out; this browser\'s app is deleted.');
+        } catch (e) {
+            if (e.status === 401 || e.status === 404) {
+                save('app', null);          // already gone
+            } else {
+                showError('Signed out here, but the server did not delete '
+                          + 'the app: ' + e.message);
+            }
+        }
+    }
+    await loadFeed(false);
 }
 
 
@@ -644,7 +665,7 @@ async function main() {
     updateCount();
 
     $('sign-in').addEventListener('click', action($('sign-in'), signIn));
-    $('sign-out').addEventListener('click', signOut);
+    $('sign-out').addEventListener('click', action($('sign-out'), signOut));
     $('status-text').addEventListener('input', updateCount);
     for (const r of document.querySelectorAll('input[name=visibility]')) {
         r.addEventListener('change', () => {
