@@ -155,6 +155,33 @@ http {
             deny        all;
             tent_owner  "demo owner";
         }
+
+        # the same page and limits as the first entity's
+        location /tent/ {
+            client_max_body_size      11m;
+            tent_max_attachment_size  10m;
+        }
+
+        location = / {
+            root        $www;
+            try_files   /index.html =404;
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Referrer-Policy no-referrer always;
+            add_header  Cache-Control no-cache always;
+        }
+
+        location /web/ {
+            alias       $www/web/;
+            types {
+                text/javascript  js;
+                text/css         css;
+                image/png        png;
+            }
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Cache-Control no-cache always;
+        }
     }
 }
 CONF
@@ -201,7 +228,8 @@ An owner app with every scope is in $owner; sign requests with it:
         http://127.0.0.1:$port/tent/profile/https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0 \\
         -- -d '{"name":"Demo","permissions":{"public":true}}'
 
-A second entity, http://127.0.0.1:$((port + 1)), has its app in $bob.
+A second entity, http://127.0.0.1:$((port + 1)) (its page too), has its app
+in $bob.
 Let it follow the first, then post on the first and read the second's
 feed (the post is pushed within a second):
 

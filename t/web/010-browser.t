@@ -471,6 +471,14 @@ ok($anon->js("document.getElementById('compose').hidden && "
 ok($anon->js('document.documentElement.scrollWidth <= 390'),
    'it fits a phone\'s width');
 step('anonymous-phone', $anon);
+$anon->go("$bob/");
+ok($anon->wait_js('document.body.dataset.ready'),
+   'the second entity has the page too');
+is($anon->js("document.getElementById('entity-url').textContent"), $bob,
+   'naming it');
+ok(feed_has($anon, $bob_text), 'with its public post');
+ok(!feed_has($anon, $hello, 0.2), 'and not the first entity\'s');
+step('second-entity', $anon);
 $anon->close;
 
 # 9. unfollow
