@@ -453,6 +453,39 @@ like($r->{body}, qr/"bio":"Writes from a browser"/,
      'anyone reads the new basic profile');
 step('profile');
 
+# pages: Older posts follows the Link header's next page
+{
+    my $owner = cred('owner.json');
+    for my $i (1 .. 22) {
+        my $r = $alice_client->request(POST => '/posts', cred => $owner,
+            body => { type => 'https://tent.io/types/post/status/v0.1.0',
+                      content => { text => "Filler $i" },
+                      permissions => { public => JSON::PP::true } });
+        die "filler: $r->{status}" unless $r->{status} == 200;
+    }
+}
+$page->click('#tabs button[data-tab=feed]');
+$page->click('#refresh');
+ok(feed_has($page, 'Filler 22'), 'the newest post first');
+is($page->js("document.querySelectorAll('#feed .post').length"), 20,
+   'a page of 20');
+ok(!feed_has($page, $hello, 0.2), 'the first status is on a later page');
+ok($page->js("!document.getElementById('older').hidden"),
+   'an Older posts button');
+$page->click('#older');
+ok($page->wait_js("document.querySelectorAll('#feed .post').length > 20"),
+   'Older posts adds the next page');
+my $ids = $page->js("Array.from(document.querySelectorAll('#feed .post'),"
+                    . " (p) => p.dataset.id)");
+my %seen;
+is(scalar(grep { $seen{$_}++ } @$ids), 0, 'no post twice');
+my $more = 0;
+while (!feed_has($page, $hello, 0.2) && $more++ < 5) {
+    $page->click('#older');
+}
+ok(feed_has($page, $hello), 'the first status is reached by Older posts');
+step('older');
+
 # 8. an anonymous visitor at the root: public posts only, read-only
 my $ctx = $chrome->context;
 my $anon = $chrome->page(context => $ctx, width => 390, height => 844,
@@ -461,7 +494,17 @@ $anon->go("$alice/");
 ok($anon->wait_js('document.body.dataset.ready'), 'the anonymous page loads');
 is($anon->js('document.body.dataset.state'), 'anonymous',
    'not signed in (another profile)');
-ok(feed_has($anon, $hello), 'it shows the public post');
+ok(feed_has($anon, 'Filler 22'), 'it shows the newest public post');
+# every page, so that what is absent is absent from all of them
+for (1 .. 10) {
+    last if $anon->js("document.getElementById('older').hidden");
+    my $n = $anon->js("document.querySelectorAll('#feed .post').length");
+    $anon->click('#older');
+    $anon->wait_js("document.querySelectorAll('#feed .post').length > $n");
+}
+ok($anon->js("document.getElementById('older').hidden"),
+   'Older posts reaches the last page');
+ok(feed_has($anon, $hello), 'the public status is there');
 ok(!feed_has($anon, $secret, 1), 'not the private one');
 ok(!feed_has($anon, $to_group, 0.2), 'nor the one to a group');
 like($anon->js('document.title'), qr/Alice Demo/, 'the profile name');
