@@ -522,6 +522,18 @@ is($anon->js("document.getElementById('entity-url').textContent"), $bob,
 ok(feed_has($anon, $bob_text), 'with its public post');
 ok(!feed_has($anon, $hello, 0.2), 'and not the first entity\'s');
 step('second-entity', $anon);
+
+# the page opened by another name of the server (localhost): its API
+# calls and the Link pages stay on the page's origin
+$anon->go("http://localhost:$port/");
+ok($anon->wait_js('document.body.dataset.ready'), 'the page by localhost');
+ok(feed_has($anon, 'Filler 22'), 'reads the posts');
+$anon->click('#older');
+ok($anon->wait_js("document.querySelectorAll('#feed .post').length > 20"),
+   'and the next page');
+is($anon->js("document.getElementById('error').hidden ? '' : "
+             . "document.getElementById('error').textContent"), '',
+   'with no error');
 $anon->close;
 
 # 9. unfollow

@@ -55,9 +55,17 @@ export class Api {
     }
 
     url(path) {
-        return new URL(path.startsWith('http') ? path
-                       : this.root + (path.startsWith('/') ? '' : '/') + path,
-                       location.href);
+        const u = new URL(/^https?:/i.test(path) ? path
+                          : this.root + (path.startsWith('/') ? '' : '/')
+                            + path, location.href);
+        // a Link the server wrote with the entity's host name while the
+        // page was opened by another name of the same server: this origin
+        const root = new URL(this.root);
+        if (u.origin !== location.origin && root.origin === location.origin
+            && u.pathname.startsWith(root.pathname + '/')) {
+            return new URL(u.pathname + u.search, location.origin);
+        }
+        return u;
     }
 
     // opts: {json, body, headers, cred (null: unsigned), raw}
@@ -147,7 +155,7 @@ export async function discover() {
     if (!profileUrl) {
         throw new ApiError('this server has no Tent profile link', 0);
     }
-    const pr = await fetch(profileUrl, {
+    const pr = await fetch(location.origin + new URL(profileUrl).pathname, {
         headers: { Accept: 'application/vnd.tent.v0+json' },
         cache: 'no-store' });
     if (!pr.ok) {
@@ -155,7 +163,9 @@ export async function discover() {
     }
     const profile = await pr.json();
     const core = profile['https://tent.io/types/info/core/v0.1.0'] || {};
-    // the API this page talks to is the one of its own origin
-    const root = profileUrl.replace(/\/profile$/, '');
+    // the API this page talks to is the one of its own origin (the page
+    // may be opened by another name of the server than the entity's)
+    const root = location.origin
+                 + new URL(profileUrl).pathname.replace(/\/profile$/, '');
     return { entity: core.entity || location.origin, root, profile };
 }
