@@ -93,9 +93,14 @@ export class Api {
                 headers.set('Authorization',
                             await authorization(cred, method, url, ts));
             }
-            res = await fetch(url.href, { method, headers, body,
-                                          credentials: 'omit',
-                                          cache: 'no-store' });
+            try {
+                res = await fetch(url.href, { method, headers, body,
+                                              credentials: 'omit',
+                                              cache: 'no-store' });
+            } catch (e) {
+                throw new ApiError('The server could not be reached ('
+                                   + e.message + '): try again.', 0);
+            }
             if (res.status === 401 && cred && attempt === 0) {
                 const err = await errorText(res.clone());
                 if (/timestamp/i.test(err) && res.headers.get('Date')) {
