@@ -534,6 +534,22 @@ ok($anon->wait_js("document.querySelectorAll('#feed .post').length > 20"),
 is($anon->js("document.getElementById('error').hidden ? '' : "
              . "document.getElementById('error').textContent"), '',
    'with no error');
+
+# times in the reader's locale and time zone
+$anon->call('Emulation.setLocaleOverride', { locale => 'de-DE' });
+$anon->call('Emulation.setTimezoneOverride', { timezoneId => 'Asia/Tokyo' });
+$anon->go("$alice/");
+ok($anon->wait_js('document.body.dataset.ready'), 'the page in German');
+my ($when, $iso) = @{ $anon->js("(() => { const t = document.querySelector("
+    . "'#feed .when'); return [t.textContent, t.dateTime] })()") };
+like($when, qr/^\d{2}\.\d{2}\.\d{4}, \d{2}:\d{2}$/,
+     "a German date and time ($when)");
+my @utc = gmtime(do { require Time::Local;
+    my ($y, $mo, $d, $h, $mi, $se) = $iso =~ /(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)/;
+    Time::Local::timegm($se, $mi, $h, $d, $mo - 1, $y) + 9 * 3600 });
+is(substr($when, -5), sprintf('%02d:%02d', $utc[2], $utc[1]),
+   'in Tokyo time (its datetime attribute is UTC)');
+step('german-tokyo', $anon);
 $anon->close;
 
 # 9. unfollow
