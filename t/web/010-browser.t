@@ -78,7 +78,7 @@ like($out, qr{^\s+\Q$alice\E/$}m, "make run's output names the page");
 my ($failed, $chrome);
 END {
     local $?;                   # the exit status is the tests'
-    undef $chrome;
+    $chrome->quit if $chrome;
     system("$top/util/run-demo.sh stop >/dev/null") if $ENV{DEMO_DIR};
     if ($tmp) {
         if ($failed || $ENV{TEST_WEB_KEEP}
@@ -630,8 +630,7 @@ my @js_errors = grep { ($_->{method} || '') eq 'Runtime.exceptionThrown' }
 is(scalar @js_errors, 0, 'no uncaught exception in the pages')
     or diag(explain(\@js_errors));
 
-undef $page;
-undef $chrome;
+$chrome->quit;
 system("$top/util/run-demo.sh stop >/dev/null");
 my @asan = glob "$tmp/demo/logs/asan*";
 is(scalar @asan, 0, 'no sanitizer report from the demo\'s nginx')

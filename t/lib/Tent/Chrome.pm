@@ -138,18 +138,23 @@ sub context {
 # console messages and exceptions seen so far
 sub events { @{ $_[0]{events} } }
 
-sub DESTROY {
+sub DESTROY { $_[0]->quit }
+
+# closes the browser and waits for it (killed after 5 s); once
+sub quit {
     my ($self) = @_;
     return unless $self->{pid};
+    local $?;
     eval { $self->_send({ id => ++$self->{id}, method => 'Browser.close' }) };
     close $self->{out};
     my $t = time + 5;
+    my $pid = delete $self->{pid};
     while (time < $t) {
-        return if waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid};
+        return if waitpid($pid, POSIX::WNOHANG()) == $pid;
         sleep 0.1;
     }
-    kill 'KILL', $self->{pid};
-    waitpid $self->{pid}, 0;
+    kill 'KILL', $pid;
+    waitpid $pid, 0;
 }
 
 
