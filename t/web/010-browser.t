@@ -486,6 +486,23 @@ while (!feed_has($page, $hello, 0.2) && $more++ < 5) {
 ok(feed_has($page, $hello), 'the first status is reached by Older posts');
 step('older');
 
+# a browser clock an hour fast: the first signature is refused as out of
+# tent_mac_skew, the page takes the server's Date and signs again
+my $count401 = sub {
+    scalar grep { ($_->{method} || '') eq 'Network.responseReceived'
+                  && $_->{params}{response}{status} == 401 } $chrome->events;
+};
+my $before401 = $count401->();
+$page->js("(() => { const now = Date.now.bind(Date); "
+          . "Date.now = () => now() + 3600 * 1000; return true })()");
+$page->js("document.getElementById('error').hidden = true");
+$page->click('#refresh');
+ok($page->wait_js("!document.getElementById('refresh').disabled && "
+                  . "document.querySelectorAll('#feed .post').length === 20"),
+   'with the clock an hour fast the feed still loads');
+is(error_text(), '', 'no error: signed again with the server\'s time');
+is($count401->() - $before401, 1, 'after one 401 for the time');
+
 # 8. an anonymous visitor at the root: public posts only, read-only
 my $ctx = $chrome->context;
 my $anon = $chrome->page(context => $ctx, width => 390, height => 844,
