@@ -1,15 +1,18 @@
 #!/bin/sh
 # Starts (or stops) nginx with the module and a demo entity on 127.0.0.1.
 #   util/run-demo.sh start [PORT] | stop
+# DEMO_DIR puts its files elsewhere than demo/ (the browser test's temp
+# directory), MODULE names another build of the module.
 set -e
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-demo=$top/demo
+demo=${DEMO_DIR:-$top/demo}
+module=${MODULE:-$top/build/ngx_http_tent_module.so}
 
 # Workers run as "nobody" and must reach the store: a checkout in a
 # directory they cannot enter (a 0700 home, say) keeps the demo's files
 # in /tmp instead.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 \
+if [ -z "$DEMO_DIR" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 \
    && ! setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
         test -x "$top" 2>/dev/null
 then
@@ -45,8 +48,24 @@ stop
 
 mkdir -p "$demo/conf" "$demo/logs" "$demo/html" "$demo/tmp"
 
+# the page's files, copied where the workers can read them when the
+# checkout is closed to them
+www=$top/www
+if [ "$demo" != "$top/demo" ] && [ "$(id -u)" = 0 ] \
+   && command -v setpriv >/dev/null 2>&1 \
+   && ! setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+        test -r "$top/www/index.html" 2>/dev/null
+then
+    rm -rf "$demo/www"
+    cp -R "$top/www" "$demo/www"
+    chmod -R a+rX "$demo/www"
+    www=$demo/www
+fi
+
+csp="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
 cat > "$demo/conf/nginx.conf" <<CONF
-load_module $top/build/ngx_http_tent_module.so;
+load_module $module;
 
 worker_processes  2;
 pid               $demo/logs/nginx.pid;
@@ -87,9 +106,36 @@ http {
             tent_owner  "demo owner";
         }
 
-        # the entity's page, without looking for an index file first
+        # Photos of a few MB: the whole multipart POST must fit in
+        # client_max_body_size, so it is tent_max_attachment_size and
+        # room for the post's JSON and the parts' headers (docs/web.md).
+        location /tent/ {
+            client_max_body_size      11m;
+            tent_max_attachment_size  10m;
+        }
+
+        # The web page (www/, docs/web.md) at the entity's root, its
+        # files under /web/.  Its policy allows its own files only: no
+        # inline script or style, no framing.
         location = / {
-            tent_entity_page;
+            root        $www;
+            try_files   /index.html =404;
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Referrer-Policy no-referrer always;
+            add_header  Cache-Control no-cache always;
+        }
+
+        location /web/ {
+            alias       $www/web/;
+            types {
+                text/javascript  js;
+                text/css         css;
+                image/png        png;
+            }
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Cache-Control no-cache always;
         }
 
         location / {
@@ -108,6 +154,33 @@ http {
             allow       127.0.0.1;
             deny        all;
             tent_owner  "demo owner";
+        }
+
+        # the same page and limits as the first entity's
+        location /tent/ {
+            client_max_body_size      11m;
+            tent_max_attachment_size  10m;
+        }
+
+        location = / {
+            root        $www;
+            try_files   /index.html =404;
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Referrer-Policy no-referrer always;
+            add_header  Cache-Control no-cache always;
+        }
+
+        location /web/ {
+            alias       $www/web/;
+            types {
+                text/javascript  js;
+                text/css         css;
+                image/png        png;
+            }
+            add_header  Content-Security-Policy "$csp" always;
+            add_header  X-Content-Type-Options nosniff always;
+            add_header  Cache-Control no-cache always;
         }
     }
 }
@@ -139,7 +212,11 @@ bob=$(perl "$top/util/demo-owner.pl" "$((port + 1))" "$demo" bob.json) || {
 
 cat <<MSG
 The demo entity http://127.0.0.1:$port is up (nginx, 2 workers, store in
-$demo/store).  Try:
+$demo/store).  Its web page (sign in as the owner from this machine):
+
+    http://127.0.0.1:$port/
+
+Try:
 
     curl -I http://127.0.0.1:$port/
     curl http://127.0.0.1:$port/tent/profile
@@ -151,7 +228,8 @@ An owner app with every scope is in $owner; sign requests with it:
         http://127.0.0.1:$port/tent/profile/https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0 \\
         -- -d '{"name":"Demo","permissions":{"public":true}}'
 
-A second entity, http://127.0.0.1:$((port + 1)), has its app in $bob.
+A second entity, http://127.0.0.1:$((port + 1)) (its page too), has its app
+in $bob.
 Let it follow the first, then post on the first and read the second's
 feed (the post is pushed within a second):
 
