@@ -98,9 +98,15 @@ ngx_http_tent_import_lookup_next(ngx_http_request_t *r,
         return im->next(r, NULL);
     }
 
+    /*
+     * merging, a found key brings its value back (a post's is large): a
+     * few at a time keep the answer well within a store frame
+     */
+
     c = im->checks->elts;
-    n = ngx_min(im->checks->nelts - im->checked,
-                NGX_HTTP_TENT_IMPORT_MGET_MAX);
+    n = im->merge ? NGX_HTTP_TENT_IMPORT_MGET_MERGE
+                  : NGX_HTTP_TENT_IMPORT_MGET_MAX;
+    n = ngx_min(im->checks->nelts - im->checked, n);
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 

@@ -41,6 +41,7 @@
 
 /* keys looked up at once before the batches are built */
 #define NGX_HTTP_TENT_IMPORT_MGET_MAX    8192
+#define NGX_HTTP_TENT_IMPORT_MGET_MERGE  128
 
 /* what the look-up found of a row's keys (the marks) */
 #define NGX_HTTP_TENT_IMPORT_EXISTS      1
