@@ -264,7 +264,7 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* the head: every field but the arrays, its "}" left open */
 
-    head = json_pack("{s:i, s:s, s:o, s:I, s:{s:b, s:b, s:b}}",
+    head = json_pack("{s:i, s:s, s:o, s:I, s:{s:b, s:b}}",
                      "version", NGX_HTTP_TENT_EXPORT_VERSION,
                      "tent_version", NGX_HTTP_TENT_VERSION,
                      "entity", ngx_http_tent_json_string(&ctx->entity),
@@ -273,9 +273,14 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                          "apps",
                          (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_APPS),
                          "posts",
-                         (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_POSTS),
-                         "attachments_inline",
-                         (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_INLINE));
+                         (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_POSTS));
+
+    /* only when asked: documents without it read as before */
+
+    if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)) {
+        json_object_set_new(json_object_get(head, "includes"),
+                            "attachments_inline", json_true());
+    }
 
     if (head == NULL
         || ngx_http_tent_json_dump(ex->page, head, &s) != NGX_OK
