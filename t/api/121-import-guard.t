@@ -161,6 +161,17 @@ is_deeply([map { $_->{entity} } @{ $res->{json}{deliveries} || [] }],
 is(scalar($victim->requests(method => 'POST')), 0,
    'the victim host got nothing');
 
+# the document's author knows the imported key: a PUT signed with it
+# changes its types, not its standing
+my $vkey = rel(n => 1);
+$res = $f->request(PUT => "/followers/$vkey->{id}", cred => $vkey,
+                   body => { types => ['all'], licenses => [] });
+ok($res->{status} < 300, 'a PUT signed with the imported key: '
+   . $res->{status}) or diag $res->{body};
+my ($pend) = grep { $_->{id} eq $vkey->{id} }
+             @{ export_of('f.test', $fowner)->{followers} };
+ok($pend && $pend->{import_pending}, 'still pending after it');
+
 # its server follows again: the handshake (discovery, the challenge)
 $res = $f->request(POST => '/followers',
                    body => { entity => $victim->url, types => ['all'],
