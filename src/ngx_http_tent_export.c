@@ -111,7 +111,7 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     json_t                  *head;
     ngx_int_t                rc;
     ngx_str_t                s, v;
-    ngx_uint_t               scopes;
+    ngx_uint_t               scopes, inline_bytes;
     ngx_pool_t              *pool;
     ngx_table_elt_t         *h;
     ngx_pool_cleanup_t      *cln;
@@ -138,12 +138,16 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "Unauthorized");
     }
 
-    if (ngx_http_arg(r, (u_char *) "attachments", 11, &v) == NGX_OK
-        && !(v.len == 4 && ngx_strncmp(v.data, "urls", 4) == 0))
-    {
-        /* inline bytes are not done yet: say so rather than ignore it */
-        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                   "Only attachments=urls is supported");
+    inline_bytes = 0;
+
+    if (ngx_http_arg(r, (u_char *) "attachments", 11, &v) == NGX_OK) {
+        if (v.len == 6 && ngx_strncmp(v.data, "inline", 6) == 0) {
+            inline_bytes = 1;
+
+        } else if (!(v.len == 4 && ngx_strncmp(v.data, "urls", 4) == 0)) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                       "attachments must be \"urls\" or \"inline\"");
+        }
     }
 
     if (ngx_http_tent_exports >= NGX_HTTP_TENT_EXPORTS_MAX) {
@@ -208,6 +212,10 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         ex->flags |= NGX_HTTP_TENT_EXPORT_POSTS;
     }
 
+    if (inline_bytes) {
+        ex->flags |= NGX_HTTP_TENT_EXPORT_INLINE;
+    }
+
     ex->start.data = ngx_pnalloc(pool, NGX_HTTP_TENT_EXPORT_KEY_MAX);
     ex->post_id.data = ngx_pnalloc(pool, NGX_HTTP_TENT_EXPORT_ID_MAX);
     if (ex->start.data == NULL || ex->post_id.data == NULL) {
@@ -266,6 +274,13 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                          (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_APPS),
                          "posts",
                          (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_POSTS));
+
+    /* only when asked: documents without it read as before */
+
+    if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)) {
+        json_object_set_new(json_object_get(head, "includes"),
+                            "attachments_inline", json_true());
+    }
 
     if (head == NULL
         || ngx_http_tent_json_dump(ex->page, head, &s) != NGX_OK
@@ -421,8 +436,13 @@ ngx_http_tent_export_scan(ngx_http_tent_export_t *ex)
 
     op = ngx_http_tent_store_op_create(ex->page, &ex->log);
 
+    /* inline bytes: a version a page, so a page holds one's files only */
+
     if (op == NULL
-        || ngx_http_tent_store_scan(op, &ex->start, &ex->end, sec->rows, 0)
+        || ngx_http_tent_store_scan(op, &ex->start, &ex->end,
+                                    (ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)
+                                    && sec->row == ngx_http_tent_export_post
+                                    ? 1 : sec->rows, 0)
            != NGX_OK)
     {
         return NGX_ERROR;

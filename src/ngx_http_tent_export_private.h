@@ -37,6 +37,10 @@
 /* what a request asks for besides the graph and the profile */
 #define NGX_HTTP_TENT_EXPORT_APPS     0x01
 #define NGX_HTTP_TENT_EXPORT_POSTS    0x02
+#define NGX_HTTP_TENT_EXPORT_INLINE   0x04
+
+/* ?attachments=inline: a file over this stays a URL ("data": null) */
+#define NGX_HTTP_TENT_EXPORT_INLINE_MAX  (64 * 1024 * 1024)
 
 
 typedef struct ngx_http_tent_export_s  ngx_http_tent_export_t;

@@ -17,6 +17,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_store.h"
 #include "ngx_http_tent_export.h"
 #include "ngx_http_tent_export_private.h"
 
@@ -244,6 +245,90 @@ ngx_http_tent_export_attachment_url(ngx_http_tent_export_t *ex,
 
 
 /*
+ * ?attachments=inline: the file of a digest in base64, read whole into
+ * the page's pool (a page is one version then, so the export holds one
+ * version's files at a time); NULL when it is missing (said in the log,
+ * the document keeps the URL and the digest).
+ */
+
+static json_t *
+ngx_http_tent_export_attachment_data(ngx_http_tent_export_t *ex,
+    ngx_str_t *digest)
+{
+    off_t                       size;
+    json_t                     *data;
+    ssize_t                     n;
+    ngx_fd_t                    fd;
+    ngx_str_t                   path, raw, b64;
+    ngx_file_info_t             fi;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(ex->r, ngx_http_tent_module);
+
+    if (ngx_http_tent_store_digest_valid(digest) != NGX_OK
+        || ngx_http_tent_store_file_path(ex->page, &mcf->store_path,
+                                         &ex->ctx->entity, digest, &path)
+           != NGX_OK)
+    {
+        return json_null();
+    }
+
+    fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (fd == NGX_INVALID_FILE) {
+        ngx_log_error(NGX_LOG_WARN, &ex->log, ngx_errno,
+                      "tent export: attachment \"%V\" not inlined",
+                      &path);
+        return json_null();
+    }
+
+    data = NULL;
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR
+        || (size = ngx_file_size(&fi)) > NGX_HTTP_TENT_EXPORT_INLINE_MAX)
+    {
+        ngx_log_error(NGX_LOG_WARN, &ex->log, 0,
+                      "tent export: attachment \"%V\" not inlined: "
+                      "unreadable or over 64 MB", &path);
+        data = json_null();
+        goto done;
+    }
+
+    raw.len = (size_t) size;
+    raw.data = ngx_pnalloc(ex->page, raw.len + 1);
+    b64.data = ngx_pnalloc(ex->page, ngx_base64_encoded_length(raw.len) + 1);
+
+    if (raw.data == NULL || b64.data == NULL) {
+        goto done;
+    }
+
+    n = ngx_read_fd(fd, raw.data, raw.len);
+
+    if (n != (ssize_t) raw.len) {
+        ngx_log_error(NGX_LOG_WARN, &ex->log, ngx_errno,
+                      "tent export: attachment \"%V\" not inlined: "
+                      "short read", &path);
+        data = json_null();
+        goto done;
+    }
+
+    ngx_encode_base64(&b64, &raw);
+
+    data = json_stringn((char *) b64.data, b64.len);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, &ex->log, 0,
+                   "tent export: attachment %V inlined, %uz bytes",
+                   digest, raw.len);
+
+done:
+
+    ngx_close_file(fd);
+
+    return data;
+}
+
+
+/*
  * A version of one of our posts.  The "v" rows come by post, versions
  * ascending, so a post is {"id", "versions": [...]} opened at its first
  * row and closed at the next post's (or the section's end), across
@@ -255,8 +340,8 @@ ngx_int_t
 ngx_http_tent_export_post(ngx_http_tent_export_t *ex, json_t *record)
 {
     size_t      i;
-    json_t     *a, *url, *head;
-    ngx_str_t   id, name;
+    json_t     *a, *url, *head, *data;
+    ngx_str_t   id, name, digest;
 
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || id.len > NGX_HTTP_TENT_EXPORT_ID_MAX)
@@ -275,6 +360,19 @@ ngx_http_tent_export_post(ngx_http_tent_export_t *ex, json_t *record)
 
         url = ngx_http_tent_export_attachment_url(ex, &id, &name);
         if (url == NULL || json_object_set_new(a, "url", url) != 0) {
+            return NGX_ERROR;
+        }
+
+        if (!(ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)) {
+            continue;
+        }
+
+        if (ngx_http_tent_json_str(a, "digest", &digest) != NGX_OK) {
+            digest.len = 0;
+        }
+
+        data = ngx_http_tent_export_attachment_data(ex, &digest);
+        if (data == NULL || json_object_set_new(a, "data", data) != 0) {
             return NGX_ERROR;
         }
     }

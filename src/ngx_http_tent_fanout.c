@@ -299,14 +299,18 @@ ngx_http_tent_delivery_permitted(json_t *post, json_t *record)
 }
 
 
-/* who gets a post: followers subscribed to its type, and permitted */
+/*
+ * who gets a post: followers subscribed to its type, and permitted; not
+ * an imported one until its server has followed again (docs/import.md)
+ */
 
 static ngx_int_t
 ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
 {
     ngx_str_t  type;
 
-    return ngx_http_tent_json_str(post, "type", &type) == NGX_OK
+    return !json_is_true(json_object_get(follower, "import_pending"))
+           && ngx_http_tent_json_str(post, "type", &type) == NGX_OK
            && ngx_http_tent_type_allowed(json_object_get(follower, "types"),
                                          &type)
            && ngx_http_tent_delivery_permitted(post, follower);

@@ -30,10 +30,22 @@ typedef struct {
 
 static ngx_int_t ngx_http_tent_import_parsed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_import_start(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_import_scan(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
 static ngx_int_t ngx_http_tent_import_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_import_core_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_import_prepare(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+static ngx_int_t ngx_http_tent_import_build(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_import_section(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_uint_t s);
+static ngx_int_t ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im,
+    size_t i, const char *reason);
 static ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
 static ngx_int_t ngx_http_tent_import_written(ngx_http_request_t *r,
@@ -82,6 +94,13 @@ ngx_str_t  ngx_http_tent_import_core_base =
     ngx_string("https://tent.io/types/info/core");
 
 
+const char *
+ngx_http_tent_import_section_name(ngx_uint_t section)
+{
+    return ngx_http_tent_import_sections[section].name;
+}
+
+
 /*
  * POST /import: write_secrets (the document holds every relationship's
  * credentials) and the write scopes of the sections; posts' scopes are
@@ -105,10 +124,10 @@ ngx_http_tent_import_post_route(ngx_http_request_t *r,
     }
 
     if (ngx_http_arg(r, (u_char *) "merge", 5, &v) == NGX_OK
-        && !(v.len == 1 && v.data[0] == '0'))
+        && !(v.len == 1 && (v.data[0] == '0' || v.data[0] == '1')))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                   "merge is not done yet: import into an empty entity");
+                                        "merge must be 0 or 1");
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -124,7 +143,8 @@ static ngx_int_t
 ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     json_t                          *doc, *v, *posts;
-    ngx_str_t                        from;
+    size_t                           max;
+    ngx_str_t                        from, m;
     ngx_http_tent_import_t          *im;
     ngx_http_tent_import_section_t  *sec;
 
@@ -166,10 +186,23 @@ ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                        "Every section must be an array");
         }
 
-        if (json_array_size(v) > NGX_HTTP_TENT_IMPORT_ROWS_MAX) {
+        /* a profile has few sections; their history is bounded too */
+
+        max = NGX_HTTP_TENT_IMPORT_ROWS_MAX;
+
+        if (sec == &ngx_http_tent_import_sections[0]) {
+            max = NGX_HTTP_TENT_IMPORT_PROFILE_MAX;
+
+        } else if (sec == &ngx_http_tent_import_sections[1]) {
+            max = NGX_HTTP_TENT_IMPORT_VERSIONS_MAX;
+        }
+
+        if (json_array_size(v) > max) {
             return ngx_http_tent_send_error(r,
                        NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                       "A section has more than 100000 rows");
+                       "A section has more rows than an import takes "
+                       "(profile 256, profile_versions 10000, others "
+                       "100000)");
         }
     }
 
@@ -190,15 +223,9 @@ ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     im->doc = doc;
     im->from = from;
+    im->merge = (ngx_http_arg(r, (u_char *) "merge", 5, &m) == NGX_OK
+                 && m.data[0] == '1');
     im->report = json_object();
-    im->seen = json_object();
-
-    if (im->seen == NULL
-        || ngx_http_tent_json_cleanup(r->pool, im->seen) != NGX_OK)
-    {
-        json_decref(im->seen);
-        return ngx_http_tent_internal_error(r, "allocating the import");
-    }
 
     if (im->report == NULL
         || ngx_http_tent_json_cleanup(r->pool, im->report) != NGX_OK)
@@ -209,11 +236,75 @@ ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     ctx->state = im;
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent import: document of \"%V\": checking the entity "
-                   "is empty", &from);
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: document of \"%V\", merge: %ui",
+                   &from, im->merge);
 
-    return ngx_http_tent_import_scan(r, im);
+    return ngx_http_tent_import_lock(r, im, ngx_http_tent_import_start);
+}
+
+
+/* the marker is ours: empty (or, merging, our core as it is) */
+
+static ngx_int_t
+ngx_http_tent_import_start(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t                key;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_import_t  *im;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    im = ctx->state;
+
+    if (!im->merge) {
+        return ngx_http_tent_import_scan(r, im);
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_PROFILE,
+                             &ngx_http_tent_import_core_base, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                          ngx_http_tent_import_core_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_import_core_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t                value;
+    ngx_http_tent_import_t  *im;
+
+    im = ngx_http_tent_get_ctx(r)->state;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK
+        && ngx_http_tent_store_value(op, &value) == NGX_OK)
+    {
+        im->core = ngx_http_tent_json_load(r, &value);
+        if (im->core == NULL) {
+            return ngx_http_tent_import_finish(r, im,
+                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        }
+
+        im->core_raw = value;
+
+    } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_import_finish(r, im,
+                   ngx_http_tent_store_http_status(op), NULL);
+    }
+
+    return ngx_http_tent_import_prepare(r, im);
 }
 
 
@@ -229,7 +320,7 @@ ngx_http_tent_import_scan(ngx_http_request_t *r, ngx_http_tent_import_t *im)
     ctx = ngx_http_tent_get_ctx(r);
 
     if (im->check == NGX_HTTP_TENT_IMPORT_EMPTY) {
-        return ngx_http_tent_import_next(r, im);
+        return ngx_http_tent_import_prepare(r, im);
     }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -241,7 +332,8 @@ ngx_http_tent_import_scan(ngx_http_request_t *r, ngx_http_tent_import_t *im)
            != NGX_OK
         || ngx_http_tent_store_scan(op, &start, &end, 2, 0) != NGX_OK)
     {
-        return ngx_http_tent_internal_error(r, "building the emptiness scan");
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -253,26 +345,28 @@ static ngx_int_t
 ngx_http_tent_import_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                status;
+    json_t                  *err;
     ngx_str_t                key, value, core;
     ngx_uint_t               table;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_import_t  *im;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
     ctx = ngx_http_tent_get_ctx(r);
     im = ctx->state;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_import_finish(r, im,
+                   ngx_http_tent_store_http_status(op), NULL);
+    }
+
     table = ngx_http_tent_import_empty[im->check];
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
                           &ngx_http_tent_import_core_base, &core)
         != NGX_OK)
     {
-        return ngx_http_tent_internal_error(r, "building the core's key");
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
@@ -285,7 +379,8 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
         {
             im->core = ngx_http_tent_json_load(r, &value);
             if (im->core == NULL) {
-                return ngx_http_tent_internal_error(r, "reading the core");
+                return ngx_http_tent_import_finish(r, im,
+                           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
             }
 
             im->core_raw = value;
@@ -295,15 +390,138 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent import: table %ui has rows: not empty", table);
 
-        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
-                   "The entity is not empty: an import needs an entity "
-                   "with no followers, followings, groups, posts or "
-                   "profile sections but core");
+        err = json_pack("{s:s}", "error",
+                        "The entity is not empty: an import needs an entity "
+                        "with no followers, followings, groups, posts or "
+                        "profile sections but core (or ?merge=1)");
+
+        if (err == NULL
+            || ngx_http_tent_json_cleanup(r->pool, err) != NGX_OK)
+        {
+            json_decref(err);
+            err = NULL;
+        }
+
+        return ngx_http_tent_import_finish(r, im, err ? NGX_HTTP_CONFLICT
+                                           : NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                           err);
     }
 
     im->check++;
 
     return ngx_http_tent_import_scan(r, im);
+}
+
+
+/* an error reply of the import, once the marker is removed */
+
+static ngx_int_t
+ngx_http_tent_import_refuse(ngx_http_request_t *r, ngx_http_tent_import_t *im,
+    ngx_uint_t status, const char *error)
+{
+    json_t  *err;
+
+    err = json_pack("{s:s}", "error", error);
+
+    if (err == NULL || ngx_http_tent_json_cleanup(r->pool, err) != NGX_OK) {
+        json_decref(err);
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    return ngx_http_tent_import_finish(r, im, status, err);
+}
+
+
+/*
+ * Before anything is written: our core's previous_entities has room,
+ * then pass 1 over every section (rows checked, their bytes counted,
+ * the keys to look up noted, nothing put), then the look-up.
+ */
+
+static ngx_int_t
+ngx_http_tent_import_prepare(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im)
+{
+    size_t       i;
+    json_t      *prev, *v;
+    ngx_str_t    s;
+    ngx_uint_t   sec, known;
+
+    prev = json_object_get(json_object_get(im->core, "content"),
+                           "previous_entities");
+    known = 0;
+
+    json_array_foreach(prev, i, v) {
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (s.data && ngx_http_tent_entity_eq(&s, &im->from)) {
+            known = 1;
+        }
+    }
+
+    if (!known && json_array_size(prev) >= NGX_HTTP_TENT_IMPORT_PREVIOUS_MAX)
+    {
+        return ngx_http_tent_import_refuse(r, im, NGX_HTTP_CONFLICT,
+                   "The core's previous_entities is full (16): nothing "
+                   "imported");
+    }
+
+    im->probe = 1;
+
+    for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
+        if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
+            return ngx_http_tent_import_finish(r, im,
+                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        }
+
+        if (im->too_big) {
+            return ngx_http_tent_import_refuse(r, im,
+                       NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                       "A section is more than 32 MB: too big for one store "
+                       "batch; nothing imported");
+        }
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: rows checked, %ui keys to look up",
+                   im->checks ? im->checks->nelts : 0);
+
+    return ngx_http_tent_import_lookup(r, im, ngx_http_tent_import_build);
+}
+
+
+/* pass 2: every section's batch built, none written until all fit */
+
+static ngx_int_t
+ngx_http_tent_import_build(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_uint_t               sec;
+    ngx_http_tent_import_t  *im;
+
+    im = ngx_http_tent_get_ctx(r)->state;
+
+    im->probe = 0;
+
+    for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
+        if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
+            return ngx_http_tent_import_finish(r, im,
+                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        }
+
+        if (im->too_big) {
+            return ngx_http_tent_import_refuse(r, im,
+                       NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                       "A section is more than 32 MB: too big for one store "
+                       "batch; nothing imported");
+        }
+    }
+
+    im->section = 0;
+
+    return ngx_http_tent_import_next(r, im);
 }
 
 
@@ -317,6 +535,16 @@ ngx_http_tent_import_put(ngx_http_tent_import_t *im,
     ngx_int_t  rc;
 
     im->bytes += key->len + value->len;
+
+    if (im->probe) {
+        im->rows++;
+
+        if (expected || im->cur_request == NULL) {
+            return NGX_OK;
+        }
+
+        return ngx_http_tent_import_note(im->cur_request, im, key);
+    }
 
     if (im->rows++ == 0) {
         /* must be absent (or as read): a write since the check loses */
@@ -345,79 +573,154 @@ ngx_http_tent_import_put_json(ngx_http_request_t *r,
 }
 
 
-/* the next section: its rows checked, one batch for them all */
+static ngx_int_t
+ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im, size_t i,
+    const char *reason)
+{
+    json_t     *index;
+    ngx_int_t   rc;
+
+    index = json_integer((json_int_t) i);
+    if (index == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_tent_import_skip(im, "index", index, reason);
+    json_decref(index);
+
+    return rc;
+}
+
+
+/*
+ * A section's rows, in either pass: checked and (pass 2) put into its
+ * batch, with what the look-up found of them; its report entry.
+ */
 
 static ngx_int_t
-ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
+ngx_http_tent_import_section(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_uint_t s)
 {
-    size_t                           i;
-    json_t                          *rows, *row, *invalid, *bad;
+    size_t                           i, nchecks;
+    json_t                          *rows, *row, *invalid, *bad, *entry;
+    u_char                           mark;
     ngx_int_t                        rc;
     const char                      *error;
     ngx_http_tent_store_op_t        *op;
     ngx_http_tent_import_section_t  *sec;
 
-    for ( ;; ) {
-        sec = &ngx_http_tent_import_sections[im->section];
+    sec = &ngx_http_tent_import_sections[s];
+    rows = json_object_get(im->doc, sec->name);
 
-        if (sec->name == NULL) {
-            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                           "tent import: done");
+    /* profile goes even when absent: our core names the old entity */
 
-            return ngx_http_tent_send_json(r, NGX_HTTP_OK, im->report);
-        }
-
-        im->section++;
-
-        rows = json_object_get(im->doc, sec->name);
-
-        /* profile goes even when absent: our core names the old entity */
-
-        if (!json_is_array(rows) && ngx_strcmp(sec->name, "profile") != 0) {
-            continue;
-        }
-
-        break;
+    if (!json_is_array(rows) && s != 0) {
+        return NGX_OK;
     }
 
-    im->entry = json_pack("{s:i, s:[]}", "taken", 0, "skipped");
+    entry = json_pack("{s:i, s:[]}", "taken", 0, "skipped");
     invalid = json_array();
 
-    if (im->entry == NULL || invalid == NULL
-        || json_object_set_new(im->report, sec->name, im->entry) != 0)
+    if (entry == NULL || invalid == NULL
+        || ngx_http_tent_json_cleanup(r->pool, entry) != NGX_OK)
     {
+        json_decref(entry);
         json_decref(invalid);
-        return ngx_http_tent_internal_error(r, "building the report");
+        return NGX_ERROR;
     }
 
     if (ngx_http_tent_json_cleanup(r->pool, invalid) != NGX_OK) {
         json_decref(invalid);
-        return ngx_http_tent_internal_error(r, "building the report");
+        return NGX_ERROR;
     }
 
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (op == NULL) {
-        return ngx_http_tent_internal_error(r, "creating the batch");
+    /* the "once" rules start again with each pass */
+
+    if (s == 0) {
+        im->seen = json_object();
+        if (im->seen == NULL
+            || ngx_http_tent_json_cleanup(r->pool, im->seen) != NGX_OK)
+        {
+            json_decref(im->seen);
+            return NGX_ERROR;
+        }
     }
 
+    op = NULL;
+
+    if (!im->probe) {
+        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+        if (op == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (json_object_set(im->report, sec->name, entry) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    im->entry = entry;
+    im->entries[s] = entry;
+    im->ops[s] = op;
+    im->cur = s;
+    im->cur_request = r;
     im->rows = 0;
     im->bytes = 0;
     im->invalid = 0;
 
-    if (ngx_strcmp(sec->name, "profile") == 0) {
-        rc = ngx_http_tent_import_profile(r, im, op, NULL, &error);
-        if (rc != NGX_OK) {
-            return ngx_http_tent_internal_error(r, "building our core");
+    if (s == 0) {
+        /* our core: its row (past the document's rows) is never marked */
+        im->row = json_array_size(rows);
+
+        if (ngx_http_tent_import_profile(r, im, op, NULL, &error) != NGX_OK) {
+            return NGX_ERROR;
         }
     }
 
     json_array_foreach(rows, i, row) {
         error = NULL;
+        im->row = i;
+        mark = (im->probe || im->marks[s] == NULL) ? 0 : im->marks[s][i];
 
-        rc = sec->row(r, im, op, row, &error);
+        if (mark & NGX_HTTP_TENT_IMPORT_EXISTS) {
+            /* merging: what is here stays */
+            if (ngx_http_tent_import_skip_row(im, i, "exists here: kept")
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        if (mark & NGX_HTTP_TENT_IMPORT_CREDENTIAL) {
+            error = "mac_key_id is a credential of this entity already";
+
+            if (im->merge) {
+                if (ngx_http_tent_import_skip_row(im, i, error) != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+
+                continue;
+            }
+
+            rc = NGX_DECLINED;
+
+        } else {
+            nchecks = im->checks ? im->checks->nelts : 0;
+
+            rc = sec->row(r, im, op, row, &error);
+
+            /* an invalid row's keys are not looked up */
+
+            if (rc != NGX_OK && im->checks) {
+                im->checks->nelts = nchecks;
+            }
+        }
 
         if (rc == NGX_ERROR) {
-            return ngx_http_tent_internal_error(r, "adding a row to the batch");
+            return NGX_ERROR;
         }
 
         if (rc == NGX_DECLINED) {
@@ -425,20 +728,26 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
                 bad = json_pack("{s:I, s:s}", "index", (json_int_t) i,
                                 "reason", error ? error : "invalid");
                 if (bad == NULL || json_array_append_new(invalid, bad) != 0) {
-                    return ngx_http_tent_internal_error(r,
-                                                        "building the report");
+                    return NGX_ERROR;
                 }
             }
         }
-    }
 
-    if (im->invalid == 0 && im->bytes > NGX_HTTP_TENT_IMPORT_BATCH_MAX) {
-        im->invalid = 1;
-        bad = json_pack("{s:s}", "reason",
-                        "the section is more than 32 MB: too big for one "
-                        "store batch");
-        if (bad == NULL || json_array_append_new(invalid, bad) != 0) {
-            return ngx_http_tent_internal_error(r, "building the report");
+        /* the batch as encoded, feed index rows and all */
+
+        if (op) {
+            im->bytes = ngx_http_tent_store_op_size(op);
+        }
+
+        if (im->bytes > NGX_HTTP_TENT_IMPORT_BATCH_MAX) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "tent import: section \"%s\" over %uz bytes at "
+                          "row %uz: nothing imported", sec->name,
+                          im->bytes, i);
+
+            im->too_big = im->bytes;
+            im->too_big_name = sec->name;
+            return NGX_OK;
         }
     }
 
@@ -449,28 +758,58 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
                       "tent import: section \"%s\": %ui invalid rows, "
                       "not written", sec->name, im->invalid);
 
-        json_object_set_new(im->entry, "taken", json_integer(0));
-        json_object_set_new(im->entry, "written", json_false());
-        json_object_set_new(im->entry, "error",
-                            json_string("invalid rows: none written"));
-        json_object_set_new(im->entry, "invalid_count",
-                            json_integer((json_int_t) im->invalid));
-        json_object_set(im->entry, "invalid", invalid);
+        im->ops[s] = NULL;
 
-        return ngx_http_tent_import_next(r, im);
+        json_object_set_new(entry, "taken", json_integer(0));
+        json_object_set_new(entry, "written", json_false());
+        json_object_set_new(entry, "error",
+                            json_string("invalid rows: none written"));
+        json_object_set_new(entry, "invalid_count",
+                            json_integer((json_int_t) im->invalid));
+        json_object_set(entry, "invalid", invalid);
+
+        return NGX_OK;
     }
 
     if (im->rows == 0) {
-        json_object_set_new(im->entry, "written", json_true());
-        return ngx_http_tent_import_next(r, im);
+        im->ops[s] = NULL;
+        json_object_set_new(entry, "written", json_true());
+        return NGX_OK;
     }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent import: section \"%s\": %ui rows, %uz bytes",
                    sec->name, im->rows, im->bytes);
 
-    return ngx_http_tent_store_submit_request(r, op,
+    return NGX_OK;
+}
+
+
+/* the next section's batch to the store, in order */
+
+static ngx_int_t
+ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
+{
+    ngx_uint_t  s;
+
+    while (im->section < NGX_HTTP_TENT_IMPORT_SECTIONS) {
+        s = im->section++;
+
+        if (im->ops[s] == NULL) {
+            continue;
+        }
+
+        im->entry = im->entries[s];
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent import: writing section \"%s\"",
+                       ngx_http_tent_import_sections[s].name);
+
+        return ngx_http_tent_store_submit_request(r, im->ops[s],
                                               ngx_http_tent_import_written);
+    }
+
+    return ngx_http_tent_import_finish(r, im, NGX_HTTP_OK, im->report);
 }
 
 

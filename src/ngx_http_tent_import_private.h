@@ -26,6 +26,37 @@
 #define NGX_HTTP_TENT_IMPORT_ROWS_MAX    100000
 #define NGX_HTTP_TENT_IMPORT_REASONS     20
 
+/* the caps of docs/import.md "Bounds" */
+#define NGX_HTTP_TENT_IMPORT_PROFILE_MAX   256
+#define NGX_HTTP_TENT_IMPORT_VERSIONS_MAX  10000
+#define NGX_HTTP_TENT_IMPORT_PREVIOUS_MAX  16
+#define NGX_HTTP_TENT_IMPORT_VERSION_MAX   0x7fffffff
+#define NGX_HTTP_TENT_IMPORT_FUTURE        86400
+
+/* the sections, in the order they are written */
+#define NGX_HTTP_TENT_IMPORT_SECTIONS    6
+
+/* an import's marker row: another import waits, or takes it when stale */
+#define NGX_HTTP_TENT_IMPORT_LOCK_TIME   600
+
+/* keys looked up at once before the batches are built */
+#define NGX_HTTP_TENT_IMPORT_MGET_MAX    8192
+#define NGX_HTTP_TENT_IMPORT_MGET_MERGE  128
+
+/* what the look-up found of a row's keys (the marks) */
+#define NGX_HTTP_TENT_IMPORT_EXISTS      1
+#define NGX_HTTP_TENT_IMPORT_CREDENTIAL  2
+
+
+/* a key a row would write, looked up first (docs/import.md) */
+
+typedef struct {
+    ngx_str_t                   key;
+    ngx_uint_t                  section;
+    size_t                      row;
+    ngx_uint_t                  credential;
+} ngx_http_tent_import_check_t;
+
 
 typedef struct {
     json_t                     *doc;
@@ -40,6 +71,28 @@ typedef struct {
     ngx_uint_t                  rows;       /* rows in the batch */
     size_t                      bytes;
     ngx_uint_t                  invalid;
+
+    ngx_uint_t                  merge;      /* ?merge=1 */
+    ngx_uint_t                  probe;      /* pass 1: keys noted, no put */
+    ngx_uint_t                  credential; /* the put is a c row */
+    ngx_uint_t                  cur;        /* the section built */
+    size_t                      row;        /* its row */
+    ngx_array_t                *checks;     /* ngx_http_tent_import_check_t */
+    ngx_uint_t                  checked;
+    u_char                     *marks[NGX_HTTP_TENT_IMPORT_SECTIONS];
+    ngx_http_tent_store_op_t   *ops[NGX_HTTP_TENT_IMPORT_SECTIONS];
+    json_t                     *entries[NGX_HTTP_TENT_IMPORT_SECTIONS];
+    size_t                      too_big;    /* a section's bytes, or 0 */
+    const char                 *too_big_name;
+
+    ngx_str_t                   lock_key;
+    ngx_str_t                   lock_value;
+    ngx_uint_t                  locked;
+    ngx_uint_t                  lock_tries;
+    ngx_uint_t                  status;     /* the reply, once unlocked */
+    json_t                     *reply;
+    ngx_http_tent_request_done_pt  next;
+    ngx_http_request_t         *cur_request; /* for the put's note */
 } ngx_http_tent_import_t;
 
 
@@ -51,6 +104,8 @@ typedef ngx_int_t (*ngx_http_tent_import_row_pt)(ngx_http_request_t *r,
 
 extern ngx_str_t  ngx_http_tent_import_core_base;
 
+const char *ngx_http_tent_import_section_name(ngx_uint_t section);
+
 /* ngx_http_tent_import.c: a row into the section's batch */
 ngx_int_t ngx_http_tent_import_put(ngx_http_tent_import_t *im,
     ngx_http_tent_store_op_t *op, ngx_str_t *key, ngx_str_t *expected,
@@ -58,6 +113,8 @@ ngx_int_t ngx_http_tent_import_put(ngx_http_tent_import_t *im,
 ngx_int_t ngx_http_tent_import_put_json(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
     json_t *record);
+ngx_int_t ngx_http_tent_import_skip(ngx_http_tent_import_t *im,
+    const char *what, json_t *name, const char *reason);
 ngx_int_t ngx_http_tent_import_keep(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
     json_t *record);
@@ -85,6 +142,20 @@ ngx_int_t ngx_http_tent_import_group(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_import_post(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error);
+
+
+/*
+ * ngx_http_tent_import_check.c: the keys noted in pass 1 looked up,
+ * then each row's mark; the marker row of an import in progress.
+ */
+ngx_int_t ngx_http_tent_import_note(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_str_t *key);
+ngx_int_t ngx_http_tent_import_lookup(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_request_done_pt done);
+ngx_int_t ngx_http_tent_import_lock(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_request_done_pt done);
+ngx_int_t ngx_http_tent_import_finish(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_uint_t status, json_t *reply);
 
 
 #endif /* _NGX_HTTP_TENT_IMPORT_PRIVATE_H_INCLUDED_ */

@@ -20,6 +20,10 @@
  */
 
 
+static ngx_int_t ngx_http_tent_import_once(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *what, ngx_str_t *s);
+
+
 /* count a row taken, or say why it was skipped */
 
 static void
@@ -56,7 +60,7 @@ ngx_http_tent_import_keep(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_import_skip(ngx_http_tent_import_t *im, const char *what,
     json_t *name, const char *reason)
 {
@@ -83,6 +87,24 @@ ngx_http_tent_import_int(json_t *row, const char *name, json_int_t min)
     v = json_object_get(row, name);
 
     return json_is_integer(v) && json_integer_value(v) >= min;
+}
+
+
+/*
+ * A time (seconds): not negative, and not more than a day ahead of our
+ * clock (the feed's µs order is made from it: no overflow).
+ */
+
+static ngx_int_t
+ngx_http_tent_import_time(json_t *row, const char *name)
+{
+    json_t  *v;
+
+    v = json_object_get(row, name);
+
+    return json_is_integer(v) && json_integer_value(v) >= 0
+           && json_integer_value(v)
+              <= (json_int_t) ngx_time() + NGX_HTTP_TENT_IMPORT_FUTURE;
 }
 
 
@@ -116,12 +138,16 @@ ngx_http_tent_import_section(json_t *row, ngx_str_t *type, ngx_str_t *base)
         return "permissions must be an object with \"public\"";
     }
 
-    if (!ngx_http_tent_import_int(row, "version", 1)) {
-        return "version must be a positive integer";
+    if (!ngx_http_tent_import_int(row, "version", 1)
+        || json_integer_value(json_object_get(row, "version"))
+           > NGX_HTTP_TENT_IMPORT_VERSION_MAX)
+    {
+        return "version must be a positive integer (at most 2^31 - 1)";
     }
 
-    if (!ngx_http_tent_import_int(row, "updated_at", 0)) {
-        return "updated_at must be a non-negative integer";
+    if (!ngx_http_tent_import_time(row, "updated_at")) {
+        return "updated_at must be a time: not negative, at most a day "
+               "ahead";
     }
 
     return NULL;
@@ -142,6 +168,26 @@ ngx_http_tent_import_is_core(ngx_str_t *base)
  * (entity, servers), with the document's entity added to
  * previous_entities (spec 9.5).
  */
+
+static ngx_int_t
+ngx_http_tent_import_listed(json_t *list, ngx_str_t *entity)
+{
+    size_t      i;
+    json_t     *v;
+    ngx_str_t   s;
+
+    json_array_foreach(list, i, v) {
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (s.data && ngx_http_tent_entity_eq(&s, entity)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
 
 ngx_int_t
 ngx_http_tent_import_profile(ngx_http_request_t *r,
@@ -197,9 +243,17 @@ ngx_http_tent_import_profile(ngx_http_request_t *r,
             }
         }
 
-        if (json_array_append_new(prev, ngx_http_tent_json_string(&im->from))
-            != 0
-            || ngx_http_tent_key(r->pool, &ctx->entity,
+        /* once (a second import, a merge); the cap checked before */
+
+        if (!ngx_http_tent_import_listed(prev, &im->from)
+            && json_array_append_new(prev,
+                                     ngx_http_tent_json_string(&im->from))
+               != 0)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
                                  NGX_HTTP_TENT_TABLE_PROFILE,
                                  &ngx_http_tent_import_core_base, &key)
                != NGX_OK
@@ -253,7 +307,8 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error)
 {
-    ngx_str_t             type, base, key;
+    u_char               *p;
+    ngx_str_t             type, base, key, once;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -267,6 +322,27 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
         return ngx_http_tent_import_skip(im, "type",
                    json_object_get(row, "type"),
                    "the core section's history is this server's");
+    }
+
+    p = ngx_pnalloc(r->pool, base.len + 1 + NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    once.data = p;
+    once.len = ngx_sprintf(p, "%V %L", &base,
+                           (int64_t) json_integer_value(
+                               json_object_get(row, "version")))
+               - p;
+
+    switch (ngx_http_tent_import_once(r, im, "q", &once)) {
+    case NGX_OK:
+        break;
+    case NGX_DECLINED:
+        *error = "the same version of a section twice";
+        return NGX_DECLINED;
+    default:
+        return NGX_ERROR;
     }
 
     if (ngx_http_tent_history_key(r->pool, &ctx->entity, &base,
@@ -288,8 +364,6 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t ngx_http_tent_import_once(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im, const char *what, ngx_str_t *s);
 
 
 /* a list of strings (types, licenses), or absent: [] */
@@ -442,11 +516,15 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
         return NULL;
     }
 
+    /* the two of the spec's schema (a follow over HTTP takes both) */
+
     if (ngx_http_tent_json_str(row, "mac_algorithm", &s) != NGX_OK
-        || s.len != sizeof("hmac-sha-256") - 1
-        || ngx_strncmp(s.data, "hmac-sha-256", s.len) != 0)
+        || !((s.len == sizeof("hmac-sha-256") - 1
+              && ngx_strncmp(s.data, "hmac-sha-256", s.len) == 0)
+             || (s.len == sizeof("hmac-sha-1") - 1
+                 && ngx_strncmp(s.data, "hmac-sha-1", s.len) == 0)))
     {
-        *error = "mac_algorithm must be \"hmac-sha-256\"";
+        *error = "mac_algorithm must be \"hmac-sha-256\" or \"hmac-sha-1\"";
         return NULL;
     }
 
@@ -490,10 +568,10 @@ ngx_http_tent_import_relation(ngx_http_request_t *r,
         return NULL;
     }
 
-    if (!ngx_http_tent_import_int(record, "created_at", 0)
-        || !ngx_http_tent_import_int(record, "updated_at", 0))
+    if (!ngx_http_tent_import_time(record, "created_at")
+        || !ngx_http_tent_import_time(record, "updated_at"))
     {
-        *error = "created_at and updated_at must be integers";
+        *error = "created_at and updated_at must be times";
         return NULL;
     }
 
@@ -560,6 +638,7 @@ ngx_http_tent_import_relation_rows(ngx_http_request_t *r,
     const char *kind, ngx_uint_t table, ngx_uint_t etable, json_t *record,
     ngx_str_t *id, ngx_str_t *entity, const char **error)
 {
+    ngx_int_t             rc;
     ngx_str_t             key, ekey, ckey, cvalue;
     ngx_uint_t            follower;
     ngx_http_tent_ctx_t  *ctx;
@@ -587,9 +666,18 @@ ngx_http_tent_import_relation_rows(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_import_put_json(r, im, op, &key, record) != NGX_OK
-        || ngx_http_tent_import_put(im, op, &ekey, NULL, id) != NGX_OK
-        || ngx_http_tent_import_put(im, op, &ckey, NULL, &cvalue) != NGX_OK)
+        || ngx_http_tent_import_put(im, op, &ekey, NULL, id) != NGX_OK)
     {
+        return NGX_ERROR;
+    }
+
+    /* the credential row: looked up first, never overwritten */
+
+    im->credential = 1;
+    rc = ngx_http_tent_import_put(im, op, &ckey, NULL, &cvalue);
+    im->credential = 0;
+
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -655,6 +743,14 @@ ngx_http_tent_import_follower(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    /*
+     * Not delivered to until its server follows again (the handshake of
+     * POST /followers: discovery and the challenge): a document may name
+     * any host as a follower's (docs/import.md, "Followers").
+     */
+
+    json_object_set_new(record, "import_pending", json_true());
+
     return ngx_http_tent_import_relation_rows(r, im, op, "follower",
                NGX_HTTP_TENT_TABLE_FOLLOWER,
                NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, record, &id, &entity,
@@ -703,10 +799,10 @@ ngx_http_tent_import_group(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    if (!ngx_http_tent_import_int(row, "created_at", 0)
-        || !ngx_http_tent_import_int(row, "updated_at", 0))
+    if (!ngx_http_tent_import_time(row, "created_at")
+        || !ngx_http_tent_import_time(row, "updated_at"))
     {
-        *error = "created_at and updated_at must be integers";
+        *error = "created_at and updated_at must be times";
         return NGX_DECLINED;
     }
 
@@ -834,12 +930,12 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
 
         last = version;
 
-        if (!ngx_http_tent_import_int(given, "received_at", 0)
-            || !ngx_http_tent_import_int(given, "published_at", 0)
-            || !ngx_http_tent_import_int(given, "updated_at", 0))
+        if (!ngx_http_tent_import_time(given, "received_at")
+            || !ngx_http_tent_import_time(given, "published_at")
+            || !ngx_http_tent_import_time(given, "updated_at"))
         {
             *error = "received_at, published_at and updated_at must be "
-                     "integers";
+                     "times: not negative, at most a day ahead";
             return NGX_DECLINED;
         }
 
@@ -876,9 +972,10 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
                                &key)
         != NGX_OK
         || ngx_http_tent_import_put_json(r, im, op, &key, current) != NGX_OK
-        || ngx_http_tent_post_index_rows(r->pool, &ctx->entity, op, current,
-                                         0)
-           != NGX_OK)
+        || (!im->probe
+            && ngx_http_tent_post_index_rows(r->pool, &ctx->entity, op,
+                                             current, 0)
+               != NGX_OK))
     {
         return NGX_ERROR;
     }

@@ -945,6 +945,15 @@ ngx_http_tent_store_next(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 }
 
 
+/* the bytes of an operation's request so far (a batch's size) */
+
+size_t
+ngx_http_tent_store_op_size(ngx_http_tent_store_op_t *op)
+{
+    return ngx_http_tent_sop(op)->req_len;
+}
+
+
 /* the values of a multi-get, in the order of the keys */
 
 ngx_int_t

@@ -86,6 +86,7 @@ ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
     ngx_str_t *key, ngx_str_t *value);
 
 ngx_int_t ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op);
+size_t ngx_http_tent_store_op_size(ngx_http_tent_store_op_t *op);
 
 /* ngx_http_tent_store_files.c: where attachment bytes are files */
 ngx_int_t ngx_http_tent_store_digest_valid(ngx_str_t *digest);

@@ -134,8 +134,9 @@ is($res->{status}, 403, 'without read_groups: 403');
 
 my (undef, $all) = $c->authorized_app(
     "$BASE,read_posts,read_apps", post_types => 'all', info_types => 'all');
-$res = export_get($all, 'attachments=inline');
-is($res->{status}, 400, 'attachments=inline: 400, not done yet');
+$res = export_get($all, 'attachments=bogus');
+is($res->{status}, 400, 'attachments=bogus: 400 (t/api/111-export-inline.t '
+   . 'for inline)');
 
 $res = $c->request(HEAD => '/export', cred => $base);
 is($res->{status}, 200, 'HEAD: 200');
