@@ -21,6 +21,7 @@
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_export.h"
 #include "ngx_http_tent_import.h"
+#include "ngx_http_tent_move.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
@@ -201,6 +202,10 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/import"),
       NGX_HTTP_POST,
       ngx_http_tent_import_post_route },
+
+    { ngx_string("/move"),
+      NGX_HTTP_POST,
+      ngx_http_tent_move_post },
 
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
