@@ -103,6 +103,11 @@ $res = $a->request(POST => '/followers',
                              notification_path => 'notifications/r' });
 is($res->{status}, 200, 'R (tentd-like) follows A') or diag $res->{body};
 
+# A follows F too: B keeps that following with the exported credential
+$res = $a->request(POST => '/followings', cred => $aown,
+                   body => { entity => $F });
+is($res->{status}, 200, 'A follows F') or diag $res->{body};
+
 my $p1 = post_of($a, $aown, 'before the move');
 ok(wait_for(sub { f_has($A, $p1) }), "F receives A's post");
 
@@ -282,7 +287,19 @@ my $p2 = post_of($b, $bown, 'after the move');
 ok(wait_for(sub { f_has($B, $p2) }, 20), "F receives B's post")
     or diag $bp->error_log_text;
 
-# a second announcement: nothing left to re-key, nothing broken
+# F's follower A is B now: F's posts reach B, at the following B imported
+$res = $f->request(GET => '/followers?entity=' . uri_escape($B));
+is(scalar @{ $res->{json} || [] }, 1, "F's follower A is B's now");
+my (undef, $fpost) = $fp->authorized_app('write_posts',
+    post_types => 'all', info_types => 'all');
+my $p4 = post_of($f, $fpost, 'to my follower, moved');
+ok(wait_for(sub {
+    $b->request(GET => '/posts/' . uri_escape($F) . "/$p4",
+                cred => $bown)->{status} == 200 }, 20),
+   "B receives F's post, as A's following did")
+    or diag $fp->error_log_text;
+
+
 my $p3 = post_of($b, $bown, 'and again');
 ok(wait_for(sub { f_has($B, $p3) }, 20), 'and the next one');
 
