@@ -22,6 +22,10 @@ ngx_int_t ngx_http_tent_move_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
     ngx_str_t *to);
 json_t *ngx_http_tent_move_core(json_t *profile);
+ngx_int_t ngx_http_tent_move_posts_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_move_post_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 #endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */

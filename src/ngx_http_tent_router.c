@@ -97,7 +97,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/posts"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_posts_list },
+      ngx_http_tent_move_posts_list },
 
     { ngx_string("/posts"),
       NGX_HTTP_POST,
@@ -109,7 +109,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/posts/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_post_get },
+      ngx_http_tent_move_post_get },
 
     { ngx_string("/posts/:id/mentions"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,

@@ -255,6 +255,23 @@ is($core->{entity}, $B, "A's profile: entity B");
 is_deeply($core->{previous_entities}, [$A], 'previous_entities: A');
 like($core->{servers}[0] // '', qr/^\Q$B\E/, "B's servers");
 
+# A's posts: redirected to B (tent_moved_redirect_time), but for A's apps
+$res = $a->request(GET => "/posts/$p1");
+is($res->{status}, 301, "an anonymous read of A's post: 301");
+is($res->{headers}{location}, "$B/tent/posts/$p1", 'to the same post at B');
+$res = $b->request(GET => "/posts/$p1");
+is($res->{status}, 200, 'which B has') or diag $res->{body};
+is($res->{json}{entity}, $B, "as B's");
+$res = $a->request(GET => '/posts?limit=5');
+is($res->{status}, 301, "A's feed: 301");
+is($res->{headers}{location}, "$B/tent/posts?limit=5", "to B's, same query");
+$res = $a->request(GET => "/posts/$p1", cred => $fcred);
+is($res->{status}, 301, "a follower's signed read: 301 too");
+$res = $a->request(GET => "/posts/$p1", cred => $aown);
+is($res->{status}, 200, "A's own app: answered") or diag $res->{body};
+$res = $a->request(DELETE => "/posts/$p1");
+isnt($res->{status}, 301, 'a DELETE is not redirected');
+
 my @prof;
 wait_for(sub {
     @prof = grep { (eval { decode_json($_->{body})->{type} } // '')
