@@ -1090,7 +1090,9 @@ ngx_http_tent_move_checked(ngx_http_request_t *r,
     }
 
     if (rd->cache) {
-        rd->cached.body = to;
+        /* not moved: an empty body, never a NULL one (memcpy) */
+        rd->cached.body.data = to.len ? to.data : (u_char *) "";
+        rd->cached.body.len = to.len;
         ngx_http_tent_cache_put(r, &rd->cached);
     }
 
