@@ -982,6 +982,7 @@ static ngx_int_t
 ngx_http_tent_move_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)
 {
+    ngx_int_t                   rc;
     ngx_str_t                   what, base;
     ngx_http_tent_srv_conf_t   *scf;
     ngx_http_tent_move_read_t  *rd;
@@ -1006,7 +1007,13 @@ ngx_http_tent_move_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     ngx_str_set(&what, "moved");
 
-    switch (ngx_http_tent_cache_get(r, ctx, &what, &rd->cached)) {
+    rc = ngx_http_tent_cache_get(r, ctx, &what, &rd->cached);
+
+    /* the line after the cache's own: its entry is this check's */
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: moved? checked in the cache: %i", rc);
+
+    switch (rc) {
 
     case NGX_OK:
         if (rd->cached.body.len == 0) {
