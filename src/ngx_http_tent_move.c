@@ -272,7 +272,8 @@ static ngx_int_t
 ngx_http_tent_move_core_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                *content, *prev, *record, *post, *old, *servers;
+    json_t                *content, *prev, *record, *post, *old, *servers,
+                          *type;
     ngx_int_t              status;
     ngx_str_t              value, key, old_key, base;
     json_int_t             v;
@@ -337,10 +338,12 @@ ngx_http_tent_move_core_read(ngx_http_request_t *r,
 
     v = old ? json_integer_value(json_object_get(old, "version")) : 0;
 
-    record = json_pack("{s:O, s:O, s:{s:b}, s:I, s:I, s:{s:o, s:I}}",
-                       "type", json_is_string(json_object_get(old, "type"))
-                               ? json_object_get(old, "type")
-                               : json_string(NGX_HTTP_TENT_CORE_TYPE),
+    type = json_is_string(json_object_get(old, "type"))
+           ? json_incref(json_object_get(old, "type"))
+           : json_string(NGX_HTTP_TENT_CORE_TYPE);
+
+    record = json_pack("{s:o, s:O, s:{s:b}, s:I, s:I, s:{s:o, s:I}}",
+                       "type", type,
                        "content", content,
                        "permissions", "public", 1,
                        "version", v + 1,

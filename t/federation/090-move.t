@@ -8,9 +8,11 @@
 # write_secrets, signed with a relationship's credential, bodies that are
 # not a move, a move to an entity whose profile does not list A; on the
 # receiving side, a forged successor claim (the new profile does not list
-# the old entity), H claiming to be B (B lists A, not H), H announcing
-# itself A's successor while staying H, a move signed with H's credential
-# on A's following.
+# the old entity), H claiming to be B (B lists A, not H), G (a follower of
+# F) claiming the same, H announcing itself A's successor while staying
+# H, a move signed with H's credential on A's following.  After the move:
+# reads of A's posts redirected to B, F's follower A (A followed F) is B's
+# and F's posts reach B at the following B imported.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text dechunk
@@ -235,6 +237,41 @@ $res = h_announces({ entity => $HU, servers => ["$HU/tent"], licenses => [],
                      previous_entities => [$A] });
 is($res->{status}, 200, "H says it is A's successor, staying H");
 nothing_rekeyed("H, A's successor");
+
+# a follower of F, G, claims to be B (B lists A, not G)
+my $G = Tent::Receiver->start(port => $PORT + 6);
+$res = $f->request(POST => '/followers',
+                   body => { entity => $G->url, types => ['all'],
+                             licenses => [],
+                             notification_path => 'notifications/g' });
+is($res->{status}, 200, 'G follows F') or diag $res->{body};
+my $gcred = { map { $_ => $res->{json}{$_} }
+              qw(mac_key_id mac_key mac_algorithm) };
+$G->rules([{ method => 'GET', path => '^/tent/profile$',
+             action => { status => 200,
+                         headers => { 'Content-Type' =>
+                                      'application/vnd.tent.v0+json' },
+                         body => { $CORE => {
+                             entity => $B, servers => [$G->url . '/tent'],
+                             licenses => [],
+                             previous_entities => [$G->url, $A] } } } }]);
+$res = $f->request(POST => '/posts', cred => $gcred,
+                   body => { id => 'gp1', entity => $G->url,
+                             type => $PROFILE, version => 1,
+                             published_at => time,
+                             permissions => { public => JSON::PP::true },
+                             content => { types => [$CORE],
+                                          action => 'update' } });
+is($res->{status}, 200, "G's profile post, signed as F's follower")
+    or diag $res->{body};
+ok(wait_for(sub { (() = $fp->error_log_text($flog) =~ /does not list it/g)
+                  >= 3 }, 10), 'refused: B does not list G');
+$res = $f->request(GET => '/followers?entity=' . uri_escape($G->url));
+is(scalar @{ $res->{json} || [] }, 1, "F's follower G is still G");
+$res = $f->request(GET => '/followers?entity=' . uri_escape($A));
+is(scalar @{ $res->{json} || [] }, 1, "F's follower A is still A");
+$res = $f->request(GET => '/followers?entity=' . uri_escape($B));
+is(scalar @{ $res->{json} || [] }, 0, 'no follower B');
 
 $res = h_announces({ entity => $B, servers => ["$HU/tent"], licenses => [],
                      previous_entities => [$A] },
