@@ -25,7 +25,6 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
-#include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_move.h"
@@ -82,22 +81,8 @@ static ngx_int_t ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_moved_reply(ngx_http_request_t *r);
-
-
-/* a read of A's posts while moved: where to, and what comes after */
-typedef struct {
-    ngx_http_tent_route_pt          next;
-    ngx_http_tent_cached_t          cached;
-    ngx_uint_t                      cache;
-} ngx_http_tent_move_read_t;
-
-
-static ngx_int_t ngx_http_tent_move_check(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
-static ngx_int_t ngx_http_tent_move_checked(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_move_redirect(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_str_t *server);
+static ngx_int_t ngx_http_tent_moved_retry(ngx_http_request_t *r,
+    const char *why);
 
 
 static u_char  ngx_http_tent_move_tables[][2] = {
@@ -536,6 +521,15 @@ ngx_http_tent_moved_verified(ngx_http_request_t *r,
 
     mv = d->data;
 
+    /* N not reachable now: the sender tries again later (its queue) */
+
+    if (d->status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent move: \"%V\" announces \"%V\", not reachable "
+                      "now (%s)", &mv->from, &mv->to, d->error);
+        return ngx_http_tent_moved_retry(r, "the new entity is not reachable");
+    }
+
     if (d->status
         || !ngx_http_tent_entity_eq(&d->canonical, &mv->to)
         || !ngx_http_tent_move_lists(ngx_http_tent_move_core(d->profile),
@@ -570,7 +564,7 @@ ngx_http_tent_moved_free(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_retry(r, "the store");
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
@@ -647,7 +641,7 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
         /* the rest waits for the next announcement: it resumes */
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_retry(r, "the store");
     }
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -755,7 +749,7 @@ ngx_http_tent_moved_written(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "tent move: a batch of re-keyed posts was not "
                       "written; the next announcement resumes");
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_retry(r, "the store");
     }
 
     return ngx_http_tent_moved_scan(r, ctx->state);
@@ -793,7 +787,7 @@ ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_retry(r, "the store");
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -831,9 +825,11 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     mv = ctx->state;
 
-    if (ngx_http_tent_store_http_status(op) != NGX_OK
-        || op->status != NGX_HTTP_TENT_STORE_OK)
-    {
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
         mv->table++;
         return ngx_http_tent_moved_relation(r, mv);
     }
@@ -919,9 +915,11 @@ ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     ctx = ngx_http_tent_get_ctx(r);
     mv = ctx->state;
 
-    if (ngx_http_tent_store_http_status(op) != NGX_OK
-        || op->status != NGX_HTTP_TENT_STORE_OK)
-    {
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "tent move: a relationship of \"%V\" was not "
                       "re-keyed to \"%V\" (store status %ui)",
@@ -931,6 +929,33 @@ ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     mv->table++;
 
     return ngx_http_tent_moved_relation(r, mv);
+}
+
+
+/*
+ * Not finished for a reason that passes (the store, the new entity not
+ * reachable): a 503, so that the sender's queue sends the profile post
+ * again and the re-keying resumes from what is left under the old entity.
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_retry(ngx_http_request_t *r, const char *why)
+{
+    u_char               *p;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->state = NULL;
+
+    p = ngx_pnalloc(r->pool, 128);
+    if (p == NULL) {
+        return ngx_http_tent_internal_error(r, "the move's answer");
+    }
+
+    ngx_sprintf(p, "The move could not be taken now (%s); try again%Z", why);
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                    (const char *) p);
 }
 
 
@@ -952,225 +977,3 @@ ngx_http_tent_moved_reply(ngx_http_request_t *r)
     return ngx_http_send_header(r);
 }
 
-
-/* --- reading a moved entity's posts: redirected to the new one -------- */
-
-/*
- * GET|HEAD /posts and /posts/:id of an entity that moved, within
- * tent_moved_redirect_time of the move: 301 to the same path at the new
- * entity's first server (its import kept the ids).  Our own apps (the
- * owner exporting, cleaning up) are answered as before; so is everyone
- * once the time has passed.
- */
-
-ngx_int_t
-ngx_http_tent_move_posts_list(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
-{
-    return ngx_http_tent_move_check(r, ctx, ngx_http_tent_posts_list);
-}
-
-
-ngx_int_t
-ngx_http_tent_move_post_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
-{
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return ngx_http_tent_post_get(r, ctx);
-    }
-
-    return ngx_http_tent_move_check(r, ctx, ngx_http_tent_post_get);
-}
-
-
-static ngx_int_t
-ngx_http_tent_move_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_http_tent_route_pt next)
-{
-    ngx_int_t                   rc;
-    ngx_str_t                   what, base;
-    ngx_http_tent_srv_conf_t   *scf;
-    ngx_http_tent_move_read_t  *rd;
-
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-    if (scf->moved_redirect_time == 0
-        || ctx->principal.kind == NGX_HTTP_TENT_APP
-        || ctx->principal.kind == NGX_HTTP_TENT_AUTHORIZATION)
-    {
-        return next(r, ctx);
-    }
-
-    rd = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_move_read_t));
-    if (rd == NULL) {
-        return ngx_http_tent_internal_error(r, "allocating the move check");
-    }
-
-    rd->next = next;
-
-    /* anonymous readers: "moved?" from the workers' cache, as the feed */
-
-    ngx_str_set(&what, "moved");
-
-    rc = ngx_http_tent_cache_get(r, ctx, &what, &rd->cached);
-
-    /* the line after the cache's own: its entry is this check's */
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent move: moved? checked in the cache: %i", rc);
-
-    switch (rc) {
-
-    case NGX_OK:
-        if (rd->cached.body.len == 0) {
-            return next(r, ctx);
-        }
-
-        return ngx_http_tent_move_redirect(r, ctx, &rd->cached.body);
-
-    case NGX_DECLINED:
-        rd->cache = 1;
-        break;
-
-    default:
-        break;
-    }
-
-    ctx->state = rd;
-
-    ngx_str_set(&base, NGX_HTTP_TENT_CORE_BASE);
-
-    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_PROFILE,
-                                           &base,
-                                           ngx_http_tent_move_checked);
-}
-
-
-static ngx_int_t
-ngx_http_tent_move_checked(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    json_t                     *record, *moved, *server;
-    ngx_int_t                   status;
-    ngx_str_t                   value, to;
-    ngx_http_tent_ctx_t        *ctx;
-    ngx_http_tent_srv_conf_t   *scf;
-    ngx_http_tent_move_read_t  *rd;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    ctx = ngx_http_tent_get_ctx(r);
-    rd = ctx->state;
-    ctx->state = NULL;
-
-    ngx_str_null(&to);
-
-    if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        ngx_http_tent_store_value(op, &value);
-
-        record = ngx_http_tent_json_load(r, &value);
-        moved = json_object_get(record, "moved");
-        server = json_array_get(json_object_get(json_object_get(record,
-                                                                "content"),
-                                                "servers"), 0);
-
-        scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-        if (json_is_object(moved)
-            && json_integer_value(json_object_get(moved, "at"))
-               + scf->moved_redirect_time > ngx_time()
-            && json_is_string(server))
-        {
-            to.data = (u_char *) json_string_value(server);
-            to.len = json_string_length(server);
-
-            /* it goes into a header: visible, an http(s) URL */
-
-            if (ngx_http_tent_visible_valid(&to, 2048) != NGX_OK
-                || (ngx_strncmp(to.data, "http://", 7) != 0
-                    && ngx_strncmp(to.data, "https://", 8) != 0))
-            {
-                ngx_str_null(&to);
-            }
-
-            while (to.len && to.data[to.len - 1] == '/') {
-                to.len--;
-            }
-        }
-    }
-
-    if (rd->cache) {
-        /* not moved: an empty body, never a NULL one (memcpy) */
-        rd->cached.body.data = to.len ? to.data : (u_char *) "";
-        rd->cached.body.len = to.len;
-        ngx_http_tent_cache_put(r, &rd->cached);
-    }
-
-    if (to.len == 0) {
-        return rd->next(r, ctx);
-    }
-
-    return ngx_http_tent_move_redirect(r, ctx, &to);
-}
-
-
-static ngx_int_t
-ngx_http_tent_move_redirect(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_str_t *server)
-{
-    u_char           *p;
-    size_t            len;
-    ngx_table_elt_t  *h;
-
-    /* "/posts" or "/posts/<id>": the route's params, checked as ids */
-
-    if (ctx->nparams
-        && ngx_http_tent_token_valid(&ctx->params[0], 256) != NGX_OK)
-    {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    len = server->len + sizeof("/posts/") - 1
-          + (ctx->nparams ? ctx->params[0].len : 0)
-          + (r->args.len ? 1 + r->args.len : 0);
-
-    p = ngx_pnalloc(r->pool, len);
-    h = ngx_list_push(&r->headers_out.headers);
-
-    if (p == NULL || h == NULL) {
-        return ngx_http_tent_internal_error(r, "adding Location");
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Location");
-    h->value.data = p;
-
-    p = ngx_cpymem(p, server->data, server->len);
-    p = ngx_cpymem(p, "/posts", sizeof("/posts") - 1);
-
-    if (ctx->nparams) {
-        *p++ = '/';
-        p = ngx_cpymem(p, ctx->params[0].data, ctx->params[0].len);
-    }
-
-    if (r->args.len) {
-        *p++ = '?';
-        p = ngx_cpymem(p, r->args.data, r->args.len);
-    }
-
-    h->value.len = p - h->value.data;
-
-    ngx_http_clear_location(r);
-    r->headers_out.location = h;
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent move: moved: redirected to %V", &h->value);
-
-    ctx->own_reply = 1;
-
-    r->headers_out.status = NGX_HTTP_MOVED_PERMANENTLY;
-    r->headers_out.content_length_n = 0;
-    r->header_only = 1;
-
-    return ngx_http_send_header(r);
-}

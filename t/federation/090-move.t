@@ -221,6 +221,14 @@ ok(wait_for(sub { $fp->error_log_text($flog) =~ /does not list it/ }, 10),
 is(scalar(f_following($Y->url)), 0, 'no following of Y');
 nothing_rekeyed('a forged successor');
 
+# the new entity not reachable now: 503, so that the sender tries again
+$res = h_announces({ entity => 'http://127.0.0.1:' . ($PORT + 9),
+                     servers => ["$HU/tent"], licenses => [],
+                     previous_entities => [$HU] });
+is($res->{status}, 503, 'H says it is N, N not reachable: 503, try again')
+    or diag $res->{body};
+nothing_rekeyed('an unreachable successor');
+
 $res = h_announces({ entity => $B, servers => ["$HU/tent"], licenses => [],
                      previous_entities => [$HU, $A] });
 is($res->{status}, 200, 'H says it is B, successor of H and A');
