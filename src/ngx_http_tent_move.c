@@ -72,6 +72,9 @@ static ngx_int_t ngx_http_tent_moved_rows(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_moved_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_mention(ngx_http_request_t *r,
+    ngx_http_tent_move_t *mv, ngx_http_tent_store_op_t *wop, json_t *post,
+    ngx_str_t *key);
 static ngx_int_t ngx_http_tent_moved_relation(ngx_http_request_t *r,
     ngx_http_tent_move_t *mv);
 static ngx_int_t ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
@@ -631,7 +634,7 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     json_t                    *post, *copy;
     uint32_t                   version;
     ngx_str_t                  key, value, id, nkey, nvalue, last;
-    ngx_uint_t                 rows;
+    ngx_uint_t                 rows, writes;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_move_t      *mv;
     ngx_http_tent_store_op_t  *wop;
@@ -650,6 +653,7 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     rows = 0;
+    writes = 0;
     ngx_str_null(&last);
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
@@ -661,6 +665,23 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         if (post == NULL
             || ngx_http_tent_json_str(post, "id", &id) != NGX_OK)
         {
+            continue;
+        }
+
+        if (mv->versions == 2) {
+            /* every post we keep: its mentions of the old entity */
+
+            switch (ngx_http_tent_moved_mention(r, mv, wop, post, &key)) {
+            case NGX_OK:
+                writes++;
+                break;
+            case NGX_DECLINED:
+                break;
+            default:
+                return ngx_http_tent_internal_error(r,
+                                                "re-keying a mention");
+            }
+
             continue;
         }
 
@@ -702,22 +723,27 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
 
         mv->moved++;
+        writes++;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent move: \"%V\": %ui %s rows in this batch",
-                   &mv->from, rows, mv->versions ? "version" : "post");
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: \"%V\": phase %ui: %ui rows, %ui written",
+                   &mv->from, mv->versions, rows, writes);
 
     if (rows) {
         if (ngx_http_tent_key_after(r->pool, &last, &mv->start) != NGX_OK) {
             return ngx_http_tent_internal_error(r, "preparing the next scan");
         }
 
+        if (writes == 0) {
+            return ngx_http_tent_moved_scan(r, mv);
+        }
+
         return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_moved_written);
     }
 
-    if (mv->versions) {
+    if (mv->versions == 1) {
         mv->versions = 0;
 
         if (ngx_http_tent_post_entity_range(r->pool, &ctx->entity,
@@ -731,9 +757,95 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_moved_scan(r, mv);
     }
 
+    if (mv->versions == 0) {
+        /* then the mentions of the old entity, in every post we keep */
+
+        mv->versions = 2;
+
+        if (ngx_http_tent_key_range(r->pool, &ctx->entity,
+                                    NGX_HTTP_TENT_TABLE_POST, &mv->start,
+                                    &mv->end)
+            != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "building the range");
+        }
+
+        return ngx_http_tent_moved_scan(r, mv);
+    }
+
     /* every post is the new entity's: now the relationships */
 
     return ngx_http_tent_moved_relation(r, mv);
+}
+
+
+/*
+ * A post (ours, or received) that mentions the old entity: the mention
+ * names the new one, in the post, its current version and its feed rows
+ * (their "m", what ?mentioned_entity= filters by).  Older versions keep
+ * what they said.  NGX_DECLINED: no mention of it.
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_mention(ngx_http_request_t *r, ngx_http_tent_move_t *mv,
+    ngx_http_tent_store_op_t *wop, json_t *post, ngx_str_t *key)
+{
+    size_t                i;
+    json_t               *copy, *m;
+    ngx_str_t             e, id, entity, vkey, value;
+    ngx_uint_t            found;
+    ngx_http_tent_ctx_t  *ctx;
+
+    found = 0;
+
+    json_array_foreach(json_object_get(post, "mentions"), i, m) {
+        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
+            && ngx_http_tent_entity_eq(&e, &mv->from))
+        {
+            found = 1;
+        }
+    }
+
+    if (!found) {
+        return NGX_DECLINED;
+    }
+
+    copy = ngx_http_tent_json_own(r->pool, json_deep_copy(post));
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(json_object_get(copy, "mentions"), i, m) {
+        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
+            && ngx_http_tent_entity_eq(&e, &mv->from))
+        {
+            json_object_set_new(m, "entity",
+                                ngx_http_tent_json_string(&mv->to));
+        }
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ngx_http_tent_json_str(copy, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(copy, "id", &id) != NGX_OK
+        || !json_is_integer(json_object_get(copy, "version"))
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id,
+               (ngx_int_t) json_integer_value(json_object_get(copy,
+                                                              "version")),
+               &vkey)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, copy, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, key, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &vkey, &value) != NGX_OK
+        || ngx_http_tent_post_index_rows(r->pool, &ctx->entity, wop, copy, 0)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    mv->moved++;
+
+    return NGX_OK;
 }
 
 

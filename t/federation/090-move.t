@@ -111,6 +111,17 @@ $res = $a->request(POST => '/followings', cred => $aown,
 is($res->{status}, 200, 'A follows F') or diag $res->{body};
 
 my $p1 = post_of($a, $aown, 'before the move');
+
+# F's own post mentioning A
+my (undef, $fpost) = $fp->authorized_app('write_posts,read_posts',
+    post_types => 'all', info_types => 'all');
+$res = $f->request(POST => '/posts', cred => $fpost,
+                   body => { type => $STATUS,
+                             content => { text => 'hello A' },
+                             mentions => [{ entity => $A }],
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, "F's post mentioning A") or diag $res->{body};
+my $pm = $res->{json}{id};
 ok(wait_for(sub { f_has($A, $p1) }), "F receives A's post");
 
 # --- the export of A into B ----------------------------------------------
@@ -344,6 +355,17 @@ ok((grep { $_->{id} eq $p1 } @{ $res->{json} || [] }),
 $res = $f->request(GET => '/posts?entity=' . uri_escape($A), cred => $fown);
 is(scalar @{ $res->{json} || [] }, 0, "A's posts: none");
 
+# mentions of A in the posts F keeps name B now
+$res = $f->request(GET => '/posts?mentioned_entity=' . uri_escape($B),
+                   cred => $fown);
+my ($mp) = grep { $_->{id} eq $pm } @{ $res->{json} || [] };
+ok($mp, "F's post mentioning A is found as mentioning B")
+    or diag $res->{body};
+is($mp && $mp->{mentions}[0]{entity}, $B, 'its mention names B');
+$res = $f->request(GET => '/posts?mentioned_entity=' . uri_escape($A),
+                   cred => $fown);
+is(scalar @{ $res->{json} || [] }, 0, 'no post mentions A any more');
+
 # F keeps receiving B's posts, without doing anything
 my $p2 = post_of($b, $bown, 'after the move');
 ok(wait_for(sub { f_has($B, $p2) }, 20), "F receives B's post")
@@ -352,8 +374,6 @@ ok(wait_for(sub { f_has($B, $p2) }, 20), "F receives B's post")
 # F's follower A is B now: F's posts reach B, at the following B imported
 $res = $f->request(GET => '/followers?entity=' . uri_escape($B));
 is(scalar @{ $res->{json} || [] }, 1, "F's follower A is B's now");
-my (undef, $fpost) = $fp->authorized_app('write_posts',
-    post_types => 'all', info_types => 'all');
 my $p4 = post_of($f, $fpost, 'to my follower, moved');
 ok(wait_for(sub {
     $b->request(GET => '/posts/' . uri_escape($F) . "/$p4",
