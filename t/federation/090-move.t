@@ -12,7 +12,8 @@
 # F) claiming the same, H announcing itself A's successor while staying
 # H, a move signed with H's credential on A's following.  After the move:
 # reads of A's posts redirected to B, F's follower A (A followed F) is B's
-# and F's posts reach B at the following B imported.
+# and F's posts reach B at the following B imported, F's post mentioning A
+# mentions B.  A successor not reachable now: 503, for the sender to retry.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text dechunk
