@@ -724,3 +724,43 @@ ngx_http_tent_key_caches(ngx_str_t *key)
 
     return 0;
 }
+
+
+/*
+ * [start, end) of the posts (versions: 1, their versions) of one post
+ * entity kept by "entity": "<post entity> 0x00" up to "... 0x01".  A
+ * move re-keys them (ngx_http_tent_move.c).
+ */
+
+ngx_int_t
+ngx_http_tent_post_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_uint_t versions, ngx_str_t *start,
+    ngx_str_t *end)
+{
+    ngx_str_t  rest;
+
+    rest.len = post_entity->len + 1;
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rest.data, post_entity->data, post_entity->len);
+    rest.data[post_entity->len] = '\0';
+
+    if (ngx_http_tent_key(pool, entity,
+                          versions ? NGX_HTTP_TENT_TABLE_POST_VERSION
+                                   : NGX_HTTP_TENT_TABLE_POST,
+                          &rest, start)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rest.data[post_entity->len] = '\001';
+
+    return ngx_http_tent_key(pool, entity,
+                             versions ? NGX_HTTP_TENT_TABLE_POST_VERSION
+                                      : NGX_HTTP_TENT_TABLE_POST,
+                             &rest, end);
+}

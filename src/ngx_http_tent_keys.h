@@ -121,5 +121,10 @@ ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 
 ngx_uint_t ngx_http_tent_key_caches(ngx_str_t *key);
 
+/* a post entity's posts or versions kept by an entity: a move's scan */
+ngx_int_t ngx_http_tent_post_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_uint_t versions, ngx_str_t *start,
+    ngx_str_t *end);
+
 
 #endif /* _NGX_HTTP_TENT_KEYS_H_INCLUDED_ */

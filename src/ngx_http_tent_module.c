@@ -319,6 +319,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       0,
       NULL },
 
+    { ngx_string("tent_moved_redirect_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, moved_redirect_time),
+      NULL },
+
       ngx_null_command
 };
 
@@ -687,6 +694,7 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->outbound.max_response = NGX_CONF_UNSET_SIZE;
     scf->apps_unconfirmed = NGX_CONF_UNSET_UINT;
     scf->apps_unconfirmed_time = NGX_CONF_UNSET;
+    scf->moved_redirect_time = NGX_CONF_UNSET;
 
     return scf;
 }
@@ -713,6 +721,8 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                               100);
     ngx_conf_merge_value(conf->apps_unconfirmed_time,
                          prev->apps_unconfirmed_time, 3600);
+    ngx_conf_merge_value(conf->moved_redirect_time,
+                         prev->moved_redirect_time, 30 * 86400);
     ngx_conf_merge_msec_value(conf->outbound.deadline,
                               prev->outbound.deadline, 30000);
     ngx_conf_merge_uint_value(conf->outbound.servers,

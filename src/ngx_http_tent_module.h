@@ -162,6 +162,7 @@ typedef struct ngx_http_tent_srv_conf_s {
     struct ngx_http_tent_ctx_s     *fixed;       /* a fixed entity's parts */
     ngx_str_t                       file;
     ngx_uint_t                      line;
+    time_t                          moved_redirect_time;
 } ngx_http_tent_srv_conf_t;
 
 

@@ -20,6 +20,7 @@
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_move.h"
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
@@ -531,6 +532,15 @@ ngx_http_tent_notification_profile(ngx_http_request_t *r,
         {
             core = v;
         }
+    }
+
+    /* another entity: a move (spec 9.5), checked in the move file */
+
+    if (core != NULL
+        && ngx_http_tent_json_str(core, "entity", &entity) == NGX_OK
+        && !ngx_http_tent_entity_eq(&entity, &ctx->principal.entity))
+    {
+        return ngx_http_tent_move_announced(r, core, &entity);
     }
 
     servers = json_object_get(core, "servers");

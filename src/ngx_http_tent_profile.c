@@ -434,6 +434,17 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     old_content = old ? json_object_get(old, "content") : NULL;
 
+    /* moved (POST /move, docs/move.md): the new entity's, not ours */
+
+    if (json_is_object(json_object_get(old, "moved"))
+        && json_is_object(old_content))
+    {
+        json_decref(entity);
+        json_decref(servers);
+        entity = json_incref(json_object_get(old_content, "entity"));
+        servers = json_incref(json_object_get(old_content, "servers"));
+    }
+
     in_line = json_is_object(old_content)
               && json_equal(json_object_get(old_content, "entity"), entity)
               && json_equal(json_object_get(old_content, "servers"), servers);
@@ -489,6 +500,14 @@ ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (record && ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK) {
         json_decref(record);
         return NULL;
+    }
+
+    /* a PUT after a move keeps it, and whom we were */
+
+    if (record && json_is_object(json_object_get(old, "moved"))) {
+        json_object_set(record, "moved", json_object_get(old, "moved"));
+        json_object_set(content, "previous_entities",
+                        json_object_get(old_content, "previous_entities"));
     }
 
     return record;

@@ -21,6 +21,7 @@
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_export.h"
 #include "ngx_http_tent_import.h"
+#include "ngx_http_tent_move.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
@@ -96,7 +97,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/posts"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_posts_list },
+      ngx_http_tent_move_posts_list },
 
     { ngx_string("/posts"),
       NGX_HTTP_POST,
@@ -108,7 +109,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/posts/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_post_get },
+      ngx_http_tent_move_post_get },
 
     { ngx_string("/posts/:id/mentions"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
@@ -201,6 +202,10 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/import"),
       NGX_HTTP_POST,
       ngx_http_tent_import_post_route },
+
+    { ngx_string("/move"),
+      NGX_HTTP_POST,
+      ngx_http_tent_move_post },
 
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,

@@ -521,3 +521,27 @@ GET /tent/profile
 --- must_die
 --- error_log
 "tent_outbound_keepalive" directive is not allowed here
+
+
+
+=== TEST mv1: tent_moved_redirect_time takes nginx's time syntax, per server
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_moved_redirect_time 7d;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+
+
+
+=== TEST mv2: tent_moved_redirect_time must be a time
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_moved_redirect_time soon;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_moved_redirect_time" directive invalid value

@@ -65,11 +65,22 @@ sub store_keys {
 }
 
 # "tent cache:" debug lines written since offset $off
+# the feed's and the profile's entries; the move check's ("moved?",
+# docs/move.md: the cache line just before its own on that connection)
+# left out
 sub cache_log {
     my ($off) = @_;
     my $text = substr(error_log_text(), $off);
-    my @l;
+    my (@l, %last, %moved);
+    for my $line (split /\n/, $text) {
+        if ($line =~ /\*(\d+) tent cache: (?:hit|miss) ([0-9A-F]{8})/) {
+            $last{$1} = $2;
+        } elsif ($line =~ /\*(\d+) tent move: moved\? checked/) {
+            $moved{$last{$1}} = 1 if defined $last{$1};
+        }
+    }
     while ($text =~ /\] (\d+)#\d+: \*\d+ tent cache: (stored|hit|miss) ([0-9A-F]{8})(?:, (\d+) bytes; (\d+) entries, (\d+) bytes)?/g) {
+        next if $moved{$3};
         push @l, { pid => $1, ev => $2, key => $3, size => $4,
                    n => $5, bytes => $6 };
     }

@@ -1,0 +1,1091 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Moving an entity (spec 9.5), both sides; docs/move.md.
+ *
+ * Sending: POST {api_root}/move {"entity": B}, by the owner's app
+ * (write_secrets and write_profile), once B has imported our export: B's
+ * discovered profile must list us in previous_entities.  Our core
+ * section then names B, B's servers, and us in previous_entities; its
+ * profile post goes out through the delivery queue to every follower and
+ * following, which read our profile again.
+ *
+ * Receiving: a relationship's profile read again names another entity
+ * and lists the relationship's in previous_entities.  The announcement
+ * came signed with that relationship's credential; the new entity is
+ * discovered at its own URL and must list the old one too.  Then the old
+ * entity's posts we keep are re-keyed, a batch at a time, and last its
+ * relationships (follower, following: record, entity row, credential).
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_move.h"
+#include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_remote.h"
+#include "ngx_http_tent_store.h"
+
+
+#define NGX_HTTP_TENT_MOVE_BATCH   64
+
+
+typedef struct {
+    ngx_str_t                       to;          /* the new entity */
+    ngx_str_t                       from;        /* the old one */
+    json_t                         *servers;
+    json_t                         *profile;
+    json_t                         *record;      /* our core, or NULL */
+    ngx_str_t                       raw;
+    ngx_str_t                       start;       /* the scan's */
+    ngx_str_t                       end;
+    ngx_uint_t                      versions;    /* scanning table v */
+    ngx_uint_t                      table;       /* the relation's */
+    ngx_uint_t                      moved;       /* posts, versions */
+    ngx_str_t                       rel_raw;
+} ngx_http_tent_move_t;
+
+
+static ngx_int_t ngx_http_tent_move_parsed(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_move_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_move_core_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_move_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+static ngx_int_t ngx_http_tent_moved_verified(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d);
+static ngx_int_t ngx_http_tent_moved_free(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_scan(ngx_http_request_t *r,
+    ngx_http_tent_move_t *mv);
+static ngx_int_t ngx_http_tent_moved_rows(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_mention(ngx_http_request_t *r,
+    ngx_http_tent_move_t *mv, ngx_http_tent_store_op_t *wop, json_t *post,
+    ngx_str_t *key);
+static ngx_int_t ngx_http_tent_moved_relation(ngx_http_request_t *r,
+    ngx_http_tent_move_t *mv);
+static ngx_int_t ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_reply(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_moved_retry(ngx_http_request_t *r,
+    const char *why);
+
+
+static u_char  ngx_http_tent_move_tables[][2] = {
+    { NGX_HTTP_TENT_TABLE_FOLLOWING, NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY },
+    { NGX_HTTP_TENT_TABLE_FOLLOWER, NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY }
+};
+
+
+/* the core section's content of a profile ({type: content, ...}) */
+
+json_t *
+ngx_http_tent_move_core(json_t *profile)
+{
+    json_t      *v, *core;
+    ngx_str_t    type, base;
+    const char  *name;
+
+    core = NULL;
+
+    json_object_foreach(profile, name, v) {
+        type.data = (u_char *) name;
+        type.len = ngx_strlen(name);
+
+        if (ngx_http_tent_type_base(&type, &base) == NGX_OK
+            && base.len == sizeof(NGX_HTTP_TENT_CORE_BASE) - 1
+            && ngx_strncmp(base.data, NGX_HTTP_TENT_CORE_BASE, base.len) == 0
+            && json_is_object(v))
+        {
+            core = v;
+        }
+    }
+
+    return core;
+}
+
+
+/* does a core content list "entity" in previous_entities (any spelling)? */
+
+static ngx_uint_t
+ngx_http_tent_move_lists(json_t *core, ngx_str_t *entity)
+{
+    size_t     i;
+    json_t    *v;
+    ngx_str_t  s;
+
+    json_array_foreach(json_object_get(core, "previous_entities"), i, v) {
+        if (!json_is_string(v)) {
+            continue;
+        }
+
+        s.data = (u_char *) json_string_value(v);
+        s.len = json_string_length(v);
+
+        if (ngx_http_tent_entity_eq(&s, entity)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* --- sending: POST /move ------------------------------------------------ */
+
+ngx_int_t
+ngx_http_tent_move_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_SECRETS
+                                       |NGX_HTTP_TENT_WRITE_PROFILE))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_move_parsed);
+}
+
+
+static ngx_int_t
+ngx_http_tent_move_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t              rc;
+    ngx_str_t              to;
+    ngx_http_tent_move_t  *mv;
+
+    if (!json_is_object(ctx->body)
+        || ngx_http_tent_json_str(ctx->body, "entity", &to) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "The body must be {\"entity\": the new entity's URL}");
+    }
+
+    mv = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_move_t));
+    if (mv == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the move");
+    }
+
+    rc = ngx_http_tent_entity_canonical(r->pool, &to, &mv->to);
+
+    if (rc == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, "spelling the entity");
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_tent_send_error(r, 422, "Invalid entity");
+    }
+
+    if (ngx_http_tent_entity_eq(&mv->to, &ctx->entity)) {
+        return ngx_http_tent_send_error(r, 422,
+                                        "An entity cannot move to itself");
+    }
+
+    mv->from = ctx->entity;
+    ctx->state = mv;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: \"%V\" to \"%V\": discovering it",
+                   &ctx->entity, &mv->to);
+
+    return ngx_http_tent_discover(r, &mv->to, ngx_http_tent_move_discovered,
+                                  mv);
+}
+
+
+/*
+ * The new entity must say so itself: its own profile, found at its URL,
+ * names it and lists us in previous_entities (its import did that).
+ * Without it, an owner's app could point our followers at any entity.
+ */
+
+static ngx_int_t
+ngx_http_tent_move_discovered(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d)
+{
+    ngx_str_t              base;
+    ngx_http_tent_move_t  *mv;
+
+    mv = d->data;
+
+    if (d->status) {
+        return ngx_http_tent_send_error(r, d->status, d->error);
+    }
+
+    if (!ngx_http_tent_entity_eq(&d->canonical, &mv->to)) {
+        return ngx_http_tent_send_error(r, 422,
+                   "The new entity's profile names another entity");
+    }
+
+    if (!ngx_http_tent_move_lists(ngx_http_tent_move_core(d->profile),
+                                  &mv->from))
+    {
+        return ngx_http_tent_send_error(r, 422,
+                   "The new entity's profile does not list this entity in "
+                   "previous_entities (import the export there first)");
+    }
+
+    mv->servers = d->servers;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: \"%V\" lists us: reading our core",
+                   &mv->to);
+
+    ngx_str_set(&base, NGX_HTTP_TENT_CORE_BASE);
+
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_PROFILE,
+                                           &base,
+                                           ngx_http_tent_move_core_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_move_core_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                *content, *prev, *record, *post, *old, *servers,
+                          *type;
+    ngx_int_t              status;
+    ngx_str_t              value, key, old_key, base;
+    json_int_t             v;
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+    ngx_http_tent_store_op_t  *cas;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+    old = NULL;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_http_tent_store_value(op, &mv->raw);
+
+        old = ngx_http_tent_json_load(r, &mv->raw);
+        if (old == NULL) {
+            return ngx_http_tent_internal_error(r, "reading our core");
+        }
+    }
+
+    content = json_is_object(json_object_get(old, "content"))
+              ? json_deep_copy(json_object_get(old, "content"))
+              : json_object();
+
+    if (content == NULL || ngx_http_tent_json_cleanup(r->pool, content)
+                           != NGX_OK)
+    {
+        json_decref(content);
+        return ngx_http_tent_internal_error(r, "building the core");
+    }
+
+    servers = json_deep_copy(mv->servers);
+
+    /* tentd: the old value goes into previous_entities (spec 9.5) */
+
+    prev = json_object_get(content, "previous_entities");
+    if (!json_is_array(prev)) {
+        prev = json_array();
+        json_object_set_new(content, "previous_entities", prev);
+    }
+
+    if (prev == NULL || servers == NULL
+        || json_object_set_new(content, "entity",
+                               ngx_http_tent_json_string(&mv->to)) != 0
+        || json_object_set_new(content, "servers", servers) != 0
+        || (!ngx_http_tent_move_lists(content, &mv->from)
+            && json_array_insert_new(prev, 0,
+                                     ngx_http_tent_json_string(&mv->from))
+               != 0))
+    {
+        return ngx_http_tent_internal_error(r, "building the core");
+    }
+
+    if (!json_is_array(json_object_get(content, "licenses"))) {
+        json_object_set_new(content, "licenses", json_array());
+    }
+
+    v = old ? json_integer_value(json_object_get(old, "version")) : 0;
+
+    type = json_is_string(json_object_get(old, "type"))
+           ? json_incref(json_object_get(old, "type"))
+           : json_string(NGX_HTTP_TENT_CORE_TYPE);
+
+    record = json_pack("{s:o, s:O, s:{s:b}, s:I, s:I, s:{s:o, s:I}}",
+                       "type", type,
+                       "content", content,
+                       "permissions", "public", 1,
+                       "version", v + 1,
+                       "updated_at", (json_int_t) ngx_time(),
+                       "moved",
+                           "entity", ngx_http_tent_json_string(&mv->to),
+                           "at", (json_int_t) ngx_time());
+
+    if (record == NULL
+        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
+    {
+        json_decref(record);
+        return ngx_http_tent_internal_error(r, "building the core");
+    }
+
+    mv->record = record;
+
+    ngx_str_set(&base, NGX_HTTP_TENT_CORE_BASE);
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
+                          &base, &key)
+        != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "encoding the core");
+    }
+
+    cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (cas == NULL
+        || ngx_http_tent_store_cas(cas, &key, old ? &mv->raw : NULL, &value)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the core");
+    }
+
+    /* the version replaced is kept, as a PUT keeps it */
+
+    if (old
+        && (ngx_http_tent_history_key(r->pool, &ctx->entity, &base,
+                                      (ngx_int_t) v, &old_key)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(cas, &old_key, &mv->raw)
+               != NGX_OK))
+    {
+        return ngx_http_tent_internal_error(r, "adding the old core");
+    }
+
+    /* the profile post: every follower and following reads us again */
+
+    post = json_pack("{s:[o], s:s}",
+                     "types",
+                     json_is_string(json_object_get(record, "type"))
+                     ? json_copy(json_object_get(record, "type"))
+                     : json_string(NGX_HTTP_TENT_CORE_TYPE),
+                     "action", "update");
+
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return ngx_http_tent_internal_error(r, "building the profile post");
+    }
+
+    if (ngx_http_tent_internal_post(r, ctx, cas, "profile", post, 1)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the profile post");
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent move: \"%V\" moves to \"%V\" (core version %L)",
+                  &ctx->entity, &mv->to, (int64_t) (v + 1));
+
+    return ngx_http_tent_store_submit_request(r, cas,
+                                              ngx_http_tent_move_written);
+}
+
+
+static ngx_int_t
+ngx_http_tent_move_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                *reply, *content;
+    ngx_int_t              status;
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+
+    status = ngx_http_tent_store_http_status(op);
+
+    if (status == NGX_OK && op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+        status = NGX_HTTP_CONFLICT;
+    }
+
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status,
+                   status == NGX_HTTP_CONFLICT
+                   ? "The core section changed meanwhile; try again" : NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    content = json_object_get(mv->record, "content");
+
+    reply = json_pack("{s:O, s:O, s:O, s:O}",
+                      "entity", json_object_get(content, "entity"),
+                      "previous_entities",
+                      json_object_get(content, "previous_entities"),
+                      "servers", json_object_get(content, "servers"),
+                      "moved_at",
+                      json_object_get(json_object_get(mv->record, "moved"),
+                                      "at"));
+
+    if (reply == NULL || ngx_http_tent_json_cleanup(r->pool, reply) != NGX_OK)
+    {
+        json_decref(reply);
+        return ngx_http_tent_internal_error(r, "building the answer");
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, reply);
+}
+
+
+/* --- receiving: a relationship's profile names another entity ---------- */
+
+/*
+ * Called when the profile read again, with the relationship's
+ * credential, at the relationship's server, names "to" instead of the
+ * relationship's entity.  The notification is acknowledged at the end
+ * whatever is decided (it was stored already).
+ */
+
+ngx_int_t
+ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
+    ngx_str_t *to)
+{
+    ngx_int_t              rc;
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    mv = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_move_t));
+    if (mv == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the move");
+    }
+
+    mv->from = ctx->principal.entity;
+
+    rc = ngx_http_tent_entity_canonical(r->pool, to, &mv->to);
+
+    if (rc == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, "spelling the entity");
+    }
+
+    if (rc != NGX_OK
+        || ngx_http_tent_entity_eq(&mv->to, &mv->from)
+        || ngx_http_tent_entity_eq(&mv->to, &ctx->entity)
+        || !ngx_http_tent_move_lists(core, &mv->from))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent move: \"%V\" names \"%V\" in its profile "
+                      "without listing itself in previous_entities, or "
+                      "an entity it cannot be: not a move", &mv->from, to);
+        return ngx_http_tent_moved_reply(r);
+    }
+
+    ctx->state = mv;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: \"%V\" announces \"%V\": discovering it",
+                   &mv->from, &mv->to);
+
+    return ngx_http_tent_discover(r, &mv->to, ngx_http_tent_moved_verified,
+                                  mv);
+}
+
+
+/*
+ * The new entity's own profile, found at its URL, must list the old one:
+ * a server cannot give its relationship's rows to an entity that did
+ * not ask for them, nor take another's by claiming to succeed it (its
+ * own announcement only ever moves its own rows).
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_verified(ngx_http_request_t *r,
+    ngx_http_tent_discover_t *d)
+{
+    ngx_http_tent_move_t  *mv;
+
+    mv = d->data;
+
+    /* N not reachable now: the sender tries again later (its queue) */
+
+    if (d->status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent move: \"%V\" announces \"%V\", not reachable "
+                      "now (%s)", &mv->from, &mv->to, d->error);
+        return ngx_http_tent_moved_retry(r, "the new entity is not reachable");
+    }
+
+    if (d->status
+        || !ngx_http_tent_entity_eq(&d->canonical, &mv->to)
+        || !ngx_http_tent_move_lists(ngx_http_tent_move_core(d->profile),
+                                     &mv->from))
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent move: \"%V\" announces \"%V\", whose profile "
+                      "does not list it in previous_entities (%s): "
+                      "nothing re-keyed", &mv->from, &mv->to,
+                      d->status ? d->error : "not listed");
+        return ngx_http_tent_moved_reply(r);
+    }
+
+    mv->profile = d->profile;
+    mv->servers = d->servers;
+
+    /* rows are never merged: the new entity must be new to us */
+
+    return ngx_http_tent_store_get_request(r,
+                                       NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+                                       &mv->to, ngx_http_tent_moved_free);
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_free(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent move: \"%V\" moves to \"%V\", with whom we have "
+                      "a relationship already: rows are not merged, "
+                      "nothing re-keyed", &mv->from, &mv->to);
+        return ngx_http_tent_moved_reply(r);
+    }
+
+    if (mv->table == 0) {
+        mv->table = 1;
+        return ngx_http_tent_store_get_request(r,
+                                       NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                       &mv->to, ngx_http_tent_moved_free);
+    }
+
+    mv->table = 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent move: \"%V\" moved to \"%V\" (its profile lists "
+                  "it): re-keying", &mv->from, &mv->to);
+
+    /* versions first, then posts: a retried announcement resumes */
+
+    mv->versions = 1;
+
+    if (ngx_http_tent_post_entity_range(r->pool, &ctx->entity, &mv->from, 1,
+                                        &mv->start, &mv->end)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the range");
+    }
+
+    return ngx_http_tent_moved_scan(r, mv);
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_scan(ngx_http_request_t *r, ngx_http_tent_move_t *mv)
+{
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_store_scan(op, &mv->start, &mv->end,
+                                    NGX_HTTP_TENT_MOVE_BATCH, 0)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "preparing the scan");
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_moved_rows);
+}
+
+
+/* a batch of the old entity's rows: each written under the new one */
+
+static ngx_int_t
+ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                    *post, *copy;
+    uint32_t                   version;
+    ngx_str_t                  key, value, id, nkey, nvalue, last;
+    ngx_uint_t                 rows, writes;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_move_t      *mv;
+    ngx_http_tent_store_op_t  *wop;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        /* the rest waits for the next announcement: it resumes */
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "preparing the batch");
+    }
+
+    rows = 0;
+    writes = 0;
+    ngx_str_null(&last);
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        rows++;
+        last = key;
+
+        post = ngx_http_tent_json_load(r, &value);
+
+        if (post == NULL
+            || ngx_http_tent_json_str(post, "id", &id) != NGX_OK)
+        {
+            continue;
+        }
+
+        if (mv->versions == 2) {
+            /* every post we keep: its mentions of the old entity */
+
+            switch (ngx_http_tent_moved_mention(r, mv, wop, post, &key)) {
+            case NGX_OK:
+                writes++;
+                break;
+            case NGX_DECLINED:
+                break;
+            default:
+                return ngx_http_tent_internal_error(r,
+                                                "re-keying a mention");
+            }
+
+            continue;
+        }
+
+        copy = ngx_http_tent_json_own(r->pool, json_deep_copy(post));
+        if (copy == NULL) {
+            return ngx_http_tent_internal_error(r, "copying the post");
+        }
+
+        json_object_set_new(copy, "entity",
+                            ngx_http_tent_json_string(&mv->to));
+
+        if (mv->versions) {
+            if (ngx_http_tent_key_version(&key, &version) != NGX_OK
+                || ngx_http_tent_post_key(r->pool, &ctx->entity, &mv->to,
+                                          &id, (ngx_int_t) version, &nkey)
+                   != NGX_OK)
+            {
+                continue;
+            }
+
+        } else if (ngx_http_tent_post_key(r->pool, &ctx->entity, &mv->to,
+                                          &id, -1, &nkey)
+                   != NGX_OK
+                   || ngx_http_tent_post_index_rows(r->pool, &ctx->entity,
+                                                    wop, post, 1)
+                      != NGX_OK
+                   || ngx_http_tent_post_index_rows(r->pool, &ctx->entity,
+                                                    wop, copy, 0)
+                      != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "re-keying the feed");
+        }
+
+        if (ngx_http_tent_json_dump(r->pool, copy, &nvalue) != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &nkey, &nvalue) != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "re-keying a post");
+        }
+
+        mv->moved++;
+        writes++;
+    }
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: \"%V\": phase %ui: %ui rows, %ui written",
+                   &mv->from, mv->versions, rows, writes);
+
+    if (rows) {
+        if (ngx_http_tent_key_after(r->pool, &last, &mv->start) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "preparing the next scan");
+        }
+
+        if (writes == 0) {
+            return ngx_http_tent_moved_scan(r, mv);
+        }
+
+        return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_moved_written);
+    }
+
+    if (mv->versions == 1) {
+        mv->versions = 0;
+
+        if (ngx_http_tent_post_entity_range(r->pool, &ctx->entity,
+                                            &mv->from, 0, &mv->start,
+                                            &mv->end)
+            != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "building the range");
+        }
+
+        return ngx_http_tent_moved_scan(r, mv);
+    }
+
+    if (mv->versions == 0) {
+        /* then the mentions of the old entity, in every post we keep */
+
+        mv->versions = 2;
+
+        if (ngx_http_tent_key_range(r->pool, &ctx->entity,
+                                    NGX_HTTP_TENT_TABLE_POST, &mv->start,
+                                    &mv->end)
+            != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "building the range");
+        }
+
+        return ngx_http_tent_moved_scan(r, mv);
+    }
+
+    /* every post is the new entity's: now the relationships */
+
+    return ngx_http_tent_moved_relation(r, mv);
+}
+
+
+/*
+ * A post (ours, or received) that mentions the old entity: the mention
+ * names the new one, in the post, its current version and its feed rows
+ * (their "m", what ?mentioned_entity= filters by).  Older versions keep
+ * what they said.  NGX_DECLINED: no mention of it.
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_mention(ngx_http_request_t *r, ngx_http_tent_move_t *mv,
+    ngx_http_tent_store_op_t *wop, json_t *post, ngx_str_t *key)
+{
+    size_t                i;
+    json_t               *copy, *m;
+    ngx_str_t             e, id, entity, vkey, value;
+    ngx_uint_t            found;
+    ngx_http_tent_ctx_t  *ctx;
+
+    found = 0;
+
+    json_array_foreach(json_object_get(post, "mentions"), i, m) {
+        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
+            && ngx_http_tent_entity_eq(&e, &mv->from))
+        {
+            found = 1;
+        }
+    }
+
+    if (!found) {
+        return NGX_DECLINED;
+    }
+
+    copy = ngx_http_tent_json_own(r->pool, json_deep_copy(post));
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(json_object_get(copy, "mentions"), i, m) {
+        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
+            && ngx_http_tent_entity_eq(&e, &mv->from))
+        {
+            json_object_set_new(m, "entity",
+                                ngx_http_tent_json_string(&mv->to));
+        }
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ngx_http_tent_json_str(copy, "entity", &entity) != NGX_OK
+        || ngx_http_tent_json_str(copy, "id", &id) != NGX_OK
+        || !json_is_integer(json_object_get(copy, "version"))
+        || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id,
+               (ngx_int_t) json_integer_value(json_object_get(copy,
+                                                              "version")),
+               &vkey)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, copy, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, key, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &vkey, &value) != NGX_OK
+        || ngx_http_tent_post_index_rows(r->pool, &ctx->entity, wop, copy, 0)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    mv->moved++;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent move: a batch of re-keyed posts was not "
+                      "written; the next announcement resumes");
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    return ngx_http_tent_moved_scan(r, ctx->state);
+}
+
+
+/* the following, then the follower, of the old entity, if there */
+
+static ngx_int_t
+ngx_http_tent_moved_relation(ngx_http_request_t *r, ngx_http_tent_move_t *mv)
+{
+    if (mv->table >= 2) {
+        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                      "tent move: \"%V\" is \"%V\" now: %ui rows re-keyed",
+                      &mv->from, &mv->to, mv->moved);
+        return ngx_http_tent_moved_reply(r);
+    }
+
+    return ngx_http_tent_store_get_request(r,
+                                     ngx_http_tent_move_tables[mv->table][1],
+                                     &mv->from,
+                                     ngx_http_tent_moved_relation_id);
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t              id;
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        mv->table++;
+        return ngx_http_tent_moved_relation(r, mv);
+    }
+
+    ngx_http_tent_store_value(op, &id);
+
+    return ngx_http_tent_store_get_request(r,
+                                     ngx_http_tent_move_tables[mv->table][0],
+                                     &id,
+                                     ngx_http_tent_moved_relation_read);
+}
+
+
+/*
+ * One synced batch: the record names the new entity (its profile and
+ * servers the new ones), the entity row moves by compare-and-set "must
+ * be absent", and the credential row names the new entity, so the posts
+ * it signs next are taken as the new entity's.
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *record, *servers;
+    ngx_str_t                  raw, value, id, key, okey, nkey, ckey, cvalue;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_move_t      *mv;
+    ngx_http_tent_store_op_t  *wop;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        mv->table++;
+        return ngx_http_tent_moved_relation(r, mv);
+    }
+
+    ngx_http_tent_store_value(op, &raw);
+
+    record = ngx_http_tent_json_load(r, &raw);
+    if (record == NULL
+        || ngx_http_tent_json_str(record, "id", &id) != NGX_OK)
+    {
+        mv->table++;
+        return ngx_http_tent_moved_relation(r, mv);
+    }
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    servers = ngx_http_tent_servers_cap(r->pool, mv->servers, &scf->outbound);
+    if (servers == NULL) {
+        return ngx_http_tent_internal_error(r, "keeping the servers");
+    }
+
+    json_object_set_new(record, "entity", ngx_http_tent_json_string(&mv->to));
+    json_object_set(record, "profile", mv->profile);
+    json_object_set(record, "servers", servers);
+    json_object_set_new(record, "updated_at", json_integer(ngx_time()));
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          ngx_http_tent_move_tables[mv->table][0], &id, &key)
+        != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             ngx_http_tent_move_tables[mv->table][1],
+                             &mv->from, &okey)
+           != NGX_OK
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             ngx_http_tent_move_tables[mv->table][1],
+                             &mv->to, &nkey)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the keys");
+    }
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_store_cas(wop, &nkey, NULL, &id) != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK
+        || ngx_http_tent_store_write_del(wop, &okey) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the batch");
+    }
+
+    /* an unconfirmed following has no credential yet */
+
+    if (json_is_string(json_object_get(record, "mac_key_id"))) {
+        if (ngx_http_tent_credential_row(r, ctx,
+                mv->table == 0 ? "following" : "follower", record,
+                &ckey, &cvalue)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(wop, &ckey, &cvalue) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "building the credential");
+        }
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: %s \"%V\" of \"%V\": re-keyed",
+                   mv->table == 0 ? "following" : "follower", &id,
+                   &mv->from);
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                        ngx_http_tent_moved_relation_done);
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    mv = ctx->state;
+
+    if (ngx_http_tent_store_http_status(op) != NGX_OK) {
+        return ngx_http_tent_moved_retry(r, "the store");
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent move: a relationship of \"%V\" was not "
+                      "re-keyed to \"%V\" (store status %ui)",
+                      &mv->from, &mv->to, op->status);
+    }
+
+    mv->table++;
+
+    return ngx_http_tent_moved_relation(r, mv);
+}
+
+
+/*
+ * Not finished for a reason that passes (the store, the new entity not
+ * reachable): a 503, so that the sender's queue sends the profile post
+ * again and the re-keying resumes from what is left under the old entity.
+ */
+
+static ngx_int_t
+ngx_http_tent_moved_retry(ngx_http_request_t *r, const char *why)
+{
+    u_char               *p;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->state = NULL;
+
+    p = ngx_pnalloc(r->pool, 128);
+    if (p == NULL) {
+        return ngx_http_tent_internal_error(r, "the move's answer");
+    }
+
+    ngx_sprintf(p, "The move could not be taken now (%s); try again%Z", why);
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                    (const char *) p);
+}
+
+
+/* the notification was stored: an empty 200, as a refresh ends */
+
+static ngx_int_t
+ngx_http_tent_moved_reply(ngx_http_request_t *r)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    ctx->state = NULL;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = 0;
+    r->header_only = 1;
+    ctx->own_reply = 1;
+
+    return ngx_http_send_header(r);
+}
+

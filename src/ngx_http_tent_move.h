@@ -1,0 +1,31 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_MOVE_H_INCLUDED_
+#define _NGX_HTTP_TENT_MOVE_H_INCLUDED_
+
+
+/*
+ * Moving an entity (spec 9.5): POST /move on the old entity, and the
+ * re-keying of a relationship whose profile announces a new entity.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+ngx_int_t ngx_http_tent_move_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
+    ngx_str_t *to);
+json_t *ngx_http_tent_move_core(json_t *profile);
+ngx_int_t ngx_http_tent_move_posts_list(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_move_post_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+
+#endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */
