@@ -13,6 +13,9 @@ port=${PORT:-18380}
 suite=bookworm
 mirror=${DEB_MIRROR:-http://deb.debian.org/debian}
 
+# never one from the environment: cleanup removes it
+root=
+
 say() { echo "deb: $*" >&2; }
 fail() { echo "deb: FAIL: $*" >&2; exit 1; }
 
@@ -45,13 +48,32 @@ root_tar() {
     fi
 }
 
+# The mount points under DIR still mounted (/proc/self/mountinfo, field 5;
+# octal escapes as the kernel writes them, so a plain prefix test).
+mounts_under() {
+    awk -v d="$1/" 'index($5 "/", d) == 1 { print $5 }' /proc/self/mountinfo
+}
+
+# Removes the throwaway root, and only it: a path of mktemp's pattern, never
+# while anything is mounted under it (the bind-mounted /dev is the host's:
+# an rm -rf through it would delete the host's device nodes).
 cleanup() {
-    if [ -n "$root" ] && [ -d "$root" ]; then
-        chroot "$root" /usr/sbin/nginx -s stop 2>/dev/null || true
-        umount "$root/proc" 2>/dev/null || true
-        umount "$root/dev" 2>/dev/null || true
-        rm -rf "$root"
+    case "$root" in
+        /tmp/tent-deb-root.??????) ;;
+        *) return 0 ;;
+    esac
+    [ -d "$root" ] && [ ! -L "$root" ] || return 0
+    chroot "$root" /usr/sbin/nginx -s stop 2>/dev/null || true
+    for m in proc dev; do
+        umount "$root/$m" 2>/dev/null \
+            || { sleep 1; umount "$root/$m" 2>/dev/null; } || true
+    done
+    left=$(mounts_under "$root")
+    if [ -n "$left" ]; then
+        echo "deb: still mounted, $root left in place: $left" >&2
+        return 0
     fi
+    rm -rf --one-file-system "$root"
 }
 
 test_deb() {
@@ -77,8 +99,9 @@ test_deb() {
     say "control and contents as Debian's nginx modules"
 
     root_tar
-    root=$(mktemp -d /tmp/tent-deb-root.XXXXXX)
+    root=$(mktemp -d /tmp/tent-deb-root.XXXXXX) || fail "mktemp"
     trap cleanup EXIT
+    trap 'exit 130' INT TERM HUP
     tar -C "$root" -xf "$out/root.tar"
     mount -t proc proc "$root/proc"
     mount --bind /dev "$root/dev"
@@ -149,6 +172,9 @@ test_deb() {
         || fail "apt purge"
     say "PASS: installed, nginx -t, a request, removed, purged"
 }
+
+# sourced (t/tools/020-deb-cleanup.t): the functions only
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "$1" in
     build) build ;;

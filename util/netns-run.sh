@@ -27,7 +27,11 @@ if [ -n "$TENT_NETNS_HOSTS" ]; then
         echo "netns-run: TENT_NETNS_HOSTS $TENT_NETNS_HOSTS is not readable" >&2
         exit 125
     }
-    flags="$flags --mount"
+    # private said, not left to unshare's default: the bind below must
+    # never propagate to the host's /etc/hosts
+    flags="$flags --mount --propagation private"
+    TENT_NETNS_PARENT_MNT=$(readlink /proc/self/ns/mnt)
+    export TENT_NETNS_PARENT_MNT
 fi
 
 # unshare exits 1 both for its own failure and a CMD's: try it first
@@ -52,6 +56,12 @@ exec unshare $flags -- /bin/sh -c '
                 or die qq(SIOCSIFFLAGS: \$!);" || exit 125
     fi
     if [ -n "$TENT_NETNS_HOSTS" ]; then
+        # in a mount namespace of our own, or not at all
+        mnt=$(readlink /proc/self/ns/mnt)
+        if [ -z "$mnt" ] || [ "$mnt" = "$TENT_NETNS_PARENT_MNT" ]; then
+            echo "netns-run: no mount namespace of its own" >&2
+            exit 125
+        fi
         mount --bind "$TENT_NETNS_HOSTS" /etc/hosts || exit 125
     fi
     others=$(sed -n "3,\$ s/^ *\([^:]*\):.*/\1/p" /proc/net/dev | grep -vx lo)

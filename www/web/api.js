@@ -45,6 +45,20 @@ export function httpUrl(s) {
     return null;
 }
 
+// The bytes of a photo as a blob of its checked image type, or null.  The
+// answer's own Content-Type is the serving server's word (a followed
+// entity's, through the followings proxy): a blob of text/html opened by
+// "Open image in new tab" would be a document of this origin, where the
+// keys are.
+export const IMAGE_TYPE = /^image\/(png|jpeg|gif|webp)$/i;
+
+export function imageBlob(blob, type) {
+    if (typeof type !== 'string' || !IMAGE_TYPE.test(type)) {
+        return null;
+    }
+    return new Blob([blob], { type: type.toLowerCase() });
+}
+
 let skew = 0;   // seconds the server's clock is ahead of ours
 
 export class Api {

@@ -3,7 +3,7 @@
 // Everything shown from the server goes in with textContent, never as
 // HTML, and only http(s) URLs become links.
 
-import { Api, ApiError, discover, httpUrl } from './api.js';
+import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
@@ -297,7 +297,8 @@ async function showPhoto(box, p, att, own) {
                                         headers: { Accept: att.type } });
         const img = document.createElement('img');
         img.alt = att.name;
-        img.src = URL.createObjectURL(await res.blob());
+        img.src = URL.createObjectURL(imageBlob(await res.blob(),
+                                                att.type));
         box.append(img);
     } catch (e) {
         const s = document.createElement('span');
@@ -333,7 +334,8 @@ async function remotePhotos(box, p) {
                 { raw: true, headers: { Accept: att.type } });
             const img = document.createElement('img');
             img.alt = att.name;
-            img.src = URL.createObjectURL(await res.blob());
+            img.src = URL.createObjectURL(imageBlob(await res.blob(),
+                                                att.type));
             box.append(img);
         }
     }

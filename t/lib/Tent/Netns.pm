@@ -20,6 +20,7 @@ use warnings;
 use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
+use File::Temp ();
 use POSIX ();
 
 our @EXPORT_OK = qw(reexec_in_netns in_netns netns_wrapper);
@@ -48,18 +49,28 @@ sub reexec_in_netns {
     my (%a) = @_;
 
     if ($ENV{TENT_IN_NETNS}) {
-        # mounted by now: the file itself is no longer needed
-        unlink $ENV{TENT_NETNS_HOSTS} if $ENV{TENT_NETNS_HOSTS};
+        # mounted by now: the file itself is no longer needed, if it is
+        # the one made below (never a path the environment names)
+        my $f = $ENV{TENT_NETNS_HOSTS} // '';
+        unlink $f if $f =~ m{\A/tmp/tent-netns-hosts-\w{8}\z}
+                     && ($ENV{TENT_NETNS_HOSTS_MADE} // '') eq $f;
         return 1;
     }
 
     if ($a{hosts}) {
-        my $f = "/tmp/tent-netns-hosts-$$";
-        open my $fh, '>', $f or _skip("$f: $!");
+        # O_EXCL, of a random name: run as root, a symlink planted in /tmp
+        # must not be written through; readable by nginx's workers
+        my ($fh, $f) = eval {
+            File::Temp::tempfile('tent-netns-hosts-XXXXXXXX', DIR => '/tmp',
+                                 UNLINK => 0);
+        };
+        _skip("a temp file in /tmp: $@") unless $fh;
+        chmod 0644, $f or _skip("chmod $f: $!");
         print {$fh} "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n";
         print {$fh} "127.0.0.1\t$_\n" for @{ $a{hosts} };
         close $fh or _skip("$f: $!");
         $ENV{TENT_NETNS_HOSTS} = $f;
+        $ENV{TENT_NETNS_HOSTS_MADE} = $f;
     }
 
     my $wrapper = netns_wrapper();
