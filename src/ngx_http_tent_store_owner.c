@@ -86,6 +86,10 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
 
     ngx_http_tent_ldb_files(ldb, (char *) files);
 
+    if (ngx_http_tent_owner_memory_init(store) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* open and close reuse one task each: retries allocate nothing */
 
     task = ngx_thread_task_alloc(ngx_cycle->pool, 0);
@@ -641,6 +645,7 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
         /* the next in line first, then what this one's handler submits */
 
         ngx_http_tent_owner_next_background(store);
+        ngx_http_tent_owner_memory_used(store);
     }
 
     if (ctx->res && ctx->res[0] == NGX_HTTP_TENT_STORE_UNAVAILABLE

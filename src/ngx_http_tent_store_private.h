@@ -145,6 +145,12 @@ struct ngx_http_tent_store_s {
     ngx_uint_t                      background_running;
     ngx_queue_t                     background;
     ngx_uint_t                      nbackground;
+
+    /* giving freed memory back after background work (store_memory.c) */
+    ngx_thread_task_t              *trim_task;
+    ngx_event_t                     trim_timer;
+    ngx_int_t                       trimmed;     /* set by the thread */
+    unsigned                        trimming:1;
     ngx_event_t                     open_timer;
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;
@@ -215,6 +221,10 @@ void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_memory.c: malloc arenas, free pages given back */
+ngx_int_t ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store);
 
 
 /*
