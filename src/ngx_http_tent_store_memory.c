@@ -50,8 +50,9 @@ ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store)
      */
 
     if (mallopt(M_ARENA_MAX, NGX_HTTP_TENT_ARENAS) != 1) {
-        ngx_log_error(NGX_LOG_WARN, store->log, 0,
-                      "tent store: mallopt(M_ARENA_MAX) failed");
+        /* another allocator (a sanitizer's): it keeps its own arenas */
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store: mallopt(M_ARENA_MAX) not taken");
     }
 #endif
 
