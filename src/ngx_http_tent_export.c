@@ -451,6 +451,8 @@ ngx_http_tent_export_scan(ngx_http_tent_export_t *ex)
     op->handler = ngx_http_tent_export_scanned;
     op->data = ex;
 
+    ngx_http_tent_store_for_request(op);
+
     if (ngx_http_tent_store_submit(op) != NGX_OK) {
         return NGX_ERROR;
     }

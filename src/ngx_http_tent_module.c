@@ -44,6 +44,12 @@ static ngx_int_t ngx_http_tent_init_process(ngx_cycle_t *cycle);
 static void ngx_http_tent_exit_process(ngx_cycle_t *cycle);
 
 
+/* fewer than the pool's threads: a request's operation finds one free */
+static ngx_conf_num_bounds_t  ngx_http_tent_store_background_bounds = {
+    ngx_conf_check_num_bounds, 1, 64
+};
+
+
 static ngx_command_t  ngx_http_tent_commands[] = {
 
     { ngx_string("tent_store"),
@@ -325,6 +331,12 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_SRV_CONF_OFFSET,
       offsetof(ngx_http_tent_srv_conf_t, moved_redirect_time),
       NULL },
+    { ngx_string("tent_store_background_threads"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, store_background),
+      &ngx_http_tent_store_background_bounds },
 
       ngx_null_command
 };
@@ -424,6 +436,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
 
     mcf->store_timeout = NGX_CONF_UNSET_MSEC;
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
+    mcf->store_background = NGX_CONF_UNSET_UINT;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
     mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
@@ -585,6 +598,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_msec_value(mcf->store_timeout, 5000);
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
+    ngx_conf_init_uint_value(mcf->store_background, 2);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 

@@ -149,6 +149,9 @@ struct ngx_http_tent_main_conf_s {
     ngx_msec_t                      breaker_pause;
     time_t                          dead_letter_time;
     ngx_http_tent_delivery_t       *delivery;    /* the owner's */
+
+    /* the store owner's threads for background operations, at most */
+    ngx_uint_t                      store_background;
 };
 
 

@@ -61,6 +61,10 @@ typedef enum {
     NGX_HTTP_TENT_STAT_IN_FLIGHT,      /* a gauge */
     NGX_HTTP_TENT_STAT_BREAKERS,       /* a gauge: hosts paused */
     NGX_HTTP_TENT_STAT_LOCAL,          /* delivered on this node, no HTTP */
+    NGX_HTTP_TENT_STAT_STORE_REQUEST,  /* ops the owner ran for requests */
+    NGX_HTTP_TENT_STAT_STORE_BACKGROUND,  /* ... for background work */
+    NGX_HTTP_TENT_STAT_STORE_DEFERRED, /* background ops that waited a slot */
+    NGX_HTTP_TENT_STAT_STORE_WAITING,  /* a gauge: those waiting now */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

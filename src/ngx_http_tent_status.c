@@ -82,7 +82,19 @@ static ngx_http_tent_status_counter_t  ngx_http_tent_status_counters[] = {
       "Anonymous replies answered from a worker's cache.", 0 },
     { NGX_HTTP_TENT_STAT_CACHE_MISSES, "reply_cache", "misses",
       "tent_reply_cache_misses_total",
-      "Anonymous replies not in the cache, or stale.", 0 }
+      "Anonymous replies not in the cache, or stale.", 0 },
+    { NGX_HTTP_TENT_STAT_STORE_REQUEST, "store_threads", "request",
+      "tent_store_request_operations_total",
+      "Store operations the owner ran for a client waiting.", 0 },
+    { NGX_HTTP_TENT_STAT_STORE_BACKGROUND, "store_threads", "background",
+      "tent_store_background_operations_total",
+      "Store operations the owner ran for background work.", 0 },
+    { NGX_HTTP_TENT_STAT_STORE_DEFERRED, "store_threads", "deferred",
+      "tent_store_background_deferred_total",
+      "Background operations that waited for a thread of theirs.", 0 },
+    { NGX_HTTP_TENT_STAT_STORE_WAITING, "store_threads", "waiting",
+      "tent_store_background_waiting",
+      "Background operations waiting for a thread of theirs now.", 1 }
 };
 
 

@@ -61,9 +61,11 @@ ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
     store->thread_pool = mcf->thread_pool;
     store->timeout = mcf->store_timeout;
     store->max_waiting = mcf->store_max_waiting;
+    store->background_max = mcf->store_background;
     store->log = cycle->log;
 
     ngx_queue_init(&store->waiting);
+    ngx_queue_init(&store->background);
     ngx_queue_init(&store->cas_queue);
     ngx_queue_init(&store->conns);
     ngx_queue_init(&store->unsent);
@@ -644,6 +646,19 @@ ngx_http_tent_store_scan(ngx_http_tent_store_op_t *op, ngx_str_t *start,
 }
 
 
+/*
+ * A client waits for this operation's answer, though it is not submitted
+ * through ngx_http_tent_store_submit_request() (a stream's next page):
+ * it goes ahead of background work.
+ */
+
+void
+ngx_http_tent_store_for_request(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_sop(op)->request = 1;
+}
+
+
 ngx_int_t
 ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
 {
@@ -665,6 +680,16 @@ ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op)
      * connection to the owner, for its reply.  It is not cancelable, so
      * a worker shutting down still answers the requests it holds.
      */
+
+    /*
+     * Its class: an operation of ours not submitted for a request (the
+     * delivery engine's, the sweeps') is background work; one relayed
+     * from a worker keeps the class its worker gave it.
+     */
+
+    if (sop->conn == NULL && !sop->request) {
+        sop->req[1] |= NGX_HTTP_TENT_OP_BACKGROUND;
+    }
 
     sop->timer.handler = ngx_http_tent_store_timeout_handler;
     sop->timer.data = op;
@@ -705,6 +730,7 @@ ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
 static void
 ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
 {
+    ngx_http_tent_main_conf_t      *mcf;
     ngx_http_tent_store_op_t       *op;
     ngx_http_tent_store_op_full_t  *sop;
 
@@ -724,6 +750,12 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
 
     case NGX_HTTP_TENT_WHERE_SENT:
         ngx_http_tent_ipc_cancel(op);
+        break;
+
+    case NGX_HTTP_TENT_WHERE_BACKGROUND:
+        mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                                  ngx_http_tent_module);
+        ngx_http_tent_owner_unqueue(mcf->store, op);
         break;
 
     case NGX_HTTP_TENT_WHERE_FAILED:

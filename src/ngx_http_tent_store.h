@@ -80,6 +80,7 @@ ngx_int_t ngx_http_tent_store_mget_key(ngx_http_tent_store_op_t *op,
 ngx_int_t ngx_http_tent_store_next_value(ngx_http_tent_store_op_t *op,
     ngx_uint_t *found, ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_submit(ngx_http_tent_store_op_t *op);
+void ngx_http_tent_store_for_request(ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_store_value(ngx_http_tent_store_op_t *op,
     ngx_str_t *value);
 ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,

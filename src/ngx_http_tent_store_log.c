@@ -80,8 +80,10 @@ ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
 
     name = ngx_http_tent_store_op_name(op);
 
-    p = ngx_slprintf(p, last, "%s%s", name,
-                     (req[1] & NGX_HTTP_TENT_OP_SYNC) ? " sync" : "");
+    p = ngx_slprintf(p, last, "%s%s%s", name,
+                     (req[1] & NGX_HTTP_TENT_OP_SYNC) ? " sync" : "",
+                     (req[1] & NGX_HTTP_TENT_OP_BACKGROUND)
+                     ? " background" : "");
 
     /* where the first key is: after a count for batches and mget */
 

@@ -19,6 +19,7 @@
 #define NGX_HTTP_TENT_STORE_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store_private.h"
 
 #include <sys/statvfs.h>
@@ -29,6 +30,7 @@ typedef struct {
     ngx_http_tent_store_op_t   *op;
     u_char                     *res;
     size_t                      res_len;
+    ngx_uint_t                  background;
 } ngx_http_tent_exec_ctx_t;
 
 
@@ -41,6 +43,9 @@ static void ngx_http_tent_owner_close_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_closed(ngx_event_t *ev);
 static void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t background);
+static void ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store);
 static void ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_exec_done(ngx_event_t *ev);
 static void ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store);
@@ -80,6 +85,10 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
     (void) ngx_sprintf(files, "%V/attachments%Z", &store->path);
 
     ngx_http_tent_ldb_files(ldb, (char *) files);
+
+    if (ngx_http_tent_owner_memory_init(store) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     /* open and close reuse one task each: retries allocate nothing */
 
@@ -268,6 +277,10 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
         ngx_http_tent_store_unwait(op);
         ngx_http_tent_owner_exec(store, op);
     }
+
+    /* those that waited for a thread while the database was reopened */
+
+    ngx_http_tent_owner_next_background(store);
 }
 
 
@@ -358,6 +371,16 @@ ngx_http_tent_owner_resign(ngx_http_tent_store_t *store)
         ngx_http_tent_store_dispatch(store, op);
     }
 
+    /* and the background ones not yet run: to the next owner as well */
+
+    while (!ngx_queue_empty(&store->background)) {
+        q = ngx_queue_head(&store->background);
+        op = ngx_http_tent_store_op_of(q);
+
+        ngx_http_tent_owner_unqueue(store, op);
+        ngx_http_tent_store_dispatch(store, op);
+    }
+
     if (store->inflight == 0) {
         ngx_http_tent_owner_close(store);
     }
@@ -438,17 +461,33 @@ ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
 }
 
 
+/*
+ * Two classes of operation share the pool.  A request's (a client waits)
+ * is posted at once; a background one (the delivery engine's loads,
+ * settles and scans, the sweeps) only while fewer than
+ * tent_store_background_threads of them run, else it waits here, in its
+ * order, for one of them to end.  So however much work a fan-out has
+ * queued, a request's operation finds a free thread (the pool has more)
+ * and waits for none of it.  Compare-and-sets go in groups, one group at
+ * a time, whichever their class.
+ */
+
 static void
 ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_thread_task_t              *task;
-    ngx_http_tent_exec_ctx_t       *ctx;
+    ngx_uint_t                      background;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
 
+    background = (sop->req_len > 1
+                  && (sop->req[1] & NGX_HTTP_TENT_OP_BACKGROUND));
+
     if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
+        ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
+                                       : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
+
         ngx_queue_insert_tail(&store->cas_queue, &sop->queue);
         sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
         store->inflight++;
@@ -460,6 +499,39 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         return;
     }
 
+    if (background
+        && (store->background_running >= store->background_max
+            || !ngx_queue_empty(&store->background)))
+    {
+        ngx_queue_insert_tail(&store->background, &sop->queue);
+        sop->where = NGX_HTTP_TENT_WHERE_BACKGROUND;
+        store->nbackground++;
+
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_STORE_DEFERRED, 1);
+        ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_WAITING,
+                            store->nbackground);
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: a background operation waits, "
+                       "%ui running, %ui waiting",
+                       store->background_running, store->nbackground);
+        return;
+    }
+
+    ngx_http_tent_owner_run(store, op, background);
+}
+
+
+static void
+ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t background)
+{
+    ngx_thread_task_t              *task;
+    ngx_http_tent_exec_ctx_t       *ctx;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
     task = ngx_thread_task_alloc(op->pool, sizeof(ngx_http_tent_exec_ctx_t));
     if (task == NULL) {
         ngx_http_tent_owner_reject(op);
@@ -469,6 +541,7 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ctx = task->ctx;
     ctx->store = store;
     ctx->op = op;
+    ctx->background = background;
 
     task->handler = ngx_http_tent_owner_exec_thread;
     task->event.handler = ngx_http_tent_owner_exec_done;
@@ -481,6 +554,52 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
 
     sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
     store->inflight++;
+
+    if (background) {
+        store->background_running++;
+    }
+
+    ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
+                                   : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
+}
+
+
+/* a background thread is free: the next background operation takes it */
+
+static void
+ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t               *q;
+    ngx_http_tent_store_op_t  *op;
+
+    while (store->state == NGX_HTTP_TENT_OWNER_OPEN
+           && store->background_running < store->background_max
+           && !ngx_queue_empty(&store->background))
+    {
+        q = ngx_queue_head(&store->background);
+        op = ngx_http_tent_store_op_of(q);
+
+        ngx_http_tent_owner_unqueue(store, op);
+        ngx_http_tent_owner_run(store, op, 1);
+    }
+}
+
+
+/* a background operation leaves the queue: its turn, its deadline */
+
+void
+ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    ngx_queue_remove(&sop->queue);
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
+    store->nbackground--;
+
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_WAITING, store->nbackground);
 }
 
 
@@ -519,6 +638,15 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     store = ctx->store;
 
     store->inflight--;
+
+    if (ctx->background) {
+        store->background_running--;
+
+        /* the next in line first, then what this one's handler submits */
+
+        ngx_http_tent_owner_next_background(store);
+        ngx_http_tent_owner_memory_used(store);
+    }
 
     if (ctx->res && ctx->res[0] == NGX_HTTP_TENT_STORE_UNAVAILABLE
         && ctx->res_len > 1)

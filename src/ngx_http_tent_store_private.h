@@ -33,6 +33,15 @@
 
 #define NGX_HTTP_TENT_OP_SYNC            0x01
 
+/*
+ * Background work (the delivery engine, the sweeps), not a client waiting
+ * for its answer: the owner runs at most tent_store_background_threads of
+ * these at once, so a request's operation always finds a free thread.
+ * Set on every operation not submitted for a request; an operation
+ * without it (an older worker's, during a reload) is a request's.
+ */
+#define NGX_HTTP_TENT_OP_BACKGROUND      0x02
+
 #define NGX_HTTP_TENT_WRITE_PUT          1
 #define NGX_HTTP_TENT_WRITE_DEL          2
 
@@ -85,6 +94,7 @@ typedef struct {
     unsigned                        failed_encoding:1;
     unsigned                        credential:1;  /* wrote one */
     unsigned                        replies:1;     /* wrote what is cached */
+    unsigned                        request:1;     /* a client waits */
 } ngx_http_tent_store_op_full_t;
 
 
@@ -129,6 +139,18 @@ struct ngx_http_tent_store_s {
     ngx_uint_t                      cas_running;
     ngx_queue_t                     waiting;
     ngx_uint_t                      nwaiting;
+
+    /* background operations: those running, those waiting for a slot */
+    ngx_uint_t                      background_max;
+    ngx_uint_t                      background_running;
+    ngx_queue_t                     background;
+    ngx_uint_t                      nbackground;
+
+    /* giving freed memory back after background work (store_memory.c) */
+    ngx_thread_task_t              *trim_task;
+    ngx_event_t                     trim_timer;
+    ngx_int_t                       trimmed;     /* set by the thread */
+    unsigned                        trimming:1;
     ngx_event_t                     open_timer;
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;
@@ -182,6 +204,7 @@ void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
 #define NGX_HTTP_TENT_WHERE_SENT       3
 #define NGX_HTTP_TENT_WHERE_RUNNING    4
 #define NGX_HTTP_TENT_WHERE_FAILED     5
+#define NGX_HTTP_TENT_WHERE_BACKGROUND 6     /* waits for a background slot */
 
 /* ngx_http_tent_store_owner.c: when and where LevelDB runs */
 #define NGX_HTTP_TENT_OWNER_NONE       0
@@ -196,6 +219,12 @@ void ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
 void ngx_http_tent_owner_resign(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_memory.c: malloc arenas, free pages given back */
+ngx_int_t ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store);
 
 
 /*

@@ -41,6 +41,7 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
 
     op->data = r;
     sop->request_done = handler;
+    sop->request = 1;
     op->handler = ngx_http_tent_store_request_done;
 
     if (ngx_http_tent_store_submit(op) != NGX_OK) {

@@ -545,3 +545,65 @@ GET /tent/profile
 --- must_die
 --- error_log
 "tent_moved_redirect_time" directive invalid value
+
+
+
+=== TEST prio1: tent_store_background_threads takes 1 to 64
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_background_threads 1;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+GET /tent/profile
+--- error_code: 200
+--- no_error_log
+[emerg]
+
+
+
+=== TEST prio2: tent_store_background_threads of 0
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_background_threads 0;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+value must be between 1 and 64
+
+
+
+=== TEST prio3: tent_store_background_threads above 64
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_background_threads 65;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+value must be between 1 and 64
+
+
+
+=== TEST prio4: tent_store_background_threads not a number
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_background_threads two;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_store_background_threads" directive invalid number
+
+
+
+=== TEST prio5: tent_store_background_threads: http only
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_store_background_threads 2;
+--- must_die
+--- error_log
+"tent_store_background_threads" directive is not allowed here

@@ -51,8 +51,11 @@ sub status {
 my $s0 = status();
 ok(ref $s0 eq 'HASH', 'the JSON is an object');
 is_deeply([sort keys %$s0],
-          [qw(connections deliveries nonces reply_cache store)],
+          [qw(connections deliveries nonces reply_cache store store_threads)],
           'its groups');
+is_deeply([sort keys %{ $s0->{store_threads} }],
+          [qw(background deferred request waiting)],
+          'the store\'s operations by class');
 is_deeply([sort keys %{ $s0->{deliveries} }],
           [qw(breakers_open dead delivered in_flight local queued retried)],
           'the deliveries\' counters');
@@ -164,6 +167,12 @@ ok(defined $m{'tent_store_operations_total{kind="write"}'}
    && defined $m{'tent_store_milliseconds_total{kind="get"}'}
    && defined $m{'tent_nonces_capacity{budget="owner"}'},
    'store operations, their time and the nonce cache, labelled');
+is($types{tent_store_background_waiting}, 'gauge',
+   'background operations waiting a gauge');
+is($m{tent_store_request_operations_total} > 0
+   && defined $m{tent_store_background_operations_total}
+   && defined $m{tent_store_background_deferred_total}, 1,
+   'store operations by class');
 
 # a failure then a success: one retry, one delivery; a refusal: one dead
 sub post_one {

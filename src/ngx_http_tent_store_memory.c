@@ -1,0 +1,145 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The store owner's memory (docs/store.md, "Memory of the owner"): LevelDB
+ * allocates on the pool's threads, and glibc gives each thread that
+ * allocates at once an arena of its own (up to 8 a core), whose freed
+ * chunks stay in the worker's RSS.  The owner caps the arenas, and once
+ * background work (a fan-out's loads and settlements) has run, gives
+ * the free pages back to the kernel with malloc_trim(), on a pool
+ * thread, at most once a second.  Without glibc both do nothing.
+ */
+
+
+#define NGX_HTTP_TENT_STORE_PRIVATE  1
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_store_private.h"
+
+#if (__GLIBC__)
+#include <malloc.h>
+#endif
+
+
+/* arenas for the event loop and the pool's threads: fewer, denser */
+#define NGX_HTTP_TENT_ARENAS      2
+
+/* after background work, the trim waits this long, and so at most once */
+#define NGX_HTTP_TENT_TRIM_AFTER  1000
+
+
+static void ngx_http_tent_memory_timer(ngx_event_t *ev);
+static void ngx_http_tent_memory_trim_thread(void *data, ngx_log_t *log);
+static void ngx_http_tent_memory_trimmed(ngx_event_t *ev);
+
+
+ngx_int_t
+ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store)
+{
+    ngx_thread_task_t  *task;
+
+#if (__GLIBC__)
+    /*
+     * Set before the pool's threads allocate: a thread takes its arena at
+     * its first malloc().  The workers that are not the owner keep
+     * glibc's default (their one thread uses the main arena).
+     */
+
+    if (mallopt(M_ARENA_MAX, NGX_HTTP_TENT_ARENAS) != 1) {
+        /* another allocator (a sanitizer's): it keeps its own arenas */
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store: mallopt(M_ARENA_MAX) not taken");
+    }
+#endif
+
+    task = ngx_thread_task_alloc(ngx_cycle->pool, 0);
+    if (task == NULL) {
+        return NGX_ERROR;
+    }
+
+    task->ctx = store;
+    task->handler = ngx_http_tent_memory_trim_thread;
+    task->event.handler = ngx_http_tent_memory_trimmed;
+    task->event.data = task;
+    store->trim_task = task;
+
+    store->trim_timer.handler = ngx_http_tent_memory_timer;
+    store->trim_timer.data = store;
+    store->trim_timer.log = store->log;
+    store->trim_timer.cancelable = 1;
+
+    return NGX_OK;
+}
+
+
+/* a background operation ended: a trim within a second */
+
+void
+ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store)
+{
+    if (store->trim_task == NULL || store->trimming
+        || store->trim_timer.timer_set)
+    {
+        return;
+    }
+
+    ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
+}
+
+
+static void
+ngx_http_tent_memory_timer(ngx_event_t *ev)
+{
+    ngx_http_tent_store_t  *store;
+
+    store = ev->data;
+
+    if (store->state != NGX_HTTP_TENT_OWNER_OPEN) {
+        return;
+    }
+
+    /* a busy pool: the next background operation to end tries again */
+
+    if (ngx_thread_task_post(store->thread_pool, store->trim_task) != NGX_OK)
+    {
+        return;
+    }
+
+    /* not in "inflight": a close or a reopen need not wait for it */
+
+    store->trimming = 1;
+}
+
+
+static void
+ngx_http_tent_memory_trim_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_tent_store_t *store = data;
+
+#if (__GLIBC__)
+    store->trimmed = malloc_trim(0);
+#else
+    store->trimmed = 0;
+#endif
+}
+
+
+static void
+ngx_http_tent_memory_trimmed(ngx_event_t *ev)
+{
+    ngx_thread_task_t *task = ev->data;
+
+    ngx_http_tent_store_t  *store;
+
+    store = task->ctx;
+
+    store->trimming = 0;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: malloc_trim() after background work: %s",
+                   store->trimmed ? "memory given back" : "nothing to give");
+}
