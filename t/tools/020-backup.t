@@ -54,11 +54,16 @@ sub marks {
     return \%m;
 }
 
+# $pad bytes of content: enough of them fill LevelDB's 4 MB write buffer,
+# so that the store has tables (linked) besides its log (copied), and
+# tables are written and compacted while the backup runs
 sub post {
-    my ($c, $cred, $mark) = @_;
+    my ($c, $cred, $mark, $pad) = @_;
     return $c->request(POST => '/posts', cred => $cred,
                        headers => { 'Idempotency-Key' => $mark },
-                       body => { type => $TYPE, content => { mark => $mark } });
+                       body => { type => $TYPE,
+                                 content => { mark => $mark,
+                                              pad => 'x' x ($pad // 0) } });
 }
 
 # both nginx serve the same entity, whatever their port: the keys start
@@ -79,7 +84,7 @@ my (undef, $cred) = $c->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 
 for my $i (1 .. 30) {
-    my $r = post($c, $cred, "before-$i");
+    my $r = post($c, $cred, "before-$i", 200_000);
     die "post: $r->{body}" unless $r->{status} == 200;
 }
 
@@ -93,7 +98,7 @@ if ($writer == 0) {
     $fh->autoflush(1);
     my $wc = $a->client;
     for (my $i = 1; !-e $stop && $i < 5000; $i++) {
-        my $r = post($wc, $cred, "during-$i");
+        my $r = post($wc, $cred, "during-$i", 20_000);
         my $t = sprintf '%.6f', time;
         print {$fh} $r->{status} == 200 ? "ok during-$i $t\n"
                                         : "status $r->{status} during-$i $t\n";
@@ -103,7 +108,7 @@ if ($writer == 0) {
 
 # let it write for a while, then back up
 my $end = time + 10;
-sleep 0.05 while time < $end && (-s $acks // 0) < 200;
+sleep 0.05 while time < $end && (-s $acks // 0) < 3000;
 my $began = time;
 my ($code, $err) = backup($store, "$tmp/copy");
 my $finished = time;
@@ -113,6 +118,11 @@ close $sf;
 waitpid $writer, 0;
 
 is($code, 0, 'tent-backup exits 0') or diag($err);
+note($err);
+ok(glob("$tmp/copy/db/*.ldb") || glob("$tmp/copy/db/*.sst"),
+   'the copy has LevelDB tables');
+ok(glob("$tmp/copy/db/*.log") && -f "$tmp/copy/db/CURRENT",
+   'and its log and CURRENT');
 like($err, qr/owner \d+ paused [0-9.]+ s/, 'it says whom it paused and how long');
 ok(-f "$tmp/copy/BACKUP" && -d "$tmp/copy/db", 'the copy has the database');
 ok(!-e "$tmp/copy/store.sock", 'not the socket');
