@@ -16,6 +16,7 @@ use Cwd qw(abs_path);
 use FindBin;
 use POSIX ();
 use Time::HiRes qw(sleep time);
+use Digest::SHA qw(sha256_hex);
 
 my $BACKUP = abs_path("$FindBin::Bin/../../bin/tent-backup");
 my $BASE = $ENV{TEST_NGINX_PORT} || $ENV{TEST_NGINX_SERVER_PORT} || 1984;
@@ -88,6 +89,26 @@ for my $i (1 .. 30) {
     die "post: $r->{body}" unless $r->{status} == 200;
 }
 
+# a photo: its bytes are a file of the store's attachments/
+my $B = '-----------TentBackup';
+my $PHOTO = 'x' x 1000 . join('', map { chr } 0 .. 255) x 200;
+my $res = $c->request(POST => '/posts', cred => $cred,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$B" },
+    body => "--$B\r\nContent-Disposition: form-data; name=\"post\"; "
+          . "filename=\"post.json\"\r\nContent-Type: "
+          . "application/vnd.tent.v0+json\r\n\r\n"
+          . encode_json({ type => 'https://tent.io/types/post/photo/v0.1.0',
+                          content => {} })
+          . "\r\n--$B\r\nContent-Disposition: form-data; name=\"photos\"; "
+          . "filename=\"p.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n"
+          . "$PHOTO\r\n--$B--\r\n");
+is($res->{status}, 200, 'a photo post') or diag($res->{body});
+my $photo = $res->{json}{id};
+my $D = sha256_hex($PHOTO);
+my $file = "attachments/" . substr(sha256_hex($ENTITY), 0, 32) . '/'
+           . substr($D, 0, 2) . '/' . substr($D, 2);
+ok(-f "$store/$file", 'its file');
+
 # a writer all along the backup: its acknowledgements in a file, each with
 # the time it came back
 my $acks = "$tmp/acks";
@@ -126,6 +147,15 @@ ok(glob("$tmp/copy/db/*.log") && -f "$tmp/copy/db/CURRENT",
 like($err, qr/owner \d+ paused [0-9.]+ s/, 'it says whom it paused and how long');
 ok(-f "$tmp/copy/BACKUP" && -d "$tmp/copy/db", 'the copy has the database');
 ok(!-e "$tmp/copy/store.sock", 'not the socket');
+is((stat "$tmp/copy/$file")[1], (stat "$store/$file")[1],
+   'the attachment file: a link, on the same file system');
+
+# the photo deleted after the backup: its file goes from the store, not
+# from the copy
+is($c->request(DELETE => "/posts/$photo", cred => $cred)->{status}, 200,
+   'the photo post deleted');
+ok(!-e "$store/$file", 'its file removed from the store');
+ok(-f "$tmp/copy/$file", 'kept in the copy');
 
 my (@before, @after, @bad);
 open my $af, '<', $acks or die;
@@ -177,6 +207,9 @@ my @lost = grep { !$got->{$_} } (map { "before-$_" } 1 .. 30), @before;
 is(scalar @lost, 0, 'every post acknowledged before the backup began is there')
     or diag("lost: @lost[0 .. ($#lost > 9 ? 9 : $#lost)]");
 ok(!grep({ $got->{$_} } @after), 'none acknowledged after it ended');
+$res = $bc->request(GET => "/posts/$photo/attachments/p.jpg", cred => $cred);
+ok($res->{status} == 200 && $res->{body} eq $PHOTO,
+   'the restored store serves the photo') or diag("$res->{status}");
 is(post($bc, $cred, 'after-restore')->{status}, 200,
    'the restored store takes writes');
 my $blog = $b->error_log_text;
