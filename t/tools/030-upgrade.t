@@ -121,12 +121,33 @@ while (time < $until) {
 }
 is(scalar(grep { $_->[1] } @w), 2, 'both new workers run the new file')
     or diag(explain \@w);
-like($a->error_log_text, qr/tent store: opened/, 'the new owner opened the store');
+my $opened = () = $a->error_log_text =~ /tent store: opened/g;
+ok($opened >= 2, 'the new owner opened the store');
 
 my @ok = grep { /^ok / } @lines;
 my @bad = grep { !/^ok / } @lines;
 ok(@ok > 40, scalar(@ok) . ' posts acknowledged across the reload');
 is(scalar @bad, 0, 'every request answered') or diag(@bad[0 .. 4]);
+
+# 1b. why a new name: a build renamed over the same path and a reload
+# leaves the new workers on the old code (the master has that path
+# loaded: dlopen() answers with it), the file they map is the deleted one
+copy($so, "$new.tmp") or die "copy: $!";
+rename "$new.tmp", $new or die "rename: $!";
+{
+    local $ENV{TEST_NGINX_LOAD_MODULES} = $new;
+    $a->reload(worker_processes => 2);
+}
+$until = time + 10;
+my @d;
+while (time < $until) {
+    @d = workers_mapping($a->master_pid, "$new (deleted)");
+    last if @d == 2 && !grep { !$_->[1] } @d;
+    sleep 0.1;
+}
+is(scalar(grep { $_->[1] } @d), 2,
+   'a build renamed over the loaded path: the reload keeps the old code')
+    or diag(explain \@d);
 
 # 2. nginx itself: a binary upgrade, USR2 then WINCH then QUIT
 my $pidfile = $a->servroot . '/logs/nginx.pid';
@@ -146,6 +167,15 @@ ok(-e "$pidfile" && !-e "$pidfile.oldbin", 'the new master took the pid file');
 $new_master = $a->master_pid;
 ok($new_master && $new_master != $old_master && !kill(0, $old_master),
    'a new master, the old one gone');
+$until = time + 10;
+while (time < $until) {
+    @w = workers_mapping($new_master, "$new\n");
+    last if @w == 2 && !grep { !$_->[1] } @w;
+    sleep 0.1;
+}
+is(scalar(grep { $_->[1] } @w), 2,
+   'the new master loaded the file on disk: its workers map it')
+    or diag(explain \@w);
 @ok = (@ok, grep { /^ok / } @lines2);
 @bad = grep { !/^ok / } @lines2;
 ok(scalar(grep { /^ok / } @lines2) > 40,
