@@ -180,7 +180,7 @@ SKIP: {
     my $shm = tempdir('tent-backup-XXXXXX', DIR => '/dev/shm', CLEANUP => 1);
     my ($code2, $err2) = backup($store, "$shm/copy");
     is($code2, 0, 'a copy to another file system') or diag($err2);
-    ok(-d "$shm/copy/db" && !glob("$store.tent-backup.*"),
+    ok(-d "$shm/copy/db" && !glob("$store/.tent-backup.*"),
        'its staging directory is gone');
 }
 
@@ -191,6 +191,9 @@ like($err, qr/exists/, '... and why');
 ($code, $err) = backup($tmp, "$tmp/copy2");
 isnt($code, 0, 'a directory that is not a store: refused');
 ok(!-e "$tmp/copy2", '... nothing made');
+($code, $err) = backup($store, "$store/attachments/copy");
+isnt($code, 0, 'DEST inside the store: refused');
+like($err, qr/inside the store/, '... and why');
 
 # restore: the copy becomes the store of another nginx
 system('cp', '-a', "$tmp/copy", "$tmp/restored") == 0 or die 'cp';
