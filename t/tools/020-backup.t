@@ -220,6 +220,38 @@ unlike($blog, qr/\[(?:alert|crit|emerg)\]/, 'and opened cleanly')
     or diag(join "\n", grep { /\[(alert|crit|emerg)\]/ } split /\n/, $blog);
 $b->stop;
 
+# backups while nginx reloads: the owner changes hands; each backup pauses
+# whichever holds the lock, and its copy opens
+{
+    my $kid = fork // die "fork: $!";
+    if ($kid == 0) {
+        for (1 .. 4) { sleep 0.3; kill 'HUP', $a->master_pid; }
+        POSIX::_exit(0);
+    }
+    my @codes;
+    for my $n (1 .. 4) {
+        my ($cd, $e) = backup('--wait', 10, $store, "$tmp/reload$n");
+        push @codes, $cd;
+        diag($e) if $cd;
+        sleep 0.2;
+    }
+    waitpid $kid, 0;
+    is("@codes", '0 0 0 0', 'four backups during four reloads');
+    system('cp', '-a', "$tmp/reload3", "$tmp/restored3") == 0 or die 'cp';
+    my $r = Tent::Peer->start(port => $BASE + 4, worker_processes => 1,
+                              server_config => $server,
+                              http_config => "tent_store $tmp/restored3;");
+    my $m;
+    my $u = time + 10;
+    until (($m = marks($r->client, $cred)) || time > $u) { sleep 0.1 }
+    $m ||= {};
+    is(scalar(grep { !$m->{$_} } @before, @after), 0,
+       'a copy made during a reload has every post');
+    unlike($r->error_log_text, qr/\[(?:alert|crit|emerg)\]/,
+           'and opens cleanly');
+    $r->stop;
+}
+
 # nginx stopped: nobody holds the store; --offline copies it as it is
 $a->stop;
 ($code, $err) = backup('--wait', '0.2', $store, "$tmp/copy3");
