@@ -27,7 +27,17 @@ my ($so) = grep { /ngx_http_tent_module/ }
 plan skip_all => 'TEST_NGINX_LOAD_MODULES names no tent module' unless $so;
 $so = File::Spec->rel2abs($so);
 
-my $a = Tent::Peer->start(port => $BASE + 3, worker_processes => 2);
+# Under util/run-asan.sh nginx is a wrapper that preloads libasan: the
+# binary upgrade's new master must get it too (env), and ASan stops a
+# master that loads a second copy of an instrumented module (an ODR
+# violation): the reload then loads the same file again instead.
+my $BIN = $ENV{TEST_NGINX_BINARY} || '';
+my $asan = -f $BIN && -T $BIN && do {
+    open my $w, '<', $BIN; local $/; (<$w> // '') =~ /libasan/
+};
+my $a = Tent::Peer->start(port => $BASE + 3, worker_processes => 2,
+    $asan ? (main_config => "env LD_PRELOAD;\nenv ASAN_OPTIONS;\n"
+                            . "env UBSAN_OPTIONS;") : ());
 my $c = $a->client;
 my (undef, $cred) = $c->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
@@ -103,6 +113,7 @@ for my $i (1 .. 20) {
 # 1. a new build under a new name, and a reload
 my $new = "$tmp/ngx_http_tent_module-2.so";
 copy($so, $new) or die "copy: $!";
+$new = $so if $asan;
 my $old_master = $a->master_pid;
 my $reloaded;
 my @lines = storm('reload', 3, sub {
@@ -132,6 +143,8 @@ is(scalar @bad, 0, 'every request answered') or diag(@bad[0 .. 4]);
 # 1b. why a new name: a build renamed over the same path and a reload
 # leaves the new workers on the old code (the master has that path
 # loaded: dlopen() answers with it), the file they map is the deleted one
+SKIP: {
+skip 'under ASan the reload loads the same file', 1 if $asan;
 copy($so, "$new.tmp") or die "copy: $!";
 rename "$new.tmp", $new or die "rename: $!";
 {
@@ -148,6 +161,7 @@ while (time < $until) {
 is(scalar(grep { $_->[1] } @d), 2,
    'a build renamed over the loaded path: the reload keeps the old code')
     or diag(explain \@d);
+}
 
 # 2. nginx itself: a binary upgrade, USR2 then WINCH then QUIT
 my $pidfile = $a->servroot . '/logs/nginx.pid';
@@ -169,7 +183,7 @@ ok($new_master && $new_master != $old_master && !kill(0, $old_master),
    'a new master, the old one gone');
 $until = time + 10;
 while (time < $until) {
-    @w = workers_mapping($new_master, "$new\n");
+    @w = workers_mapping($new_master, $asan ? $new : "$new\n");
     last if @w == 2 && !grep { !$_->[1] } @w;
     sleep 0.1;
 }
