@@ -21,6 +21,9 @@ use Digest::SHA qw(sha256_hex);
 my $BACKUP = abs_path("$FindBin::Bin/../../bin/tent-backup");
 my $BASE = $ENV{TEST_NGINX_PORT} || $ENV{TEST_NGINX_SERVER_PORT} || 1984;
 my $TYPE = 'https://example.org/types/backup/v1.0.0';
+# the peers' ports: just above the suite's, within the range a session
+# is given; any free port when files run side by side (TEST_NGINX_RANDOMIZE)
+sub peer_port { $ENV{TEST_NGINX_RANDOMIZE} ? undef : $BASE + $_[0] }
 my $tmp = tempdir('tent-backup-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
 # run tent-backup: (exit status, stderr)
@@ -77,7 +80,7 @@ my $server = <<"CONF";
         }
 CONF
 
-my $a = Tent::Peer->start(port => $BASE + 1, worker_processes => 2,
+my $a = Tent::Peer->start(port => peer_port(1), worker_processes => 2,
                           server_config => $server);
 my $store = $a->servroot . '/tent_temp';
 my $c = $a->client;
@@ -197,7 +200,7 @@ like($err, qr/inside the store/, '... and why');
 
 # restore: the copy becomes the store of another nginx
 system('cp', '-a', "$tmp/copy", "$tmp/restored") == 0 or die 'cp';
-my $b = Tent::Peer->start(port => $BASE + 2, worker_processes => 2,
+my $b = Tent::Peer->start(port => peer_port(2), worker_processes => 2,
                           server_config => $server,
                           http_config => "tent_store $tmp/restored;");
 my $bc = $b->client;
@@ -238,7 +241,7 @@ $b->stop;
     waitpid $kid, 0;
     is("@codes", '0 0 0 0', 'four backups during four reloads');
     system('cp', '-a', "$tmp/reload3", "$tmp/restored3") == 0 or die 'cp';
-    my $r = Tent::Peer->start(port => $BASE + 4, worker_processes => 1,
+    my $r = Tent::Peer->start(port => peer_port(4), worker_processes => 1,
                               server_config => $server,
                               http_config => "tent_store $tmp/restored3;");
     my $m;

@@ -20,6 +20,9 @@ use Time::HiRes qw(sleep time);
 
 my $BASE = $ENV{TEST_NGINX_PORT} || $ENV{TEST_NGINX_SERVER_PORT} || 1984;
 my $TYPE = 'https://example.org/types/upgrade/v1.0.0';
+# the peers' ports: just above the suite's, within the range a session
+# is given; any free port when files run side by side (TEST_NGINX_RANDOMIZE)
+sub peer_port { $ENV{TEST_NGINX_RANDOMIZE} ? undef : $BASE + $_[0] }
 my $tmp = tempdir('tent-upgrade-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
 my ($so) = grep { /ngx_http_tent_module/ }
@@ -35,7 +38,7 @@ my $BIN = $ENV{TEST_NGINX_BINARY} || '';
 my $asan = -f $BIN && -T $BIN && do {
     open my $w, '<', $BIN; local $/; (<$w> // '') =~ /libasan/
 };
-my $a = Tent::Peer->start(port => $BASE + 3, worker_processes => 2,
+my $a = Tent::Peer->start(port => peer_port(3), worker_processes => 2,
     $asan ? (main_config => "env LD_PRELOAD;\nenv ASAN_OPTIONS;\n"
                             . "env UBSAN_OPTIONS;") : ());
 my $c = $a->client;

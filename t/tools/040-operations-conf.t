@@ -16,7 +16,16 @@ use FindBin;
 use Time::HiRes qw(sleep time);
 
 my $BASE = $ENV{TEST_NGINX_PORT} || $ENV{TEST_NGINX_SERVER_PORT} || 1984;
-my ($HTTP, $HTTPS, $STATUS) = ($BASE + 10, $BASE + 11, $BASE + 12);
+# ports just above the suite's; free ones when files run side by side
+sub free_port {
+    require IO::Socket::IP;
+    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                Listen => 1) or die "no free port: $@";
+    return $s->sockport;
+}
+my ($HTTP, $HTTPS, $STATUS) = $ENV{TEST_NGINX_RANDOMIZE}
+    ? (free_port(), free_port(), free_port())
+    : ($BASE + 10, $BASE + 11, $BASE + 12);
 my $BIN = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 my ($so) = grep { /ngx_http_tent_module/ }
            split ' ', $ENV{TEST_NGINX_LOAD_MODULES} || '';
@@ -27,7 +36,7 @@ plan skip_all => 'needs curl and openssl'
               . 'openssl version >/dev/null 2>&1');
 $so = File::Spec->rel2abs($so);
 
-my $sr = ($ENV{TEST_NGINX_SERVROOT} || '/tmp/tent-t') . '-opsconf';
+my $sr = ($ENV{TEST_NGINX_SERVROOT} || "/tmp/tent-t-$$") . '-opsconf';
 remove_tree($sr);
 make_path("$sr/ent", "$sr/logs");
 chmod 0755, $sr;
