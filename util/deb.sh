@@ -173,7 +173,7 @@ test_deb() {
     say "PASS: installed, nginx -t, a request, removed, purged"
 }
 
-# sourced (t/tools/020-deb-cleanup.t): the functions only
+# sourced (t/tools/050-deb-cleanup.t): the functions only
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "$1" in
