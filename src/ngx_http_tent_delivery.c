@@ -44,6 +44,7 @@
 
 
 static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
+static void ngx_http_tent_delivery_marks(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
@@ -71,7 +72,9 @@ ngx_int_t
 ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf)
 {
-    ngx_http_tent_delivery_t  *dl;
+    ngx_uint_t                    i;
+    ngx_http_tent_delivery_t     *dl;
+    ngx_http_tent_entity_conf_t  *ent;
 
     if (!mcf->delivery_on || mcf->entity_confs.nelts == 0) {
         return NGX_OK;
@@ -101,6 +104,26 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->settle_timer.data = dl;
     dl->settle_timer.log = cycle->log;
     dl->settle_timer.cancelable = 1;
+
+    /* every outbox is looked at once, then as its marks say */
+
+    dl->outbox = ngx_palloc(cycle->pool, mcf->entity_confs.nelts);
+    dl->hashes = ngx_palloc(cycle->pool,
+                            mcf->entity_confs.nelts * sizeof(ngx_uint_t));
+
+    if (dl->outbox == NULL || dl->hashes == NULL) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the outbox marks failed");
+        return NGX_ERROR;
+    }
+
+    ngx_memset(dl->outbox, 1, mcf->entity_confs.nelts);
+
+    for (i = 0; i < mcf->entity_confs.nelts; i++) {
+        ent = (ngx_http_tent_entity_conf_t *) mcf->entity_confs.elts + i;
+        dl->hashes[i] = ngx_crc32_short(ent->entity.data, ent->entity.len)
+                        % NGX_HTTP_TENT_OUTBOX_MARKS;
+    }
 
     if (ngx_http_tent_queue_init(dl, cycle->pool) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
@@ -156,7 +179,44 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
         ngx_http_tent_queue_reset(dl);
     }
 
+    ngx_http_tent_delivery_marks(dl);
+
     ngx_http_tent_delivery_entity(dl);
+}
+
+
+/*
+ * The outbox marks written since the last pass (ngx_http_tent_shm.h):
+ * the entities whose outbox is scanned in this one.  A mark is set once
+ * its row's write is done, and taken before this pass's scans are sent:
+ * they see the row.  An entity keeps its own mark until a scan of its
+ * outbox finds it empty (ngx_http_tent_outbox.c).  Without the zone, or
+ * once a minute, every outbox is scanned.
+ */
+
+static void
+ngx_http_tent_delivery_marks(ngx_http_tent_delivery_t *dl)
+{
+    ngx_uint_t         i, h, bits;
+    ngx_atomic_uint_t  marks[NGX_HTTP_TENT_OUTBOX_WORDS];
+
+    if (ngx_http_tent_outbox_take((ngx_cycle_t *) ngx_cycle, marks)
+        != NGX_OK
+        || dl->prune)
+    {
+        ngx_memset(dl->outbox, 1, dl->mcf->entity_confs.nelts);
+        return;
+    }
+
+    bits = 8 * sizeof(ngx_atomic_uint_t);
+
+    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
+        h = dl->hashes[i];
+
+        if (marks[h / bits] & ((ngx_atomic_uint_t) 1 << (h % bits))) {
+            dl->outbox[i] = 1;
+        }
+    }
 }
 
 
@@ -188,6 +248,7 @@ ngx_http_tent_delivery_step(ngx_event_t *ev)
 static void
 ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 {
+    uint64_t     now;
     ngx_pool_t  *pool;
 
     if (dl->pool) {
@@ -196,6 +257,22 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     }
 
     dl->done = NULL;
+
+    /*
+     * Only the entities with something to do: an outbox marked, a job
+     * due (ngx_http_tent_queue.c), or the prune once a minute; the others
+     * cost no store operation.
+     */
+
+    now = ngx_http_tent_now_ms();
+
+    while (!dl->prune
+           && dl->next_entity < dl->mcf->entity_confs.nelts
+           && !dl->outbox[dl->next_entity]
+           && ngx_http_tent_queue_idle(dl, dl->next_entity, now))
+    {
+        dl->next_entity++;
+    }
 
     if (dl->next_entity >= dl->mcf->entity_confs.nelts
         || ngx_exiting || ngx_quit || ngx_terminate)
@@ -663,6 +740,10 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     ngx_http_tent_host_release(t);
     ngx_http_tent_queue_written(t);     /* puts never submitted */
+
+    if (t->batch) {
+        ngx_http_tent_queue_poke(t);    /* a due job's: scanned again */
+    }
 
     ngx_queue_remove(&t->queue);
     dl->inflight--;

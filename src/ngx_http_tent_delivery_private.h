@@ -56,6 +56,8 @@ typedef struct {
     uint64_t                        floor;       /* unacknowledged puts' */
     ngx_uint_t                      writing;     /* writes with job puts */
     ngx_uint_t                      lowered;     /* a put's count */
+    uint64_t                        next;        /* a job due, not before */
+    ngx_uint_t                      moved;       /* next lowered: count */
 } ngx_http_tent_cursor_t;
 
 
@@ -97,6 +99,8 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */
     ngx_http_tent_cursor_t         *cursors;     /* by entity */
+    u_char                         *outbox;      /* by entity: marked */
+    ngx_uint_t                     *hashes;      /* by entity: its mark */
     ngx_http_tent_settle_t         *settle;      /* being filled */
     ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
@@ -208,10 +212,14 @@ void ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
 void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_again(ngx_http_tent_task_t *t);
+void ngx_http_tent_queue_poke(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t i, uint64_t now);
 
 /* ngx_http_tent_delivery_load.c: a batch of due jobs read at once */
-void ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan);
+ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
+    ngx_uint_t due);
 
 /* ngx_http_tent_settle.c: settlements written in batches */
 void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,

@@ -116,6 +116,13 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
           + dl->next_entity;
 
+    /* no row written since its outbox was found empty */
+
+    if (!dl->outbox[dl->next_entity]) {
+        ngx_http_tent_delivery_due(dl);
+        return;
+    }
+
     op = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (op == NULL
@@ -170,6 +177,20 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     dl->profile_rows = 0;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
+
+        /* empty: not scanned again until a row's mark (delivery.c) */
+
+        if (ngx_http_tent_store_next(op, &key, &value) != NGX_OK) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: \"%V\": outbox empty",
+                           &((ngx_http_tent_entity_conf_t *)
+                             dl->mcf->entity_confs.elts
+                             + dl->next_entity)->entity);
+            dl->outbox[dl->next_entity] = 0;
+        }
+
+        (void) ngx_http_tent_store_rewind(op);
+
         while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
             if (ngx_http_tent_task_running(dl, &key)) {
                 continue;

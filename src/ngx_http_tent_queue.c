@@ -18,6 +18,17 @@
  * never past a put that was not answered yet (its write may land after
  * the scan read).  Once a minute the scan starts from the beginning
  * again, whatever was missed.
+ *
+ * And the due index: each entity's "next", the time before which none of
+ * its jobs is due, so that a pass scans only the entities with a job due
+ * (1,000 entities of one nginx, one of them posting: one scan, not
+ * 1,000).  A scan reads one row past the due ones: when every due row it
+ * found is on its way, "next" is the due time of that row (none: never,
+ * until a put).  Every job put lowers it (ngx_http_tent_queue_lower), as
+ * does a due job's task that ends (its row may stay: a failure), a
+ * settlement that failed, and the reset once a minute; a scan's answer
+ * never raises it past a put made while the scan ran, or not answered
+ * when it was sent, as for the cursor.
  */
 
 
@@ -37,6 +48,8 @@ typedef struct {
     uint64_t                        end;         /* the scan's, in ms */
     uint64_t                        floor;
     ngx_uint_t                      lowered;
+    ngx_uint_t                      moved;
+    ngx_uint_t                      limit;       /* rows asked for */
 } ngx_http_tent_queue_scan_t;
 
 
@@ -72,6 +85,8 @@ ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
 
     for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
         dl->cursors[i].ms = 0;
+        dl->cursors[i].next = 0;
+        dl->cursors[i].moved++;
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
@@ -105,7 +120,12 @@ ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms)
         c->floor = ms;
     }
 
+    if (ms < c->next) {
+        c->next = ms;
+    }
+
     c->lowered++;
+    c->moved++;
 
     if (!t->writing) {
         t->writing = 1;
@@ -156,7 +176,39 @@ ngx_http_tent_queue_again(ngx_http_tent_task_t *t)
         c->ms = due;
     }
 
+    if (due < c->next) {
+        c->next = due;
+    }
+
     c->lowered++;
+    c->moved++;
+}
+
+
+/*
+ * A due job's task ended: settled, or failed with its row left where it
+ * was; the entity's next pass scans it again either way.
+ */
+
+void
+ngx_http_tent_queue_poke(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_cursor_t  *c;
+
+    c = ngx_http_tent_queue_cursor(t);
+
+    c->next = 0;
+    c->moved++;
+}
+
+
+/* the entity "i" has no job due by "now": its scan need not be sent */
+
+ngx_int_t
+ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
+    uint64_t now)
+{
+    return dl->cursors[i].next > now;
 }
 
 
@@ -167,7 +219,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
     ngx_str_t                     start, end;
-    ngx_uint_t                    room;
+    ngx_uint_t                    room, limit;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_queue_scan_t   *qs;
@@ -190,13 +242,24 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 
     now = ngx_http_tent_now_ms();
 
+    if (c->next > now) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: \"%V\": no job due before %uL",
+                       &ent->entity, c->next);
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
     qs = ngx_palloc(dl->pool, sizeof(ngx_http_tent_queue_scan_t));
 
     /*
      * The jobs in flight and those waiting for a host are read again
-     * (they are still there): room for them as well as for new ones.
+     * (they are still there): room for them as well as for new ones,
+     * and for one row more, the first not due yet (the due index).
      */
+
+    limit = room + dl->inflight + ngx_http_tent_hosts_deferred() + 1;
 
     if (scan == NULL || qs == NULL
         || ngx_http_tent_key_range(dl->pool, &ent->entity,
@@ -207,14 +270,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
                                        NGX_HTTP_TENT_TABLE_JOB, c->ms, NULL,
                                        &start)
                != NGX_OK)
-        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_JOB, now + 1, NULL,
-                                   &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end,
-                                    room + dl->inflight
-                                    + ngx_http_tent_hosts_deferred(), 0)
-           != NGX_OK)
+        || ngx_http_tent_store_scan(scan, &start, &end, limit, 0) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: building the due jobs' scan failed");
@@ -227,9 +283,12 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     qs->end = now + 1;
     qs->floor = c->floor;
     qs->lowered = c->lowered;
+    qs->moved = c->moved;
+    qs->limit = limit;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: due scan from %uL to %uL", c->ms, now + 1);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": due scan from %uL to %uL",
+                   &ent->entity, c->ms, now + 1);
 
     scan->handler = ngx_http_tent_queue_scanned;
     scan->data = qs;
@@ -252,8 +311,9 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_queue_scan_t *qs = op->data;
 
-    uint64_t                      ms;
+    uint64_t                      ms, t, next;
     ngx_str_t                     key, value, id;
+    ngx_uint_t                    rows, due;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_delivery_t     *dl;
     ngx_http_tent_entity_conf_t  *ent;
@@ -271,16 +331,37 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    ms = qs->end;
+    /* the due rows come first: the one after them says when next */
 
-    if (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &ms, &id)
+    ms = qs->end;
+    rows = 0;
+    due = 0;
+    next = (uint64_t) -1;
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &t, &id)
             != NGX_OK)
         {
-            ms = 0;
+            t = 0;
         }
 
-        (void) ngx_http_tent_store_rewind(op);
+        if (rows++ == 0) {
+            ms = t;
+        }
+
+        if (t < qs->end) {
+            due++;
+            continue;
+        }
+
+        next = t;
+        break;
+    }
+
+    (void) ngx_http_tent_store_rewind(op);
+
+    if (rows == 0 || ms > qs->end) {
+        ms = qs->end;       /* the cursor stays at what was due */
     }
 
     /* not past a put that was not answered when the scan was sent */
@@ -294,5 +375,21 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
         c->ms = ms;     /* puts since: the lower of theirs and the scan's */
     }
 
-    ngx_http_tent_delivery_load(dl, ent, op);
+    if (!ngx_http_tent_delivery_load(dl, ent, op, due)
+        || (due == rows && rows >= qs->limit))
+    {
+        next = 0;       /* more due than it took: scanned again */
+    }
+
+    next = ngx_min(next, qs->floor);
+
+    if (c->moved != qs->moved) {
+        next = ngx_min(next, c->next);
+    }
+
+    c->next = next;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": %ui jobs due, next scan at "
+                   "%uL", &ent->entity, due, next);
 }

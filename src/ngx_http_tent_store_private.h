@@ -85,6 +85,9 @@ typedef struct {
     unsigned                        failed_encoding:1;
     unsigned                        credential:1;  /* wrote one */
     unsigned                        replies:1;     /* wrote what is cached */
+    unsigned                        outbox:1;      /* an outbox row */
+    unsigned                        outboxes:1;    /* of several entities */
+    ngx_uint_t                      outbox_hash;   /* its entity's */
 } ngx_http_tent_store_op_full_t;
 
 
