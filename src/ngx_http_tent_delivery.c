@@ -53,6 +53,8 @@ static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
+static void ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
+    ngx_str_t *key);
 
 
 uint64_t
@@ -156,6 +158,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
         return;
     }
 
+    /* the due jobs' pass runs on its own (ngx_http_tent_queue.c) */
+
+    ngx_http_tent_queue_kick(dl);
+
     if (dl->busy) {
         ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
         return;
@@ -248,7 +254,6 @@ ngx_http_tent_delivery_step(ngx_event_t *ev)
 static void
 ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 {
-    uint64_t     now;
     ngx_pool_t  *pool;
 
     if (dl->pool) {
@@ -259,17 +264,14 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     dl->done = NULL;
 
     /*
-     * Only the entities with something to do: an outbox marked, a job
-     * due (ngx_http_tent_queue.c), or the prune once a minute; the others
-     * cost no store operation.
+     * Only the entities with an outbox marked, or all of them for the
+     * prune once a minute; the others cost no store operation.  Their
+     * due jobs have a pass of their own (ngx_http_tent_queue.c).
      */
-
-    now = ngx_http_tent_now_ms();
 
     while (!dl->prune
            && dl->next_entity < dl->mcf->entity_confs.nelts
-           && !dl->outbox[dl->next_entity]
-           && ngx_http_tent_queue_idle(dl, dl->next_entity, now))
+           && !dl->outbox[dl->next_entity])
     {
         dl->next_entity++;
     }
@@ -524,7 +526,10 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
         }
     }
 
-    if (dl->done == NULL || !ngx_http_tent_key_set_has(dl->done, key)) {
+    if ((dl->done == NULL || !ngx_http_tent_key_set_has(dl->done, key))
+        && (dl->due_done == NULL
+            || !ngx_http_tent_key_set_has(dl->due_done, key)))
+    {
         return 0;
     }
 
@@ -548,18 +553,29 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 static void
 ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
-    if (dl->pool == NULL) {
+    /* for each of the two passes' step: the outbox's, the due jobs' */
+
+    ngx_http_tent_task_ended_in(dl->pool, &dl->done, key);
+    ngx_http_tent_task_ended_in(dl->due_pool, &dl->due_done, key);
+}
+
+
+static void
+ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
+    ngx_str_t *key)
+{
+    if (pool == NULL) {
         return;         /* between passes: no scan outstanding */
     }
 
-    if (dl->done == NULL) {
-        dl->done = ngx_http_tent_key_set_create(dl->pool);
-        if (dl->done == NULL) {
+    if (*done == NULL) {
+        *done = ngx_http_tent_key_set_create(pool);
+        if (*done == NULL) {
             return;     /* at least once: at worst the row goes again */
         }
     }
 
-    (void) ngx_http_tent_key_set_add(dl->pool, dl->done, key);
+    (void) ngx_http_tent_key_set_add(pool, *done, key);
 }
 
 
@@ -754,21 +770,18 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     ngx_post_event(&t->free, &ngx_posted_events);
 
     /*
-     * A pass at once, not at the next tick, when a quarter of the slots
-     * are free (or all): a scan and a read for a batch of jobs, not for
-     * every job that ends.  ngx_add_timer() alone ignores a change of
-     * less than 300 ms.
+     * A due jobs' pass at once, not at the next tick, when a quarter of
+     * the slots are free (or all): a scan and a read for a batch of jobs,
+     * not for every job that ends.
      */
 
-    if (!dl->busy && dl->timer.timer_set
-        && (dl->inflight == 0
-            || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
-                                               dl->mcf->delivery_concurrency)
-               >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
+    if ((dl->inflight == 0
+         || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
+                                            dl->mcf->delivery_concurrency)
+            >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
         && !(ngx_exiting || ngx_quit || ngx_terminate))
     {
-        ngx_del_timer(&dl->timer);
-        ngx_add_timer(&dl->timer, 1);
+        ngx_http_tent_queue_kick(dl);
     }
 }
 

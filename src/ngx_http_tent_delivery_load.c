@@ -190,7 +190,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
         complete = 0;
     }
 
-    ngx_http_tent_delivery_next(dl);
+    ngx_http_tent_queue_next(dl);
 
     if (batch == NULL) {
         return complete;

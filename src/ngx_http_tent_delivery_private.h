@@ -102,6 +102,15 @@ struct ngx_http_tent_delivery_s {
     u_char                         *outbox;      /* by entity: marked */
     ngx_uint_t                     *hashes;      /* by entity: its mark */
     ngx_http_tent_settle_t         *settle;      /* being filled */
+
+    /* the due jobs' pass, beside the outbox's (ngx_http_tent_queue.c) */
+    ngx_pool_t                     *due_pool;
+    ngx_rbtree_t                   *due_done;    /* keys ended this step */
+    ngx_uint_t                      due_entity;
+    ngx_event_t                     due_step;
+    unsigned                        due_busy:1;
+    unsigned                        due_again:1; /* kicked while busy */
+
     ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
     unsigned                        busy:1;
@@ -207,7 +216,8 @@ ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
 /* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
 ngx_int_t ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *pool);
-void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_kick(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_next(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
 void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);

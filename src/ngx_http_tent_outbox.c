@@ -119,7 +119,7 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
     /* no row written since its outbox was found empty */
 
     if (!dl->outbox[dl->next_entity]) {
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -221,7 +221,7 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     }
 
     if (dl->rows.nelts == 0) {
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -348,7 +348,7 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                                           &row[2 * i + 1]);
         }
 
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -405,7 +405,7 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                    "tent delivery: %ui posts for no one", dl->rows.nelts - n);
 
     if (n == dl->rows.nelts) {
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -432,5 +432,5 @@ ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op)
                       "its rows are looked at again");
     }
 
-    ngx_http_tent_delivery_due(dl);
+    ngx_http_tent_delivery_next(dl);
 }

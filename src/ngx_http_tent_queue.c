@@ -53,6 +53,8 @@ typedef struct {
 } ngx_http_tent_queue_scan_t;
 
 
+static void ngx_http_tent_queue_step(ngx_event_t *ev);
+static void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op);
 
 
@@ -71,6 +73,10 @@ ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
     for (i = 0; i < n; i++) {
         dl->cursors[i].floor = (uint64_t) -1;
     }
+
+    dl->due_step.handler = ngx_http_tent_queue_step;
+    dl->due_step.data = dl;
+    dl->due_step.log = dl->log;
 
     return NGX_OK;
 }
@@ -212,9 +218,98 @@ ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
 }
 
 
-/* the due jobs, as many as there is room for, from the cursor on */
+/*
+ * The due jobs' pass: its own, beside the outbox's (ngx_http_tent_delivery.c),
+ * so that a sender's next batch never waits behind the outbox rows of
+ * the entities it just wrote to (same-node delivery gives each recipient
+ * a row for its apps: several store operations each).  Kicked by the
+ * tick and by a job that ends with a quarter of the slots free; a kick
+ * while it runs makes it run again from the first entity.
+ */
 
 void
+ngx_http_tent_queue_kick(ngx_http_tent_delivery_t *dl)
+{
+    if (dl->due_busy) {
+        dl->due_again = 1;
+        return;
+    }
+
+    dl->due_busy = 1;
+    dl->due_entity = 0;
+
+    ngx_post_event(&dl->due_step, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_tent_queue_step(ngx_event_t *ev)
+{
+    ngx_http_tent_delivery_t *dl = ev->data;
+
+    uint64_t     now;
+    ngx_pool_t  *pool;
+
+    if (dl->due_pool) {
+        ngx_destroy_pool(dl->due_pool);
+        dl->due_pool = NULL;
+    }
+
+    dl->due_done = NULL;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        dl->due_busy = 0;
+        return;
+    }
+
+    /* only the entities with a job due: the others cost nothing */
+
+    now = ngx_http_tent_now_ms();
+
+    while (dl->due_entity < dl->mcf->entity_confs.nelts
+           && ngx_http_tent_queue_idle(dl, dl->due_entity, now))
+    {
+        dl->due_entity++;
+    }
+
+    if (dl->due_entity >= dl->mcf->entity_confs.nelts) {
+        dl->due_busy = 0;
+
+        if (dl->due_again) {
+            dl->due_again = 0;
+            ngx_http_tent_queue_kick(dl);
+        }
+
+        return;
+    }
+
+    pool = ngx_create_pool(4096, dl->log);
+    if (pool == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: creating the due pass's pool failed");
+        dl->due_busy = 0;
+        return;
+    }
+
+    dl->due_pool = pool;
+
+    ngx_http_tent_delivery_due(dl);
+}
+
+
+/* the next entity's due jobs, from the event loop (the pool may be held) */
+
+void
+ngx_http_tent_queue_next(ngx_http_tent_delivery_t *dl)
+{
+    dl->due_entity++;
+    ngx_post_event(&dl->due_step, &ngx_posted_events);
+}
+
+
+/* the due jobs, as many as there is room for, from the cursor on */
+
+static void
 ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
@@ -226,8 +321,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     ngx_http_tent_entity_conf_t  *ent;
 
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-    c = &dl->cursors[dl->next_entity];
+          + dl->due_entity;
+    c = &dl->cursors[dl->due_entity];
 
     room = dl->mcf->delivery_concurrency > dl->inflight
            ? dl->mcf->delivery_concurrency - dl->inflight : 0;
@@ -236,7 +331,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: %ui jobs on their way: no room for "
                        "more", dl->inflight);
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
@@ -246,12 +341,12 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: \"%V\": no job due before %uL",
                        &ent->entity, c->next);
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
-    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
-    qs = ngx_palloc(dl->pool, sizeof(ngx_http_tent_queue_scan_t));
+    scan = ngx_http_tent_store_op_create(dl->due_pool, dl->log);
+    qs = ngx_palloc(dl->due_pool, sizeof(ngx_http_tent_queue_scan_t));
 
     /*
      * The jobs in flight and those waiting for a host are read again
@@ -262,11 +357,11 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     limit = room + dl->inflight + ngx_http_tent_hosts_deferred() + 1;
 
     if (scan == NULL || qs == NULL
-        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+        || ngx_http_tent_key_range(dl->due_pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_JOB, &start, &end)
            != NGX_OK
         || (c->ms
-            && ngx_http_tent_timed_key(dl->pool, &ent->entity,
+            && ngx_http_tent_timed_key(dl->due_pool, &ent->entity,
                                        NGX_HTTP_TENT_TABLE_JOB, c->ms, NULL,
                                        &start)
                != NGX_OK)
@@ -274,7 +369,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: building the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
@@ -296,7 +391,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: submitting the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
     }
 }
 
@@ -321,13 +416,13 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
     dl = qs->dl;
     c = qs->cursor;
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+          + dl->due_entity;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: due jobs not read (store status "
                        "%ui): later", op->status);
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
