@@ -28,6 +28,7 @@
 /* what an outbox row says of its post, before the post is read */
 #define NGX_HTTP_TENT_ROW_PROFILE   1   /* maybe for the followings too */
 #define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
+#define NGX_HTTP_TENT_ROW_RECEIVED  4   /* another's post: for apps only */
 
 
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
@@ -163,7 +164,10 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t  key, value, *row;
+    ngx_str_t   key, value, *row;
+    ngx_uint_t  flags, ours;
+
+    ours = 0;
 
     if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
         != NGX_OK)
@@ -207,10 +211,14 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
             row[0] = key;
             row[1] = value;
 
-            if (ngx_http_tent_delivery_row(&value)
-                & NGX_HTTP_TENT_ROW_PROFILE)
-            {
+            flags = ngx_http_tent_delivery_row(&value);
+
+            if (flags & NGX_HTTP_TENT_ROW_PROFILE) {
                 dl->profile_rows = 1;
+            }
+
+            if (!(flags & NGX_HTTP_TENT_ROW_RECEIVED)) {
+                ours = 1;
             }
         }
 
@@ -225,7 +233,13 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWER);
+    /*
+     * Posts received from others (a same-node delivery's copy) go to
+     * apps only: no look at the followers for them.
+     */
+
+    ngx_http_tent_delivery_census(dl, ours ? NGX_HTTP_TENT_TABLE_FOLLOWER
+                                           : NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
 }
 
 
@@ -256,6 +270,10 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
 
     if (json_is_true(json_object_get(row, "mentions"))) {
         flags |= NGX_HTTP_TENT_ROW_MENTIONS;
+    }
+
+    if (json_object_get(row, "entity") != NULL) {
+        flags |= NGX_HTTP_TENT_ROW_RECEIVED;
     }
 
     json_decref(row);
