@@ -158,6 +158,10 @@ ngx_http_tent_queue_written(ngx_http_tent_task_t *t)
     if (--c->writing == 0) {
         c->floor = (uint64_t) -1;
     }
+
+    /* new jobs: sent now, not at the next tick */
+
+    ngx_http_tent_queue_kick(t->dl);
 }
 
 
