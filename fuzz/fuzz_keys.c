@@ -119,7 +119,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            || table == NGX_HTTP_TENT_TABLE_POST_VERSION
                            || table == NGX_HTTP_TENT_TABLE_PROFILE
                            || table == NGX_HTTP_TENT_TABLE_PROFILE_OLD)
-                          ? NGX_HTTP_TENT_CACHE_REPLIES : 0));
+                          ? NGX_HTTP_TENT_CACHE_REPLIES
+                          : table == NGX_HTTP_TENT_TABLE_OUTBOX
+                          ? NGX_HTTP_TENT_CACHE_OUTBOX : 0));
+
+    /* the outbox mark's hash: the entity's, as the engine makes it */
+
+    ngx_fuzz_assert(ngx_http_tent_key_entity_hash(&key)
+                    == ngx_crc32_short(entity.data, entity.len));
 
     /* the key after: just above, below anything longer that follows */
 

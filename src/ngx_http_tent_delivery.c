@@ -44,6 +44,7 @@
 
 
 static void ngx_http_tent_delivery_tick(ngx_event_t *ev);
+static void ngx_http_tent_delivery_marks(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_delivery_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
@@ -51,6 +52,8 @@ static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *key);
+static void ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
     ngx_str_t *key);
 
 
@@ -71,7 +74,9 @@ ngx_int_t
 ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf)
 {
-    ngx_http_tent_delivery_t  *dl;
+    ngx_uint_t                    i;
+    ngx_http_tent_delivery_t     *dl;
+    ngx_http_tent_entity_conf_t  *ent;
 
     if (!mcf->delivery_on || mcf->entity_confs.nelts == 0) {
         return NGX_OK;
@@ -101,6 +106,26 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->settle_timer.data = dl;
     dl->settle_timer.log = cycle->log;
     dl->settle_timer.cancelable = 1;
+
+    /* every outbox is looked at once, then as its marks say */
+
+    dl->outbox = ngx_palloc(cycle->pool, mcf->entity_confs.nelts);
+    dl->hashes = ngx_palloc(cycle->pool,
+                            mcf->entity_confs.nelts * sizeof(ngx_uint_t));
+
+    if (dl->outbox == NULL || dl->hashes == NULL) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the outbox marks failed");
+        return NGX_ERROR;
+    }
+
+    ngx_memset(dl->outbox, 1, mcf->entity_confs.nelts);
+
+    for (i = 0; i < mcf->entity_confs.nelts; i++) {
+        ent = (ngx_http_tent_entity_conf_t *) mcf->entity_confs.elts + i;
+        dl->hashes[i] = ngx_crc32_short(ent->entity.data, ent->entity.len)
+                        % NGX_HTTP_TENT_OUTBOX_MARKS;
+    }
 
     if (ngx_http_tent_queue_init(dl, cycle->pool) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
@@ -133,6 +158,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
         return;
     }
 
+    /* the due jobs' pass runs on its own (ngx_http_tent_queue.c) */
+
+    ngx_http_tent_queue_kick(dl);
+
     if (dl->busy) {
         ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
         return;
@@ -156,7 +185,44 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
         ngx_http_tent_queue_reset(dl);
     }
 
+    ngx_http_tent_delivery_marks(dl);
+
     ngx_http_tent_delivery_entity(dl);
+}
+
+
+/*
+ * The outbox marks written since the last pass (ngx_http_tent_shm.h):
+ * the entities whose outbox is scanned in this one.  A mark is set once
+ * its row's write is done, and taken before this pass's scans are sent:
+ * they see the row.  An entity keeps its own mark until a scan of its
+ * outbox finds it empty (ngx_http_tent_outbox.c).  Without the zone, or
+ * once a minute, every outbox is scanned.
+ */
+
+static void
+ngx_http_tent_delivery_marks(ngx_http_tent_delivery_t *dl)
+{
+    ngx_uint_t         i, h, bits;
+    ngx_atomic_uint_t  marks[NGX_HTTP_TENT_OUTBOX_WORDS];
+
+    if (ngx_http_tent_outbox_take((ngx_cycle_t *) ngx_cycle, marks)
+        != NGX_OK
+        || dl->prune)
+    {
+        ngx_memset(dl->outbox, 1, dl->mcf->entity_confs.nelts);
+        return;
+    }
+
+    bits = 8 * sizeof(ngx_atomic_uint_t);
+
+    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
+        h = dl->hashes[i];
+
+        if (marks[h / bits] & ((ngx_atomic_uint_t) 1 << (h % bits))) {
+            dl->outbox[i] = 1;
+        }
+    }
 }
 
 
@@ -196,6 +262,19 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
     }
 
     dl->done = NULL;
+
+    /*
+     * Only the entities with an outbox marked, or all of them for the
+     * prune once a minute; the others cost no store operation.  Their
+     * due jobs have a pass of their own (ngx_http_tent_queue.c).
+     */
+
+    while (!dl->prune
+           && dl->next_entity < dl->mcf->entity_confs.nelts
+           && !dl->outbox[dl->next_entity])
+    {
+        dl->next_entity++;
+    }
 
     if (dl->next_entity >= dl->mcf->entity_confs.nelts
         || ngx_exiting || ngx_quit || ngx_terminate)
@@ -447,7 +526,10 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
         }
     }
 
-    if (dl->done == NULL || !ngx_http_tent_key_set_has(dl->done, key)) {
+    if ((dl->done == NULL || !ngx_http_tent_key_set_has(dl->done, key))
+        && (dl->due_done == NULL
+            || !ngx_http_tent_key_set_has(dl->due_done, key)))
+    {
         return 0;
     }
 
@@ -471,18 +553,29 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 static void
 ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
-    if (dl->pool == NULL) {
+    /* for each of the two passes' step: the outbox's, the due jobs' */
+
+    ngx_http_tent_task_ended_in(dl->pool, &dl->done, key);
+    ngx_http_tent_task_ended_in(dl->due_pool, &dl->due_done, key);
+}
+
+
+static void
+ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
+    ngx_str_t *key)
+{
+    if (pool == NULL) {
         return;         /* between passes: no scan outstanding */
     }
 
-    if (dl->done == NULL) {
-        dl->done = ngx_http_tent_key_set_create(dl->pool);
-        if (dl->done == NULL) {
+    if (*done == NULL) {
+        *done = ngx_http_tent_key_set_create(pool);
+        if (*done == NULL) {
             return;     /* at least once: at worst the row goes again */
         }
     }
 
-    (void) ngx_http_tent_key_set_add(dl->pool, dl->done, key);
+    (void) ngx_http_tent_key_set_add(pool, *done, key);
 }
 
 
@@ -664,6 +757,10 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     ngx_http_tent_host_release(t);
     ngx_http_tent_queue_written(t);     /* puts never submitted */
 
+    if (t->batch) {
+        ngx_http_tent_queue_poke(t);    /* a due job's: scanned again */
+    }
+
     ngx_queue_remove(&t->queue);
     dl->inflight--;
     ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
@@ -673,21 +770,18 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     ngx_post_event(&t->free, &ngx_posted_events);
 
     /*
-     * A pass at once, not at the next tick, when a quarter of the slots
-     * are free (or all): a scan and a read for a batch of jobs, not for
-     * every job that ends.  ngx_add_timer() alone ignores a change of
-     * less than 300 ms.
+     * A due jobs' pass at once, not at the next tick, when a quarter of
+     * the slots are free (or all): a scan and a read for a batch of jobs,
+     * not for every job that ends.
      */
 
-    if (!dl->busy && dl->timer.timer_set
-        && (dl->inflight == 0
-            || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
-                                               dl->mcf->delivery_concurrency)
-               >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
+    if ((dl->inflight == 0
+         || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
+                                            dl->mcf->delivery_concurrency)
+            >= ngx_max(dl->mcf->delivery_concurrency / 4, 1))
         && !(ngx_exiting || ngx_quit || ngx_terminate))
     {
-        ngx_del_timer(&dl->timer);
-        ngx_add_timer(&dl->timer, 1);
+        ngx_http_tent_queue_kick(dl);
     }
 }
 

@@ -101,13 +101,20 @@ failed:
 }
 
 
-void
+/*
+ * The first "due" rows of the scan into a batch; 1 when every one of
+ * them is on its way (or was already): the entity need not be scanned
+ * again before a job of it is put, ends or is due (ngx_http_tent_queue.c).
+ */
+
+ngx_uint_t
 ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan)
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
+    ngx_uint_t due)
 {
     json_t                     *job;
     ngx_str_t                   key, value;
-    ngx_uint_t                  i;
+    ngx_uint_t                  i, seen, complete;
     ngx_http_tent_task_t       *t;
     ngx_http_tent_batch_t      *batch;
     ngx_http_tent_store_op_t   *get;
@@ -115,25 +122,38 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_batch_post_t *bp;
 
     batch = NULL;
+    seen = 0;
+    complete = 1;
 
-    while (dl->inflight < dl->mcf->delivery_concurrency
+    while (seen < due
            && ngx_http_tent_store_next(scan, &key, &value) == NGX_OK)
     {
-        if (ngx_http_tent_task_running(dl, &key)
-            || ngx_http_tent_host_deferred(&key))
+        seen++;
+
+        if (ngx_http_tent_task_running(dl, &key)) {
+            continue;
+        }
+
+        /* one left for its host, or for room: due still */
+
+        if (ngx_http_tent_host_deferred(&key)
+            || dl->inflight >= dl->mcf->delivery_concurrency)
         {
+            complete = 0;
             continue;
         }
 
         if (batch == NULL) {
             batch = ngx_http_tent_batch_create(dl);
             if (batch == NULL) {
+                complete = 0;
                 break;
             }
         }
 
         t = ngx_http_tent_task_create(dl, ent, &key, &value);
         if (t == NULL) {
+            complete = 0;
             break;
         }
 
@@ -166,15 +186,19 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
                                        json_object_get(job, "attempt")));
     }
 
-    ngx_http_tent_delivery_next(dl);
+    if (seen < due) {
+        complete = 0;
+    }
+
+    ngx_http_tent_queue_next(dl);
 
     if (batch == NULL) {
-        return;
+        return complete;
     }
 
     if (batch->jobs.nelts == 0) {
         ngx_http_tent_batch_unref(batch);
-        return;
+        return complete;
     }
 
     /*
@@ -216,7 +240,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     get->data = batch;
 
     if (ngx_http_tent_store_submit(get) == NGX_OK) {
-        return;
+        return complete;
     }
 
 failed_read:
@@ -231,6 +255,8 @@ failed_read:
     }
 
     ngx_http_tent_batch_unref(batch);
+
+    return complete;
 }
 
 

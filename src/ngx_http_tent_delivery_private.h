@@ -56,6 +56,8 @@ typedef struct {
     uint64_t                        floor;       /* unacknowledged puts' */
     ngx_uint_t                      writing;     /* writes with job puts */
     ngx_uint_t                      lowered;     /* a put's count */
+    uint64_t                        next;        /* a job due, not before */
+    ngx_uint_t                      moved;       /* next lowered: count */
 } ngx_http_tent_cursor_t;
 
 
@@ -97,7 +99,18 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */
     ngx_http_tent_cursor_t         *cursors;     /* by entity */
+    u_char                         *outbox;      /* by entity: marked */
+    ngx_uint_t                     *hashes;      /* by entity: its mark */
     ngx_http_tent_settle_t         *settle;      /* being filled */
+
+    /* the due jobs' pass, beside the outbox's (ngx_http_tent_queue.c) */
+    ngx_pool_t                     *due_pool;
+    ngx_rbtree_t                   *due_done;    /* keys ended this step */
+    ngx_uint_t                      due_entity;
+    ngx_event_t                     due_step;
+    unsigned                        due_busy:1;
+    unsigned                        due_again:1; /* kicked while busy */
+
     ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
     unsigned                        busy:1;
@@ -204,15 +217,20 @@ ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
 /* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
 ngx_int_t ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *pool);
-void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_kick(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_queue_next(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
 void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_again(ngx_http_tent_task_t *t);
+void ngx_http_tent_queue_poke(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t i, uint64_t now);
 
 /* ngx_http_tent_delivery_load.c: a batch of due jobs read at once */
-void ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan);
+ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
+    ngx_uint_t due);
 
 /* ngx_http_tent_settle.c: settlements written in batches */
 void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,

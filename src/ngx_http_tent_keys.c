@@ -722,6 +722,10 @@ ngx_http_tent_key_caches(ngx_str_t *key)
         return NGX_HTTP_TENT_CACHE_REPLIES;
     }
 
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_OUTBOX]) {
+        return NGX_HTTP_TENT_CACHE_OUTBOX;
+    }
+
     return 0;
 }
 
@@ -763,4 +767,21 @@ ngx_http_tent_post_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
                              versions ? NGX_HTTP_TENT_TABLE_POST_VERSION
                                       : NGX_HTTP_TENT_TABLE_POST,
                              &rest, end);
+}
+
+
+/*
+ * The hash of the entity part of a key (all of it without one), as the
+ * delivery engine computes it from an entity's name for its outbox mark.
+ */
+
+ngx_uint_t
+ngx_http_tent_key_entity_hash(ngx_str_t *key)
+{
+    u_char  *z;
+
+    z = ngx_strlchr(key->data, key->data + key->len, '\0');
+
+    return ngx_crc32_short(key->data,
+                           (z ? z : key->data + key->len) - key->data);
 }

@@ -41,6 +41,7 @@ typedef struct {
     ngx_atomic_t                    generation;
     ngx_atomic_t                    credentials; /* their generation */
     ngx_atomic_t                    stats[NGX_HTTP_TENT_STATS];
+    ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -465,6 +466,68 @@ ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->credentials, 1);
     }
+}
+
+
+/*
+ * The outbox marks: a bit by a hash of the entity, set by the worker
+ * whose write added an outbox row, once that write is done (so a scan
+ * sent after the bit is taken sees the row); the delivery engine takes
+ * and clears them all at the start of a pass.
+ */
+
+void
+ngx_http_tent_outbox_mark(ngx_cycle_t *cycle, ngx_uint_t hash)
+{
+    ngx_uint_t                 w;
+    ngx_atomic_uint_t          v, m;
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh == NULL) {
+        return;
+    }
+
+    hash %= NGX_HTTP_TENT_OUTBOX_MARKS;
+    w = hash / (8 * sizeof(ngx_atomic_uint_t));
+    m = (ngx_atomic_uint_t) 1 << (hash % (8 * sizeof(ngx_atomic_uint_t)));
+
+    do {
+        v = sh->outbox[w];
+
+        if (v & m) {
+            return;
+        }
+
+    } while (!ngx_atomic_cmp_set(&sh->outbox[w], v, v | m));
+}
+
+
+/* every mark into "marks", cleared in the zone; no zone: DECLINED */
+
+ngx_int_t
+ngx_http_tent_outbox_take(ngx_cycle_t *cycle, ngx_atomic_uint_t *marks)
+{
+    ngx_uint_t                 i;
+    ngx_atomic_uint_t          v;
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh == NULL) {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_OUTBOX_WORDS; i++) {
+        do {
+            v = sh->outbox[i];
+        } while (v && !ngx_atomic_cmp_set(&sh->outbox[i], v, 0));
+
+        marks[i] = v;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -28,6 +28,7 @@
 /* what an outbox row says of its post, before the post is read */
 #define NGX_HTTP_TENT_ROW_PROFILE   1   /* maybe for the followings too */
 #define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
+#define NGX_HTTP_TENT_ROW_RECEIVED  4   /* another's post: for apps only */
 
 
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
@@ -116,6 +117,13 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
           + dl->next_entity;
 
+    /* no row written since its outbox was found empty */
+
+    if (!dl->outbox[dl->next_entity]) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
     op = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
     if (op == NULL
@@ -156,7 +164,10 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t  key, value, *row;
+    ngx_str_t   key, value, *row;
+    ngx_uint_t  flags, ours;
+
+    ours = 0;
 
     if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
         != NGX_OK)
@@ -170,6 +181,20 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     dl->profile_rows = 0;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
+
+        /* empty: not scanned again until a row's mark (delivery.c) */
+
+        if (ngx_http_tent_store_next(op, &key, &value) != NGX_OK) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent delivery: \"%V\": outbox empty",
+                           &((ngx_http_tent_entity_conf_t *)
+                             dl->mcf->entity_confs.elts
+                             + dl->next_entity)->entity);
+            dl->outbox[dl->next_entity] = 0;
+        }
+
+        (void) ngx_http_tent_store_rewind(op);
+
         while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
             if (ngx_http_tent_task_running(dl, &key)) {
                 continue;
@@ -186,10 +211,14 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
             row[0] = key;
             row[1] = value;
 
-            if (ngx_http_tent_delivery_row(&value)
-                & NGX_HTTP_TENT_ROW_PROFILE)
-            {
+            flags = ngx_http_tent_delivery_row(&value);
+
+            if (flags & NGX_HTTP_TENT_ROW_PROFILE) {
                 dl->profile_rows = 1;
+            }
+
+            if (!(flags & NGX_HTTP_TENT_ROW_RECEIVED)) {
+                ours = 1;
             }
         }
 
@@ -200,11 +229,17 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     }
 
     if (dl->rows.nelts == 0) {
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
-    ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWER);
+    /*
+     * Posts received from others (a same-node delivery's copy) go to
+     * apps only: no look at the followers for them.
+     */
+
+    ngx_http_tent_delivery_census(dl, ours ? NGX_HTTP_TENT_TABLE_FOLLOWER
+                                           : NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
 }
 
 
@@ -235,6 +270,10 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
 
     if (json_is_true(json_object_get(row, "mentions"))) {
         flags |= NGX_HTTP_TENT_ROW_MENTIONS;
+    }
+
+    if (json_object_get(row, "entity") != NULL) {
+        flags |= NGX_HTTP_TENT_ROW_RECEIVED;
     }
 
     json_decref(row);
@@ -327,7 +366,7 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                                           &row[2 * i + 1]);
         }
 
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -384,7 +423,7 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                    "tent delivery: %ui posts for no one", dl->rows.nelts - n);
 
     if (n == dl->rows.nelts) {
-        ngx_http_tent_delivery_due(dl);
+        ngx_http_tent_delivery_next(dl);
         return;
     }
 
@@ -411,5 +450,5 @@ ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op)
                       "its rows are looked at again");
     }
 
-    ngx_http_tent_delivery_due(dl);
+    ngx_http_tent_delivery_next(dl);
 }

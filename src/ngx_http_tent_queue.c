@@ -18,6 +18,17 @@
  * never past a put that was not answered yet (its write may land after
  * the scan read).  Once a minute the scan starts from the beginning
  * again, whatever was missed.
+ *
+ * And the due index: each entity's "next", the time before which none of
+ * its jobs is due, so that a pass scans only the entities with a job due
+ * (1,000 entities of one nginx, one of them posting: one scan, not
+ * 1,000).  A scan reads one row past the due ones: when every due row it
+ * found is on its way, "next" is the due time of that row (none: never,
+ * until a put).  Every job put lowers it (ngx_http_tent_queue_lower), as
+ * does a due job's task that ends (its row may stay: a failure), a
+ * settlement that failed, and the reset once a minute; a scan's answer
+ * never raises it past a put made while the scan ran, or not answered
+ * when it was sent, as for the cursor.
  */
 
 
@@ -37,9 +48,13 @@ typedef struct {
     uint64_t                        end;         /* the scan's, in ms */
     uint64_t                        floor;
     ngx_uint_t                      lowered;
+    ngx_uint_t                      moved;
+    ngx_uint_t                      limit;       /* rows asked for */
 } ngx_http_tent_queue_scan_t;
 
 
+static void ngx_http_tent_queue_step(ngx_event_t *ev);
+static void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op);
 
 
@@ -59,6 +74,10 @@ ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
         dl->cursors[i].floor = (uint64_t) -1;
     }
 
+    dl->due_step.handler = ngx_http_tent_queue_step;
+    dl->due_step.data = dl;
+    dl->due_step.log = dl->log;
+
     return NGX_OK;
 }
 
@@ -72,6 +91,8 @@ ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
 
     for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
         dl->cursors[i].ms = 0;
+        dl->cursors[i].next = 0;
+        dl->cursors[i].moved++;
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
@@ -105,7 +126,12 @@ ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms)
         c->floor = ms;
     }
 
+    if (ms < c->next) {
+        c->next = ms;
+    }
+
     c->lowered++;
+    c->moved++;
 
     if (!t->writing) {
         t->writing = 1;
@@ -132,6 +158,10 @@ ngx_http_tent_queue_written(ngx_http_tent_task_t *t)
     if (--c->writing == 0) {
         c->floor = (uint64_t) -1;
     }
+
+    /* new jobs: sent now, not at the next tick */
+
+    ngx_http_tent_queue_kick(t->dl);
 }
 
 
@@ -156,26 +186,147 @@ ngx_http_tent_queue_again(ngx_http_tent_task_t *t)
         c->ms = due;
     }
 
+    if (due < c->next) {
+        c->next = due;
+    }
+
     c->lowered++;
+    c->moved++;
+}
+
+
+/*
+ * A due job's task ended: settled, or failed with its row left where it
+ * was; the entity's next pass scans it again either way.
+ */
+
+void
+ngx_http_tent_queue_poke(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_cursor_t  *c;
+
+    c = ngx_http_tent_queue_cursor(t);
+
+    c->next = 0;
+    c->moved++;
+}
+
+
+/* the entity "i" has no job due by "now": its scan need not be sent */
+
+ngx_int_t
+ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
+    uint64_t now)
+{
+    return dl->cursors[i].next > now;
+}
+
+
+/*
+ * The due jobs' pass: its own, beside the outbox's (ngx_http_tent_delivery.c),
+ * so that a sender's next batch never waits behind the outbox rows of
+ * the entities it just wrote to (same-node delivery gives each recipient
+ * a row for its apps: several store operations each).  Kicked by the
+ * tick and by a job that ends with a quarter of the slots free; a kick
+ * while it runs makes it run again from the first entity.
+ */
+
+void
+ngx_http_tent_queue_kick(ngx_http_tent_delivery_t *dl)
+{
+    if (dl->due_busy) {
+        dl->due_again = 1;
+        return;
+    }
+
+    dl->due_busy = 1;
+    dl->due_entity = 0;
+
+    ngx_post_event(&dl->due_step, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_tent_queue_step(ngx_event_t *ev)
+{
+    ngx_http_tent_delivery_t *dl = ev->data;
+
+    uint64_t     now;
+    ngx_pool_t  *pool;
+
+    if (dl->due_pool) {
+        ngx_destroy_pool(dl->due_pool);
+        dl->due_pool = NULL;
+    }
+
+    dl->due_done = NULL;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        dl->due_busy = 0;
+        return;
+    }
+
+    /* only the entities with a job due: the others cost nothing */
+
+    now = ngx_http_tent_now_ms();
+
+    while (dl->due_entity < dl->mcf->entity_confs.nelts
+           && ngx_http_tent_queue_idle(dl, dl->due_entity, now))
+    {
+        dl->due_entity++;
+    }
+
+    if (dl->due_entity >= dl->mcf->entity_confs.nelts) {
+        dl->due_busy = 0;
+
+        if (dl->due_again) {
+            dl->due_again = 0;
+            ngx_http_tent_queue_kick(dl);
+        }
+
+        return;
+    }
+
+    pool = ngx_create_pool(4096, dl->log);
+    if (pool == NULL) {
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: creating the due pass's pool failed");
+        dl->due_busy = 0;
+        return;
+    }
+
+    dl->due_pool = pool;
+
+    ngx_http_tent_delivery_due(dl);
+}
+
+
+/* the next entity's due jobs, from the event loop (the pool may be held) */
+
+void
+ngx_http_tent_queue_next(ngx_http_tent_delivery_t *dl)
+{
+    dl->due_entity++;
+    ngx_post_event(&dl->due_step, &ngx_posted_events);
 }
 
 
 /* the due jobs, as many as there is room for, from the cursor on */
 
-void
+static void
 ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
 {
     uint64_t                      now;
     ngx_str_t                     start, end;
-    ngx_uint_t                    room;
+    ngx_uint_t                    room, limit;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_queue_scan_t   *qs;
     ngx_http_tent_entity_conf_t  *ent;
 
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-    c = &dl->cursors[dl->next_entity];
+          + dl->due_entity;
+    c = &dl->cursors[dl->due_entity];
 
     room = dl->mcf->delivery_concurrency > dl->inflight
            ? dl->mcf->delivery_concurrency - dl->inflight : 0;
@@ -184,41 +335,45 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: %ui jobs on their way: no room for "
                        "more", dl->inflight);
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
     now = ngx_http_tent_now_ms();
 
-    scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
-    qs = ngx_palloc(dl->pool, sizeof(ngx_http_tent_queue_scan_t));
+    if (c->next > now) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: \"%V\": no job due before %uL",
+                       &ent->entity, c->next);
+        ngx_http_tent_queue_next(dl);
+        return;
+    }
+
+    scan = ngx_http_tent_store_op_create(dl->due_pool, dl->log);
+    qs = ngx_palloc(dl->due_pool, sizeof(ngx_http_tent_queue_scan_t));
 
     /*
      * The jobs in flight and those waiting for a host are read again
-     * (they are still there): room for them as well as for new ones.
+     * (they are still there): room for them as well as for new ones,
+     * and for one row more, the first not due yet (the due index).
      */
 
+    limit = room + dl->inflight + ngx_http_tent_hosts_deferred() + 1;
+
     if (scan == NULL || qs == NULL
-        || ngx_http_tent_key_range(dl->pool, &ent->entity,
+        || ngx_http_tent_key_range(dl->due_pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_JOB, &start, &end)
            != NGX_OK
         || (c->ms
-            && ngx_http_tent_timed_key(dl->pool, &ent->entity,
+            && ngx_http_tent_timed_key(dl->due_pool, &ent->entity,
                                        NGX_HTTP_TENT_TABLE_JOB, c->ms, NULL,
                                        &start)
                != NGX_OK)
-        || ngx_http_tent_timed_key(dl->pool, &ent->entity,
-                                   NGX_HTTP_TENT_TABLE_JOB, now + 1, NULL,
-                                   &end)
-           != NGX_OK
-        || ngx_http_tent_store_scan(scan, &start, &end,
-                                    room + dl->inflight
-                                    + ngx_http_tent_hosts_deferred(), 0)
-           != NGX_OK)
+        || ngx_http_tent_store_scan(scan, &start, &end, limit, 0) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: building the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
@@ -227,9 +382,12 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     qs->end = now + 1;
     qs->floor = c->floor;
     qs->lowered = c->lowered;
+    qs->moved = c->moved;
+    qs->limit = limit;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: due scan from %uL to %uL", c->ms, now + 1);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": due scan from %uL to %uL",
+                   &ent->entity, c->ms, now + 1);
 
     scan->handler = ngx_http_tent_queue_scanned;
     scan->data = qs;
@@ -237,7 +395,7 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     if (ngx_http_tent_store_submit(scan) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: submitting the due jobs' scan failed");
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
     }
 }
 
@@ -252,8 +410,9 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_queue_scan_t *qs = op->data;
 
-    uint64_t                      ms;
+    uint64_t                      ms, t, next;
     ngx_str_t                     key, value, id;
+    ngx_uint_t                    rows, due;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_delivery_t     *dl;
     ngx_http_tent_entity_conf_t  *ent;
@@ -261,26 +420,47 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
     dl = qs->dl;
     c = qs->cursor;
     ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+          + dl->due_entity;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: due jobs not read (store status "
                        "%ui): later", op->status);
-        ngx_http_tent_delivery_next(dl);
+        ngx_http_tent_queue_next(dl);
         return;
     }
 
-    ms = qs->end;
+    /* the due rows come first: the one after them says when next */
 
-    if (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &ms, &id)
+    ms = qs->end;
+    rows = 0;
+    due = 0;
+    next = (uint64_t) -1;
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &t, &id)
             != NGX_OK)
         {
-            ms = 0;
+            t = 0;
         }
 
-        (void) ngx_http_tent_store_rewind(op);
+        if (rows++ == 0) {
+            ms = t;
+        }
+
+        if (t < qs->end) {
+            due++;
+            continue;
+        }
+
+        next = t;
+        break;
+    }
+
+    (void) ngx_http_tent_store_rewind(op);
+
+    if (rows == 0 || ms > qs->end) {
+        ms = qs->end;       /* the cursor stays at what was due */
     }
 
     /* not past a put that was not answered when the scan was sent */
@@ -294,5 +474,21 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
         c->ms = ms;     /* puts since: the lower of theirs and the scan's */
     }
 
-    ngx_http_tent_delivery_load(dl, ent, op);
+    if (!ngx_http_tent_delivery_load(dl, ent, op, due)
+        || (due == rows && rows >= qs->limit))
+    {
+        next = 0;       /* more due than it took: scanned again */
+    }
+
+    next = ngx_min(next, qs->floor);
+
+    if (c->moved != qs->moved) {
+        next = ngx_min(next, c->next);
+    }
+
+    c->next = next;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": %ui jobs due, next scan at "
+                   "%uL", &ent->entity, due, next);
 }

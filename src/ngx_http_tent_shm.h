@@ -32,6 +32,20 @@ void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
 
 
 /*
+ * Outbox marks: a bit by a hash of the entity (ngx_crc32_short of its
+ * name) that a write of an outbox row sets once it is done; the delivery
+ * engine takes them all at a pass (ngx_http_tent_delivery.c).
+ */
+#define NGX_HTTP_TENT_OUTBOX_MARKS      4096
+#define NGX_HTTP_TENT_OUTBOX_WORDS                                            \
+    (NGX_HTTP_TENT_OUTBOX_MARKS / (8 * sizeof(ngx_atomic_uint_t)))
+
+void ngx_http_tent_outbox_mark(ngx_cycle_t *cycle, ngx_uint_t hash);
+ngx_int_t ngx_http_tent_outbox_take(ngx_cycle_t *cycle,
+    ngx_atomic_uint_t *marks);
+
+
+/*
  * The counters of tent_status: the whole nginx, every worker.  Each is
  * an ngx_atomic_t of the zone, only added to, except the gauges of the
  * delivery tasks running and of the breakers open, which the one

@@ -301,7 +301,7 @@ ngx_http_tent_store_get(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 static void
 ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 {
-    ngx_uint_t                      caches;
+    ngx_uint_t                      caches, hash;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
@@ -314,6 +314,19 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 
     if (caches & NGX_HTTP_TENT_CACHE_REPLIES) {
         sop->replies = 1;
+    }
+
+    /* the delivery engine's outbox mark of the entity: one, or all */
+
+    if (caches & NGX_HTTP_TENT_CACHE_OUTBOX) {
+        hash = ngx_http_tent_key_entity_hash(key);
+
+        if (sop->outbox && sop->outbox_hash != hash) {
+            sop->outboxes = 1;
+        }
+
+        sop->outbox = 1;
+        sop->outbox_hash = hash;
     }
 }
 
@@ -544,6 +557,16 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
 
     sop->credential |= sother->credential;
     sop->replies |= sother->replies;
+
+    if (sother->outbox) {
+        if (sop->outbox && sop->outbox_hash != sother->outbox_hash) {
+            sop->outboxes = 1;
+        }
+
+        sop->outboxes |= sother->outboxes;
+        sop->outbox = 1;
+        sop->outbox_hash = sother->outbox_hash;
+    }
 
     start = sother->count_pos + 4;
     len = sother->req_len - start;
@@ -899,6 +922,18 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
 
     if (sop->replies) {
         ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+    }
+
+    /* an outbox row: the engine's next pass looks at that entity's */
+
+    if (sop->outboxes) {
+        for (kind = 0; kind < NGX_HTTP_TENT_OUTBOX_MARKS; kind++) {
+            ngx_http_tent_outbox_mark((ngx_cycle_t *) ngx_cycle, kind);
+        }
+
+    } else if (sop->outbox) {
+        ngx_http_tent_outbox_mark((ngx_cycle_t *) ngx_cycle,
+                                  sop->outbox_hash);
     }
 
     op->handler(op);

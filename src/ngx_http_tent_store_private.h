@@ -95,6 +95,9 @@ typedef struct {
     unsigned                        credential:1;  /* wrote one */
     unsigned                        replies:1;     /* wrote what is cached */
     unsigned                        request:1;     /* a client waits */
+    unsigned                        outbox:1;      /* an outbox row */
+    unsigned                        outboxes:1;    /* of several entities */
+    ngx_uint_t                      outbox_hash;   /* its entity's */
 } ngx_http_tent_store_op_full_t;
 
 

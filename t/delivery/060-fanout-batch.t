@@ -158,7 +158,7 @@ ok($rendered <= $loads,
 ok($settles > 0 && $settles * 2 <= $settled,
    "settlements in batches ($settles writes for $settled)");
 is($alone, 0, 'none written alone');
-like($log, qr/tent delivery: due scan from [1-9]\d* /,
+like($log, qr/tent delivery: "[^"]+": due scan from [1-9]\d* /,
      'the due scans start past the jobs removed');
 unlike($log, qr/\[alert\]|exited on signal|the queue could not be updated/,
        'no alert, no crash, no failed write');
