@@ -12,6 +12,7 @@ use warnings;
 use Test::More;
 use File::Path qw(make_path remove_tree);
 use File::Spec;
+use File::Temp ();
 use FindBin;
 use Time::HiRes qw(sleep time);
 
@@ -36,8 +37,10 @@ plan skip_all => 'needs curl and openssl'
               . 'openssl version >/dev/null 2>&1');
 $so = File::Spec->rel2abs($so);
 
-my $sr = ($ENV{TEST_NGINX_SERVROOT} || "/tmp/tent-t-$$") . '-opsconf';
-remove_tree($sr);
+# under /tmp whatever TEST_NGINX_SERVROOT says: the workers run as
+# www-data, and a server root inside a checkout in a 0700 directory (a
+# CI clone in mktemp -d, util/run-asan.sh's t/servroot) is closed to them
+my $sr = File::Temp::tempdir('/tmp/tent-opsconf-XXXXXX', CLEANUP => 1);
 make_path("$sr/ent", "$sr/logs");
 chmod 0755, $sr;
 
