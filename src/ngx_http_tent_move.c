@@ -50,6 +50,7 @@ typedef struct {
     ngx_uint_t                      table;       /* the relation's */
     ngx_uint_t                      moved;       /* posts, versions */
     ngx_str_t                       rel_raw;
+    ngx_http_tent_store_op_t       *wop;         /* a follower's batch */
 } ngx_http_tent_move_t;
 
 
@@ -83,6 +84,8 @@ static ngx_int_t ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_moved_challenged(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
 static ngx_int_t ngx_http_tent_moved_reply(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_moved_retry(ngx_http_request_t *r,
     const char *why);
@@ -929,6 +932,7 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
 {
     json_t                    *record, *servers;
     ngx_str_t                  raw, value, id, key, okey, nkey, ckey, cvalue;
+    ngx_uint_t                 same;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_move_t      *mv;
     ngx_http_tent_store_op_t  *wop;
@@ -962,6 +966,8 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
     if (servers == NULL) {
         return ngx_http_tent_internal_error(r, "keeping the servers");
     }
+
+    same = json_equal(json_object_get(record, "servers"), servers);
 
     json_object_set_new(record, "entity", ngx_http_tent_json_string(&mv->to));
     json_object_set(record, "profile", mv->profile);
@@ -1012,6 +1018,20 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
                    mv->table == 0 ? "following" : "follower", &id,
                    &mv->from);
 
+    /*
+     * A follower: our posts go to its servers, which a follow proves by
+     * the challenge answered there (spec 7.1).  New servers answer it
+     * too, or the follower is not re-keyed: else a follower could aim
+     * our posts at any host by naming it in a successor's profile.
+     */
+
+    if (mv->table == 1 && !same) {
+        mv->wop = wop;
+        return ngx_http_tent_move_challenge(r, record, servers,
+                                            ngx_http_tent_moved_challenged,
+                                            mv);
+    }
+
     return ngx_http_tent_store_submit_request(r, wop,
                                         ngx_http_tent_moved_relation_done);
 }
@@ -1041,6 +1061,39 @@ ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     mv->table++;
 
     return ngx_http_tent_moved_relation(r, mv);
+}
+
+
+static ngx_int_t
+ngx_http_tent_moved_challenged(ngx_http_request_t *r, void *data,
+    ngx_int_t rc)
+{
+    ngx_http_tent_move_t  *mv;
+
+    mv = data;
+    ngx_http_tent_get_ctx(r)->state = mv;
+
+    switch (rc) {
+
+    case NGX_OK:
+        return ngx_http_tent_store_submit_request(r, mv->wop,
+                                        ngx_http_tent_moved_relation_done);
+
+    case NGX_AGAIN:
+        return ngx_http_tent_moved_retry(r,
+                                  "the new servers are not reachable now");
+
+    case NGX_DECLINED:
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent move: \"%V\" moves to \"%V\", whose servers "
+                      "did not answer the follower's challenge: the "
+                      "follower not re-keyed", &mv->from, &mv->to);
+        mv->table++;
+        return ngx_http_tent_moved_relation(r, mv);
+
+    default:
+        return ngx_http_tent_internal_error(r, "challenging the follower");
+    }
 }
 
 

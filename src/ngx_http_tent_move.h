@@ -27,5 +27,12 @@ ngx_int_t ngx_http_tent_move_posts_list(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_move_post_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* ngx_http_tent_move_challenge.c: NGX_OK answered, NGX_DECLINED refused,
+ * NGX_AGAIN not reachable now */
+typedef ngx_int_t (*ngx_http_tent_move_challenged_pt)(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
+ngx_int_t ngx_http_tent_move_challenge(ngx_http_request_t *r, json_t *record,
+    json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
+
 
 #endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */

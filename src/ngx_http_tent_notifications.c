@@ -129,7 +129,23 @@ ngx_http_tent_notification_challenged(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "reading the following");
     }
 
-    if (!json_is_false(json_object_get(record, "confirmed"))) {
+    /*
+     * ... or one signed with the relationship's own key and marked
+     * "move=1": the followed server re-keying its follower to us (a
+     * move, docs/move.md) asks whether we want its posts; only it holds
+     * that key, and no follow handshake sends the mark (a server that
+     * signs its spec 7.1 challenges with its relationship's key is not
+     * to be answered: that is the credential reset above).
+     */
+
+    if (!json_is_false(json_object_get(record, "confirmed"))
+        && !(ngx_http_arg(r, (u_char *) "move", 4, &value) == NGX_OK
+             && value.len == 1 && value.data[0] == '1'
+             && ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING
+             && ctx->principal.auth_id.len == ctx->params[0].len
+             && ngx_strncmp(ctx->principal.auth_id.data,
+                            ctx->params[0].data, ctx->params[0].len) == 0))
+    {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "tent notifications: a challenge for the confirmed "
                       "following \"%V\" refused (only a follow being set "

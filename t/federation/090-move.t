@@ -14,6 +14,10 @@
 # reads of A's posts redirected to B, F's follower A (A followed F) is B's
 # and F's posts reach B at the following B imported, F's post mentioning A
 # mentions B.  A successor not reachable now: 503, for the sender to retry.
+# A follower Q moving to W whose servers are a victim V that answers no
+# challenge: not re-keyed (F delivers to Q, never to V); B answers a
+# challenge for its imported following only marked move=1 and signed with
+# that relationship's key.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text dechunk
@@ -298,6 +302,52 @@ $res = h_announces({ entity => $B, servers => ["$HU/tent"], licenses => [],
                    "/notifications/$fl->{id}");
 is($res->{status}, 403, "H's credential on A's following: 403");
 nothing_rekeyed('every hostile announcement');
+
+# a follower Q of F says it is W, W lists Q (both the attacker's), but W's
+# servers are a victim V that never agreed to be followed: F must not
+# aim its posts at V on Q's word (a follow needs the challenge answered
+# at the servers; a move must not skip it: docs/move.md)
+my $Q = Tent::Receiver->start(port => $PORT + 7);
+my $W = Tent::Receiver->start(port => $PORT + 8);
+my $V = Tent::Receiver->start(port => $PORT + 10);
+$V->rules([{ method => 'GET', path => '/notifications/',
+             action => { status => 404, body => "who are you\n" } }]);
+$res = $f->request(POST => '/followers',
+                   body => { entity => $Q->url, types => ['all'],
+                             licenses => [],
+                             notification_path => 'notifications/q' });
+is($res->{status}, 200, 'Q follows F') or diag $res->{body};
+my $qcred = { map { $_ => $res->{json}{$_} }
+              qw(mac_key_id mac_key mac_algorithm) };
+my $wcore = { entity => $W->url, servers => [$V->url . '/tent'],
+              licenses => [], previous_entities => [$Q->url] };
+for my $rx2 ($Q, $W) {
+    $rx2->rules([{ method => 'GET', path => '^/tent/profile$',
+                   action => { status => 200,
+                               headers => { 'Content-Type' =>
+                                            'application/vnd.tent.v0+json' },
+                               body => { $CORE => $wcore } } }]);
+}
+$res = $f->request(POST => '/posts', cred => $qcred,
+                   body => { id => 'qp1', entity => $Q->url,
+                             type => $PROFILE, version => 1,
+                             published_at => time,
+                             permissions => { public => JSON::PP::true },
+                             content => { types => [$CORE],
+                                          action => 'update' } });
+is($res->{status}, 200, "Q's profile post: acknowledged") or diag $res->{body};
+my $qu = $Q->url;
+ok(wait_for(sub { $fp->error_log_text($flog)
+                  =~ /tent move: "\Q$qu\E" (?:is "|.*challenge)/ }, 10),
+   'the move of Q to W considered');
+$res = $f->request(GET => '/followers?entity=' . uri_escape($W->url));
+is(scalar @{ $res->{json} || [] }, 0,
+   "F's follower Q is not W's: W's servers did not answer the challenge");
+post_of($f, $fpost, 'to my followers, Q among them');
+ok(wait_for(sub { scalar $Q->requests(method => 'POST') }, 20),
+   "Q, still Q, gets F's post") or diag $fp->error_log_text($flog);
+is(scalar($V->requests(method => 'POST')), 0, 'the victim V gets nothing');
+$Q->rules([]);
 $H->rules([]);
 
 # --- A moves to B --------------------------------------------------------
@@ -390,6 +440,32 @@ ok(wait_for(sub {
    "B receives F's post, as A's following did")
     or diag $fp->error_log_text;
 
+
+# B answers a challenge for its imported (confirmed) following of F only
+# when signed with that relationship's own key: F, re-keying its follower
+# A to B, asked so; anyone else (unsigned, another relationship's key) not
+$res = $a->request(GET => '/followings?entity=' . uri_escape($F), cred => $aown);
+my ($af) = @{ $res->{json} || [] };
+$res = $a->request(GET => "/followings/$af->{id}?secrets=true", cred => $aown);
+my $afcred = { map { $_ => $res->{json}{$_} }
+               qw(mac_key_id mac_key mac_algorithm) };
+$res = $b->request(GET => "/notifications/$af->{id}?challenge=abc");
+is($res->{status}, 404, "B's confirmed following: unsigned challenge, 404");
+$res = $b->request(GET => "/notifications/$af->{id}?challenge=abc",
+                   cred => $fcred);
+is($res->{status}, 404, "signed with another relationship's key: 404");
+$res = $b->request(GET => "/notifications/$af->{id}?challenge=abc",
+                   cred => $afcred);
+is($res->{status}, 404, "signed with its own key, not marked move=1: 404");
+$res = $b->request(GET => "/notifications/$af->{id}?move=1&challenge=abc",
+                   cred => $fcred);
+is($res->{status}, 404, "move=1, signed with another relationship's key: 404");
+$res = $b->request(GET => "/notifications/$af->{id}?move=1&challenge=abc");
+is($res->{status}, 404, 'move=1, unsigned: 404');
+$res = $b->request(GET => "/notifications/$af->{id}?move=1&challenge=abc",
+                   cred => $afcred);
+is($res->{status}, 200, "signed with the relationship's own key: answered");
+is($res->{body}, 'abc', 'the challenge back');
 
 my $p3 = post_of($b, $bown, 'and again');
 TODO: {
