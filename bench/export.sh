@@ -41,15 +41,7 @@ bench_init
 bench_ensure_module
 command -v perl >/dev/null || bench_die "perl is not installed"
 
-fill_pid=
-fill_stop() {           # stops the fill's wrk, by its pid, if it runs
-    if [ -n "$fill_pid" ]; then
-        kill -INT "$fill_pid" 2>/dev/null || true
-        wait "$fill_pid" 2>/dev/null || true
-        fill_pid=
-    fi
-}
-trap 'fill_stop; bench_cleanup' EXIT
+trap 'posts_fill_stop; bench_cleanup' EXIT
 
 mport=$(bench_free_port "${PORT:-18081}")
 bport=$(bench_free_port $((mport + 1)))
@@ -61,47 +53,8 @@ posts_module_start "$mprefix" "$mport" "$WORKERS"
 echo "module   $murl ($WORKERS worker(s)), store $mprefix/store"
 echo "load average before: $(bench_load) ($(nproc) cores)"
 
-# --- fill (as bench/posts-read.sh) ------------------------------------------
-count0=$(posts_count "$murl")
-t0=$(date +%s.%N)
-posts_sign "$mprefix/owner.json" "$mport" "$N" 2 "$BENCH_TMP/fill" "fill$$"
-t1=$(date +%s.%N)
-timeout $((FILL_SECONDS + 60)) wrk -t2 -c64 -d"${FILL_SECONDS}s" --timeout 10s \
-    -s "$BENCH_HERE/posts-write.lua" "$murl/tent/posts" -- "$BENCH_TMP/fill" \
-    > "$BENCH_TMP/fill-wrk.txt" 2>&1 &
-fill_pid=$!
-start=$(date +%s)
-while kill -0 "$fill_pid" 2>/dev/null \
-      && [ $(( $(date +%s) - start )) -lt "$FILL_SECONDS" ] \
-      && ! { [ -e "$BENCH_TMP/fill.done.0" ] && [ -e "$BENCH_TMP/fill.done.1" ]; }
-do
-    sleep 0.5
-done
-want=$((count0 + N))
-n=$(posts_count "$murl")
-t2=$(date +%s.%N)
-i=0 still=0
-while [ "$n" -lt "$want" ] && [ $i -lt 120 ] && [ $still -lt 10 ]; do
-    sleep 0.5
-    m=$(posts_count "$murl")
-    if [ "$m" = "$n" ]; then
-        still=$((still + 1))
-    else
-        still=0 t2=$(date +%s.%N)
-    fi
-    n=$m
-    i=$((i + 1))
-done
-fill_stop
-rm -f "$BENCH_TMP"/fill.*
-sed -n '/Non-2xx\|Socket errors/p' "$BENCH_TMP/fill-wrk.txt"
-posts=$((n - count0))
-awk -v s="$t0" -v a="$t1" -v e="$t2" -v n="$posts" -v f="$N" 'BEGIN {
-    printf "fill: %d of %d posts in %.1f s (%.0f posts/s)\n",
-           n, f, e - s, n / (e - a) }'
-[ "$posts" -ge "$N" ] \
-    || echo "fill: only $posts of $N posts stored within FILL_SECONDS=$FILL_SECONDS"
-du -sh "$mprefix/store" | awk '{ print "store: " $1 }'
+# --- fill (posts_fill, bench/posts-lib.sh) ---------------------------------
+posts_fill "$mprefix" "$mport" "$N"
 sleep 2             # the fill's connections gone, the store settled
 
 # --- sampling -----------------------------------------------------------
@@ -152,7 +105,7 @@ sample_stop() {
     fi
     sampler=
 }
-trap 'sample_stop; fill_stop; bench_cleanup' EXIT
+trap 'sample_stop; posts_fill_stop; bench_cleanup' EXIT
 sample_max() {      # column 1 VmRSS, 2 RssAnon
     awk -v c="$2" '$c > m { m = $c } END { print m + 0 }' "$1"
 }
@@ -199,7 +152,7 @@ m_samples=$samples
 tail -c 32 "$BENCH_TMP/export.json" | grep -q '"complete":true}$' \
     || bench_die "the export is not a whole document (no \"complete\":true at its end)"
 got=$(grep -o '"versions":\[' "$BENCH_TMP/export.json" | wc -l)
-[ "$got" -ge "$posts" ] || bench_die "the export has $got posts, not $posts"
+[ "$got" -ge "$posts_filled" ] || bench_die "the export has $got posts, not $posts_filled"
 awk -v n="$got" -v b="$m_bytes" -v t="$m_secs" 'BEGIN {
     printf "export: %d posts, %d bytes in %.2f s: %.0f posts/s, %.1f MB/s\n",
            n, b, t, n / t, b / t / 1e6 }'

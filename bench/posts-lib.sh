@@ -82,3 +82,70 @@ posts_wrk_field() {
             if (f == "exhausted") print ex + 0
         }' "$BENCH_TMP/last-wrk.txt"
 }
+
+# posts_fill PREFIX PORT N: N signed posts through the API by wrk (2
+# threads, 64 connections, at most FILL_SECONDS), then waits until the
+# store has them all (at most 60 s, and no more than 5 s without a new
+# post); prints the fill line and the store's size, and sets
+# posts_filled to the number of posts the store gained.  The wrk runs in
+# the background; posts_fill_stop (also in the caller's EXIT trap) stops
+# it by its pid.
+posts_fill_pid=
+posts_fill_stop() {
+    if [ -n "$posts_fill_pid" ]; then
+        kill -INT "$posts_fill_pid" 2>/dev/null || true
+        wait "$posts_fill_pid" 2>/dev/null || true
+        posts_fill_pid=
+    fi
+}
+
+posts_fill() {
+    local prefix=$1 port=$2 want_n=$3 url=http://127.0.0.1:$2
+    local count0 t0 t1 t2 start want n m i still
+
+    count0=$(posts_count "$url")
+    t0=$(date +%s.%N)
+    posts_sign "$prefix/owner.json" "$port" "$want_n" 2 "$BENCH_TMP/fill" \
+        "fill$$"
+    t1=$(date +%s.%N)
+    timeout $((FILL_SECONDS + 60)) wrk -t2 -c64 -d"${FILL_SECONDS}s" \
+        --timeout 10s -s "$BENCH_HERE/posts-write.lua" "$url/tent/posts" \
+        -- "$BENCH_TMP/fill" > "$BENCH_TMP/fill-wrk.txt" 2>&1 &
+    posts_fill_pid=$!
+    start=$(date +%s)
+    while kill -0 "$posts_fill_pid" 2>/dev/null \
+          && [ $(( $(date +%s) - start )) -lt "$FILL_SECONDS" ] \
+          && ! { [ -e "$BENCH_TMP/fill.done.0" ] \
+                 && [ -e "$BENCH_TMP/fill.done.1" ]; }
+    do
+        sleep 0.5
+    done
+    want=$((count0 + want_n))
+    n=$(posts_count "$url")
+    t2=$(date +%s.%N)
+    i=0 still=0
+    while [ "$n" -lt "$want" ] && [ $i -lt 120 ] && [ $still -lt 10 ]; do
+        sleep 0.5
+        m=$(posts_count "$url")
+        if [ "$m" = "$n" ]; then
+            still=$((still + 1))
+        else
+            still=0 t2=$(date +%s.%N)
+        fi
+        n=$m
+        i=$((i + 1))
+    done
+    posts_fill_stop
+    rm -f "$BENCH_TMP"/fill.*
+    sed -n '/Non-2xx\|Socket errors/p' "$BENCH_TMP/fill-wrk.txt"
+    posts_filled=$((n - count0))
+    awk -v s="$t0" -v a="$t1" -v e="$t2" -v n="$posts_filled" -v f="$want_n" '
+        BEGIN {
+            printf "fill: %d of %d posts in %.1f s (signing %.1f s, " \
+                   "posting %.1f s, %.0f posts/s)\n",
+                   n, f, e - s, a - s, e - a, n / (e - a) }'
+    [ "$posts_filled" -ge "$want_n" ] \
+        || echo "fill: only $posts_filled of $want_n posts stored within" \
+                "FILL_SECONDS=$FILL_SECONDS"
+    du -sh "$prefix/store" | awk '{ print "store: " $1 }'
+}

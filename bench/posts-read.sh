@@ -44,15 +44,7 @@ bench_init
 bench_ensure_module
 command -v perl >/dev/null || bench_die "perl is not installed"
 
-fill_pid=
-fill_stop() {           # stops the fill's wrk, by its pid, if it runs
-    if [ -n "$fill_pid" ]; then
-        kill -INT "$fill_pid" 2>/dev/null || true
-        wait "$fill_pid" 2>/dev/null || true
-        fill_pid=
-    fi
-}
-trap 'fill_stop; bench_cleanup' EXIT
+trap 'posts_fill_stop; bench_cleanup' EXIT
 
 mport=$(bench_free_port 18081)
 bport=$(bench_free_port $((mport + 1)))
@@ -65,48 +57,7 @@ echo "module   $murl ($WORKERS worker(s)), store $mprefix/store"
 echo "load average before: $(bench_load) ($(nproc) cores)"
 
 # --- fill ---------------------------------------------------------------------
-count0=$(posts_count "$murl")
-t0=$(date +%s.%N)
-posts_sign "$mprefix/owner.json" "$mport" "$FILL" 2 "$BENCH_TMP/fill" "fill$$"
-t1=$(date +%s.%N)
-timeout $((FILL_SECONDS + 60)) wrk -t2 -c64 -d"${FILL_SECONDS}s" --timeout 10s \
-    -s "$BENCH_HERE/posts-write.lua" "$murl/tent/posts" -- "$BENCH_TMP/fill" \
-    > "$BENCH_TMP/fill-wrk.txt" 2>&1 &
-fill_pid=$!
-start=$(date +%s)
-while kill -0 "$fill_pid" 2>/dev/null \
-      && [ $(( $(date +%s) - start )) -lt "$FILL_SECONDS" ] \
-      && ! { [ -e "$BENCH_TMP/fill.done.0" ] && [ -e "$BENCH_TMP/fill.done.1" ]; }
-do
-    sleep 0.5
-done
-# every request is sent: wait until the store has them all (at most 60 s,
-# and no more than 5 s without a new post)
-want=$((count0 + FILL))
-n=$(posts_count "$murl")
-t2=$(date +%s.%N)
-i=0 still=0
-while [ "$n" -lt "$want" ] && [ $i -lt 120 ] && [ $still -lt 10 ]; do
-    sleep 0.5
-    m=$(posts_count "$murl")
-    if [ "$m" = "$n" ]; then
-        still=$((still + 1))
-    else
-        still=0 t2=$(date +%s.%N)
-    fi
-    n=$m
-    i=$((i + 1))
-done
-fill_stop
-rm -f "$BENCH_TMP"/fill.*
-sed -n '/Non-2xx\|Socket errors/p' "$BENCH_TMP/fill-wrk.txt"
-posts=$((n - count0))
-awk -v s="$t0" -v a="$t1" -v e="$t2" -v n="$posts" -v f="$FILL" 'BEGIN {
-    printf "fill: %d of %d posts in %.1f s (signing %.1f s, posting %.1f s, %.0f posts/s)\n",
-           n, f, e - s, a - s, e - a, n / (e - a) }'
-[ "$posts" -ge "$FILL" ] \
-    || echo "fill: only $posts of $FILL posts stored within FILL_SECONDS=$FILL_SECONDS"
-du -sh "$mprefix/store" | awk '{ print "store: " $1 }'
+posts_fill "$mprefix" "$mport" "$FILL"
 
 # --- what the module answers ------------------------------------------------
 curl -fsS -D "$BENCH_TMP/m.h" -o "$BENCH_TMP/m.b" "$murl/tent/posts?limit=50" \
@@ -176,4 +127,4 @@ cmp -s "$BENCH_TMP/m.b" "$BENCH_TMP/m2.b" \
 echo "load average after: $(bench_load) (some of it is this benchmark)"
 echo
 echo "posts-read: module $m req/s, baseline $b req/s," \
-     "ratio $(bench_ratio "$m" "$b") (target >= $TARGET) on $posts posts"
+     "ratio $(bench_ratio "$m" "$b") (target >= $TARGET) on $posts_filled posts"
