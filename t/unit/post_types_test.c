@@ -9,6 +9,7 @@
 
 #include "../../src/ngx_http_tent_keys.c"
 #include "../../src/ngx_http_tent_post_types.c"
+#include "../../src/ngx_http_tent_post_envelope.c"
 
 #include <stdio.h>
 
