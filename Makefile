@@ -40,6 +40,7 @@ stop:
 
 test: test-deps $(MODULE)
 	@util/lint.sh
+	@t/unit/run.sh
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	TEST_NGINX_RANDOMIZE=$(RANDOMIZE) \

@@ -1,9 +1,10 @@
 
 /*
  * Standalone check of src/ngx_http_tent_post_types.c: the file and
- * keys.c (for ngx_http_tent_type_base) are compiled in here, with a
- * stub for the one nginx function keys.c needs.  t/unit/run.sh builds
- * and runs it.
+ * keys.c (for ngx_http_tent_type_base) are compiled in here, with
+ * stubs for what keys.c needs of nginx: ngx_pnalloc, and the CRC-32
+ * table of ngx_crc32_short (made at start, as ngx_crc32.c has it).
+ * t/unit/run.sh builds and runs it; `make test` runs that.
  */
 
 
@@ -16,6 +17,9 @@
 
 static int  failures;
 static int  checks;
+
+static uint32_t   crc32_nibbles[16];
+uint32_t         *ngx_crc32_table_short = crc32_nibbles;
 
 
 void *
@@ -201,6 +205,18 @@ main(void)
     char       *s;
     json_t     *v;
     ngx_str_t   t;
+    uint32_t    c;
+    int         i, k;
+
+    /* CRC-32 (reflected, 0xedb88320) of each 4-bit value */
+
+    for (i = 0; i < 16; i++) {
+        c = i;
+        for (k = 0; k < 4; k++) {
+            c = (c & 1) ? (c >> 1) ^ 0xedb88320 : c >> 1;
+        }
+        crc32_nibbles[i] = c;
+    }
 
     /* type_is */
 
