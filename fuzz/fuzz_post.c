@@ -13,6 +13,7 @@
 
 
 #include "../src/ngx_http_tent_post_types.c"
+#include "../src/ngx_http_tent_post_envelope.c"
 #include "../src/ngx_http_tent_keys.c"
 
 #include "fuzz.h"
