@@ -64,6 +64,49 @@ fi
 
 csp="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
+# what both demo entities' server blocks have: the authorize page, the
+# body limits and the web page (www/, docs/web.md)
+cat > "$demo/conf/entity.conf" <<CONF
+# The demo's owner is anyone on this machine.  A real server protects
+# the page with auth_basic and "tent_owner \$remote_user" (docs/auth.md).
+location = /tent/oauth/authorize {
+    allow       127.0.0.1;
+    deny        all;
+    tent_owner  "demo owner";
+}
+
+# Photos of a few MB: the whole multipart POST must fit in
+# client_max_body_size, so it is tent_max_attachment_size and room for
+# the post's JSON and the parts' headers (docs/web.md).
+location /tent/ {
+    client_max_body_size      11m;
+    tent_max_attachment_size  10m;
+}
+
+# The web page at the entity's root, its files under /web/.  Its policy
+# allows its own files only: no inline script or style, no framing.
+location = / {
+    root        $www;
+    try_files   /index.html =404;
+    add_header  Content-Security-Policy "$csp" always;
+    add_header  X-Content-Type-Options nosniff always;
+    add_header  Referrer-Policy no-referrer always;
+    add_header  Cache-Control no-cache always;
+}
+
+location /web/ {
+    alias       $www/web/;
+    types {
+        text/javascript  js;
+        text/css         css;
+        image/png        png;
+    }
+    add_header  Content-Security-Policy "$csp" always;
+    add_header  X-Content-Type-Options nosniff always;
+    add_header  Cache-Control no-cache always;
+}
+CONF
+
 cat > "$demo/conf/nginx.conf" <<CONF
 load_module $module;
 
@@ -97,46 +140,7 @@ http {
         tent_entity    http://127.0.0.1:$port;
         tent_api_root  /tent;
 
-        # The demo's owner is anyone on this machine.  A real server
-        # protects the page with auth_basic and "tent_owner \$remote_user"
-        # (docs/auth.md).
-        location = /tent/oauth/authorize {
-            allow       127.0.0.1;
-            deny        all;
-            tent_owner  "demo owner";
-        }
-
-        # Photos of a few MB: the whole multipart POST must fit in
-        # client_max_body_size, so it is tent_max_attachment_size and
-        # room for the post's JSON and the parts' headers (docs/web.md).
-        location /tent/ {
-            client_max_body_size      11m;
-            tent_max_attachment_size  10m;
-        }
-
-        # The web page (www/, docs/web.md) at the entity's root, its
-        # files under /web/.  Its policy allows its own files only: no
-        # inline script or style, no framing.
-        location = / {
-            root        $www;
-            try_files   /index.html =404;
-            add_header  Content-Security-Policy "$csp" always;
-            add_header  X-Content-Type-Options nosniff always;
-            add_header  Referrer-Policy no-referrer always;
-            add_header  Cache-Control no-cache always;
-        }
-
-        location /web/ {
-            alias       $www/web/;
-            types {
-                text/javascript  js;
-                text/css         css;
-                image/png        png;
-            }
-            add_header  Content-Security-Policy "$csp" always;
-            add_header  X-Content-Type-Options nosniff always;
-            add_header  Cache-Control no-cache always;
-        }
+        include  $demo/conf/entity.conf;
 
         location / {
             root  $demo/html;
@@ -150,38 +154,8 @@ http {
 
         tent_entity    http://127.0.0.1:$((port + 1));
 
-        location = /tent/oauth/authorize {
-            allow       127.0.0.1;
-            deny        all;
-            tent_owner  "demo owner";
-        }
-
         # the same page and limits as the first entity's
-        location /tent/ {
-            client_max_body_size      11m;
-            tent_max_attachment_size  10m;
-        }
-
-        location = / {
-            root        $www;
-            try_files   /index.html =404;
-            add_header  Content-Security-Policy "$csp" always;
-            add_header  X-Content-Type-Options nosniff always;
-            add_header  Referrer-Policy no-referrer always;
-            add_header  Cache-Control no-cache always;
-        }
-
-        location /web/ {
-            alias       $www/web/;
-            types {
-                text/javascript  js;
-                text/css         css;
-                image/png        png;
-            }
-            add_header  Content-Security-Policy "$csp" always;
-            add_header  X-Content-Type-Options nosniff always;
-            add_header  Cache-Control no-cache always;
-        }
+        include  $demo/conf/entity.conf;
     }
 }
 CONF
