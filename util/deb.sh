@@ -96,6 +96,12 @@ test_deb() {
     echo "$files" | grep -q \
         './usr/share/nginx/modules-available/mod-http-tent.conf' \
         || fail "no modules-available snippet"
+    for tool in usr/sbin/tent-backup usr/bin/tent-move usr/bin/tent-curl; do
+        echo "$files" | grep -q "^-rwxr-xr-x .* \./$tool\$" \
+            || fail "no executable $tool"
+    done
+    dpkg-deb -f "$deb" Depends | grep -q 'perl' \
+        || fail "no perl dependency (the tools need HTTP::Tiny, JSON::PP)"
     say "control and contents as Debian's nginx modules"
 
     root_tar
@@ -154,6 +160,18 @@ test_deb() {
     curl -fsSI "http://127.0.0.1:$port/" | grep -qi '^link:.*tent.io/rels/profile' \
         || fail "no Tent Link header at the entity's root"
     say "the packaged module answers: $body"
+
+    # the packaged tools, run inside the root with its perl
+    chroot "$root" tent-move --help 2>&1 | grep -q '^Usage: tent-move' \
+        || fail "tent-move --help does not run in the root"
+    chroot "$root" tent-curl --help 2>&1 | grep -qi 'usage' \
+        || fail "tent-curl --help does not run in the root"
+    chroot "$root" tent-backup /var/lib/nginx/tent /tmp/tent-backup-test \
+        > "$out/backup.log" 2>&1 \
+        || { cat "$out/backup.log" >&2; fail "tent-backup of the live store"; }
+    [ -f "$root/tmp/tent-backup-test/db/CURRENT" ] \
+        || fail "the backup has no db/CURRENT"
+    say "tent-move, tent-curl run; tent-backup copied the live store"
 
     chroot "$root" /usr/sbin/nginx -s quit
     sleep 0.5
