@@ -23,7 +23,7 @@ layer() {
             echo 1 ;;
         store.h|store_*.[ch]|store.c)
             echo 2 ;;
-        guard.[ch]|resolver.[ch]|fetch.[ch]|fetch_*.[ch]|remote.[ch])
+        guard.[ch]|resolver.[ch]|fetch.[ch]|fetch_*.[ch]|remote.[ch]|remote_*.[ch])
             echo 3 ;;
         module.c|router.[ch]|conf.[ch])
             echo 5 ;;
