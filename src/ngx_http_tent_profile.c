@@ -19,48 +19,30 @@
  */
 
 
+#define NGX_HTTP_TENT_PROFILE_PRIVATE  1
+
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_profile.h"
+#include "ngx_http_tent_profile_private.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_store.h"
 
 
-#define NGX_HTTP_TENT_PROFILE_SECTIONS  1024
-
-
-typedef struct {
-    ngx_str_t                       type;       /* from the URL, decoded */
-    ngx_str_t                       base;
-    ngx_int_t                       version;    /* ?version=, or -1 */
-    ngx_uint_t                      one;        /* GET /profile/:type */
-    json_t                         *record;
-    ngx_str_t                       raw;
-    ngx_http_tent_cached_t          cached;
-    ngx_uint_t                      cache;
-} ngx_http_tent_profile_t;
-
-
-static ngx_int_t ngx_http_tent_profile_scan(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_profile_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static json_t *ngx_http_tent_profile_core(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *old, json_t *content);
 static ngx_int_t ngx_http_tent_profile_section(ngx_http_tent_ctx_t *ctx,
     json_t *profile, json_t *record);
-static ngx_int_t ngx_http_tent_profile_history(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_request_done_pt next);
 
 
 static ngx_str_t  ngx_http_tent_core_base =
     ngx_string("https://tent.io/types/info/core");
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_is_core(ngx_str_t *base)
 {
     return base->len == ngx_http_tent_core_base.len
@@ -99,7 +81,7 @@ ngx_http_tent_profile_visible(ngx_http_tent_ctx_t *ctx, json_t *record)
 }
 
 
-static ngx_http_tent_profile_t *
+ngx_http_tent_profile_t *
 ngx_http_tent_profile_state(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     ngx_http_tent_profile_t  *pr;
@@ -189,7 +171,7 @@ ngx_http_tent_profile_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
 /* the :type of /profile/:type, decoded, and ?version= */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_profile_type(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_profile_t *pr)
 {
@@ -256,7 +238,7 @@ ngx_http_tent_profile_type_get(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_profile_scan(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
     ngx_str_t                  start, end;
@@ -412,7 +394,7 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
  * what they were shown, so no version number ever meant two contents.
  */
 
-static json_t *
+json_t *
 ngx_http_tent_profile_core(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *old, json_t *content)
 {
@@ -579,7 +561,7 @@ static ngx_int_t ngx_http_tent_profile_history_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_profile_history(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_request_done_pt next)
 {
@@ -665,415 +647,4 @@ ngx_http_tent_profile_history_read(ngx_http_request_t *r,
     }
 
     return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-}
-
-
-/* PUT and DELETE /profile/:type: write_profile and the type */
-
-static ngx_int_t ngx_http_tent_profile_loaded(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_profile_write(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx);
-static ngx_int_t ngx_http_tent_profile_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_profile_remove(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-
-
-ngx_int_t
-ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
-{
-    ngx_http_tent_profile_t   *pr;
-
-    ctx->state = NULL;
-
-    pr = ngx_http_tent_profile_state(r, ctx);
-    if (pr == NULL) {
-        return ngx_http_tent_internal_error(r, "allocating the profile state");
-    }
-
-    if (ngx_http_tent_profile_type(r, ctx, pr) != NGX_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_PROFILE)
-        || !ngx_http_tent_type_allowed(json_object_get(
-                                           ctx->principal.credential,
-                                           "profile_info_types"),
-                                       &pr->type))
-    {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                                        "Unauthorized");
-    }
-
-    if (r->method == NGX_HTTP_DELETE && ngx_http_tent_is_core(&pr->base)) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                                        "The core profile cannot be deleted");
-    }
-
-    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_PROFILE,
-                                           &pr->base,
-                                           ngx_http_tent_profile_loaded);
-}
-
-
-static ngx_int_t
-ngx_http_tent_profile_loaded(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    json_t                   *record;
-    ngx_int_t                 status;
-    ngx_str_t                 value;
-    ngx_http_tent_ctx_t      *ctx;
-    ngx_http_tent_profile_t  *pr;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    ctx = ngx_http_tent_get_ctx(r);
-    pr = ctx->state;
-
-    if (op->status == NGX_HTTP_TENT_STORE_OK) {
-        ngx_http_tent_store_value(op, &value);
-
-        record = ngx_http_tent_json_load(r, &value);
-        if (record == NULL) {
-            return ngx_http_tent_internal_error(r, "reading the section");
-        }
-
-        pr->record = record;
-        pr->raw = value;
-    }
-
-    if (r->method == NGX_HTTP_PUT) {
-        return ngx_http_tent_read_json(r, ctx, ngx_http_tent_profile_write);
-    }
-
-    if (pr->record == NULL) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    return ngx_http_tent_profile_history(r, ctx,
-                                         ngx_http_tent_profile_remove);
-}
-
-
-/* permissions as stored: {"public": bool, "groups": [...], "entities": {}} */
-
-static json_t *
-ngx_http_tent_profile_permissions(json_t *given, json_t *old)
-{
-    json_t  *perms, *v;
-
-    if (given == NULL) {
-        if (old) {
-            return json_deep_copy(old);
-        }
-
-        /* private unless said otherwise, as tentd */
-        return json_pack("{s:b}", "public", 0);
-    }
-
-    if (!json_is_object(given)) {
-        return NULL;
-    }
-
-    perms = json_pack("{s:b}", "public",
-                      json_is_true(json_object_get(given, "public")));
-    if (perms == NULL) {
-        return NULL;
-    }
-
-    v = json_object_get(given, "groups");
-    if (v) {
-        if (!json_is_array(v) || json_array_size(v) > 256) {
-            json_decref(perms);
-            return NULL;
-        }
-
-        json_object_set(perms, "groups", v);
-    }
-
-    v = json_object_get(given, "entities");
-    if (v) {
-        if (!json_is_object(v) || json_object_size(v) > 1024) {
-            json_decref(perms);
-            return NULL;
-        }
-
-        json_object_set(perms, "entities", v);
-    }
-
-    return perms;
-}
-
-
-static ngx_int_t
-ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
-{
-    json_t                    *content, *record, *perms, *old_perms, *post;
-    json_int_t                 v;
-    ngx_str_t                  key, value, old_key;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *cas;
-
-    pr = ctx->state;
-
-    content = ngx_http_tent_json_own(r->pool, json_deep_copy(ctx->body));
-    if (content == NULL) {
-        return ngx_http_tent_internal_error(r, "copying the section's body");
-    }
-
-    old_perms = pr->record ? json_object_get(pr->record, "permissions")
-                           : NULL;
-
-    perms = ngx_http_tent_profile_permissions(json_object_get(content,
-                                                              "permissions"),
-                                              old_perms);
-    if (perms == NULL) {
-        return ngx_http_tent_send_error(r, 422, "Invalid Attributes");
-    }
-
-    json_object_del(content, "permissions");
-    json_object_del(content, "version");
-
-    if (ngx_http_tent_is_core(&pr->base)) {
-        json_decref(perms);
-
-        record = ngx_http_tent_profile_core(r, ctx, pr->record, content);
-        if (record == NULL) {
-            return ngx_http_tent_internal_error(r,
-                                                "building the core section");
-        }
-
-    } else {
-        v = pr->record
-            ? json_integer_value(json_object_get(pr->record, "version")) + 1
-            : 1;
-
-        record = json_pack("{s:o, s:O, s:o, s:I, s:I}",
-                           "type", ngx_http_tent_json_string(&pr->type),
-                           "content", content,
-                           "permissions", perms,
-                           "version", v,
-                           "updated_at", (json_int_t) ngx_time());
-
-        if (record == NULL
-            || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-        {
-            json_decref(record);
-            return ngx_http_tent_internal_error(r, "building the section");
-        }
-    }
-
-    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
-                          &pr->base, &key)
-        != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "building the section's key");
-    }
-
-    if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "encoding the section");
-    }
-
-    /* the new version replaces exactly what we read; the old one is kept */
-
-    cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (cas == NULL
-        || ngx_http_tent_store_cas(cas, &key, pr->record ? &pr->raw : NULL,
-                                   &value)
-           != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r,
-                                            "adding the section to the batch");
-    }
-
-    if (pr->record) {
-        v = json_integer_value(json_object_get(pr->record, "version"));
-
-        if (ngx_http_tent_history_key(r->pool, &ctx->entity, &pr->base,
-                                      (ngx_int_t) v, &old_key)
-            != NGX_OK)
-        {
-            return ngx_http_tent_internal_error(r,
-                                                "building the history's key");
-        }
-
-        if (ngx_http_tent_store_write_put(cas, &old_key, &pr->raw) != NGX_OK) {
-            return ngx_http_tent_internal_error(r,
-                                       "adding the old version to the batch");
-        }
-    }
-
-    /* a profile post tells followers to read the profile again (9.4) */
-
-    post = json_pack("{s:[o], s:s}",
-                     "types", ngx_http_tent_json_string(&pr->type),
-                     "action", "update");
-
-    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
-        json_decref(post);
-        return ngx_http_tent_internal_error(r, "building the profile post");
-    }
-
-    if (ngx_http_tent_internal_post(r, ctx, cas, "profile", post,
-            ngx_http_tent_is_core(&pr->base)
-            || json_is_true(json_object_get(
-                   json_object_get(record, "permissions"), "public")))
-        != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "adding the profile post");
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent profile: section \"%V\" version %L: storing",
-                   &pr->type,
-                   (int64_t) json_integer_value(json_object_get(record,
-                                                                "version")));
-
-    return ngx_http_tent_store_submit_request(r, cas,
-                                              ngx_http_tent_profile_written);
-}
-
-
-static ngx_int_t
-ngx_http_tent_profile_written(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_int_t                 status;
-    ngx_http_tent_ctx_t      *ctx;
-    ngx_http_tent_profile_t  *pr;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
-                   "The section changed meanwhile: send the PUT again");
-    }
-
-    /* the whole profile, as this app sees it */
-
-    ctx = ngx_http_tent_get_ctx(r);
-    pr = ctx->state;
-    pr->one = 0;
-
-    return ngx_http_tent_profile_scan(r, ctx);
-}
-
-
-/*
- * DELETE: without ?version= the section and its history; with it, that
- * version; deleting the current version brings back the one before it.
- */
-
-static ngx_int_t
-ngx_http_tent_profile_remove(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    json_t                    *record;
-    ngx_int_t                  status, current, found;
-    ngx_str_t                  key, value, cur_key, newest_key, newest;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *wop;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
-
-    ctx = ngx_http_tent_get_ctx(r);
-    pr = ctx->state;
-
-    current = (ngx_int_t) json_integer_value(json_object_get(pr->record,
-                                                             "version"));
-
-    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
-                          &pr->base, &cur_key)
-        != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "building the section's key");
-    }
-
-    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "creating the store operation");
-    }
-
-    found = (pr->version < 0 || pr->version == current);
-    ngx_str_null(&newest_key);
-    ngx_str_null(&newest);
-
-    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-
-        if (newest_key.data == NULL) {
-            /* the scan runs newest first */
-            newest_key = key;
-            newest = value;
-        }
-
-        if (pr->version < 0) {
-            if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
-                return ngx_http_tent_internal_error(r,
-                                       "adding a version's removal");
-            }
-
-            continue;
-        }
-
-        record = ngx_http_tent_json_parse(&value, NULL);
-        if (record == NULL) {
-            continue;
-        }
-
-        if (json_integer_value(json_object_get(record, "version"))
-            == pr->version)
-        {
-            found = 1;
-
-            if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
-                json_decref(record);
-                return ngx_http_tent_internal_error(r,
-                                       "adding the version's removal");
-            }
-        }
-
-        json_decref(record);
-    }
-
-    if (!found) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    if (pr->version < 0 || newest_key.data == NULL) {
-        if (pr->version == current || pr->version < 0) {
-            if (ngx_http_tent_store_write_del(wop, &cur_key) != NGX_OK) {
-                return ngx_http_tent_internal_error(r,
-                                       "adding the section's removal");
-            }
-        }
-
-    } else if (pr->version == current) {
-        /* the version before the current one becomes current */
-
-        if (ngx_http_tent_store_write_put(wop, &cur_key, &newest) != NGX_OK
-            || ngx_http_tent_store_write_del(wop, &newest_key) != NGX_OK)
-        {
-            return ngx_http_tent_internal_error(r,
-                                       "adding the version brought back");
-        }
-    }
-
-    ctx->state = NULL;
-
-    return ngx_http_tent_store_submit_request(r, wop,
-                                              ngx_http_tent_reply_state_json);
 }
