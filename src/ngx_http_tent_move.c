@@ -41,6 +41,7 @@ typedef struct {
     ngx_str_t                       to;          /* the new entity */
     ngx_str_t                       from;        /* the old one */
     json_t                         *servers;
+    ngx_str_t                       api_root;    /* the new entity's */
     json_t                         *profile;
     json_t                         *record;      /* our core, or NULL */
     ngx_str_t                       raw;
@@ -551,6 +552,7 @@ ngx_http_tent_moved_verified(ngx_http_request_t *r,
 
     mv->profile = d->profile;
     mv->servers = d->servers;
+    mv->api_root = d->api_root;
 
     /* rows are never merged: the new entity must be new to us */
 
@@ -1032,6 +1034,21 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
                                             mv);
     }
 
+    /*
+     * A following: we follow the new entity again, signed with the
+     * relationship's key (its server confirms the follower it imported
+     * pending, and so proves it wants to be the followed one), before
+     * the following is re-keyed.
+     */
+
+    if (mv->table == 0
+        && json_is_string(json_object_get(record, "mac_key_id")))
+    {
+        mv->wop = wop;
+        return ngx_http_tent_move_follow(r, record, &mv->api_root,
+                                         ngx_http_tent_moved_challenged, mv);
+    }
+
     return ngx_http_tent_store_submit_request(r, wop,
                                         ngx_http_tent_moved_relation_done);
 }
@@ -1086,8 +1103,10 @@ ngx_http_tent_moved_challenged(ngx_http_request_t *r, void *data,
     case NGX_DECLINED:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "tent move: \"%V\" moves to \"%V\", whose servers "
-                      "did not answer the follower's challenge: the "
-                      "follower not re-keyed", &mv->from, &mv->to);
+                      "did not answer the %s's challenge: the %s not "
+                      "re-keyed", &mv->from, &mv->to,
+                      mv->table ? "follower" : "following",
+                      mv->table ? "follower" : "following");
         mv->table++;
         return ngx_http_tent_moved_relation(r, mv);
 

@@ -34,5 +34,9 @@ typedef ngx_int_t (*ngx_http_tent_move_challenged_pt)(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_move_challenge(ngx_http_request_t *r, json_t *record,
     json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
 
+/* ngx_http_tent_move_follow.c: the same answers */
+ngx_int_t ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
+    ngx_str_t *api_root, ngx_http_tent_move_challenged_pt done, void *data);
+
 
 #endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */

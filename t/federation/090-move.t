@@ -417,18 +417,21 @@ $res = $f->request(GET => '/posts?mentioned_entity=' . uri_escape($A),
                    cred => $fown);
 is(scalar @{ $res->{json} || [] }, 0, 'no post mentions A any more');
 
-# F keeps receiving B's posts, without doing anything: not yet.  B
-# imported F as a follower "import_pending" (docs/import.md: an imported
-# follower gets nothing until its server follows again, so that a
-# document cannot aim B's posts at a victim host), and F's server, having
-# re-keyed its following to B, does not follow B again (docs/move.md,
-# what is left).
+# F keeps receiving B's posts, without doing anything.  B imported F as a
+# follower "import_pending" (docs/import.md: an imported follower gets
+# nothing until its server follows again, so that a document cannot aim
+# B's posts at a victim host); F's server, re-keying its following to B,
+# followed B again, signed with the relationship's key, and answered B's
+# move=1 challenge: B's follower F is confirmed, with the same id and key.
+$res = $b->request(GET => '/followers?entity=' . uri_escape($F),
+                   cred => $bown);
+my ($bf) = @{ $res->{json} || [] };
+ok($bf && !$bf->{import_pending}, "B's imported follower F: confirmed")
+    or diag $res->{body};
+is($bf && $bf->{id}, $fb->{remote_id}, 'the same follower id');
 my $p2 = post_of($b, $bown, 'after the move');
-TODO: {
-    local $main::TODO = 'B delivers to an imported follower only once its '
-                . 'server follows again; F does not (docs/move.md)';
-    ok(wait_for(sub { f_has($B, $p2) }, 10), "F receives B's post");
-}
+ok(wait_for(sub { f_has($B, $p2) }, 20), "F receives B's post")
+    or diag $bp->error_log_text;
 
 # F's follower A is B now: F's posts reach B, at the following B imported
 $res = $f->request(GET => '/followers?entity=' . uri_escape($B));
@@ -468,10 +471,7 @@ is($res->{status}, 200, "signed with the relationship's own key: answered");
 is($res->{body}, 'abc', 'the challenge back');
 
 my $p3 = post_of($b, $bown, 'and again');
-TODO: {
-    local $main::TODO = 'the same: F is a pending imported follower of B';
-    ok(wait_for(sub { f_has($B, $p3) }, 10), 'and the next one');
-}
+ok(wait_for(sub { f_has($B, $p3) }, 20), 'and the next one');
 
 unlike($fp->error_log_text, qr/\[(?:alert|crit|emerg)\]|exited on signal/,
        'F: no alert, crash');
