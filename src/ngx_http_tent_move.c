@@ -41,7 +41,6 @@ typedef struct {
     ngx_str_t                       to;          /* the new entity */
     ngx_str_t                       from;        /* the old one */
     json_t                         *servers;
-    ngx_str_t                       api_root;    /* the new entity's */
     json_t                         *profile;
     json_t                         *record;      /* our core, or NULL */
     ngx_str_t                       raw;
@@ -52,6 +51,8 @@ typedef struct {
     ngx_uint_t                      moved;       /* posts, versions */
     ngx_str_t                       rel_raw;
     ngx_http_tent_store_op_t       *wop;         /* a follower's batch */
+    ngx_http_tent_move_guard_t     *guard;       /* the entity's lock */
+    const char                     *why;         /* 503: why */
 } ngx_http_tent_move_t;
 
 
@@ -87,9 +88,12 @@ static ngx_int_t ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_moved_challenged(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
-static ngx_int_t ngx_http_tent_moved_reply(ngx_http_request_t *r);
-static ngx_int_t ngx_http_tent_moved_retry(ngx_http_request_t *r,
-    const char *why);
+static ngx_int_t ngx_http_tent_moved_guarded(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
+static ngx_int_t ngx_http_tent_moved_end(ngx_http_request_t *r,
+    ngx_http_tent_move_t *mv, ngx_uint_t ended, const char *why);
+static ngx_int_t ngx_http_tent_moved_ended(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
 
 
 static u_char  ngx_http_tent_move_tables[][2] = {
@@ -471,7 +475,9 @@ ngx_int_t
 ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
     ngx_str_t *to)
 {
+    json_t                *v;
     ngx_int_t              rc;
+    json_int_t             at;
     ngx_http_tent_ctx_t   *ctx;
     ngx_http_tent_move_t  *mv;
 
@@ -499,10 +505,49 @@ ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
                       "tent move: \"%V\" names \"%V\" in its profile "
                       "without listing itself in previous_entities, or "
                       "an entity it cannot be: not a move", &mv->from, to);
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_end(r, mv, 0, NULL);
     }
 
     ctx->state = mv;
+
+    /* the announcement's time: what a replay cannot make newer */
+
+    v = json_object_get(ctx->body, "published_at");
+    at = json_is_integer(v) ? json_integer_value(v) : (json_int_t) ngx_time();
+
+    return ngx_http_tent_move_guard_take(r, &mv->guard, &mv->from, at,
+                                         ngx_http_tent_moved_guarded, mv);
+}
+
+
+/* one re-keying of an entity at a time, chains bounded (move_guard.c) */
+
+static ngx_int_t
+ngx_http_tent_moved_guarded(ngx_http_request_t *r, void *data, ngx_int_t rc)
+{
+    ngx_http_tent_move_t  *mv;
+
+    mv = data;
+    ngx_http_tent_get_ctx(r)->state = mv;
+
+    switch (rc) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_BUSY:
+        return ngx_http_tent_moved_end(r, mv, 0,
+                                  "a re-keying of this entity is under way");
+
+    case NGX_AGAIN:
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
+
+    case NGX_DECLINED:
+        return ngx_http_tent_moved_end(r, mv, 0, NULL);
+
+    default:
+        return ngx_http_tent_internal_error(r, "taking the move lock");
+    }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent move: \"%V\" announces \"%V\": discovering it",
@@ -534,7 +579,8 @@ ngx_http_tent_moved_verified(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "tent move: \"%V\" announces \"%V\", not reachable "
                       "now (%s)", &mv->from, &mv->to, d->error);
-        return ngx_http_tent_moved_retry(r, "the new entity is not reachable");
+        return ngx_http_tent_moved_end(r, mv, 0,
+                                       "the new entity is not reachable");
     }
 
     if (d->status
@@ -547,12 +593,11 @@ ngx_http_tent_moved_verified(ngx_http_request_t *r,
                       "does not list it in previous_entities (%s): "
                       "nothing re-keyed", &mv->from, &mv->to,
                       d->status ? d->error : "not listed");
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_end(r, mv, 0, NULL);
     }
 
     mv->profile = d->profile;
     mv->servers = d->servers;
-    mv->api_root = d->api_root;
 
     /* rows are never merged: the new entity must be new to us */
 
@@ -572,7 +617,7 @@ ngx_http_tent_moved_free(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
@@ -580,7 +625,7 @@ ngx_http_tent_moved_free(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                       "tent move: \"%V\" moves to \"%V\", with whom we have "
                       "a relationship already: rows are not merged, "
                       "nothing re-keyed", &mv->from, &mv->to);
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_end(r, mv, 0, NULL);
     }
 
     if (mv->table == 0) {
@@ -649,7 +694,7 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
         /* the rest waits for the next announcement: it resumes */
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -866,7 +911,7 @@ ngx_http_tent_moved_written(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "tent move: a batch of re-keyed posts was not "
                       "written; the next announcement resumes");
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, ctx->state, 0, "the store");
     }
 
     return ngx_http_tent_moved_scan(r, ctx->state);
@@ -882,7 +927,7 @@ ngx_http_tent_moved_relation(ngx_http_request_t *r, ngx_http_tent_move_t *mv)
         ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                       "tent move: \"%V\" is \"%V\" now: %ui rows re-keyed",
                       &mv->from, &mv->to, mv->moved);
-        return ngx_http_tent_moved_reply(r);
+        return ngx_http_tent_moved_end(r, mv, 1, NULL);
     }
 
     return ngx_http_tent_store_get_request(r,
@@ -904,7 +949,7 @@ ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -944,7 +989,7 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -1045,7 +1090,7 @@ ngx_http_tent_moved_relation_read(ngx_http_request_t *r,
         && json_is_string(json_object_get(record, "mac_key_id")))
     {
         mv->wop = wop;
-        return ngx_http_tent_move_follow(r, record, &mv->api_root,
+        return ngx_http_tent_move_follow(r, record, servers,
                                          ngx_http_tent_moved_challenged, mv);
     }
 
@@ -1065,7 +1110,7 @@ ngx_http_tent_moved_relation_done(ngx_http_request_t *r,
     mv = ctx->state;
 
     if (ngx_http_tent_store_http_status(op) != NGX_OK) {
-        return ngx_http_tent_moved_retry(r, "the store");
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -1097,7 +1142,7 @@ ngx_http_tent_moved_challenged(ngx_http_request_t *r, void *data,
                                         ngx_http_tent_moved_relation_done);
 
     case NGX_AGAIN:
-        return ngx_http_tent_moved_retry(r,
+        return ngx_http_tent_moved_end(r, mv, 0,
                                   "the new servers are not reachable now");
 
     case NGX_DECLINED:
@@ -1117,41 +1162,54 @@ ngx_http_tent_moved_challenged(ngx_http_request_t *r, void *data,
 
 
 /*
- * Not finished for a reason that passes (the store, the new entity not
- * reachable): a 503, so that the sender's queue sends the profile post
- * again and the re-keying resumes from what is left under the old entity.
+ * The end of a received announcement: the entity's lock released (the
+ * chain's row written when the re-keying ended), then the answer.  Not
+ * finished for a reason that passes (the store, the new entity not
+ * reachable, another re-keying under way): a 503, so that the sender's
+ * queue sends the profile post again and the re-keying resumes from
+ * what is left under the old entity.  Else an empty 200, as a refresh
+ * ends: the notification was stored.
  */
 
 static ngx_int_t
-ngx_http_tent_moved_retry(ngx_http_request_t *r, const char *why)
+ngx_http_tent_moved_end(ngx_http_request_t *r, ngx_http_tent_move_t *mv,
+    ngx_uint_t ended, const char *why)
 {
-    u_char               *p;
-    ngx_http_tent_ctx_t  *ctx;
+    mv->why = why;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    ctx->state = NULL;
-
-    p = ngx_pnalloc(r->pool, 128);
-    if (p == NULL) {
-        return ngx_http_tent_internal_error(r, "the move's answer");
-    }
-
-    ngx_sprintf(p, "The move could not be taken now (%s); try again%Z", why);
-
-    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                    (const char *) p);
+    return ngx_http_tent_move_guard_release(r, mv->guard,
+                                            ended ? &mv->to : NULL,
+                                            ngx_http_tent_moved_ended, mv);
 }
 
 
-/* the notification was stored: an empty 200, as a refresh ends */
-
 static ngx_int_t
-ngx_http_tent_moved_reply(ngx_http_request_t *r)
+ngx_http_tent_moved_ended(ngx_http_request_t *r, void *data, ngx_int_t rc)
 {
-    ngx_http_tent_ctx_t  *ctx;
+    u_char                *p;
+    ngx_http_tent_ctx_t   *ctx;
+    ngx_http_tent_move_t  *mv;
 
+    mv = data;
     ctx = ngx_http_tent_get_ctx(r);
     ctx->state = NULL;
+
+    if (rc == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, "releasing the move lock");
+    }
+
+    if (mv->why) {
+        p = ngx_pnalloc(r->pool, 128);
+        if (p == NULL) {
+            return ngx_http_tent_internal_error(r, "the move's answer");
+        }
+
+        ngx_sprintf(p, "The move could not be taken now (%s); try again%Z",
+                    mv->why);
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        (const char *) p);
+    }
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = 0;
@@ -1160,4 +1218,3 @@ ngx_http_tent_moved_reply(ngx_http_request_t *r)
 
     return ngx_http_send_header(r);
 }
-

@@ -34,9 +34,18 @@ typedef ngx_int_t (*ngx_http_tent_move_challenged_pt)(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_move_challenge(ngx_http_request_t *r, json_t *record,
     json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
 
+/* ngx_http_tent_move_guard.c: one re-keying of an entity at a time */
+typedef struct ngx_http_tent_move_guard_s  ngx_http_tent_move_guard_t;
+ngx_int_t ngx_http_tent_move_guard_take(ngx_http_request_t *r,
+    ngx_http_tent_move_guard_t **gp, ngx_str_t *from, json_int_t at,
+    ngx_http_tent_move_challenged_pt done, void *data);
+ngx_int_t ngx_http_tent_move_guard_release(ngx_http_request_t *r,
+    ngx_http_tent_move_guard_t *g, ngx_str_t *to,
+    ngx_http_tent_move_challenged_pt done, void *data);
+
 /* ngx_http_tent_move_follow.c: the same answers */
 ngx_int_t ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
-    ngx_str_t *api_root, ngx_http_tent_move_challenged_pt done, void *data);
+    json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
 
 
 #endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */

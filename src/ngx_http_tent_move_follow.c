@@ -6,15 +6,16 @@
 
 /*
  * A following that moves (docs/move.md, receiving a move): we follow the
- * new entity again, at its discovered API root, before our following is
- * re-keyed to it.  POST {api root}/followers, as a follow (spec 7.1),
- * but signed with the relationship's credential: the new entity's
- * server imported the relationship (our follower there, pending: it
- * delivers nothing to a follower until its server follows again,
- * docs/import.md), so it knows the key; it challenges our notification
- * path signed with that key and marked "move=1" (the only challenge a
- * confirmed following answers), then confirms the follower and keeps
- * the key.  Its answer names the follower id we know as "remote_id".
+ * new entity again, at its servers (the first that answers), before our
+ * following is re-keyed to it.  POST {server}/followers, as a follow
+ * (spec 7.1), but signed with the relationship's credential: the new
+ * entity's server imported the relationship (our follower there,
+ * pending: it delivers nothing to a follower until its server follows
+ * again, docs/import.md), so it knows the key; it challenges our
+ * notification path signed with that key and marked "move=1" (the
+ * only challenge a confirmed following answers), then confirms the
+ * follower and keeps the key.  Its answer names the follower id we
+ * know as "remote_id".
  *
  * It is also the proof that the new servers want to be the followed
  * ones: without it a following could aim our profile posts at any host
@@ -31,31 +32,34 @@
 
 typedef struct {
     json_t                             *record;
+    json_t                             *servers;
+    ngx_uint_t                          server;
+    ngx_str_t                           body;
     ngx_http_tent_move_challenged_pt    done;
     void                               *data;
 } ngx_http_tent_move_follow_t;
 
 
+static ngx_int_t ngx_http_tent_move_follow_send(ngx_http_request_t *r,
+    ngx_http_tent_move_follow_t *mf);
 static ngx_int_t ngx_http_tent_move_follow_answered(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 
 
 ngx_int_t
 ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
-    ngx_str_t *api_root, ngx_http_tent_move_challenged_pt done, void *data)
+    json_t *servers, ngx_http_tent_move_challenged_pt done, void *data)
 {
-    u_char                       *p;
     json_t                       *req, *v;
-    ngx_str_t                     url, path, id;
+    ngx_str_t                     path, id;
     ngx_http_tent_ctx_t          *ctx;
-    ngx_http_tent_fetch_t        *f;
     ngx_http_tent_move_follow_t  *mf;
 
     ctx = ngx_http_tent_get_ctx(r);
 
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || !json_is_string(json_object_get(record, "mac_key_id"))
-        || api_root->len == 0)
+        || json_array_size(servers) == 0)
     {
         return done(r, data, NGX_DECLINED);
     }
@@ -66,28 +70,17 @@ ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
     }
 
     mf->record = record;
+    mf->servers = servers;
     mf->done = done;
     mf->data = data;
 
     path.len = sizeof("notifications/") - 1 + id.len;
     path.data = ngx_pnalloc(r->pool, path.len);
-
-    url.len = api_root->len + sizeof("/followers") - 1;
-    url.data = ngx_pnalloc(r->pool, url.len);
-
-    if (path.data == NULL || url.data == NULL) {
+    if (path.data == NULL) {
         return done(r, data, NGX_ERROR);
     }
 
     ngx_sprintf(path.data, "notifications/%V", &id);
-
-    p = ngx_cpymem(url.data, api_root->data, api_root->len);
-    if (p > url.data && p[-1] == '/') {
-        p--;
-    }
-
-    p = ngx_cpymem(p, "/followers", sizeof("/followers") - 1);
-    url.len = p - url.data;
 
     v = json_object_get(json_object_get(record, "permissions"), "public");
 
@@ -113,22 +106,49 @@ ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
                         "permissions", "public", 1);
     }
 
-    if (req == NULL || ngx_http_tent_json_cleanup(r->pool, req) != NGX_OK) {
+    if (req == NULL || ngx_http_tent_json_cleanup(r->pool, req) != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, req, &mf->body) != NGX_OK)
+    {
         json_decref(req);
         return done(r, data, NGX_ERROR);
     }
 
-    f = ngx_http_tent_remote_fetch(r, &url, "POST");
+    return ngx_http_tent_move_follow_send(r, mf);
+}
 
-    if (f == NULL
-        || ngx_http_tent_remote_sign(f, record) != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, req, &f->request_body) != NGX_OK)
-    {
-        return done(r, data, NGX_ERROR);
+
+/* POST {server}/followers, server by server, as the challenge goes */
+
+static ngx_int_t
+ngx_http_tent_move_follow_send(ngx_http_request_t *r,
+    ngx_http_tent_move_follow_t *mf)
+{
+    ngx_int_t               rc;
+    ngx_str_t               url, path;
+    ngx_http_tent_fetch_t  *f;
+
+    ngx_str_set(&path, "followers");
+
+    rc = ngx_http_tent_server_url(r->pool,
+                                  json_array_get(mf->servers, mf->server),
+                                  &path, NULL, &url);
+
+    if (rc != NGX_OK) {
+        return mf->done(r, mf->data,
+                        rc == NGX_DECLINED ? NGX_DECLINED : NGX_ERROR);
     }
 
+    f = ngx_http_tent_remote_fetch(r, &url, "POST");
+
+    if (f == NULL || ngx_http_tent_remote_sign(f, mf->record) != NGX_OK) {
+        return mf->done(r, mf->data, NGX_ERROR);
+    }
+
+    f->request_body = mf->body;
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent move: following \"%V\" again: POST %V", &id, &url);
+                   "tent move: following again at server %ui: POST %V",
+                   mf->server, &url);
 
     ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
     f->max_response = 64 * 1024;
@@ -152,6 +172,14 @@ ngx_http_tent_move_follow_answered(ngx_http_request_t *r,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent move: the follow again: %s, status %ui",
                    ngx_http_tent_fetch_strerror(f->result), f->status);
+
+    /* a server that cannot be reached: the next one may */
+
+    if (ngx_http_tent_fetch_next_server(f)
+        && ++mf->server < json_array_size(mf->servers))
+    {
+        return ngx_http_tent_move_follow_send(r, mf);
+    }
 
     /* not reachable now, or busy: not a refusal, the sender retries */
 

@@ -27,6 +27,7 @@ use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Peer;
 use Tent::Receiver;
 use JSON::PP;
+use POSIX ();
 *uri_escape = \&Tent::Client::uri_escape;
 
 master_on();
@@ -203,7 +204,7 @@ my $hcred = { map { $_ => $hf->{$_} } qw(mac_key_id mac_key mac_algorithm) };
 
 my $n = 0;
 sub h_announces {
-    my ($core, $path) = @_;
+    my ($core, $path, $at) = @_;
     $H->rules([{ method => 'GET', path => '^/tent/profile$',
                  action => { status => 200,
                              headers => { 'Content-Type' =>
@@ -214,7 +215,7 @@ sub h_announces {
                        cred => $hcred,
                        body => { id => "hp$n", entity => $HU,
                                  type => $PROFILE, version => 1,
-                                 published_at => time,
+                                 published_at => $at // time,
                                  permissions => { public => JSON::PP::true },
                                  content => { types => [$CORE],
                                               action => 'update' } });
@@ -348,6 +349,70 @@ ok(wait_for(sub { scalar $Q->requests(method => 'POST') }, 20),
    "Q, still Q, gets F's post") or diag $fp->error_log_text($flog);
 is(scalar($V->requests(method => 'POST')), 0, 'the victim V gets nothing');
 $Q->rules([]);
+$H->rules([]);
+
+# H (followed by F) says it is Z, Z lists H (both the attacker's), but Z's
+# servers are a victim V2: F follows Z again there, signed, before its
+# following is re-keyed (a following's servers get our profile posts);
+# V2 does not take it: F's following stays H's.  Announcements cost a
+# scan of every post F keeps: one re-keying of an entity at a time (a
+# copy meanwhile: 503), none older than the last handled, 3 a day.
+my $Z = Tent::Receiver->start(port => $PORT + 11);
+my $V2 = Tent::Receiver->start(port => $PORT + 12);
+$V2->rules([{ path => '.', action => { status => 404, body => "no\n" } }]);
+my $zcore = { entity => $Z->url, servers => [$V2->url . '/tent'],
+              licenses => [], previous_entities => [$HU] };
+$Z->rules([{ method => 'GET', path => '^/tent/profile$',
+             action => { status => 200, delay => 2,
+                         headers => { 'Content-Type' =>
+                                      'application/vnd.tent.v0+json' },
+                         body => { $CORE => $zcore } } }]);
+my $zu = $Z->url;
+my $zdone = sub { () = $fp->error_log_text($flog) =~ /"\Q$HU\E" is "\Q$zu\E" now/g };
+my $pid = fork // die "fork: $!";
+if (!$pid) {
+    my $r = h_announces($zcore, undef, 1001);
+    POSIX::_exit($r->{status} == 200 ? 0 : 1);
+}
+$n++;       # the child's post id: not the next one's
+ok($Z->wait_requests(method => 'GET', path => '^/tent/profile$',
+                     timeout => 10),
+   'H says it is Z: F discovers Z');
+$res = h_announces($zcore, undef, 1002);
+is($res->{status}, 503, 'a copy while the first is re-keyed: 503')
+    or diag $res->{body};
+like($res->{body} // '', qr/under way/, 'a re-keying under way');
+waitpid $pid, 0;
+is($?, 0, 'the first announcement: 200');
+ok(wait_for(sub { $zdone->() == 1 }, 10), 'the first one handled')
+    or diag $fp->error_log_text($flog);
+like($fp->error_log_text($flog),
+     qr/did not answer the following's challenge: the following not re-keyed/,
+     "Z's servers (V2) did not take F's follow");
+is(scalar(f_following($Z->url)), 0, 'no following of Z');
+is(scalar(f_following($HU)), 1, "F's following of H is H's");
+ok(scalar($V2->requests(method => 'POST', path => 'followers')),
+   'the follow went to V2, signed')
+    or diag join "\n", map { "$_->{method} $_->{path}" } $V2->requests;
+$Z->rules([{ method => 'GET', path => '^/tent/profile$',
+             action => { status => 200,
+                         headers => { 'Content-Type' =>
+                                      'application/vnd.tent.v0+json' },
+                         body => { $CORE => $zcore } } }]);
+$res = h_announces($zcore, undef, 1001);
+is($res->{status}, 200, 'the same announcement again: acknowledged');
+ok(wait_for(sub { $fp->error_log_text($flog) =~ /not newer than the move/ },
+            10), 'refused: not newer than the one handled');
+for my $at (1003, 1004) {
+    $res = h_announces($zcore, undef, $at);
+    is($res->{status}, 200, "announcement of $at") or diag $res->{body};
+}
+is($zdone->(), 3, 'three re-keyings');
+$res = h_announces($zcore, undef, 1005);
+ok(wait_for(sub { $fp->error_log_text($flog) =~ /moves in a chain/ }, 10),
+   'a fourth within a day: refused');
+is($zdone->(), 3, 'still three');
+$Z->rules([]);
 $H->rules([]);
 
 # --- A moves to B --------------------------------------------------------
