@@ -535,6 +535,19 @@ $res = $b->request(GET => "/notifications/$af->{id}?move=1&challenge=abc",
 is($res->{status}, 200, "signed with the relationship's own key: answered");
 is($res->{body}, 'abc', 'the challenge back');
 
+# others asking B to follow "as F" (for a new key of F's relationship):
+# unsigned, or signed with a key that is not F's follower credential, the
+# challenge goes unmarked and unsigned, which F's confirmed following does
+# not answer: refused, F's key kept (its next post still reaches F)
+my $asf = { entity => $F, types => ['all'], licenses => [],
+            notification_path => "notifications/$fl->{id}" };
+$res = $b->request(POST => '/followers', body => $asf);
+is($res->{status}, 403, 'an unsigned follow "as F" at B: 403')
+    or diag $res->{body};
+$res = $b->request(POST => '/followers', body => $asf, cred => $afcred);
+is($res->{status}, 403, 'signed with a following\'s key: 403')
+    or diag $res->{body};
+
 my $p3 = post_of($b, $bown, 'and again');
 ok(wait_for(sub { f_has($B, $p3) }, 20), 'and the next one');
 
