@@ -41,6 +41,7 @@ typedef struct {
     json_t                         *old;
     ngx_str_t                       old_id;
     json_t                         *record;
+    json_t                         *own;      /* signed by its credential */
 } ngx_http_tent_follow_t;
 
 
@@ -209,9 +210,11 @@ static ngx_int_t
 ngx_http_tent_follow_discovered(ngx_http_request_t *r,
     ngx_http_tent_discover_t *d)
 {
+    ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_follow_t  *st;
 
     st = d->data;
+    ctx = ngx_http_tent_get_ctx(r);
 
     if (d->status) {
         return ngx_http_tent_send_error(r, d->status, d->error);
@@ -234,6 +237,33 @@ ngx_http_tent_follow_discovered(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "making the challenge");
     }
 
+    /*
+     * Signed with this follower's own credential (a follower that moved
+     * to us, following again: docs/move.md): the challenge is signed
+     * with it and marked "move=1", the only one its server answers for
+     * a confirmed following, and the key is kept.  A spec 7.1 follow
+     * (unsigned) of an existing follower resets the key as before.
+     */
+
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+        && ngx_http_tent_entity_eq(&ctx->principal.entity, &st->entity))
+    {
+        st->own = json_pack("{s:O, s:O, s:O}",
+                    "mac_key_id",
+                    json_object_get(ctx->principal.credential, "mac_key_id"),
+                    "mac_key",
+                    json_object_get(ctx->principal.credential, "key"),
+                    "mac_algorithm",
+                    json_object_get(ctx->principal.credential, "algorithm"));
+
+        if (st->own == NULL
+            || ngx_http_tent_json_cleanup(r->pool, st->own) != NGX_OK)
+        {
+            json_decref(st->own);
+            return ngx_http_tent_internal_error(r, "keeping the credential");
+        }
+    }
+
     return ngx_http_tent_follow_challenge(r, st);
 }
 
@@ -247,13 +277,16 @@ ngx_http_tent_follow_challenge(ngx_http_request_t *r,
     ngx_str_t               url, query;
     ngx_http_tent_fetch_t  *f;
 
-    query.len = sizeof("challenge=") - 1 + st->challenge.len;
+    query.len = sizeof("move=1&challenge=") - 1 + st->challenge.len;
     query.data = ngx_pnalloc(r->pool, query.len);
     if (query.data == NULL) {
         return ngx_http_tent_internal_error(r, "building the challenge query");
     }
 
-    ngx_sprintf(query.data, "challenge=%V", &st->challenge);
+    query.len = ngx_sprintf(query.data, "%s%V",
+                            st->own ? "move=1&challenge=" : "challenge=",
+                            &st->challenge)
+                - query.data;
 
     if (ngx_http_tent_server_url(r->pool,
                                  json_array_get(st->found->servers,
@@ -265,7 +298,9 @@ ngx_http_tent_follow_challenge(ngx_http_request_t *r,
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
-    if (f == NULL) {
+    if (f == NULL
+        || (st->own && ngx_http_tent_remote_sign(f, st->own) != NGX_OK))
+    {
         return ngx_http_tent_internal_error(r, "starting the challenge GET");
     }
 
@@ -487,7 +522,14 @@ ngx_http_tent_follow_store(ngx_http_request_t *r, ngx_http_tent_follow_t *st)
         return ngx_http_tent_internal_error(r, "making the follower's ids");
     }
 
-    if (ngx_http_tent_random_hex(r->pool, 16, &mac_key) != NGX_OK) {
+    if (st->old && st->own
+        && json_equal(json_object_get(st->old, "mac_key_id"),
+                      json_object_get(st->own, "mac_key_id"))
+        && ngx_http_tent_json_str(st->old, "mac_key", &mac_key) == NGX_OK)
+    {
+        /* it proved the key it holds: kept */
+
+    } else if (ngx_http_tent_random_hex(r->pool, 16, &mac_key) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "making the follower's key");
     }
 

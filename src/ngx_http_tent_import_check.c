@@ -198,14 +198,21 @@ ngx_http_tent_import_lock(ngx_http_request_t *r, ngx_http_tent_import_t *im,
     ngx_http_tent_request_done_pt done)
 {
     u_char               *p;
-    ngx_str_t             rest;
+    ngx_str_t             rest, token;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
 
     ngx_str_set(&rest, "import");
 
-    p = ngx_pnalloc(r->pool, sizeof("{\"at\":}") + NGX_TIME_T_LEN);
+    /* a token of this import: only the import that took it releases it */
+
+    if (ngx_http_tent_random_hex(r->pool, 16, &token) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "building the import's marker");
+    }
+
+    p = ngx_pnalloc(r->pool, sizeof("{\"at\":,\"by\":\"\"}") + NGX_TIME_T_LEN
+                             + token.len);
 
     if (p == NULL
         || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_META,
@@ -216,7 +223,9 @@ ngx_http_tent_import_lock(ngx_http_request_t *r, ngx_http_tent_import_t *im,
     }
 
     im->lock_value.data = p;
-    im->lock_value.len = ngx_sprintf(p, "{\"at\":%T}", ngx_time()) - p;
+    im->lock_value.len = ngx_sprintf(p, "{\"at\":%T,\"by\":\"%V\"}",
+                                     ngx_time(), &token)
+                         - p;
     im->next = done;
 
     return ngx_http_tent_import_lock_try(r, im, NULL);
@@ -306,7 +315,9 @@ ngx_http_tent_import_locked(ngx_http_request_t *r,
 /*
  * The end of an import that holds the marker: the marker removed, then
  * the reply (reply NULL: status's error).  A worker that dies before
- * leaves it, taken over once stale.
+ * leaves it, taken over once stale.  Removed by compare-and-set on the
+ * value this import wrote (its token): an import that ran past the
+ * stale time, its marker taken over by another, leaves the other's.
  */
 
 ngx_int_t
@@ -327,7 +338,9 @@ ngx_http_tent_import_finish(ngx_http_request_t *r, ngx_http_tent_import_t *im,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_store_write(op, 0) != NGX_OK
+        || ngx_http_tent_store_cas(op, &im->lock_key, &im->lock_value,
+                                   &im->lock_value)
+           != NGX_OK
         || ngx_http_tent_store_write_del(op, &im->lock_key) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "removing the import's marker");
@@ -349,8 +362,8 @@ ngx_http_tent_import_unlocked(ngx_http_request_t *r,
     if (op && op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "tent import: the marker not removed (store status "
-                      "%ui): the next import waits until it is stale",
-                      op->status);
+                      "%ui: another import took it over, or the store): "
+                      "left as it is", op->status);
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

@@ -15,6 +15,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_remote.h"
 
 
 ngx_int_t ngx_http_tent_move_post(ngx_http_request_t *r,
@@ -22,6 +23,9 @@ ngx_int_t ngx_http_tent_move_post(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_move_announced(ngx_http_request_t *r, json_t *core,
     ngx_str_t *to);
 json_t *ngx_http_tent_move_core(json_t *profile);
+ngx_uint_t ngx_http_tent_move_lists(json_t *core, ngx_str_t *entity);
+const char *ngx_http_tent_move_successor(ngx_http_tent_discover_t *d,
+    ngx_str_t *to, ngx_str_t *from);
 ngx_int_t ngx_http_tent_move_posts_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_move_post_get(ngx_http_request_t *r,
@@ -32,6 +36,19 @@ ngx_int_t ngx_http_tent_move_post_get(ngx_http_request_t *r,
 typedef ngx_int_t (*ngx_http_tent_move_challenged_pt)(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
 ngx_int_t ngx_http_tent_move_challenge(ngx_http_request_t *r, json_t *record,
+    json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
+
+/* ngx_http_tent_move_guard.c: one re-keying of an entity at a time */
+typedef struct ngx_http_tent_move_guard_s  ngx_http_tent_move_guard_t;
+ngx_int_t ngx_http_tent_move_guard_take(ngx_http_request_t *r,
+    ngx_http_tent_move_guard_t **gp, ngx_str_t *from, json_int_t at,
+    ngx_http_tent_move_challenged_pt done, void *data);
+ngx_int_t ngx_http_tent_move_guard_release(ngx_http_request_t *r,
+    ngx_http_tent_move_guard_t *g, ngx_str_t *to,
+    ngx_http_tent_move_challenged_pt done, void *data);
+
+/* ngx_http_tent_move_follow.c: the same answers */
+ngx_int_t ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
     json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
 
 

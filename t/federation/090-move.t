@@ -27,6 +27,7 @@ use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Peer;
 use Tent::Receiver;
 use JSON::PP;
+use POSIX ();
 *uri_escape = \&Tent::Client::uri_escape;
 
 master_on();
@@ -203,7 +204,7 @@ my $hcred = { map { $_ => $hf->{$_} } qw(mac_key_id mac_key mac_algorithm) };
 
 my $n = 0;
 sub h_announces {
-    my ($core, $path) = @_;
+    my ($core, $path, $at) = @_;
     $H->rules([{ method => 'GET', path => '^/tent/profile$',
                  action => { status => 200,
                              headers => { 'Content-Type' =>
@@ -214,7 +215,7 @@ sub h_announces {
                        cred => $hcred,
                        body => { id => "hp$n", entity => $HU,
                                  type => $PROFILE, version => 1,
-                                 published_at => time,
+                                 published_at => $at // time,
                                  permissions => { public => JSON::PP::true },
                                  content => { types => [$CORE],
                                               action => 'update' } });
@@ -350,6 +351,70 @@ is(scalar($V->requests(method => 'POST')), 0, 'the victim V gets nothing');
 $Q->rules([]);
 $H->rules([]);
 
+# H (followed by F) says it is Z, Z lists H (both the attacker's), but Z's
+# servers are a victim V2: F follows Z again there, signed, before its
+# following is re-keyed (a following's servers get our profile posts);
+# V2 does not take it: F's following stays H's.  Announcements cost a
+# scan of every post F keeps: one re-keying of an entity at a time (a
+# copy meanwhile: 503), none older than the last handled, 3 a day.
+my $Z = Tent::Receiver->start(port => $PORT + 11);
+my $V2 = Tent::Receiver->start(port => $PORT + 12);
+$V2->rules([{ path => '.', action => { status => 404, body => "no\n" } }]);
+my $zcore = { entity => $Z->url, servers => [$V2->url . '/tent'],
+              licenses => [], previous_entities => [$HU] };
+$Z->rules([{ method => 'GET', path => '^/tent/profile$',
+             action => { status => 200, delay => 2,
+                         headers => { 'Content-Type' =>
+                                      'application/vnd.tent.v0+json' },
+                         body => { $CORE => $zcore } } }]);
+my $zu = $Z->url;
+my $zdone = sub { () = $fp->error_log_text($flog) =~ /"\Q$HU\E" is "\Q$zu\E" now/g };
+my $pid = fork // die "fork: $!";
+if (!$pid) {
+    my $r = h_announces($zcore, undef, 1001);
+    POSIX::_exit($r->{status} == 200 ? 0 : 1);
+}
+$n++;       # the child's post id: not the next one's
+ok($Z->wait_requests(method => 'GET', path => '^/tent/profile$',
+                     timeout => 10),
+   'H says it is Z: F discovers Z');
+$res = h_announces($zcore, undef, 1002);
+is($res->{status}, 503, 'a copy while the first is re-keyed: 503')
+    or diag $res->{body};
+like($res->{body} // '', qr/under way/, 'a re-keying under way');
+waitpid $pid, 0;
+is($?, 0, 'the first announcement: 200');
+ok(wait_for(sub { $zdone->() == 1 }, 10), 'the first one handled')
+    or diag $fp->error_log_text($flog);
+like($fp->error_log_text($flog),
+     qr/did not answer the following's challenge: the following not re-keyed/,
+     "Z's servers (V2) did not take F's follow");
+is(scalar(f_following($Z->url)), 0, 'no following of Z');
+is(scalar(f_following($HU)), 1, "F's following of H is H's");
+ok(scalar($V2->requests(method => 'POST', path => 'followers')),
+   'the follow went to V2, signed')
+    or diag join "\n", map { "$_->{method} $_->{path}" } $V2->requests;
+$Z->rules([{ method => 'GET', path => '^/tent/profile$',
+             action => { status => 200,
+                         headers => { 'Content-Type' =>
+                                      'application/vnd.tent.v0+json' },
+                         body => { $CORE => $zcore } } }]);
+$res = h_announces($zcore, undef, 1001);
+is($res->{status}, 200, 'the same announcement again: acknowledged');
+ok(wait_for(sub { $fp->error_log_text($flog) =~ /not newer than the move/ },
+            10), 'refused: not newer than the one handled');
+for my $at (1003, 1004) {
+    $res = h_announces($zcore, undef, $at);
+    is($res->{status}, 200, "announcement of $at") or diag $res->{body};
+}
+is($zdone->(), 3, 'three re-keyings');
+$res = h_announces($zcore, undef, 1005);
+ok(wait_for(sub { $fp->error_log_text($flog) =~ /moves in a chain/ }, 10),
+   'a fourth within a day: refused');
+is($zdone->(), 3, 'still three');
+$Z->rules([]);
+$H->rules([]);
+
 # --- A moves to B --------------------------------------------------------
 
 $res = $a->request(POST => '/move', cred => $aown, body => { entity => $B });
@@ -417,18 +482,21 @@ $res = $f->request(GET => '/posts?mentioned_entity=' . uri_escape($A),
                    cred => $fown);
 is(scalar @{ $res->{json} || [] }, 0, 'no post mentions A any more');
 
-# F keeps receiving B's posts, without doing anything: not yet.  B
-# imported F as a follower "import_pending" (docs/import.md: an imported
-# follower gets nothing until its server follows again, so that a
-# document cannot aim B's posts at a victim host), and F's server, having
-# re-keyed its following to B, does not follow B again (docs/move.md,
-# what is left).
+# F keeps receiving B's posts, without doing anything.  B imported F as a
+# follower "import_pending" (docs/import.md: an imported follower gets
+# nothing until its server follows again, so that a document cannot aim
+# B's posts at a victim host); F's server, re-keying its following to B,
+# followed B again, signed with the relationship's key, and answered B's
+# move=1 challenge: B's follower F is confirmed, with the same id and key.
+$res = $b->request(GET => '/followers?entity=' . uri_escape($F),
+                   cred => $bown);
+my ($bf) = @{ $res->{json} || [] };
+ok($bf && !$bf->{import_pending}, "B's imported follower F: confirmed")
+    or diag $res->{body};
+is($bf && $bf->{id}, $fb->{remote_id}, 'the same follower id');
 my $p2 = post_of($b, $bown, 'after the move');
-TODO: {
-    local $main::TODO = 'B delivers to an imported follower only once its '
-                . 'server follows again; F does not (docs/move.md)';
-    ok(wait_for(sub { f_has($B, $p2) }, 10), "F receives B's post");
-}
+ok(wait_for(sub { f_has($B, $p2) }, 20), "F receives B's post")
+    or diag $bp->error_log_text;
 
 # F's follower A is B now: F's posts reach B, at the following B imported
 $res = $f->request(GET => '/followers?entity=' . uri_escape($B));
@@ -467,11 +535,21 @@ $res = $b->request(GET => "/notifications/$af->{id}?move=1&challenge=abc",
 is($res->{status}, 200, "signed with the relationship's own key: answered");
 is($res->{body}, 'abc', 'the challenge back');
 
+# others asking B to follow "as F" (for a new key of F's relationship):
+# unsigned, or signed with a key that is not F's follower credential, the
+# challenge goes unmarked and unsigned, which F's confirmed following does
+# not answer: refused, F's key kept (its next post still reaches F)
+my $asf = { entity => $F, types => ['all'], licenses => [],
+            notification_path => "notifications/$fl->{id}" };
+$res = $b->request(POST => '/followers', body => $asf);
+is($res->{status}, 403, 'an unsigned follow "as F" at B: 403')
+    or diag $res->{body};
+$res = $b->request(POST => '/followers', body => $asf, cred => $afcred);
+is($res->{status}, 403, 'signed with a following\'s key: 403')
+    or diag $res->{body};
+
 my $p3 = post_of($b, $bown, 'and again');
-TODO: {
-    local $main::TODO = 'the same: F is a pending imported follower of B';
-    ok(wait_for(sub { f_has($B, $p3) }, 10), 'and the next one');
-}
+ok(wait_for(sub { f_has($B, $p3) }, 20), 'and the next one');
 
 unlike($fp->error_log_text, qr/\[(?:alert|crit|emerg)\]|exited on signal/,
        'F: no alert, crash');
