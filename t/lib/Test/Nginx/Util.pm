@@ -54,12 +54,12 @@ our $ServRoot   = File::Spec->rel2abs($ENV{TEST_NGINX_SERVROOT}
 $ServRoot =~ s{/+$}{};
 
 # TEST_NGINX_RANDOMIZE=1 (for prove -jN): each test file takes a free
-# block of 8 ports (suites use PORT+1.. for more server blocks) below the
+# block of 16 ports (suites use PORT+1..PORT+15 for more servers) below the
 # kernel's ephemeral range, where free ports of Tent::Peer and
 # Tent::Receiver and outgoing connections come from, and its own server
 # root "<servroot>-<pid>", so files run side by side
 if ($ENV{TEST_NGINX_RANDOMIZE}) {
-    $ServerPort = _free_block(8);
+    $ServerPort = _free_block(16);
     $ServRoot  .= "-$$";
     $ENV{TEST_NGINX_PORT} = $ServerPort;
 }
