@@ -14,6 +14,11 @@
  *     {"action": "create", "entity": URL, "quotas": {...}}
  *     {"action": "disable" | "enable" | "delete", "entity": URL}
  *     {"action": "quotas", "entity": URL, "quotas": {...}}
+ *     {"action": "authorize", "entity": URL, "app": APP ID}
+ *
+ * "authorize" gives an app the entity's owner authorization, every scope
+ * and type (bin/tent-admin registers the app on the entity, POST /apps,
+ * then asks this: the first owner credential of a new entity).
  *
  * Every write bumps the registry's generation, so the workers' caches
  * (ngx_http_tent_provision.c) and the delivery engine see it at once.
@@ -25,6 +30,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_provision.h"
@@ -47,6 +53,9 @@ typedef struct {
     ngx_str_t                       action;
     json_t                         *row;
     ngx_uint_t                      deleted;
+    ngx_str_t                       app;
+    ngx_str_t                       app_key;
+    json_t                         *auth;
     unsigned                        finished:1;
 } ngx_http_tent_admin_t;
 
@@ -68,6 +77,10 @@ static ngx_int_t ngx_http_tent_admin_written(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_admin_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_quotas(json_t *row, json_t *quotas);
+static ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_put_row(ngx_http_request_t *r,
     ngx_http_tent_admin_t *a, ngx_http_tent_store_op_t *op);
 
@@ -419,6 +432,30 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
                                                   ngx_http_tent_admin_created);
     }
 
+    if (a->action.len == 9
+        && ngx_strncmp(a->action.data, "authorize", 9) == 0)
+    {
+        ctx->entity = a->entity;
+
+        if (ngx_http_tent_json_str(a->body, "app", &a->app) != NGX_OK
+            || ngx_http_tent_token_valid(&a->app, 64) != NGX_OK)
+        {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                            "\"app\" must be an app's id");
+        }
+
+        if (ngx_http_tent_key(r->pool, &a->entity, NGX_HTTP_TENT_TABLE_APP,
+                              &a->app, &a->app_key)
+            != NGX_OK
+            || ngx_http_tent_store_get(op, &a->app_key) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "encoding the read");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                            ngx_http_tent_admin_app_loaded);
+    }
+
     if (!((a->action.len == 7
            && (ngx_strncmp(a->action.data, "disable", 7) == 0))
           || (a->action.len == 6
@@ -427,8 +464,8 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
                   || ngx_strncmp(a->action.data, "quotas", 6) == 0))))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                   "\"action\" must be create, disable, enable, delete or "
-                   "quotas");
+                   "\"action\" must be create, disable, enable, delete, "
+                   "quotas or authorize");
     }
 
     if (ngx_http_tent_store_get(op, &a->key) != NGX_OK) {
@@ -753,4 +790,103 @@ ngx_http_tent_admin_get(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
 
     return ctx->state;
+}
+
+
+/* the owner authorization of an app: every scope, all types */
+
+static ngx_int_t
+ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *app, *fields;
+    ngx_int_t                  rc, status;
+    ngx_str_t                  raw;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND
+        || ngx_http_tent_store_value(op, &raw) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "No such app of the entity");
+    }
+
+    app = ngx_http_tent_json_own(r->pool,
+                                 json_loadb((char *) raw.data, raw.len, 0,
+                                            NULL));
+
+    fields = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:[ssssssssssssssssss], s:[s], s:[s]}",
+        "scopes", "read_posts", "write_posts", "import_posts", "read_profile",
+        "write_profile", "read_followers", "write_followers",
+        "read_followings", "write_followings", "read_groups", "write_groups",
+        "read_permissions", "write_permissions", "read_apps", "write_apps",
+        "follow_ui", "read_secrets", "write_secrets",
+        "post_types", "all", "profile_info_types", "all"));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (!json_is_object(app) || fields == NULL || wop == NULL) {
+        return ngx_http_tent_internal_error(r, "reading the app");
+    }
+
+    rc = ngx_http_tent_authorization_new(r, ctx, &a->app, app, &raw, fields,
+                                         wop, &a->auth);
+    if (rc != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "making the authorization");
+    }
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                        ngx_http_tent_admin_authorized_app);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                 *out;
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The app changed meanwhile: send the request again");
+    }
+
+    out = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:o, s:O, s:O, s:O, s:O, s:O}",
+        "entity", ngx_http_tent_json_string(&a->entity),
+        "app_id", json_object_get(a->auth, "app_id"),
+        "id", json_object_get(a->auth, "id"),
+        "mac_key_id", json_object_get(a->auth, "mac_key_id"),
+        "mac_key", json_object_get(a->auth, "mac_key"),
+        "mac_algorithm", json_object_get(a->auth, "mac_algorithm")));
+
+    if (out == NULL) {
+        return ngx_http_tent_internal_error(r, "the reply");
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent admin: entity \"%V\": app \"%V\" authorized as "
+                  "its owner", &a->entity, &a->app);
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
 }

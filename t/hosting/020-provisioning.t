@@ -237,19 +237,52 @@ is_json_error($carol->request(GET => '/profile'), 404, 'deleted: 404');
 is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
           ["http://alice.test:$P"], 'the registry lists alice only again');
 
+# ---- bin/tent-admin: create prints the first owner credential
+
+my $credfile = "$root-dave.json";
+unlink $credfile;
+my $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile --credential-file $credfile create http://dave.test:$P 2>&1`;
+is($?, 0, 'tent-admin create dave') or diag $out;
+is((stat $credfile)[2] & 07777, 0600, 'the credential file is mode 0600');
+my $dcred = eval { local $/; open my $fh, '<', $credfile or die;
+                   decode_json(<$fh>) } || {};
+like($dcred->{mac_key_id} // '', qr/^u:/, 'an authorization key id');
+my $dave = client_of('dave.test');
+$res = post($dave, $dcred, 'the first post of dave');
+is($res->{status}, 200, "dave posts with tent-admin's owner credential")
+    or diag $res->{body};
+$res = $dave->request(GET => '/apps', cred => $dcred);
+is($res->{status}, 200, 'the credential reads the apps: every scope')
+    or diag $res->{body};
+$out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile list`;
+is(scalar(() = $out =~ /"entity"/g), 2, 'tent-admin list: alice and dave')
+    or diag $out;
+$out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile disable http://dave.test:$P`;
+is($?, 0, 'tent-admin disable');
+is($dave->request(GET => '/profile')->{status}, 410, 'dave: 410');
+$out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile delete http://dave.test:$P 2>&1`;
+is($?, 0, 'tent-admin delete') or diag $out;
+is($dave->request(GET => '/profile')->{status}, 404, 'dave: 404');
+$out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file /dev/null list 2>&1`;
+isnt($?, 0, 'tent-admin without a token fails');
+unlink $credfile;
+
 # ---- the store: nothing of ghost, nothing of carol
 
 my $helper = "$root-ldb-dump";
 my $built = system('cc', '-o', $helper, 't/helpers/ldb-dump.c',
                    '-lleveldb') == 0;
 SKIP: {
-    skip 'cannot build t/helpers/ldb-dump.c', 3 unless $built;
+    skip 'cannot build t/helpers/ldb-dump.c', 4 unless $built;
     $host->stop;
     my @rows = `$helper ${\ $host->servroot}/store/db`;
     my $hex = sub { unpack 'H*', $_[0] };
     my ($g, $c, $a) = map { my $h = $hex->("http://$_.test:$P\0");
                             scalar grep { /^\Q$h\E/ } @rows }
                       qw(ghost carol alice);
+    my $d = do { my $h = $hex->("http://dave.test:$P\0");
+                 scalar grep { /^\Q$h\E/ } @rows };
+    is($d, 0, 'no row of dave, deleted by tent-admin');
     is($g, 0, 'no row of the entity never created');
     is($c, 0, 'no row of the deleted entity');
     ok($a > 0, "alice's rows are there ($a)");
