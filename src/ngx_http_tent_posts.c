@@ -25,12 +25,15 @@
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_posts_private.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
 
 
+static ngx_int_t ngx_http_tent_post_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_post_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_post_created(ngx_http_request_t *r,
@@ -70,6 +73,16 @@ ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     /* with attachments the post comes as multipart/form-data */
     ctx->multipart = 1;
 
+    /* provisioning: under the entity's quota of posts, first */
+
+    return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
+                                     ngx_http_tent_post_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_read(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_create);
 }
 
@@ -333,7 +346,10 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "adding the post's version 1 to the batch");
     }
 
-    if (ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK) {
+    if (ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS, op)
+           != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r,
                    "adding the post's index rows to the batch");
     }

@@ -24,7 +24,16 @@ typedef struct {
     int64_t                         posts;
     int64_t                         apps;
     int64_t                         bytes;
+
+    /* a create's count, read by ngx_http_tent_quota_check() */
+    int64_t                         count;
+    void                           *next;
+    ngx_uint_t                      what;
+    unsigned                        counted:1;
 } ngx_http_tent_quotas_t;
+
+#define NGX_HTTP_TENT_QUOTA_POSTS  0
+#define NGX_HTTP_TENT_QUOTA_APPS   1
 
 
 /* ngx_http_tent_provision.c: the registry as requests see it */
@@ -33,6 +42,12 @@ ngx_int_t ngx_http_tent_provision_check(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_provision_refuse(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
     ngx_http_tent_quotas_t *q);
+
+/* ngx_http_tent_quota.c: a create under the entity's quota */
+ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t what, ngx_http_tent_route_pt next);
+ngx_int_t ngx_http_tent_quota_count(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t what, void *op);
 
 /* ngx_http_tent_admin.c: the operator's location */
 char *ngx_http_tent_admin_directive(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -11,7 +11,7 @@ use strict;
 use warnings;
 
 my @NAMES;
-BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test) }
+BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -237,6 +237,35 @@ is_json_error($carol->request(GET => '/profile'), 404, 'deleted: 404');
 is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
           ["http://alice.test:$P"], 'the registry lists alice only again');
 
+# ---- quotas: posts and apps; the create refused writes nothing
+
+$res = admin(body => { action => 'create', entity => "http://erin.test:$P",
+                       quotas => { posts => 2, apps => 1 } });
+is($res->{status}, 201, 'erin created with quotas') or diag $res->{body};
+is_deeply($res->{json}{quotas}, { posts => 2, apps => 1 }, 'her quotas');
+my $erin = client_of('erin.test');
+my (undef, $eo) = $erin->authorized_app('write_posts,read_posts,write_apps',
+                                        post_types => 'all');
+is(post($erin, $eo, "erin $_")->{status}, 200, "erin's post $_") for 1 .. 2;
+$res = post($erin, $eo, 'erin 3');
+is_json_error($res, 403, 'the third post: over the quota');
+is($res->{json}{error}, 'quota exceeded: posts', 'the error names the quota');
+$res = $erin->request(GET => '/posts', cred => $eo);
+is(scalar @{ $res->{json} || [] }, 2, 'the refused post was not written');
+my $app = { name => 'a', url => 'http://a.example',
+            redirect_uris => ['http://a.example/cb'], scopes => {} };
+is($erin->request(POST => '/apps', cred => $eo, body => $app)->{status}, 200,
+   "the owner's first app");
+$res = $erin->request(POST => '/apps', cred => $eo, body => $app);
+is_json_error($res, 403, "the owner's second app: over the quota");
+is($res->{json}{error}, 'quota exceeded: apps', 'the error names it');
+is($erin->request(POST => '/apps', body => $app)->{status}, 200,
+   'an anonymous registration is not counted against the owner');
+$res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
+                       quotas => { posts => undef } });
+is($res->{status}, 200, 'her quota of posts lifted') or diag $res->{body};
+is(post($erin, $eo, 'erin 3')->{status}, 200, 'now the third post is taken');
+
 # ---- bin/tent-admin: create prints the first owner credential
 
 my $credfile = "$root-dave.json";
@@ -255,7 +284,7 @@ $res = $dave->request(GET => '/apps', cred => $dcred);
 is($res->{status}, 200, 'the credential reads the apps: every scope')
     or diag $res->{body};
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile list`;
-is(scalar(() = $out =~ /"entity"/g), 2, 'tent-admin list: alice and dave')
+is(scalar(() = $out =~ /"entity"/g), 3, 'tent-admin list: alice, erin, dave')
     or diag $out;
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile disable http://dave.test:$P`;
 is($?, 0, 'tent-admin disable');
