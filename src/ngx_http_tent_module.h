@@ -173,7 +173,6 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_flag_t                      provisioning;
     ngx_uint_t                      quota_posts;     /* 0: unlimited */
     ngx_uint_t                      quota_apps;
-    off_t                           quota_bytes;
     void                           *core;        /* its core srv conf */
 } ngx_http_tent_srv_conf_t;
 

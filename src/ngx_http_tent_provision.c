@@ -66,7 +66,7 @@ static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
 
 /*
  * A registry row's value: {"state": "active"|"disabled"|"deleting",
- * "created_at": seconds, "quotas": {"posts", "apps", "attachment_bytes"}}.
+ * "created_at": seconds, "quotas": {"posts", "apps"}}.
  * A row being deleted is no entity any more.
  */
 
@@ -77,12 +77,11 @@ ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
     json_t       *row, *quotas, *n;
     const char   *s;
     ngx_uint_t    i;
-    int64_t      *slot[3];
-    static const char  *names[] = { "posts", "apps", "attachment_bytes" };
+    int64_t      *slot[2];
+    static const char  *names[] = { "posts", "apps" };
 
     q->posts = -1;
     q->apps = -1;
-    q->bytes = -1;
 
     row = json_loadb((char *) value->data, value->len, 0, NULL);
     if (row == NULL) {
@@ -103,11 +102,10 @@ ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
 
     slot[0] = &q->posts;
     slot[1] = &q->apps;
-    slot[2] = &q->bytes;
 
     quotas = json_object_get(row, "quotas");
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 2; i++) {
         n = json_object_get(quotas, names[i]);
 
         if (json_is_integer(n) && json_integer_value(n) >= 0) {
@@ -200,7 +198,6 @@ ngx_http_tent_registry_loaded(ngx_http_request_t *r,
 
     q.posts = -1;
     q.apps = -1;
-    q.bytes = -1;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         state = NGX_HTTP_TENT_REG_ABSENT;

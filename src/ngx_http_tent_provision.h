@@ -23,7 +23,6 @@
 typedef struct {
     int64_t                         posts;
     int64_t                         apps;
-    int64_t                         bytes;
 
     /* a create's count, read by ngx_http_tent_quota_check() */
     int64_t                         count;
