@@ -314,9 +314,7 @@ ngx_http_tent_entities_server(ngx_http_tent_main_conf_t *mcf, ngx_str_t *host)
 {
     ngx_uint_t                   i, j;
     ngx_str_t                   *name;
-    ngx_http_server_name_t      *sn;
     ngx_http_tent_srv_conf_t   **scfp;
-    ngx_http_core_srv_conf_t    *cscf;
 
     scfp = mcf->provision_confs.elts;
 
@@ -325,16 +323,12 @@ ngx_http_tent_entities_server(ngx_http_tent_main_conf_t *mcf, ngx_str_t *host)
     }
 
     for (i = 0; i < mcf->provision_confs.nelts; i++) {
-        cscf = scfp[i]->core;
-
-        if (cscf == NULL) {
+        if (scfp[i]->names == NULL) {
             continue;
         }
 
-        sn = cscf->server_names.elts;
-
-        for (j = 0; j < cscf->server_names.nelts; j++) {
-            name = &sn[j].name;
+        for (j = 0; j < scfp[i]->names->nelts; j++) {
+            name = (ngx_str_t *) scfp[i]->names->elts + j;
 
             if (name->len == 0) {
                 continue;

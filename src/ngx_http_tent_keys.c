@@ -800,7 +800,7 @@ ngx_int_t
 ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *key)
 {
-    ngx_str_t  none = ngx_null_string;
+    ngx_str_t  none = { 0, (u_char *) "" };
 
     if (entity->len == 0) {
         return NGX_ERROR;
@@ -815,7 +815,7 @@ ngx_int_t
 ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
     ngx_str_t *end)
 {
-    ngx_str_t  none = ngx_null_string;
+    ngx_str_t  none = { 0, (u_char *) "" };
 
     if (ngx_http_tent_key_bytes(pool, &none, NGX_HTTP_TENT_REGISTRY, NULL,
                                 start)

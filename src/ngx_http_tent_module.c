@@ -769,6 +769,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     u_char                       *p;
     ngx_http_tent_ctx_t          *fixed;
     ngx_http_tent_main_conf_t    *mcf;
+    ngx_str_t                    *name;
+    ngx_uint_t                    i;
+    ngx_http_server_name_t       *sn;
+    ngx_http_core_srv_conf_t     *cscf;
     ngx_http_tent_srv_conf_t    **scfp;
     ngx_http_tent_entity_conf_t  *ent;
 
@@ -843,9 +847,32 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         }
 
         *scfp = conf;
-        conf->core = ngx_http_conf_get_module_srv_conf(cf,
-                                                       ngx_http_core_module);
         mcf->provisioning = 1;
+
+        /* its names, for the delivery engine (nginx's are temporary) */
+
+        cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+        sn = cscf->server_names.elts;
+
+        conf->names = ngx_array_create(cf->pool,
+                                       cscf->server_names.nelts + 1,
+                                       sizeof(ngx_str_t));
+        if (conf->names == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        for (i = 0; i < cscf->server_names.nelts; i++) {
+            name = ngx_array_push(conf->names);
+            if (name == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            name->len = sn[i].name.len;
+            name->data = ngx_pstrdup(cf->pool, &sn[i].name);
+            if (name->data == NULL && name->len) {
+                return NGX_CONF_ERROR;
+            }
+        }
     }
 
     /* a fixed entity: its URL's parts once, not on every request */
