@@ -11,7 +11,8 @@ use strict;
 use warnings;
 
 my @NAMES;
-BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test) }
+BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test
+                    frank.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -52,6 +53,9 @@ my $host = Tent::Peer->start(
     }
 CONF
     server_config => <<"CONF");
+        location = /status {
+            tent_status;
+        }
         location /tent-admin {
             tent_admin;
             tent_admin_token_file $tokfile;
@@ -169,6 +173,7 @@ $res = admin();
 is($res->{status}, 200, 'the registry listed');
 is_deeply([map { $_->{entity} } @{ $res->{json} || [] }],
           ["http://alice.test:$P"], 'the registry lists alice only');
+is_deeply($res->{json}[0]{quotas}, {}, 'no quotas of her own');
 
 # ---- bob follows alice; alice's post reaches bob (the delivery engine)
 
@@ -198,6 +203,37 @@ ok(wait_for(sub {
                             . "http%3A%2F%2Falice.test%3A$P", cred => $bo);
        grep { $_->{id} eq $pid } @{ $r->{json} || [] } }, 20),
    "alice's post reached her follower bob over HTTP");
+
+# ---- frank, on the same node, follows alice: same-node delivery, no HTTP
+
+sub local_count {
+    my $r = http_request(method => 'GET', path => '/status', port => $P);
+    return (eval { decode_json($r->{body}) } || {})->{deliveries}{local} // 0;
+}
+
+$res = admin(body => { action => 'create', entity => "http://frank.test:$P" });
+is($res->{status}, 201, 'frank created') or diag $res->{body};
+my $frank = client_of('frank.test');
+my (undef, $fo) = $frank->authorized_app('write_followings,read_posts',
+                                         post_types => 'all');
+$res = $frank->request(POST => '/followings', cred => $fo,
+                       body => { entity => "http://alice.test:$P" });
+is($res->{status}, 200, 'frank follows alice') or diag $res->{body};
+my $local0 = local_count();
+$res = post($alice, $ao, 'to bob and frank');
+my $pid2 = $res->{json}{id} // '';
+ok(wait_for(sub {
+       my $r = $frank->request(GET => "/posts?entity="
+                               . "http%3A%2F%2Falice.test%3A$P", cred => $fo);
+       grep { $_->{id} eq $pid2 } @{ $r->{json} || [] } }, 20),
+   "alice's post reached frank on the same node");
+cmp_ok(local_count(), '>', $local0,
+       'written into his rows by same-node delivery (deliveries.local)');
+ok(wait_for(sub {
+       my $r = $bc->request(GET => "/posts?entity="
+                            . "http%3A%2F%2Falice.test%3A$P", cred => $bo);
+       grep { $_->{id} eq $pid2 } @{ $r->{json} || [] } }, 20),
+   'and bob over HTTP');
 
 # ---- disabled: 410, the data kept; enabled: back
 
@@ -235,7 +271,8 @@ for my $i (1 .. 20) {
 ok($done, 'carol deleted, batch by batch') or diag $res->{body};
 is_json_error($carol->request(GET => '/profile'), 404, 'deleted: 404');
 is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
-          ["http://alice.test:$P"], 'the registry lists alice only again');
+          ["http://alice.test:$P", "http://frank.test:$P"],
+          'the registry lists alice and frank, no carol');
 
 # ---- quotas: posts and apps; the create refused writes nothing
 
@@ -284,7 +321,8 @@ $res = $dave->request(GET => '/apps', cred => $dcred);
 is($res->{status}, 200, 'the credential reads the apps: every scope')
     or diag $res->{body};
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile list`;
-is(scalar(() = $out =~ /"entity"/g), 3, 'tent-admin list: alice, erin, dave')
+is(scalar(() = $out =~ /"entity"/g), 4,
+   'tent-admin list: alice, erin, frank, dave')
     or diag $out;
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile disable http://dave.test:$P`;
 is($?, 0, 'tent-admin disable');
