@@ -232,6 +232,10 @@ ngx_http_tent_registry_loaded(ngx_http_request_t *r,
 
     /* the phases again, from the precontent one: now it knows */
 
+    if (r->connection->error) {
+        return NGX_HTTP_CLIENT_CLOSED_REQUEST;
+    }
+
     r->write_event_handler = ngx_http_core_run_phases;
     ngx_http_core_run_phases(r);
 
