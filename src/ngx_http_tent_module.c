@@ -340,7 +340,7 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       &ngx_http_tent_store_background_bounds },
 
     { ngx_string("tent_provisioning"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
+      NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
       NGX_HTTP_SRV_CONF_OFFSET,
       offsetof(ngx_http_tent_srv_conf_t, provisioning),

@@ -725,3 +725,15 @@ Authorization: Bearer 0123456789abcdef0123456789abcdeX
 --- must_die
 --- error_log
 "tent_quota_posts" directive invalid number
+
+
+
+=== TEST prov4: tent_provisioning is a server's, not the http block's
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_provisioning on;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_provisioning" directive is not allowed here
