@@ -416,8 +416,8 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
         if (quotas && ngx_http_tent_admin_quotas(row, quotas) != NGX_OK) {
             return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                       "quotas are \"posts\" and \"apps\": integers from "
-                       "0, or null for unlimited");
+                       "quotas are \"posts\", \"apps\", \"attachment_bytes\": "
+                       "integers from 0, or null for unlimited");
         }
 
         a->row = row;
@@ -477,7 +477,7 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 }
 
 
-/* {"posts": n, "apps": n}, null: unlimited */
+/* {"posts": n, "apps": n, "attachment_bytes": n}, null: unlimited */
 
 static ngx_int_t
 ngx_http_tent_admin_quotas(json_t *row, json_t *quotas)
@@ -494,7 +494,8 @@ ngx_http_tent_admin_quotas(json_t *row, json_t *quotas)
     }
 
     json_object_foreach(quotas, name, v) {
-        if (ngx_strcmp(name, "posts") != 0 && ngx_strcmp(name, "apps") != 0)
+        if (ngx_strcmp(name, "posts") != 0 && ngx_strcmp(name, "apps") != 0
+            && ngx_strcmp(name, "attachment_bytes") != 0)
         {
             return NGX_ERROR;
         }
@@ -645,8 +646,8 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             != NGX_OK)
         {
             return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                       "quotas are \"posts\" and \"apps\": integers from "
-                       "0, or null for unlimited");
+                       "quotas are \"posts\", \"apps\", \"attachment_bytes\": "
+                       "integers from 0, or null for unlimited");
         }
 
     } else if (a->action.data[0] == 'e' || a->action.data[1] == 'i') {

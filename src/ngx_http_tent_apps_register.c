@@ -464,8 +464,7 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
         || ngx_http_tent_put_json(r, op, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
                                   &id, app)
            != NGX_OK
-        || ngx_http_tent_quota_count(r, ctx, NGX_HTTP_TENT_QUOTA_APPS, op)
-           != NGX_OK)
+        || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "preparing the app's write");
     }

@@ -374,6 +374,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_srv_conf_t, quota_apps),
       NULL },
 
+    { ngx_string("tent_quota_attachment_bytes"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_off_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, quota_bytes),
+      NULL },
+
       ngx_null_command
 };
 
@@ -755,6 +762,7 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->provisioning = NGX_CONF_UNSET;
     scf->quota_posts = NGX_CONF_UNSET_UINT;
     scf->quota_apps = NGX_CONF_UNSET_UINT;
+    scf->quota_bytes = NGX_CONF_UNSET;
 
     return scf;
 }
@@ -795,6 +803,7 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->provisioning, prev->provisioning, 0);
     ngx_conf_merge_uint_value(conf->quota_posts, prev->quota_posts, 0);
     ngx_conf_merge_uint_value(conf->quota_apps, prev->quota_apps, 0);
+    ngx_conf_merge_off_value(conf->quota_bytes, prev->quota_bytes, 0);
 
     if (conf->outbound.deadline == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

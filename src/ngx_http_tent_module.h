@@ -173,6 +173,7 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_flag_t                      provisioning;
     ngx_uint_t                      quota_posts;     /* 0: unlimited */
     ngx_uint_t                      quota_apps;
+    off_t                           quota_bytes;
     ngx_array_t                    *names;       /* server_name, ngx_str_t */
 } ngx_http_tent_srv_conf_t;
 

@@ -66,7 +66,7 @@ static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
 
 /*
  * A registry row's value: {"state": "active"|"disabled"|"deleting",
- * "created_at": seconds, "quotas": {"posts", "apps"}}.
+ * "created_at": seconds, "quotas": {"posts", "apps", "attachment_bytes"}}.
  * A row being deleted is no entity any more.
  */
 
@@ -77,11 +77,13 @@ ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
     json_t       *row, *quotas, *n;
     const char   *s;
     ngx_uint_t    i;
-    int64_t      *slot[2];
-    static const char  *names[] = { "posts", "apps" };
+    static const char  *names[] = { "posts", "apps", "attachment_bytes" };
 
-    q->posts = -1;
-    q->apps = -1;
+    ngx_memzero(q, sizeof(ngx_http_tent_quotas_t));
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        q->limit[i] = -1;
+    }
 
     row = json_loadb((char *) value->data, value->len, 0, NULL);
     if (row == NULL) {
@@ -100,16 +102,13 @@ ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
         *state = NGX_HTTP_TENT_REG_ABSENT;
     }
 
-    slot[0] = &q->posts;
-    slot[1] = &q->apps;
-
     quotas = json_object_get(row, "quotas");
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
         n = json_object_get(quotas, names[i]);
 
         if (json_is_integer(n) && json_integer_value(n) >= 0) {
-            *slot[i] = json_integer_value(n);
+            q->limit[i] = json_integer_value(n);
         }
     }
 
@@ -196,8 +195,10 @@ ngx_http_tent_registry_loaded(ngx_http_request_t *r,
     w = ctx->state;
     ctx->state = NULL;
 
-    q.posts = -1;
-    q.apps = -1;
+    ngx_memzero(&q, sizeof(ngx_http_tent_quotas_t));
+    q.limit[0] = -1;
+    q.limit[1] = -1;
+    q.limit[2] = -1;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         state = NGX_HTTP_TENT_REG_ABSENT;

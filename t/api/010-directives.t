@@ -737,3 +737,16 @@ Authorization: Bearer 0123456789abcdef0123456789abcdeX
 --- must_die
 --- error_log
 "tent_provisioning" directive is not allowed here
+
+
+
+=== TEST quota2: tent_quota_attachment_bytes is a size
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning on;
+    tent_quota_attachment_bytes lots;
+--- must_die
+--- error_log
+"tent_quota_attachment_bytes" directive invalid value

@@ -303,6 +303,45 @@ $res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
 is($res->{status}, 200, 'her quota of posts lifted') or diag $res->{body};
 is(post($erin, $eo, 'erin 3')->{status}, 200, 'now the third post is taken');
 
+# attachment bytes: what the posts and their new versions upload
+my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
+my $MB = '-----------TentQuota';
+sub mp {
+    my ($post, $data) = @_;
+    return "--$MB\r\nContent-Disposition: form-data; name=\"post\"; "
+         . "filename=\"post.json\"\r\nContent-Type: "
+         . "application/vnd.tent.v0+json\r\n\r\n" . encode_json($post)
+         . "\r\n--$MB\r\nContent-Disposition: form-data; name=\"photos\"; "
+         . "filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n$data\r\n"
+         . "--$MB--\r\n";
+}
+sub send_mp {
+    my ($method, $path, $post, $data) = @_;
+    return $erin->request($method => $path, cred => $eo,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" },
+        body => mp($post, $data));
+}
+$res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
+                       quotas => { attachment_bytes => 1000 } });
+is($res->{status}, 200, 'a quota of 1000 attachment bytes') or diag $res->{body};
+$res = send_mp(POST => '/posts', { type => $PHOTO, content => {} },
+               'x' x 600);
+is($res->{status}, 200, 'a post with 600 bytes of photo') or diag $res->{body};
+my $photo = $res->{json}{id} // '';
+$res = send_mp(POST => '/posts', { type => $PHOTO, content => {} },
+               'y' x 600);
+is_json_error($res, 403, 'another 600 bytes: over the quota');
+is($res->{json}{error}, 'quota exceeded: attachment_bytes', 'named');
+$res = send_mp(PUT => "/posts/$photo", { content => { caption => 'v2' } },
+               'z' x 600);
+is_json_error($res, 403, 'a new version with 600 new bytes: over it too');
+$res = $erin->request(GET => "/posts/$photo", cred => $eo);
+is($res->{json}{version}, 1, 'the refused new version was not written');
+$res = send_mp(PUT => "/posts/$photo", { content => { caption => 'v2' } },
+               'w' x 300);
+is($res->{status}, 200, 'a new version with 300 bytes fits')
+    or diag $res->{body};
+
 # ---- bin/tent-admin: create prints the first owner credential
 
 my $credfile = "$root-dave.json";
