@@ -251,8 +251,11 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
 
     own = ngx_palloc(pool, sizeof(ngx_http_tent_srv_conf_t));
     fixed = ngx_pcalloc(pool, sizeof(ngx_http_tent_ctx_t));
-    p = ngx_pnalloc(pool, entity->len + 1 + scf->api_root.len
-                          + sizeof("/profile") - 1);
+
+    /* the entity, "/", then the profile URL: its origin and the path */
+
+    p = ngx_pnalloc(pool, entity->len + 1 + (last - entity->data)
+                          + scf->api_root.len + sizeof("/profile") - 1);
 
     if (own == NULL || fixed == NULL || p == NULL) {
         return NGX_DECLINED;
