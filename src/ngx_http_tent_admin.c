@@ -617,6 +617,13 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        if (a->action.len == 6
+            && ngx_strncmp(a->action.data, "delete", 6) == 0)
+        {
+            /* no row: rows of it left behind are swept all the same */
+            goto sweep;
+        }
+
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
                                         "No such entity in the registry");
     }
@@ -667,6 +674,9 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             json_object_set_new(row, "state", json_string("deleting"));
 
         } else {
+
+        sweep:
+
             op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
             if (op == NULL

@@ -270,6 +270,9 @@ for my $i (1 .. 20) {
 }
 ok($done, 'carol deleted, batch by batch') or diag $res->{body};
 is_json_error($carol->request(GET => '/profile'), 404, 'deleted: 404');
+$res = admin(body => { action => 'delete', entity => "http://carol.test:$P" });
+is($res->{status}, 200, 'deleting her again sweeps what could be left');
+ok($res->{json}{done}, 'and finds nothing') or diag $res->{body};
 is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
           ["http://alice.test:$P", "http://frank.test:$P"],
           'the registry lists alice and frank, no carol');
