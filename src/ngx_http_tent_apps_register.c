@@ -20,6 +20,7 @@
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -339,6 +340,8 @@ ngx_http_tent_apps_busy(ngx_http_request_t *r, time_t retry,
  * (it is deleted); otherwise the answer is 429 and when to try again.
  */
 
+static ngx_int_t ngx_http_tent_apps_create_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_apps_slots_scan(ngx_http_request_t *r,
     ngx_http_tent_apps_new_t *nw);
 static ngx_int_t ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
@@ -460,7 +463,8 @@ ngx_http_tent_apps_create_body(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_put_json(r, op, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
                                   &id, app)
-           != NGX_OK)
+           != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "preparing the app's write");
     }
@@ -815,6 +819,27 @@ ngx_http_tent_apps_slot_taken(ngx_http_request_t *r,
 
 ngx_int_t
 ngx_http_tent_apps_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    /*
+     * Provisioning: the owner's registrations count against the entity's
+     * quota of apps; anonymous ones are bounded by tent_apps_unconfirmed
+     * (a flood of them must not use the owner's quota up).
+     */
+
+    if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_APPS)
+        || ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_SECRETS))
+    {
+        return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_APPS,
+                                         ngx_http_tent_apps_create_read);
+    }
+
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_apps_create_body);
+}
+
+
+static ngx_int_t
+ngx_http_tent_apps_create_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
 {
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_apps_create_body);
 }

@@ -78,8 +78,18 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_delivery_t     *dl;
     ngx_http_tent_entity_conf_t  *ent;
 
-    if (!mcf->delivery_on || mcf->entity_confs.nelts == 0) {
+    if (!mcf->delivery_on
+        || (mcf->entity_confs.nelts == 0 && !mcf->provisioning))
+    {
         return NGX_OK;
+    }
+
+    /* provisioning: room for the registry's entities */
+
+    if (ngx_http_tent_delivery_entities_init(cycle, mcf) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "tent delivery: allocating the entities failed");
+        return NGX_ERROR;
     }
 
     dl = ngx_pcalloc(cycle->pool, sizeof(ngx_http_tent_delivery_t));
@@ -109,9 +119,9 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
 
     /* every outbox is looked at once, then as its marks say */
 
-    dl->outbox = ngx_palloc(cycle->pool, mcf->entity_confs.nelts);
+    dl->outbox = ngx_palloc(cycle->pool, mcf->entity_confs.nalloc);
     dl->hashes = ngx_palloc(cycle->pool,
-                            mcf->entity_confs.nelts * sizeof(ngx_uint_t));
+                            mcf->entity_confs.nalloc * sizeof(ngx_uint_t));
 
     if (dl->outbox == NULL || dl->hashes == NULL) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
@@ -162,6 +172,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
 
     ngx_http_tent_queue_kick(dl);
 
+    /* provisioning: the registry's entities, when it moved */
+
+    ngx_http_tent_delivery_entities_refresh(dl, 0);
+
     if (dl->busy) {
         ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
         return;
@@ -183,6 +197,7 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
         /* and the due scans from the start: whatever a cursor missed */
 
         ngx_http_tent_queue_reset(dl);
+        ngx_http_tent_delivery_entities_refresh(dl, 1);
     }
 
     ngx_http_tent_delivery_marks(dl);

@@ -215,6 +215,11 @@ ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
     json_t *following);
 
 /* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
+/* ngx_http_tent_delivery_entities.c: the registry's entities */
+ngx_int_t ngx_http_tent_delivery_entities_init(ngx_cycle_t *cycle,
+    ngx_http_tent_main_conf_t *mcf);
+void ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t always);
 ngx_int_t ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *pool);
 void ngx_http_tent_queue_kick(ngx_http_tent_delivery_t *dl);

@@ -196,6 +196,7 @@ ngx_http_tent_header_filter(ngx_http_request_t *r)
 {
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_loc_conf_t  *lcf;
+    ngx_http_tent_srv_conf_t  *scf;
 
     if (r != r->main) {
         return ngx_http_next_header_filter(r);
@@ -208,8 +209,12 @@ ngx_http_tent_header_filter(ngx_http_request_t *r)
     }
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    /* provisioning: no Link to a profile that is not there (yet) */
 
     if (lcf->link != NGX_HTTP_TENT_LINK_OFF
+        && (!scf->provisioning || ctx->registry == NGX_HTTP_TENT_REG_ACTIVE)
         && ngx_http_tent_add_link(r, ctx, lcf->link) != NGX_OK)
     {
         return NGX_ERROR;

@@ -49,7 +49,8 @@ static u_char  ngx_http_tent_tables[] = {
     'n',    /* SUBSCRIPTION */
     'u',    /* UNCONFIRMED */
     'D',    /* DELIVERY */
-    'X'     /* DELIVERY_ENDED */
+    'X',    /* DELIVERY_ENDED */
+    'Q'     /* QUOTA: the counts a quota limits */
 };
 
 
@@ -784,4 +785,85 @@ ngx_http_tent_key_entity_hash(ngx_str_t *key)
 
     return ngx_crc32_short(key->data,
                            (z ? z : key->data + key->len) - key->data);
+}
+
+
+/*
+ * The entity registry: "0x00 'R' <entity>", the rows of the empty
+ * entity.  Every other key begins with a non-empty entity URL, so none
+ * can be one of these, whatever a client names its entity.
+ */
+
+#define NGX_HTTP_TENT_REGISTRY  'R'
+
+ngx_int_t
+ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *key)
+{
+    ngx_str_t  none = { 0, (u_char *) "" };
+
+    if (entity->len == 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_key_bytes(pool, &none, NGX_HTTP_TENT_REGISTRY,
+                                   entity, key);
+}
+
+
+ngx_int_t
+ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
+    ngx_str_t *end)
+{
+    ngx_str_t  none = { 0, (u_char *) "" };
+
+    if (ngx_http_tent_key_bytes(pool, &none, NGX_HTTP_TENT_REGISTRY, NULL,
+                                start)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_key_bytes(pool, &none,
+                                   (u_char) (NGX_HTTP_TENT_REGISTRY + 1),
+                                   NULL, end);
+}
+
+
+ngx_int_t
+ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity)
+{
+    if (key->len < 3 || key->data[0] != '\0'
+        || key->data[1] != NGX_HTTP_TENT_REGISTRY)
+    {
+        return NGX_ERROR;
+    }
+
+    entity->data = key->data + 2;
+    entity->len = key->len - 2;
+
+    return NGX_OK;
+}
+
+
+/* every row of one entity: "<entity> 0x00" up to "<entity> 0x01" */
+
+ngx_int_t
+ngx_http_tent_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *start, ngx_str_t *end)
+{
+    if (entity->len == 0
+        || ngx_http_tent_key_bytes(pool, entity, 0, NULL, start) != NGX_OK
+        || ngx_http_tent_key_bytes(pool, entity, 0, NULL, end) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* "<entity> 0x00 0x00" and "<entity> 0x01 0x00" */
+
+    start->len--;
+    end->data[entity->len] = '\001';
+    end->len--;
+
+    return NGX_OK;
 }

@@ -45,6 +45,7 @@
 #define NGX_HTTP_TENT_TABLE_UNCONFIRMED       22
 #define NGX_HTTP_TENT_TABLE_DELIVERY          23
 #define NGX_HTTP_TENT_TABLE_DELIVERY_ENDED    24
+#define NGX_HTTP_TENT_TABLE_QUOTA             25
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -123,6 +124,19 @@ ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 /* the entity a key is of: the hash of its outbox mark */
 ngx_uint_t ngx_http_tent_key_entity_hash(ngx_str_t *key);
 ngx_uint_t ngx_http_tent_key_caches(ngx_str_t *key);
+
+/*
+ * The entity registry (provisioning): rows of the empty entity,
+ * "0x00 'R' <entity URL>", which no entity's key can be (an entity URL is
+ * never empty); the range of them all; every row of one entity.
+ */
+ngx_int_t ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
+    ngx_str_t *end);
+ngx_int_t ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity);
+ngx_int_t ngx_http_tent_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *start, ngx_str_t *end);
 
 /* a post entity's posts or versions kept by an entity: a move's scan */
 ngx_int_t ngx_http_tent_post_entity_range(ngx_pool_t *pool, ngx_str_t *entity,

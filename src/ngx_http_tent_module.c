@@ -22,6 +22,7 @@
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_profile.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_resolver.h"
 #include "ngx_http_tent_status.h"
 #include "ngx_http_tent_store.h"
@@ -338,6 +339,48 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, store_background),
       &ngx_http_tent_store_background_bounds },
 
+    { ngx_string("tent_provisioning"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, provisioning),
+      NULL },
+
+    { ngx_string("tent_admin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_tent_admin_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_admin_token_file"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_tent_admin_token_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("tent_quota_posts"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, quota_posts),
+      NULL },
+
+    { ngx_string("tent_quota_apps"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, quota_apps),
+      NULL },
+
+    { ngx_string("tent_quota_attachment_bytes"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_off_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, quota_bytes),
+      NULL },
+
       ngx_null_command
 };
 
@@ -456,6 +499,13 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->breaker_failures = NGX_CONF_UNSET_UINT;
     mcf->breaker_pause = NGX_CONF_UNSET_MSEC;
     mcf->dead_letter_time = NGX_CONF_UNSET;
+
+    if (ngx_array_init(&mcf->provision_confs, cf->pool, 2,
+                       sizeof(ngx_http_tent_srv_conf_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
 
     if (ngx_array_init(&mcf->entity_confs, cf->pool, 4,
                        sizeof(ngx_http_tent_entity_conf_t))
@@ -709,6 +759,10 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->apps_unconfirmed = NGX_CONF_UNSET_UINT;
     scf->apps_unconfirmed_time = NGX_CONF_UNSET;
     scf->moved_redirect_time = NGX_CONF_UNSET;
+    scf->provisioning = NGX_CONF_UNSET;
+    scf->quota_posts = NGX_CONF_UNSET_UINT;
+    scf->quota_apps = NGX_CONF_UNSET_UINT;
+    scf->quota_bytes = NGX_CONF_UNSET;
 
     return scf;
 }
@@ -723,6 +777,11 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     u_char                       *p;
     ngx_http_tent_ctx_t          *fixed;
     ngx_http_tent_main_conf_t    *mcf;
+    ngx_str_t                    *name;
+    ngx_uint_t                    i;
+    ngx_http_server_name_t       *sn;
+    ngx_http_core_srv_conf_t     *cscf;
+    ngx_http_tent_srv_conf_t    **scfp;
     ngx_http_tent_entity_conf_t  *ent;
 
     ngx_conf_merge_ptr_value(conf->outbound.allow, prev->outbound.allow,
@@ -741,6 +800,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                               prev->outbound.deadline, 30000);
     ngx_conf_merge_uint_value(conf->outbound.servers,
                               prev->outbound.servers, 3);
+    ngx_conf_merge_value(conf->provisioning, prev->provisioning, 0);
+    ngx_conf_merge_uint_value(conf->quota_posts, prev->quota_posts, 0);
+    ngx_conf_merge_uint_value(conf->quota_apps, prev->quota_apps, 0);
+    ngx_conf_merge_off_value(conf->quota_bytes, prev->quota_bytes, 0);
 
     if (conf->outbound.deadline == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -775,6 +838,51 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     mcf->entities++;
+
+    /* provisioning: entities of this server exist once created */
+
+    if (conf->provisioning) {
+        if (conf->entity->lengths == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"tent_provisioning\" needs a \"tent_entity\" "
+                          "with variables (https://$host) in %V:%ui",
+                          &conf->file, conf->line);
+            return NGX_CONF_ERROR;
+        }
+
+        scfp = ngx_array_push(&mcf->provision_confs);
+        if (scfp == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *scfp = conf;
+        mcf->provisioning = 1;
+
+        /* its names, for the delivery engine (nginx's are temporary) */
+
+        cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+        sn = cscf->server_names.elts;
+
+        conf->names = ngx_array_create(cf->pool,
+                                       cscf->server_names.nelts + 1,
+                                       sizeof(ngx_str_t));
+        if (conf->names == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        for (i = 0; i < cscf->server_names.nelts; i++) {
+            name = ngx_array_push(conf->names);
+            if (name == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            name->len = sn[i].name.len;
+            name->data = ngx_pstrdup(cf->pool, &sn[i].name);
+            if (name->data == NULL && name->len) {
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
 
     /* a fixed entity: its URL's parts once, not on every request */
 
@@ -870,6 +978,7 @@ ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->mac_skew, prev->mac_skew, 300);
     ngx_conf_merge_size_value(conf->attachment_max, prev->attachment_max,
                               10 * 1024 * 1024);
+    ngx_conf_merge_str_value(conf->admin_token, prev->admin_token, "");
 
     return NGX_CONF_OK;
 }

@@ -152,6 +152,10 @@ struct ngx_http_tent_main_conf_s {
 
     /* the store owner's threads for background operations, at most */
     ngx_uint_t                      store_background;
+
+    /* provisioning: the servers with it on (srv confs), any of them */
+    ngx_array_t                     provision_confs;
+    ngx_flag_t                      provisioning;
 };
 
 
@@ -166,6 +170,11 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_str_t                       file;
     ngx_uint_t                      line;
     time_t                          moved_redirect_time;
+    ngx_flag_t                      provisioning;
+    ngx_uint_t                      quota_posts;     /* 0: unlimited */
+    ngx_uint_t                      quota_apps;
+    off_t                           quota_bytes;
+    ngx_array_t                    *names;       /* server_name, ngx_str_t */
 } ngx_http_tent_srv_conf_t;
 
 
@@ -174,6 +183,7 @@ typedef struct {
     ngx_http_complex_value_t       *owner;
     time_t                          mac_skew;
     size_t                          attachment_max;
+    ngx_str_t                       admin_token; /* tent_admin_token_file */
 } ngx_http_tent_loc_conf_t;
 
 
@@ -206,7 +216,17 @@ typedef struct ngx_http_tent_ctx_s {
     unsigned                        has_deadline:1;
     ngx_msec_t                      deadline;    /* of its outbound */
     ngx_str_t                       error_body;
+    ngx_uint_t                      registry;    /* NGX_HTTP_TENT_REG_* */
+    void                           *quotas;      /* json_t: its quotas */
 } ngx_http_tent_ctx_t;
+
+
+/* ctx->registry: what the entity registry said of the request's entity */
+#define NGX_HTTP_TENT_REG_UNKNOWN     0
+#define NGX_HTTP_TENT_REG_ACTIVE      1
+#define NGX_HTTP_TENT_REG_ABSENT      2
+#define NGX_HTTP_TENT_REG_DISABLED    3
+#define NGX_HTTP_TENT_REG_FAILED      4
 
 
 typedef ngx_int_t (*ngx_http_tent_route_pt)(ngx_http_request_t *r,

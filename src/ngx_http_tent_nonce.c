@@ -42,6 +42,7 @@ typedef struct {
     ngx_atomic_t                    credentials; /* their generation */
     ngx_atomic_t                    stats[NGX_HTTP_TENT_STATS];
     ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
+    ngx_atomic_t                    registry;    /* its generation */
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -441,6 +442,30 @@ ngx_http_tent_generation_bump(ngx_cycle_t *cycle)
 
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_http_tent_registry_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->registry : 0;
+}
+
+
+void
+ngx_http_tent_registry_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->registry, 1);
     }
 }
 

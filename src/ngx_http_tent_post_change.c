@@ -20,6 +20,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_posts_private.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -135,6 +136,13 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     /* uploaded files replace the attachments; otherwise they stay */
 
     if (ctx->parts && ctx->parts->nelts) {
+
+        /* provisioning: its files under the entity's quota of bytes */
+
+        if (ngx_http_tent_quota_bytes(r, ctx) != NGX_OK) {
+            return ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
+        }
+
         st->refs = ngx_array_create(r->pool, 2,
                                     sizeof(ngx_http_tent_blob_ref_t));
         if (st->refs == NULL) {
@@ -260,7 +268,8 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_post_index(r, ctx, op, st->post, 1) != NGX_OK
-        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK)
+        || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r,
                    "moving the post's index rows in the batch");

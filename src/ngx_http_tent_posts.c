@@ -25,12 +25,17 @@
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_posts_private.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_IDEMPOTENCY_MAX  128
 
 
+static ngx_int_t ngx_http_tent_post_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_post_update_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_post_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_post_created(ngx_http_request_t *r,
@@ -70,7 +75,26 @@ ngx_http_tent_posts_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     /* with attachments the post comes as multipart/form-data */
     ctx->multipart = 1;
 
+    /* provisioning: under the entity's quota of posts, first */
+
+    return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
+                                     ngx_http_tent_post_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_read(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_create);
+}
+
+
+static ngx_int_t
+ngx_http_tent_post_update_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ctx->multipart = 1;
+    return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_update);
 }
 
 
@@ -107,6 +131,12 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
         json_decref(post);
         return ngx_http_tent_internal_error(r, "keeping the validated post");
+    }
+
+    /* provisioning: its files under the entity's quota of bytes */
+
+    if (ngx_http_tent_quota_bytes(r, ctx) != NGX_OK) {
+        return ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
     }
 
     (void) ngx_http_tent_json_str(post, "type", &type);
@@ -333,7 +363,9 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "adding the post's version 1 to the batch");
     }
 
-    if (ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK) {
+    if (ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r,
                    "adding the post's index rows to the batch");
     }
@@ -694,7 +726,9 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     if (r->method == NGX_HTTP_PUT) {
         /* with attachments, the new version comes as multipart */
         ctx->multipart = 1;
-        return ngx_http_tent_read_json(r, ctx, ngx_http_tent_post_update);
+        /* provisioning: the entity's count of attachment bytes first */
+        return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_BYTES,
+                                         ngx_http_tent_post_update_read);
     }
 
     return ngx_http_tent_post_versions_scan(r, ctx,

@@ -63,7 +63,7 @@ ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
 {
     ngx_uint_t  i, n;
 
-    n = dl->mcf->entity_confs.nelts;
+    n = dl->mcf->entity_confs.nalloc;  /* with room for provisioned ones */
 
     dl->cursors = ngx_pcalloc(pool, n * sizeof(ngx_http_tent_cursor_t));
     if (dl->cursors == NULL) {

@@ -26,6 +26,7 @@
 #include "ngx_http_tent_notifications.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_profile.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 
 
@@ -495,11 +496,27 @@ ngx_http_tent_claim_root(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 ngx_int_t
 ngx_http_tent_precontent_handler(ngx_http_request_t *r)
 {
+    ngx_int_t             rc;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
 
     if (ctx == NULL || ctx->invalid) {
+        return NGX_DECLINED;
+    }
+
+    /* provisioning: an entity not created, or disabled, has no routes */
+
+    rc = ngx_http_tent_provision_check(r, ctx);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ctx->registry > NGX_HTTP_TENT_REG_ACTIVE) {
+        if (ngx_http_tent_is_api_request(r, ctx)) {
+            r->content_handler = ngx_http_tent_provision_refuse;
+        }
+
         return NGX_DECLINED;
     }
 

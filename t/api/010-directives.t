@@ -607,3 +607,146 @@ value must be between 1 and 64
 --- must_die
 --- error_log
 "tent_store_background_threads" directive is not allowed here
+
+
+
+=== TEST prov1: tent_provisioning needs an entity with variables
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning on;
+--- must_die
+--- error_log
+"tent_provisioning" needs a "tent_entity" with variables
+
+
+
+=== TEST prov2: tent_provisioning takes on or off
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning maybe;
+--- must_die
+--- error_log
+invalid value "maybe" in "tent_provisioning" directive
+
+
+
+=== TEST prov3: with tent_provisioning, a name never created is a JSON 404
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning on;
+--- request
+GET /tent/profile
+--- error_code: 404
+--- response_body_like: ^\{"error":\s*"No such entity on this server"\}
+--- raw_response_headers_unlike: Link:
+--- no_error_log
+[alert]
+
+
+
+=== TEST adm1: tent_admin_token_file must exist
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    location /tent-admin {
+        tent_admin;
+        tent_admin_token_file /nonexistent/tent-admin.token;
+    }
+--- must_die
+--- error_log
+"/nonexistent/tent-admin.token" failed
+
+
+
+=== TEST adm2: the token is at least 16 characters
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- user_files
+>>> short.token
+abc
+--- config
+    location /tent-admin {
+        tent_admin;
+        tent_admin_token_file $TEST_NGINX_HTML_DIR/short.token;
+    }
+--- must_die
+--- error_log
+must be one line of 16 to 256 visible characters
+
+
+
+=== TEST adm3: tent_admin shares its location with no other handler
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    location /tent-admin {
+        proxy_pass http://127.0.0.1:1;
+        tent_admin;
+    }
+--- must_die
+--- error_log
+conflicts with another handler of the location
+
+
+
+=== TEST adm4: tent_admin without the token: 401 in JSON
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- user_files
+>>> op.token
+0123456789abcdef0123456789abcdef
+--- config
+    location /tent-admin {
+        tent_admin;
+        tent_admin_token_file $TEST_NGINX_HTML_DIR/op.token;
+    }
+--- request
+GET /tent-admin
+--- more_headers
+Authorization: Bearer 0123456789abcdef0123456789abcdeX
+--- error_code: 401
+--- response_body_like: "error"
+
+
+
+=== TEST quota1: tent_quota_posts is a number
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning on;
+    tent_quota_posts many;
+--- must_die
+--- error_log
+"tent_quota_posts" directive invalid number
+
+
+
+=== TEST prov4: tent_provisioning is a server's, not the http block's
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_provisioning on;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+"tent_provisioning" directive is not allowed here
+
+
+
+=== TEST quota2: tent_quota_attachment_bytes is a size
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning on;
+    tent_quota_attachment_bytes lots;
+--- must_die
+--- error_log
+"tent_quota_attachment_bytes" directive invalid value

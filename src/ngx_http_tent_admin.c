@@ -1,0 +1,902 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The operator's location, "tent_admin;" (docs/admin.md): the entity
+ * registry over HTTP, for bin/tent-admin.  Every request carries
+ * "Authorization: Bearer <token>", the token of tent_admin_token_file,
+ * compared in constant time (SHA-256 of both, CRYPTO_memcmp); anything
+ * else is 401.  GET lists the registry; POST takes one JSON object:
+ *
+ *     {"action": "create", "entity": URL, "quotas": {...}}
+ *     {"action": "disable" | "enable" | "delete", "entity": URL}
+ *     {"action": "quotas", "entity": URL, "quotas": {...}}
+ *     {"action": "authorize", "entity": URL, "app": APP ID}
+ *
+ * "authorize" gives an app the entity's owner authorization, every scope
+ * and type (bin/tent-admin registers the app on the entity, POST /apps,
+ * then asks this: the first owner credential of a new entity).
+ *
+ * Every write bumps the registry's generation, so the workers' caches
+ * (ngx_http_tent_provision.c) and the delivery engine see it at once.
+ * A delete first marks the row "deleting" (the entity answers 404 from
+ * then on), then removes the entity's rows NGX_HTTP_TENT_ADMIN_BATCH at
+ * a time, one batch a request: it answers {"done": false} until none is
+ * left, then removes the registry row ({"done": true}).
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_apps.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_provision.h"
+#include "ngx_http_tent_shm.h"
+#include "ngx_http_tent_store.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+
+#define NGX_HTTP_TENT_ADMIN_BODY_MAX  16384
+#define NGX_HTTP_TENT_ADMIN_BATCH     1000
+#define NGX_HTTP_TENT_ADMIN_LIST      10000
+
+
+typedef struct {
+    json_t                         *body;
+    ngx_str_t                       entity;
+    ngx_str_t                       key;
+    ngx_str_t                       action;
+    json_t                         *row;
+    ngx_uint_t                      deleted;
+    ngx_str_t                       app;
+    ngx_str_t                       app_key;
+    json_t                         *auth;
+    unsigned                        finished:1;
+} ngx_http_tent_admin_t;
+
+
+static ngx_http_tent_admin_t *ngx_http_tent_admin_get(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_admin_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_admin_authorized(ngx_http_request_t *r);
+static void ngx_http_tent_admin_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_admin_post(ngx_http_request_t *r,
+    ngx_http_tent_admin_t *a);
+static ngx_int_t ngx_http_tent_admin_listed(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_created(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_scanned(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_quotas(json_t *row, json_t *quotas);
+static ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_put_row(ngx_http_request_t *r,
+    ngx_http_tent_admin_t *a, ngx_http_tent_store_op_t *op);
+
+
+char *
+ngx_http_tent_admin_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_tent_admin_handler) {
+        return "is duplicate";
+    }
+
+    if (clcf->handler) {
+        return "conflicts with another handler of the location "
+               "(proxy_pass, return...)";
+    }
+
+    clcf->handler = ngx_http_tent_admin_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* the token, read once at start: at least 16 visible characters */
+
+char *
+ngx_http_tent_admin_token_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_loc_conf_t *lcf = conf;
+
+    u_char     *p, *last;
+    ssize_t     n;
+    ngx_str_t  *value, token;
+    ngx_file_t  file;
+
+    if (lcf->admin_token.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = value[1];
+    file.log = cf->log;
+
+    file.fd = ngx_open_file(value[1].data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    p = ngx_pnalloc(cf->pool, 257);
+    if (p == NULL) {
+        ngx_close_file(file.fd);
+        return NGX_CONF_ERROR;
+    }
+
+    n = ngx_read_file(&file, p, 257, 0);
+    ngx_close_file(file.fd);
+
+    if (n == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* one line: a trailing newline is not part of the token */
+
+    last = p + n;
+
+    while (last > p && (last[-1] == '\n' || last[-1] == '\r')) {
+        last--;
+    }
+
+    token.data = p;
+    token.len = last - p;
+
+    if (token.len < 16 || token.len > 256
+        || ngx_http_tent_visible_valid(&token, 256) != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "the token in \"%V\" must be one line of 16 to "
+                           "256 visible characters", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    lcf->admin_token = token;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "Authorization: Bearer <token>", compared in constant time */
+
+static ngx_int_t
+ngx_http_tent_admin_authorized(ngx_http_request_t *r)
+{
+    u_char                     a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    ngx_str_t                  given;
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+
+    if (lcf->admin_token.len == 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent admin: no \"tent_admin_token_file\" for this "
+                      "location: every request is refused");
+        return NGX_DECLINED;
+    }
+
+    if (r->headers_in.authorization == NULL) {
+        return NGX_DECLINED;
+    }
+
+    given = r->headers_in.authorization->value;
+
+    if (given.len < sizeof("Bearer ") - 1
+        || ngx_strncasecmp(given.data, (u_char *) "Bearer ",
+                           sizeof("Bearer ") - 1)
+           != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    given.data += sizeof("Bearer ") - 1;
+    given.len -= sizeof("Bearer ") - 1;
+
+    SHA256(given.data, given.len, a);
+    SHA256(lcf->admin_token.data, lcf->admin_token.len, b);
+
+    if (CRYPTO_memcmp(a, b, SHA256_DIGEST_LENGTH) != 0) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                  rc;
+    ngx_str_t                  start, end;
+    ngx_table_elt_t           *h;
+    ngx_http_tent_store_op_t  *op;
+
+    if (ngx_http_tent_admin_authorized(r) != NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent admin: a request without the operator's token");
+
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "WWW-Authenticate");
+        ngx_str_set(&h->value, "Bearer");
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_UNAUTHORIZED,
+                                        "Unauthorized");
+    }
+
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+        if (op == NULL
+            || ngx_http_tent_registry_range(r->pool, &start, &end) != NGX_OK
+            || ngx_http_tent_store_scan(op, &start, &end,
+                                        NGX_HTTP_TENT_ADMIN_LIST, 0)
+               != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "listing the registry");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                                  ngx_http_tent_admin_listed);
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_ALLOWED,
+                                        "Method Not Allowed");
+    }
+
+    if (r->headers_in.content_length_n > NGX_HTTP_TENT_ADMIN_BODY_MAX) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                        "The body is too large");
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_tent_admin_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_tent_admin_body(ngx_http_request_t *r)
+{
+    json_t                 *body;
+    ngx_int_t               rc;
+    ngx_str_t               bytes;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_admin_t));
+
+    if (a == NULL || ngx_http_tent_body_bytes(r, &bytes) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (bytes.len > NGX_HTTP_TENT_ADMIN_BODY_MAX) {
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                      "The body is too large");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    body = json_loadb((char *) bytes.data, bytes.len, JSON_REJECT_DUPLICATES,
+                      NULL);
+
+    if (body == NULL || ngx_http_tent_json_cleanup(r->pool, body) != NGX_OK) {
+        json_decref(body);
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "The body must be a JSON object");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    a->body = body;
+
+    ngx_http_finalize_request(r, ngx_http_tent_admin_post(r, a));
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
+{
+    json_t                    *row, *quotas;
+    ngx_str_t                  given, value;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_store_op_t  *op;
+
+    if (!json_is_object(a->body)
+        || ngx_http_tent_json_str(a->body, "action", &a->action) != NGX_OK
+        || ngx_http_tent_json_str(a->body, "entity", &given) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "The body must be an object with \"action\" and "
+                   "\"entity\" strings");
+    }
+
+    quotas = json_object_get(a->body, "quotas");
+
+    if (quotas && !json_is_object(quotas)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                        "\"quotas\" must be an object");
+    }
+
+    if (given.len > NGX_HTTP_TENT_ENTITY_MAX
+        || ngx_http_tent_entity_canonical(r->pool, &given, &a->entity)
+           != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "\"entity\" must be an http:// or https:// entity URL");
+    }
+
+    if (ngx_http_tent_registry_key(r->pool, &a->entity, &a->key) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "building the registry key");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent admin: %V \"%V\"", &a->action, &a->entity);
+
+    /*
+     * The module's ctx slot holds a Tent ctx in any server: ours is one
+     * marked invalid (the filters leave the reply alone), "a" its state.
+     */
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ctx_t));
+    if (ctx == NULL) {
+        return ngx_http_tent_internal_error(r, "creating the ctx");
+    }
+
+    ctx->evaluated = 1;
+    ctx->invalid = 1;
+    ctx->state = a;
+    ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "creating the store op");
+    }
+
+    if (a->action.len == 6 && ngx_strncmp(a->action.data, "create", 6) == 0)
+    {
+        row = json_pack("{s:s, s:I, s:{}}", "state", "active",
+                        "created_at", (json_int_t) ngx_time(), "quotas");
+
+        if (row == NULL
+            || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK)
+        {
+            json_decref(row);
+            return ngx_http_tent_internal_error(r, "making the row");
+        }
+
+        if (quotas && ngx_http_tent_admin_quotas(row, quotas) != NGX_OK) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                       "quotas are \"posts\", \"apps\", \"attachment_bytes\": "
+                       "integers from 0, or null for unlimited");
+        }
+
+        a->row = row;
+
+        if (ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
+            || ngx_http_tent_store_cas(op, &a->key, NULL, &value) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "encoding the row");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                                  ngx_http_tent_admin_created);
+    }
+
+    if (a->action.len == 9
+        && ngx_strncmp(a->action.data, "authorize", 9) == 0)
+    {
+        ctx->entity = a->entity;
+
+        if (ngx_http_tent_json_str(a->body, "app", &a->app) != NGX_OK
+            || ngx_http_tent_token_valid(&a->app, 64) != NGX_OK)
+        {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                            "\"app\" must be an app's id");
+        }
+
+        if (ngx_http_tent_key(r->pool, &a->entity, NGX_HTTP_TENT_TABLE_APP,
+                              &a->app, &a->app_key)
+            != NGX_OK
+            || ngx_http_tent_store_get(op, &a->app_key) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "encoding the read");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                            ngx_http_tent_admin_app_loaded);
+    }
+
+    if (!((a->action.len == 7
+           && (ngx_strncmp(a->action.data, "disable", 7) == 0))
+          || (a->action.len == 6
+              && (ngx_strncmp(a->action.data, "enable", 6) == 0
+                  || ngx_strncmp(a->action.data, "delete", 6) == 0
+                  || ngx_strncmp(a->action.data, "quotas", 6) == 0))))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "\"action\" must be create, disable, enable, delete, "
+                   "quotas or authorize");
+    }
+
+    if (ngx_http_tent_store_get(op, &a->key) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the read");
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_admin_loaded);
+}
+
+
+/* {"posts": n, "apps": n, "attachment_bytes": n}, null: unlimited */
+
+static ngx_int_t
+ngx_http_tent_admin_quotas(json_t *row, json_t *quotas)
+{
+    json_t      *q, *v;
+    const char  *name;
+
+    q = json_object_get(row, "quotas");
+    if (!json_is_object(q)) {
+        q = json_object();
+        if (q == NULL || json_object_set_new(row, "quotas", q) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    json_object_foreach(quotas, name, v) {
+        if (ngx_strcmp(name, "posts") != 0 && ngx_strcmp(name, "apps") != 0
+            && ngx_strcmp(name, "attachment_bytes") != 0)
+        {
+            return NGX_ERROR;
+        }
+
+        if (json_is_null(v)) {
+            json_object_del(q, name);
+            continue;
+        }
+
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            return NGX_ERROR;
+        }
+
+        if (json_object_set(q, name, v) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t     *list, *row;
+    ngx_int_t   status;
+    ngx_str_t   key, value, entity;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    list = ngx_http_tent_json_own(r->pool, json_array());
+    if (list == NULL) {
+        return ngx_http_tent_internal_error(r, "listing");
+    }
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_registry_parse(&key, &entity) != NGX_OK) {
+            continue;
+        }
+
+        row = json_loadb((char *) value.data, value.len, 0, NULL);
+        if (row == NULL) {
+            continue;
+        }
+
+        json_object_set_new(row, "entity", ngx_http_tent_json_string(&entity));
+        json_array_append_new(list, row);
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                                        "The entity exists already");
+    }
+
+    ngx_http_tent_registry_bump((ngx_cycle_t *) ngx_cycle);
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent admin: entity \"%V\" created", &a->entity);
+
+    json_object_set_new(a->row, "entity",
+                        ngx_http_tent_json_string(&a->entity));
+
+    return ngx_http_tent_send_json(r, 201, a->row);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_put_row(ngx_http_request_t *r, ngx_http_tent_admin_t *a,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t  value;
+
+    if (ngx_http_tent_json_dump(r->pool, a->row, &value) != NGX_OK
+        || ngx_http_tent_store_write_put(op, &a->key, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                    *row;
+    ngx_int_t                  status;
+    ngx_str_t                  value, start, end;
+    const char                *state;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        if (a->action.len == 6
+            && ngx_strncmp(a->action.data, "delete", 6) == 0)
+        {
+            /* no row: rows of it left behind are swept all the same */
+            goto sweep;
+        }
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "No such entity in the registry");
+    }
+
+    if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the row");
+    }
+
+    row = ngx_http_tent_json_own(r->pool,
+                                 json_loadb((char *) value.data, value.len,
+                                            0, NULL));
+    if (!json_is_object(row)) {
+        return ngx_http_tent_internal_error(r, "parsing the row");
+    }
+
+    a->row = row;
+    state = json_string_value(json_object_get(row, "state"));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "creating the write");
+    }
+
+    if (a->action.data[0] == 'q') {
+        if (ngx_http_tent_admin_quotas(row,
+                                       json_object_get(a->body, "quotas"))
+            != NGX_OK)
+        {
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                       "quotas are \"posts\", \"apps\", \"attachment_bytes\": "
+                       "integers from 0, or null for unlimited");
+        }
+
+    } else if (a->action.data[0] == 'e' || a->action.data[1] == 'i') {
+        if (state && ngx_strcmp(state, "deleting") == 0) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                       "The entity is being deleted: finish the delete");
+        }
+
+        json_object_set_new(row, "state",
+                            json_string(a->action.data[0] == 'e'
+                                        ? "active" : "disabled"));
+
+    } else {
+        /* delete: marked first, so it answers 404 from now on */
+
+        if (state == NULL || ngx_strcmp(state, "deleting") != 0) {
+            json_object_set_new(row, "state", json_string("deleting"));
+
+        } else {
+
+        sweep:
+
+            op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+            if (op == NULL
+                || ngx_http_tent_entity_range(r->pool, &a->entity, &start,
+                                              &end)
+                   != NGX_OK
+                || ngx_http_tent_store_scan(op, &start, &end,
+                                            NGX_HTTP_TENT_ADMIN_BATCH, 0)
+                   != NGX_OK)
+            {
+                return ngx_http_tent_internal_error(r, "scanning the rows");
+            }
+
+            return ngx_http_tent_store_submit_request(r, op,
+                                                ngx_http_tent_admin_scanned);
+        }
+    }
+
+    if (ngx_http_tent_admin_put_row(r, a, wop) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "encoding the row");
+    }
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_admin_written);
+}
+
+
+/* one batch of the entity's rows removed; the registry row at the end */
+
+static ngx_int_t
+ngx_http_tent_admin_scanned(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                  status;
+    ngx_str_t                  key, value;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "creating the write");
+    }
+
+    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        if (ngx_http_tent_store_write_del(wop, &key) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "encoding the removal");
+        }
+
+        a->deleted++;
+    }
+
+    if (a->deleted == 0) {
+        if (ngx_http_tent_store_write_del(wop, &a->key) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "encoding the removal");
+        }
+
+        a->finished = 1;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent admin: deleting \"%V\": %ui rows", &a->entity,
+                   a->deleted);
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                              ngx_http_tent_admin_written);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_written(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                 *out;
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ngx_http_tent_registry_bump((ngx_cycle_t *) ngx_cycle);
+
+    if (a->action.len == 6 && ngx_strncmp(a->action.data, "delete", 6) == 0)
+    {
+        out = json_pack("{s:o, s:I, s:b}",
+                        "entity", ngx_http_tent_json_string(&a->entity),
+                        "deleted", (json_int_t) a->deleted,
+                        "done", (int) a->finished);
+
+    } else {
+        out = json_incref(a->row);
+        json_object_set_new(out, "entity",
+                            ngx_http_tent_json_string(&a->entity));
+    }
+
+    if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {
+        json_decref(out);
+        return ngx_http_tent_internal_error(r, "the reply");
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent admin: entity \"%V\": %V", &a->entity, &a->action);
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+static ngx_http_tent_admin_t *
+ngx_http_tent_admin_get(ngx_http_request_t *r)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    return ctx->state;
+}
+
+
+/* the owner authorization of an app: every scope, all types */
+
+static ngx_int_t
+ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *app, *fields;
+    ngx_int_t                  rc, status;
+    ngx_str_t                  raw;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND
+        || ngx_http_tent_store_value(op, &raw) != NGX_OK)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "No such app of the entity");
+    }
+
+    app = ngx_http_tent_json_own(r->pool,
+                                 json_loadb((char *) raw.data, raw.len, 0,
+                                            NULL));
+
+    fields = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:[ssssssssssssssssss], s:[s], s:[s]}",
+        "scopes", "read_posts", "write_posts", "import_posts", "read_profile",
+        "write_profile", "read_followers", "write_followers",
+        "read_followings", "write_followings", "read_groups", "write_groups",
+        "read_permissions", "write_permissions", "read_apps", "write_apps",
+        "follow_ui", "read_secrets", "write_secrets",
+        "post_types", "all", "profile_info_types", "all"));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (!json_is_object(app) || fields == NULL || wop == NULL) {
+        return ngx_http_tent_internal_error(r, "reading the app");
+    }
+
+    rc = ngx_http_tent_authorization_new(r, ctx, &a->app, app, &raw, fields,
+                                         wop, &a->auth);
+    if (rc != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "making the authorization");
+    }
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                        ngx_http_tent_admin_authorized_app);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                 *out;
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The app changed meanwhile: send the request again");
+    }
+
+    out = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:o, s:O, s:O, s:O, s:O, s:O}",
+        "entity", ngx_http_tent_json_string(&a->entity),
+        "app_id", json_object_get(a->auth, "app_id"),
+        "id", json_object_get(a->auth, "id"),
+        "mac_key_id", json_object_get(a->auth, "mac_key_id"),
+        "mac_key", json_object_get(a->auth, "mac_key"),
+        "mac_algorithm", json_object_get(a->auth, "mac_algorithm")));
+
+    if (out == NULL) {
+        return ngx_http_tent_internal_error(r, "the reply");
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent admin: entity \"%V\": app \"%V\" authorized as "
+                  "its owner", &a->entity, &a->app);
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}

@@ -1,0 +1,63 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_PROVISION_H_INCLUDED_
+#define _NGX_HTTP_TENT_PROVISION_H_INCLUDED_
+
+
+/*
+ * Provisioning (docs/admin.md): on a server with "tent_provisioning on"
+ * an entity exists once the operator created it in the entity registry;
+ * the operator's location (tent_admin) creates, disables, deletes them
+ * and sets their quotas.
+ */
+
+
+#include "ngx_http_tent_module.h"
+
+
+#define NGX_HTTP_TENT_QUOTA_POSTS  0
+#define NGX_HTTP_TENT_QUOTA_APPS   1
+#define NGX_HTTP_TENT_QUOTA_BYTES  2      /* attachment bytes uploaded */
+#define NGX_HTTP_TENT_QUOTAS       3
+
+
+/* an entity's quotas as its registry row sets them; -1: the server's */
+typedef struct {
+    int64_t                         limit[NGX_HTTP_TENT_QUOTAS];
+
+    /* the counts a create read (ngx_http_tent_quota_check()), the new */
+    int64_t                         count[NGX_HTTP_TENT_QUOTAS];
+    int64_t                         adds[NGX_HTTP_TENT_QUOTAS];
+    ngx_uint_t                      counted;     /* 1 << what */
+    void                           *next;
+} ngx_http_tent_quotas_t;
+
+
+/* ngx_http_tent_provision.c: the registry as requests see it */
+ngx_int_t ngx_http_tent_provision_check(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_provision_refuse(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
+    ngx_http_tent_quotas_t *q);
+
+/* ngx_http_tent_quota.c: a create under the entity's quota */
+ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t what, ngx_http_tent_route_pt next);
+ngx_int_t ngx_http_tent_quota_bytes(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what);
+ngx_int_t ngx_http_tent_quota_count(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, void *op);
+
+/* ngx_http_tent_admin.c: the operator's location */
+char *ngx_http_tent_admin_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_tent_admin_token_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+
+
+#endif /* _NGX_HTTP_TENT_PROVISION_H_INCLUDED_ */

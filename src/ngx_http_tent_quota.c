@@ -1,0 +1,290 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * Quotas of provisioned entities (docs/admin.md#quotas): how many posts
+ * and apps an entity may create and how many attachment bytes it may
+ * upload, from its registry row or the server's tent_quota_* directives.
+ * A create of an entity of a provisioning server reads its counts
+ * ("<entity> 0x00 'Q' posts", "apps", "attachment_bytes": decimal
+ * numbers; a post's create reads "posts" and "attachment_bytes" in one
+ * MGET, a PUT of a post the bytes) before it reads the body: at a quota
+ * it answers 403 {"error": "quota exceeded: posts"} and writes nothing;
+ * below it the create's own batch writes the new counts, so a create
+ * and its counts are never apart.  Deleting does not lower a count: it
+ * counts creates and uploads.  Two creates at the same time may read
+ * the same count: the quota is then passed by at most what raced (the
+ * count is not a compare-and-set: the create's one comparison is on its
+ * own key).
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_provision.h"
+#include "ngx_http_tent_store.h"
+
+
+static ngx_str_t  ngx_http_tent_quota_names[] = {
+    ngx_string("posts"),
+    ngx_string("apps"),
+    ngx_string("attachment_bytes")
+};
+
+
+static ngx_int_t ngx_http_tent_quota_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+static int64_t
+ngx_http_tent_quota_limit(ngx_http_request_t *r, ngx_http_tent_quotas_t *q,
+    ngx_uint_t what)
+{
+    int64_t                    own;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    if (q->limit[what] >= 0) {
+        return q->limit[what];
+    }
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    switch (what) {
+    case NGX_HTTP_TENT_QUOTA_POSTS:
+        own = (int64_t) scf->quota_posts;
+        break;
+    case NGX_HTTP_TENT_QUOTA_APPS:
+        own = (int64_t) scf->quota_apps;
+        break;
+    default:
+        own = (int64_t) scf->quota_bytes;
+    }
+
+    return own ? own : -1;
+}
+
+
+/*
+ * Before the body: the counts of "what" (a post's create: its bytes
+ * too), then "next"; 403 at a quota of posts or apps.
+ */
+
+ngx_int_t
+ngx_http_tent_quota_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_uint_t what, ngx_http_tent_route_pt next)
+{
+    ngx_str_t                  key;
+    ngx_uint_t                 i;
+    ngx_http_tent_quotas_t    *q;
+    ngx_http_tent_store_op_t  *op;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    q = ctx->quotas;
+
+    /* counted on provisioning servers only */
+
+    if (!scf->provisioning || q == NULL) {
+        return next(r, ctx);
+    }
+
+    q->counted = (1 << what);
+
+    if (what == NGX_HTTP_TENT_QUOTA_POSTS) {
+        q->counted |= (1 << NGX_HTTP_TENT_QUOTA_BYTES);
+    }
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL || ngx_http_tent_store_mget(op) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the quota's count");
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        if (!(q->counted & (1 << i))) {
+            continue;
+        }
+
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
+                              NGX_HTTP_TENT_TABLE_QUOTA,
+                              &ngx_http_tent_quota_names[i], &key)
+            != NGX_OK
+            || ngx_http_tent_store_mget_key(op, &key) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r,
+                                                "reading the quota's count");
+        }
+    }
+
+    q->next = (void *) next;
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_quota_loaded);
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    int64_t                  limit;
+    ngx_int_t                status, n;
+    ngx_str_t                value;
+    ngx_uint_t               i, found;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_quotas_t  *q;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        if (!(q->counted & (1 << i))) {
+            continue;
+        }
+
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "reading the counts");
+        }
+
+        n = found ? ngx_atoi(value.data, value.len) : 0;
+        q->count[i] = n == NGX_ERROR ? 0 : n;
+        q->adds[i] = 0;
+
+        limit = ngx_http_tent_quota_limit(r, q, i);
+
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent quota: \"%V\" has %L %V, quota %L",
+                       &ctx->entity, q->count[i],
+                       &ngx_http_tent_quota_names[i], limit);
+
+        /* bytes: the upload's own size decides (quota_bytes) */
+
+        if (i != NGX_HTTP_TENT_QUOTA_BYTES && limit >= 0
+            && q->count[i] >= limit)
+        {
+            (void) ngx_http_discard_request_body(r);
+            return ngx_http_tent_quota_refuse(r, i);
+        }
+    }
+
+    return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+}
+
+
+ngx_int_t
+ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what)
+{
+    u_char  msg[64];
+
+    ngx_sprintf(msg, "quota exceeded: %V%Z", &ngx_http_tent_quota_names[what]);
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN, (const char *) msg);
+}
+
+
+/*
+ * Once the body is read: the bytes this create or change uploads (its
+ * files, as received) against the quota.  NGX_OK: go on (counted for
+ * the batch); NGX_DECLINED: over the quota, the caller answers with
+ * ngx_http_tent_quota_refuse() before anything is written.
+ */
+
+ngx_int_t
+ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    int64_t                  limit, bytes;
+    ngx_uint_t               i;
+    ngx_http_tent_part_t    *part;
+    ngx_http_tent_quotas_t  *q;
+
+    q = ctx->quotas;
+
+    if (q == NULL || !(q->counted & (1 << NGX_HTTP_TENT_QUOTA_BYTES))
+        || ctx->parts == NULL || ctx->parts->nelts == 0)
+    {
+        return NGX_OK;
+    }
+
+    bytes = 0;
+    part = ctx->parts->elts;
+
+    for (i = 0; i < ctx->parts->nelts; i++) {
+        bytes += part[i].data.len;
+    }
+
+    limit = ngx_http_tent_quota_limit(r, q, NGX_HTTP_TENT_QUOTA_BYTES);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent quota: %L attachment bytes uploaded, %L before, "
+                   "quota %L", bytes, q->count[NGX_HTTP_TENT_QUOTA_BYTES],
+                   limit);
+
+    if (limit >= 0
+        && q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit)
+    {
+        return NGX_DECLINED;
+    }
+
+    q->adds[NGX_HTTP_TENT_QUOTA_BYTES] = bytes;
+
+    return NGX_OK;
+}
+
+
+/* in the create's own batch: the new counts */
+
+ngx_int_t
+ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    void *op)
+{
+    u_char                  *p;
+    ngx_str_t                key, value;
+    ngx_uint_t               i;
+    ngx_http_tent_quotas_t  *q;
+
+    q = ctx->quotas;
+
+    if (q == NULL) {
+        return NGX_OK;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        if (!(q->counted & (1 << i))) {
+            continue;
+        }
+
+        if (i != NGX_HTTP_TENT_QUOTA_BYTES) {
+            q->adds[i] = 1;
+
+        } else if (q->adds[i] == 0) {
+            continue;
+        }
+
+        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        value.data = p;
+        value.len = ngx_sprintf(p, "%L", q->count[i] + q->adds[i]) - p;
+
+        if (ngx_http_tent_key(r->pool, &ctx->entity,
+                              NGX_HTTP_TENT_TABLE_QUOTA,
+                              &ngx_http_tent_quota_names[i], &key)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
