@@ -276,6 +276,7 @@ typedef struct {
     ngx_str_t                       copy;       /* as read */
     ngx_str_t                       target;
     ngx_queue_t                     queue;
+    unsigned                        released:1; /* its slot given back */
 } ngx_http_tent_local_t;
 
 ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
@@ -286,6 +287,7 @@ ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
 
 /* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
 ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
+ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

@@ -47,12 +47,16 @@
 #define NGX_HTTP_TENT_LOCAL_MAX     256
 #define NGX_HTTP_TENT_LOCAL_BYTES   (4 * 1024 * 1024)
 
+/* local jobs that give their slot back, waiting or in the batch */
+#define NGX_HTTP_TENT_LOCAL_HELD    1024
+
 
 /* the engine's same-node jobs: those waiting, and the batch in flight */
 typedef struct {
     ngx_http_tent_delivery_t       *dl;
     ngx_queue_t                     pending;
     ngx_uint_t                      npending;
+    ngx_uint_t                      released;   /* slots given back */
     ngx_event_t                     flush;
     unsigned                        busy:1;
 } ngx_http_tent_local_jobs_t;
@@ -82,7 +86,7 @@ typedef struct {
     ngx_array_t                     items;      /* ngx_http_tent_local_t * */
     ngx_array_t                     creds;      /* _local_cred_t */
     ngx_array_t                     posts;      /* _local_post_t */
-    ngx_array_t                     settled;    /* tasks in the write */
+    ngx_array_t                     settled;    /* jobs in the write */
     ngx_rbtree_t                   *keys;       /* copies it writes */
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
@@ -103,6 +107,8 @@ static ngx_http_tent_local_post_t *ngx_http_tent_local_post(
 static void ngx_http_tent_local_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 static void ngx_http_tent_local_free(ngx_event_t *ev);
+static void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
+static void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);
 
 
 /*
@@ -141,6 +147,20 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
 
     ngx_queue_insert_tail(&lj->pending, &l->queue);
     lj->npending++;
+
+    /*
+     * Its slot back meanwhile: a slot is for a request in flight, and a
+     * local job makes none; so more due jobs are read while a batch is
+     * written, and the next batch is bigger.  Bounded: past it, a job
+     * keeps its slot, and the due pass stops at tent_delivery_concurrency.
+     */
+
+    if (lj->released < NGX_HTTP_TENT_LOCAL_HELD && dl->inflight) {
+        l->released = 1;
+        lj->released++;
+        dl->inflight--;
+        ngx_http_tent_queue_kick(dl);
+    }
 
     if (!lj->busy && !lj->flush.posted) {
         ngx_post_event(&lj->flush, &ngx_posted_events);
@@ -233,7 +253,7 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
                           sizeof(ngx_http_tent_local_post_t))
            != NGX_OK
         || ngx_array_init(&b->settled, pool, 64,
-                          sizeof(ngx_http_tent_task_t *))
+                          sizeof(ngx_http_tent_local_t *))
            != NGX_OK
         || (b->keys = ngx_http_tent_key_set_create(pool)) == NULL)
     {
@@ -302,7 +322,7 @@ failed_batch:
     items = b->items.elts;
 
     for (j = 0; j < b->items.nelts; j++) {
-        ngx_http_tent_task_done(items[j]->task);
+        ngx_http_tent_local_done(items[j]);
     }
 
     b->items.nelts = 0;
@@ -320,7 +340,7 @@ failed:
         ngx_queue_remove(q);
         lj->npending--;
         l = ngx_queue_data(q, ngx_http_tent_local_t, queue);
-        ngx_http_tent_task_done(l->task);
+        ngx_http_tent_local_done(l);
     }
 }
 
@@ -415,8 +435,7 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
     ngx_http_tent_local_batch_t *b = op->data;
 
     ngx_uint_t               i, j, outcome;
-    ngx_http_tent_local_t  **items;
-    ngx_http_tent_task_t   **tp, *t;
+    ngx_http_tent_local_t  **items, **tp;
 
     items = b->items.elts;
 
@@ -436,7 +455,6 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
     }
 
     for (i = 0; i < b->items.nelts; i++) {
-        t = items[i]->task;
 
         /*
          * A write this big goes as it is: the jobs left wait, in their
@@ -466,11 +484,11 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
 
         tp = ngx_array_push(&b->settled);
         if (tp == NULL) {
-            ngx_http_tent_task_done(t);
+            ngx_http_tent_local_done(items[i]);
             continue;
         }
 
-        *tp = t;
+        *tp = items[i];
     }
 
     if (b->settled.nelts == 0) {
@@ -500,7 +518,7 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
 again:
 
     for (i = 0; i < b->items.nelts; i++) {
-        ngx_http_tent_task_done(items[i]->task);
+        ngx_http_tent_local_done(items[i]);
     }
 
     ngx_http_tent_local_end(b);
@@ -614,6 +632,7 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                        "tent local: \"%V\" has no credential of that key "
                        "id here: over HTTP", &l->to->entity);
+        ngx_http_tent_local_slot(l);
         ngx_http_tent_delivery_over_http(t);
         return (ngx_uint_t) NGX_DECLINED;
     }
@@ -728,6 +747,8 @@ settle:
 
     outcome = ngx_http_tent_local_outcome(l, status);
 
+    ngx_http_tent_local_slot(l);
+
     wop = ngx_http_tent_delivery_settlement(t, outcome);
     if (wop == NULL) {
         return (ngx_uint_t) NGX_DECLINED;       /* over, logged */
@@ -833,8 +854,8 @@ ngx_http_tent_local_written(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_local_batch_t *b = op->data;
 
-    ngx_uint_t              i;
-    ngx_http_tent_task_t  **tp;
+    ngx_uint_t               i;
+    ngx_http_tent_local_t  **tp;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_error(NGX_LOG_WARN, op->log, 0,
@@ -847,10 +868,10 @@ ngx_http_tent_local_written(ngx_http_tent_store_op_t *op)
 
     for (i = 0; i < b->settled.nelts; i++) {
         if (op->status != NGX_HTTP_TENT_STORE_OK) {
-            ngx_http_tent_queue_again(tp[i]);
+            ngx_http_tent_queue_again(tp[i]->task);
         }
 
-        ngx_http_tent_task_done(tp[i]);
+        ngx_http_tent_local_done(tp[i]);
     }
 
     ngx_http_tent_local_end(b);
@@ -881,4 +902,41 @@ ngx_http_tent_local_free(ngx_event_t *ev)
     ngx_http_tent_local_batch_t *b = ev->data;
 
     ngx_destroy_pool(b->pool);
+}
+
+
+/* the same-node jobs whose slots are free: the due scan reads them too */
+
+ngx_uint_t
+ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl)
+{
+    ngx_http_tent_local_jobs_t  *lj;
+
+    lj = dl->local;
+
+    return lj ? lj->released : 0;
+}
+
+
+/* the job's slot taken again, as task_done gives one back */
+
+static void
+ngx_http_tent_local_slot(ngx_http_tent_local_t *l)
+{
+    ngx_http_tent_local_jobs_t  *lj;
+
+    if (l->released) {
+        lj = l->task->dl->local;
+        l->released = 0;
+        lj->released--;
+        l->task->dl->inflight++;
+    }
+}
+
+
+static void
+ngx_http_tent_local_done(ngx_http_tent_local_t *l)
+{
+    ngx_http_tent_local_slot(l);
+    ngx_http_tent_task_done(l->task);
 }
