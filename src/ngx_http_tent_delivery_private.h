@@ -103,6 +103,7 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                     *hashes;      /* by entity: its mark */
     ngx_http_tent_settle_t         *settle;      /* being filled */
     void                           *local;       /* same-node batches */
+    ngx_atomic_uint_t               census_apps; /* subscriptions' gen. */
 
     /* the due jobs' pass, beside the outbox's (ngx_http_tent_queue.c) */
     ngx_pool_t                     *due_pool;
@@ -288,6 +289,8 @@ ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
 /* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
 ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
+    ngx_atomic_uint_t generation);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

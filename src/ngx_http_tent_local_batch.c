@@ -40,6 +40,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -57,6 +58,7 @@ typedef struct {
     ngx_queue_t                     pending;
     ngx_uint_t                      npending;
     ngx_uint_t                      released;   /* slots given back */
+    ngx_atomic_uint_t              *no_apps;    /* by entity: 1 + gen. */
     ngx_event_t                     flush;
     unsigned                        busy:1;
 } ngx_http_tent_local_jobs_t;
@@ -108,6 +110,9 @@ static void ngx_http_tent_local_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 static void ngx_http_tent_local_free(ngx_event_t *ev);
 static void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
+static ngx_int_t ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl);
+static ngx_uint_t ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
 static void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);
 
 
@@ -123,23 +128,12 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
     ngx_http_tent_local_jobs_t  *lj;
 
     dl = l->task->dl;
-    lj = dl->local;
 
-    if (lj == NULL) {
-        lj = ngx_pcalloc(ngx_cycle->pool,
-                         sizeof(ngx_http_tent_local_jobs_t));
-        if (lj == NULL) {
-            return NGX_ERROR;
-        }
-
-        lj->dl = dl;
-        ngx_queue_init(&lj->pending);
-        lj->flush.handler = ngx_http_tent_local_flush;
-        lj->flush.data = lj;
-        lj->flush.log = dl->log;
-
-        dl->local = lj;
+    if (ngx_http_tent_local_jobs(dl) != NGX_OK) {
+        return NGX_ERROR;
     }
+
+    lj = dl->local;
 
     if (ngx_http_tent_local_keys(l) != NGX_OK) {
         return NGX_ERROR;
@@ -758,7 +752,11 @@ settle:
 
     if (write
         && (ngx_http_tent_received_rows(b->pool, &l->to->entity, b->wop, &st,
-                                        &value, 1)
+                                        &value,
+                                        NGX_HTTP_TENT_RECEIVED_ROW
+                                        | (ngx_http_tent_local_apps(b, l)
+                                           ? 0
+                                           : NGX_HTTP_TENT_RECEIVED_NO_APPS))
             != NGX_OK
             || (copy
                 && ngx_http_tent_received_delete_rows(b->pool,
@@ -939,4 +937,94 @@ ngx_http_tent_local_done(ngx_http_tent_local_t *l)
 {
     ngx_http_tent_local_slot(l);
     ngx_http_tent_task_done(l->task);
+}
+
+
+/* the engine's same-node state, made once */
+
+static ngx_int_t
+ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
+{
+    ngx_http_tent_local_jobs_t  *lj;
+
+    if (dl->local) {
+        return NGX_OK;
+    }
+
+    lj = ngx_pcalloc(ngx_cycle->pool, sizeof(ngx_http_tent_local_jobs_t));
+    if (lj == NULL) {
+        return NGX_ERROR;
+    }
+
+    lj->no_apps = ngx_pcalloc(ngx_cycle->pool,
+                              dl->mcf->entity_confs.nelts
+                              * sizeof(ngx_atomic_uint_t));
+    if (lj->no_apps == NULL) {
+        return NGX_ERROR;
+    }
+
+    lj->dl = dl;
+    ngx_queue_init(&lj->pending);
+    lj->flush.handler = ngx_http_tent_local_flush;
+    lj->flush.data = lj;
+    lj->flush.log = dl->log;
+
+    dl->local = lj;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The outbox pass found no app subscribed to entity "i", having read
+ * the subscriptions' generation first: a copy written for it need not
+ * have an outbox row (which the next pass would read, find for no one
+ * and remove: three store operations) until a subscription is written.
+ */
+
+void
+ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
+    ngx_atomic_uint_t generation)
+{
+    ngx_http_tent_local_jobs_t  *lj;
+
+    if (ngx_http_tent_local_jobs(dl) != NGX_OK
+        || i >= dl->mcf->entity_confs.nelts)
+    {
+        return;
+    }
+
+    lj = dl->local;
+    lj->no_apps[i] = generation + 1;
+}
+
+
+/* may an app of the recipient be subscribed: as far as the engine knows */
+
+static ngx_uint_t
+ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l)
+{
+    ngx_uint_t                   i;
+    ngx_http_tent_delivery_t    *dl;
+    ngx_http_tent_local_jobs_t  *lj;
+
+    lj = b->jobs;
+    dl = lj->dl;
+
+    i = l->to - (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts;
+
+    if (i >= dl->mcf->entity_confs.nelts
+        || lj->no_apps[i]
+           != ngx_http_tent_subscription_generation((ngx_cycle_t *) ngx_cycle)
+              + 1)
+    {
+        return 1;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent local batch: no app of \"%V\" subscribed: its copy "
+                   "has no outbox row", &l->to->entity);
+
+    return 0;
 }

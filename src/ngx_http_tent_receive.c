@@ -228,19 +228,21 @@ ngx_http_tent_received_value(ngx_pool_t *pool, ngx_http_tent_received_t *st,
 
 
 /*
- * The copy's rows into a write "op": the post row itself unless "op" is
- * its compare-and-set ("row" 0), its version, its feed rows, and the
- * outbox row that tells the apps subscribed (spec 7.4, 9.2).
+ * The copy's rows into a write "op": the post row itself (with
+ * NGX_HTTP_TENT_RECEIVED_ROW; else "op" is its compare-and-set), its
+ * version, its feed rows, and the outbox row that tells the apps
+ * subscribed (spec 7.4, 9.2), unless the caller knows none is
+ * (NGX_HTTP_TENT_RECEIVED_NO_APPS).
  */
 
 ngx_int_t
 ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, ngx_http_tent_received_t *st,
-    ngx_str_t *value, ngx_uint_t row)
+    ngx_str_t *value, ngx_uint_t flags)
 {
     ngx_str_t  key, vkey;
 
-    if (row
+    if ((flags & NGX_HTTP_TENT_RECEIVED_ROW)
         && (ngx_http_tent_post_key(pool, owner, &st->entity, &st->id, -1,
                                    &key)
             != NGX_OK
@@ -254,14 +256,16 @@ ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
         != NGX_OK
         || ngx_http_tent_store_write_put(op, &vkey, value) != NGX_OK
         || ngx_http_tent_post_index_rows(pool, owner, op, st->post, 0)
-           != NGX_OK
-        || ngx_http_tent_delivery_mark_rows(pool, owner, op, st->post)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    return NGX_OK;
+    if (flags & NGX_HTTP_TENT_RECEIVED_NO_APPS) {
+        return NGX_OK;
+    }
+
+    return ngx_http_tent_delivery_mark_rows(pool, owner, op, st->post);
 }
 
 

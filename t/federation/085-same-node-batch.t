@@ -10,10 +10,15 @@
 # one batch: one write for the three copies and the four settlements, no
 # per-job compare-and-set, no HTTP request to B, C or F.  A private post
 # reaches its addressee only; a deleted post's copies go, in a batch too.
+# F has no app subscribed: once the outbox pass has seen it, F's copies
+# are written without the outbox row the pass would only remove; an app
+# F authorizes later is told of the next post (the subscription's write
+# moves a generation the engine checks).
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for);
 use Tent::Client;
+use Tent::Receiver;
 use JSON::PP;
 
 BEGIN {
@@ -205,6 +210,29 @@ ok(wait_for(sub { copy('C', $p2) && copy('B', $p3) && copy('F', $p3) }),
 ok(!copy('B', $p2) && !copy('F', $p2), 'B and F never get the private one');
 is(copy('C', $p2)->{permissions}{public}, JSON::PP::false,
    'C\'s copy is not public');
+
+# --- F's apps: none, so its copies have no outbox row; then one ----------
+
+ok(scalar(grep { /no app of "\Q$url{F}\E" subscribed: its copy has no outbox/ }
+          error_log()),
+   'F has no app subscribed: its later copies are written with no outbox '
+   . 'row for the engine to read and remove');
+
+my $hook = Tent::Receiver->start(port => $PA + 6,
+    rules => [{ method => 'POST', path => '^/hook/',
+                action => { status => 200, body => '{}' } }]);
+my (undef, $fapp) = $cl{F}->authorized_app('read_posts',
+    post_types => 'all', notification_url => $hook->url . '/hook/f');
+
+my $p4 = post($a, $acred, type => $STATUS, content => { text => 'for apps' },
+              permissions => { public => JSON::PP::true });
+ok(wait_for(sub { copy('F', $p4) }), 'the next post reaches F');
+ok(scalar $hook->wait_requests(method => 'POST', path => qr{^/hook/f$},
+                               timeout => 10),
+   'and F\'s app, subscribed since, is told of it');
+my ($told) = $hook->requests(method => 'POST', path => qr{^/hook/f$});
+is(eval { decode_json($told->{body})->{id} } // '', $p4,
+   'the post F received') or diag $told->{body};
 
 # --- a deleted post: the copies go, in a batch ----------------------------
 
