@@ -21,11 +21,12 @@
  * the write left.  A job whose recipient has no credential row of its
  * key id here goes over HTTP after all, as before.
  *
- * One batch is in flight at a time: the next one's read sees the
- * copies the one before wrote, so a job and a later one for the same
- * copy (a post and its update, a post and its delete post) never race;
- * within a batch, a job whose copy or target an earlier job of it
- * writes waits for the next batch.  A batch is bounded (jobs, bytes)
+ * Up to NGX_HTTP_TENT_LOCAL_BATCHES are in flight, never two that
+ * write the same copy: a job whose copy or target a batch in flight (its
+ * own included) writes waits, with the jobs after it, for a batch that
+ * reads once that one is written.  So a job and a later one for the
+ * same copy (a post and its update, a post and its delete post) never
+ * race.  A batch is bounded (jobs, bytes)
  * so that one write never holds the owner long; each post is rendered
  * and checked once a batch for each sender.
  */
@@ -48,6 +49,9 @@
 #define NGX_HTTP_TENT_LOCAL_MAX     256
 #define NGX_HTTP_TENT_LOCAL_BYTES   (4 * 1024 * 1024)
 
+/* batches in flight at once: their copies never the same */
+#define NGX_HTTP_TENT_LOCAL_BATCHES 4
+
 /* local jobs that give their slot back, waiting or in the batch */
 #define NGX_HTTP_TENT_LOCAL_HELD    1024
 
@@ -60,7 +64,8 @@ typedef struct {
     ngx_uint_t                      released;   /* slots given back */
     ngx_atomic_uint_t              *no_apps;    /* by entity: 1 + gen. */
     ngx_event_t                     flush;
-    unsigned                        busy:1;
+    ngx_queue_t                     batches;    /* in flight */
+    ngx_uint_t                      nbatches;
 } ngx_http_tent_local_jobs_t;
 
 
@@ -90,6 +95,7 @@ typedef struct {
     ngx_array_t                     posts;      /* _local_post_t */
     ngx_array_t                     settled;    /* jobs in the write */
     ngx_rbtree_t                   *keys;       /* copies it writes */
+    ngx_queue_t                     queue;      /* in flight */
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
 } ngx_http_tent_local_batch_t;
@@ -111,6 +117,8 @@ static void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 static void ngx_http_tent_local_free(ngx_event_t *ev);
 static void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
 static ngx_int_t ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl);
+static ngx_int_t ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj,
+    ngx_str_t *key);
 static ngx_uint_t ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l);
 static void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);
@@ -156,7 +164,7 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
         ngx_http_tent_queue_kick(dl);
     }
 
-    if (!lj->busy && !lj->flush.posted) {
+    if (lj->nbatches < NGX_HTTP_TENT_LOCAL_BATCHES && !lj->flush.posted) {
         ngx_post_event(&lj->flush, &ngx_posted_events);
     }
 
@@ -225,7 +233,7 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
     ngx_http_tent_local_cred_t   *cred;
     ngx_http_tent_local_batch_t  *b;
 
-    if (lj->busy || lj->npending == 0) {
+    if (lj->nbatches >= NGX_HTTP_TENT_LOCAL_BATCHES || lj->npending == 0) {
         return;
     }
 
@@ -261,7 +269,8 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
     b->free.data = b;
     b->free.log = lj->dl->log;
 
-    lj->busy = 1;
+    ngx_queue_insert_tail(&lj->batches, &b->queue);
+    lj->nbatches++;
 
     if (ngx_http_tent_local_take(b) != NGX_OK) {
         goto failed_batch;
@@ -362,13 +371,13 @@ ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b)
         q = ngx_queue_head(&lj->pending);
         l = ngx_queue_data(q, ngx_http_tent_local_t, queue);
 
-        if (ngx_http_tent_key_set_has(b->keys, &l->copy_key)
+        if (ngx_http_tent_local_writing(lj, &l->copy_key)
             || (l->target_key.len
-                && ngx_http_tent_key_set_has(b->keys, &l->target_key)))
+                && ngx_http_tent_local_writing(lj, &l->target_key)))
         {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, lj->dl->log, 0,
                            "tent local batch: post \"%V\": its copy is "
-                           "written by this batch: the next one",
+                           "written by a batch in flight: the next one",
                            &l->task->post_id);
             break;
         }
@@ -884,7 +893,8 @@ ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b)
     ngx_http_tent_local_jobs_t  *lj;
 
     lj = b->jobs;
-    lj->busy = 0;
+    ngx_queue_remove(&b->queue);
+    lj->nbatches--;
 
     ngx_post_event(&b->free, &ngx_posted_events);
 
@@ -965,6 +975,7 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 
     lj->dl = dl;
     ngx_queue_init(&lj->pending);
+    ngx_queue_init(&lj->batches);
     lj->flush.handler = ngx_http_tent_local_flush;
     lj->flush.data = lj;
     lj->flush.log = dl->log;
@@ -1025,6 +1036,29 @@ ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent local batch: no app of \"%V\" subscribed: its copy "
                    "has no outbox row", &l->to->entity);
+
+    return 0;
+}
+
+
+/* is "key" a copy (or a target) that a batch in flight writes */
+
+static ngx_int_t
+ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
+{
+    ngx_queue_t                  *q;
+    ngx_http_tent_local_batch_t  *b;
+
+    for (q = ngx_queue_head(&lj->batches);
+         q != ngx_queue_sentinel(&lj->batches);
+         q = ngx_queue_next(q))
+    {
+        b = ngx_queue_data(q, ngx_http_tent_local_batch_t, queue);
+
+        if (ngx_http_tent_key_set_has(b->keys, key)) {
+            return 1;
+        }
+    }
 
     return 0;
 }
