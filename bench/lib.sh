@@ -140,7 +140,7 @@ bench_write_conf() {
 $main
 worker_processes  $workers;
 pid               $prefix/logs/nginx.pid;
-error_log         $prefix/logs/error.log warn;
+error_log         $prefix/logs/error.log ${BENCH_LOG_LEVEL:-warn};
 
 events {
     worker_connections  4096;

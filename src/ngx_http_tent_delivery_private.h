@@ -102,6 +102,8 @@ struct ngx_http_tent_delivery_s {
     u_char                         *outbox;      /* by entity: marked */
     ngx_uint_t                     *hashes;      /* by entity: its mark */
     ngx_http_tent_settle_t         *settle;      /* being filled */
+    void                           *local;       /* same-node batches */
+    ngx_atomic_uint_t               census_apps; /* subscriptions' gen. */
 
     /* the due jobs' pass, beside the outbox's (ngx_http_tent_queue.c) */
     ngx_pool_t                     *due_pool;
@@ -261,9 +263,39 @@ void ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t,
 void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
     ngx_uint_t outcome);
 void ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t);
+ngx_http_tent_store_op_t *ngx_http_tent_delivery_settlement(
+    ngx_http_tent_task_t *t, ngx_uint_t outcome);
 
 /* ngx_http_tent_local.c: same-node delivery */
+typedef struct {
+    ngx_http_tent_task_t           *task;
+    ngx_http_tent_entity_conf_t    *to;
+    ngx_str_t                       relation;   /* the following's id */
+    ngx_str_t                       key_id;
+    ngx_str_t                       key;
+    ngx_str_t                       algorithm;
+    ngx_str_t                       cred_key;   /* the recipient's row */
+    ngx_str_t                       copy_key;   /* its copy of the post */
+    ngx_str_t                       target_key; /* a delete's target */
+    ngx_uint_t                      cred;       /* in the batch's read */
+    ngx_uint_t                      found;      /* copy 1, target 2 */
+    ngx_str_t                       copy;       /* as read */
+    ngx_str_t                       target;
+    ngx_queue_t                     queue;
+    unsigned                        released:1; /* its slot given back */
+} ngx_http_tent_local_t;
+
 ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
+ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
+    json_t *cred, ngx_str_t *sender);
+ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
+    ngx_uint_t status);
+
+/* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
+ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
+ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
+    ngx_atomic_uint_t generation);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

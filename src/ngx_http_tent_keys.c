@@ -727,6 +727,10 @@ ngx_http_tent_key_caches(ngx_str_t *key)
         return NGX_HTTP_TENT_CACHE_OUTBOX;
     }
 
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_SUBSCRIPTION]) {
+        return NGX_HTTP_TENT_CACHE_APPS;
+    }
+
     return 0;
 }
 

@@ -120,6 +120,7 @@ ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 #define NGX_HTTP_TENT_CACHE_CREDENTIALS  0x01
 #define NGX_HTTP_TENT_CACHE_REPLIES      0x02
 #define NGX_HTTP_TENT_CACHE_OUTBOX       0x04   /* the engine's marks */
+#define NGX_HTTP_TENT_CACHE_APPS         0x08   /* an app's subscription */
 
 /* the entity a key is of: the hash of its outbox mark */
 ngx_uint_t ngx_http_tent_key_entity_hash(ngx_str_t *key);

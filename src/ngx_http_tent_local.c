@@ -46,24 +46,10 @@
 #include "ngx_http_tent_store.h"
 
 
-typedef struct {
-    ngx_http_tent_task_t           *task;
-    ngx_http_tent_entity_conf_t    *to;
-    ngx_str_t                       relation;   /* the following's id */
-    ngx_str_t                       key_id;
-    ngx_str_t                       key;
-    ngx_str_t                       algorithm;
-} ngx_http_tent_local_t;
-
-
 static ngx_http_tent_entity_conf_t *ngx_http_tent_local_entity(
     ngx_http_tent_task_t *t, ngx_str_t *url, ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
     ngx_str_t *rest);
-static void ngx_http_tent_local_checked(ngx_http_tent_store_op_t *op);
-static ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
-    json_t *cred, ngx_str_t *sender);
-static void ngx_http_tent_local_received(void *data, ngx_uint_t status);
 static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
 
 
@@ -75,9 +61,8 @@ static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
 ngx_int_t
 ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 {
-    ngx_str_t                     rest, type, key;
+    ngx_str_t                     rest, type;
     ngx_http_tent_local_t        *l;
-    ngx_http_tent_store_op_t     *get;
     ngx_http_tent_entity_conf_t  *to;
 
     static ngx_str_t  notifications = ngx_string("notifications/");
@@ -133,13 +118,10 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
     /* the recipient's own row of the key id: as its MAC check reads it */
 
-    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
-
-    if (get == NULL
-        || ngx_http_tent_key(t->pool, &to->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &l->key_id, &key)
-           != NGX_OK
-        || ngx_http_tent_store_get(get, &key) != NGX_OK)
+    if (ngx_http_tent_key(t->pool, &to->entity,
+                          NGX_HTTP_TENT_TABLE_CREDENTIAL, &l->key_id,
+                          &l->cred_key)
+        != NGX_OK)
     {
         return NGX_DECLINED;
     }
@@ -148,11 +130,10 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
                    "tent local: post \"%V\": to \"%V\", following \"%V\" "
                    "on this node", &t->post_id, &to->entity, &l->relation);
 
-    get->handler = ngx_http_tent_local_checked;
-    get->data = l;
+    /* with the other local jobs due now: one read, one write */
 
-    if (ngx_http_tent_store_submit(get) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "submitting the credential's read");
+    if (ngx_http_tent_local_batch_add(l) != NGX_OK) {
+        return NGX_DECLINED;
     }
 
     return NGX_OK;
@@ -262,92 +243,13 @@ ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base, ngx_str_t *rest)
 }
 
 
-static void
-ngx_http_tent_local_checked(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_local_t *l = op->data;
-
-    json_t                *cred, *body;
-    ngx_str_t              value, sender;
-    ngx_uint_t             status;
-    ngx_http_tent_task_t  *t;
-
-    t = l->task;
-
-    switch (op->status) {
-
-    case NGX_HTTP_TENT_STORE_OK:
-        break;
-
-    case NGX_HTTP_TENT_STORE_NOT_FOUND:
-
-        /*
-         * Not this store's to say: the entity may be served elsewhere
-         * (a node behind a front that routes names has a block for every
-         * name).  HTTP asks whoever serves the URL; if that is us, its
-         * MAC check answers the 401 this would have.
-         */
-
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent local: \"%V\" has no credential of that key "
-                       "id here: over HTTP", &l->to->entity);
-        ngx_http_tent_delivery_over_http(t);
-        return;
-
-    case NGX_HTTP_TENT_STORE_UNAVAILABLE:
-    case NGX_HTTP_TENT_STORE_RETRY:
-        ngx_http_tent_local_received(l, NGX_HTTP_SERVICE_UNAVAILABLE);
-        return;
-
-    default:
-        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    ngx_http_tent_store_value(op, &value);
-
-    cred = ngx_http_tent_json_parse(&value, t->dl->log);
-
-    if (cred == NULL || ngx_http_tent_json_cleanup(t->pool, cred) != NGX_OK)
-    {
-        json_decref(cred);
-        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    status = ngx_http_tent_local_credential(l, cred, &sender);
-    if (status != NGX_HTTP_OK) {
-        ngx_http_tent_local_received(l, status);
-        return;
-    }
-
-    /* the post as it would go over HTTP: what a follower may see */
-
-    body = ngx_http_tent_delivery_body(t->post, NULL);
-
-    if (body == NULL || ngx_http_tent_json_cleanup(t->pool, body) != NGX_OK) {
-        json_decref(body);
-        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    if (ngx_http_tent_notification_receive(t->pool, t->dl->log,
-                                           &l->to->entity, body, &sender,
-                                           ngx_http_tent_local_received, l)
-        != NGX_OK)
-    {
-        ngx_http_tent_local_received(l, NGX_HTTP_INTERNAL_SERVER_ERROR);
-    }
-}
-
-
 /*
  * What auth and POST /notifications/:id ask of a MAC signature, asked
  * of the credential row: 200, or the status they would answer.  The
  * sender is the entity the recipient follows, as the row says.
  */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
     ngx_str_t *sender)
 {
@@ -397,13 +299,11 @@ ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
 }
 
 
-/* settled as the same answer over HTTP would settle it */
+/* how the same answer over HTTP would settle the job */
 
-static void
-ngx_http_tent_local_received(void *data, ngx_uint_t status)
+ngx_uint_t
+ngx_http_tent_local_outcome(ngx_http_tent_local_t *l, ngx_uint_t status)
 {
-    ngx_http_tent_local_t *l = data;
-
     ngx_http_tent_task_t  *t;
 
     t = l->task;
@@ -416,8 +316,7 @@ ngx_http_tent_local_received(void *data, ngx_uint_t status)
 
     if (status >= 200 && status <= 299) {
         ngx_http_tent_count(NGX_HTTP_TENT_STAT_LOCAL, 1);
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
-        return;
+        return NGX_HTTP_TENT_DELIVERED;
     }
 
     if (status == 400 || status == 401 || status == 403 || status == 404
@@ -426,15 +325,14 @@ ngx_http_tent_local_received(void *data, ngx_uint_t status)
         ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
                       "tent delivery: \"%V\" of this node refused the "
                       "post (%ui): not retried", &l->to->entity, status);
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-        return;
+        return NGX_HTTP_TENT_REFUSED;
     }
 
     ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
                   "tent delivery: \"%V\" of this node: status %ui",
                   &l->to->entity, status);
 
-    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+    return NGX_HTTP_TENT_RETRY;
 }
 
 

@@ -43,6 +43,7 @@ typedef struct {
     ngx_atomic_t                    stats[NGX_HTTP_TENT_STATS];
     ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
     ngx_atomic_t                    registry;    /* its generation */
+    ngx_atomic_t                    subscriptions; /* their generation */
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -490,6 +491,36 @@ ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
 
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->credentials, 1);
+    }
+}
+
+
+/*
+ * App subscriptions: moved by a write of one, so that the delivery
+ * engine may trust "no app of this entity is subscribed" until then
+ * (ngx_http_tent_local_batch.c).
+ */
+
+ngx_atomic_uint_t
+ngx_http_tent_subscription_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->subscriptions : 0;
+}
+
+
+void
+ngx_http_tent_subscription_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->subscriptions, 1);
     }
 }
 

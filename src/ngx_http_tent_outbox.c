@@ -20,6 +20,7 @@
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -295,6 +296,8 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
           + dl->next_entity;
 
     dl->census = table;
+    dl->census_apps = ngx_http_tent_subscription_generation(
+                                              (ngx_cycle_t *) ngx_cycle);
 
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
@@ -368,6 +371,12 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
 
         ngx_http_tent_delivery_next(dl);
         return;
+    }
+
+    /* no app: same-node copies need not tell its apps (local_batch.c) */
+
+    if (dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION) {
+        ngx_http_tent_local_no_apps(dl, dl->next_entity, dl->census_apps);
     }
 
     /* no follower: an app subscribed?  For a profile post, a following? */

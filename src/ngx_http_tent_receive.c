@@ -179,9 +179,40 @@ ngx_http_tent_received_batch(ngx_pool_t *pool, ngx_log_t *log,
     ngx_str_t *owner, ngx_http_tent_received_t *st, json_t *current,
     ngx_str_t *raw)
 {
-    ngx_str_t                  key, vkey, value;
+    ngx_str_t                  key, value;
     ngx_http_tent_store_op_t  *op;
 
+    if (ngx_http_tent_received_value(pool, st, current, &value) != NGX_OK
+        || ngx_http_tent_post_key(pool, owner, &st->entity, &st->id, -1,
+                                  &key)
+           != NGX_OK)
+    {
+        return NULL;
+    }
+
+    op = ngx_http_tent_store_op_create(pool, log);
+
+    if (op == NULL
+        || ngx_http_tent_store_cas(op, &key, raw, &value) != NGX_OK
+        || ngx_http_tent_received_rows(pool, owner, op, st, &value, 0)
+           != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return op;
+}
+
+
+/*
+ * The copy as it is stored: a newer version of a copy we have keeps the
+ * first copy's times, so its index keys stay the same.
+ */
+
+ngx_int_t
+ngx_http_tent_received_value(ngx_pool_t *pool, ngx_http_tent_received_t *st,
+    json_t *current, ngx_str_t *value)
+{
     static const char  *kept[] = { "received_at", "published_at",
                                    "updated_at", "rus", NULL };
     const char        **k;
@@ -192,36 +223,49 @@ ngx_http_tent_received_batch(ngx_pool_t *pool, ngx_log_t *log,
         }
     }
 
-    if (ngx_http_tent_post_key(pool, owner, &st->entity, &st->id, -1, &key)
-        != NGX_OK
-        || ngx_http_tent_post_key(pool, owner, &st->entity, &st->id,
-                                  st->version, &vkey)
-           != NGX_OK
-        || ngx_http_tent_json_dump(pool, st->post, &value) != NGX_OK)
+    return ngx_http_tent_json_dump(pool, st->post, value);
+}
+
+
+/*
+ * The copy's rows into a write "op": the post row itself (with
+ * NGX_HTTP_TENT_RECEIVED_ROW; else "op" is its compare-and-set), its
+ * version, its feed rows, and the outbox row that tells the apps
+ * subscribed (spec 7.4, 9.2), unless the caller knows none is
+ * (NGX_HTTP_TENT_RECEIVED_NO_APPS).
+ */
+
+ngx_int_t
+ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_received_t *st,
+    ngx_str_t *value, ngx_uint_t flags)
+{
+    ngx_str_t  key, vkey;
+
+    if ((flags & NGX_HTTP_TENT_RECEIVED_ROW)
+        && (ngx_http_tent_post_key(pool, owner, &st->entity, &st->id, -1,
+                                   &key)
+            != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, value) != NGX_OK))
     {
-        return NULL;
+        return NGX_ERROR;
     }
 
-    op = ngx_http_tent_store_op_create(pool, log);
-
-    if (op == NULL
-        || ngx_http_tent_store_cas(op, &key, raw, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &vkey, &value) != NGX_OK
+    if (ngx_http_tent_post_key(pool, owner, &st->entity, &st->id,
+                               st->version, &vkey)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(op, &vkey, value) != NGX_OK
         || ngx_http_tent_post_index_rows(pool, owner, op, st->post, 0)
            != NGX_OK)
     {
-        return NULL;
+        return NGX_ERROR;
     }
 
-    /* its outbox row tells the apps subscribed (spec 7.4, 9.2) */
-
-    if (ngx_http_tent_delivery_mark_rows(pool, owner, op, st->post)
-        != NGX_OK)
-    {
-        return NULL;
+    if (flags & NGX_HTTP_TENT_RECEIVED_NO_APPS) {
+        return NGX_OK;
     }
 
-    return op;
+    return ngx_http_tent_delivery_mark_rows(pool, owner, op, st->post);
 }
 
 
@@ -232,7 +276,6 @@ ngx_http_tent_received_delete(ngx_pool_t *pool, ngx_log_t *log,
     ngx_str_t *owner, ngx_http_tent_received_t *st, json_t *copy,
     ngx_str_t *value)
 {
-    ngx_int_t                  v;
     ngx_str_t                  key;
     ngx_http_tent_store_op_t  *wop;
 
@@ -247,10 +290,33 @@ ngx_http_tent_received_delete(ngx_pool_t *pool, ngx_log_t *log,
 
     if (wop == NULL
         || ngx_http_tent_store_cas(wop, &key, value, value) != NGX_OK
+        || ngx_http_tent_received_delete_rows(pool, owner, wop, st, copy)
+           != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return wop;
+}
+
+
+/* the deleted copy's rows into a write: it, its feed rows, its versions */
+
+ngx_int_t
+ngx_http_tent_received_delete_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *wop, ngx_http_tent_received_t *st,
+    json_t *copy)
+{
+    ngx_int_t  v;
+    ngx_str_t  key;
+
+    if (ngx_http_tent_post_key(pool, owner, &st->entity, &st->deletes, -1,
+                               &key)
+        != NGX_OK
         || ngx_http_tent_store_write_del(wop, &key) != NGX_OK
         || ngx_http_tent_post_index_rows(pool, owner, wop, copy, 1) != NGX_OK)
     {
-        return NULL;
+        return NGX_ERROR;
     }
 
     for (v = 1; v <= json_integer_value(json_object_get(copy, "version"))
@@ -261,11 +327,11 @@ ngx_http_tent_received_delete(ngx_pool_t *pool, ngx_log_t *log,
             != NGX_OK
             || ngx_http_tent_store_write_del(wop, &key) != NGX_OK)
         {
-            return NULL;
+            return NGX_ERROR;
         }
     }
 
-    return wop;
+    return NGX_OK;
 }
 
 

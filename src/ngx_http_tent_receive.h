@@ -46,6 +46,18 @@ ngx_http_tent_store_op_t *ngx_http_tent_received_batch(ngx_pool_t *pool,
 ngx_http_tent_store_op_t *ngx_http_tent_received_delete(ngx_pool_t *pool,
     ngx_log_t *log, ngx_str_t *owner, ngx_http_tent_received_t *st,
     json_t *copy, ngx_str_t *value);
+ngx_int_t ngx_http_tent_received_value(ngx_pool_t *pool,
+    ngx_http_tent_received_t *st, json_t *current, ngx_str_t *value);
+/* ngx_http_tent_received_rows(): the post row too; no outbox row */
+#define NGX_HTTP_TENT_RECEIVED_ROW      0x01
+#define NGX_HTTP_TENT_RECEIVED_NO_APPS  0x02
+
+ngx_int_t ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_received_t *st,
+    ngx_str_t *value, ngx_uint_t flags);
+ngx_int_t ngx_http_tent_received_delete_rows(ngx_pool_t *pool,
+    ngx_str_t *owner, ngx_http_tent_store_op_t *wop,
+    ngx_http_tent_received_t *st, json_t *copy);
 ngx_int_t ngx_http_tent_notification_receive(ngx_pool_t *pool,
     ngx_log_t *log, ngx_str_t *owner, json_t *body, ngx_str_t *sender,
     ngx_http_tent_receive_pt handler, void *data);

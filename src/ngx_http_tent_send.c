@@ -553,6 +553,26 @@ ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
 void
 ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 {
+    ngx_http_tent_store_op_t  *wop;
+
+    wop = ngx_http_tent_delivery_settlement(t, outcome);
+
+    if (wop) {
+        ngx_http_tent_settle_add(t, wop);
+    }
+}
+
+
+/*
+ * The job's settlement as a write, not submitted: NULL when building it
+ * failed (the task is over then, logged).  Same-node batches append it
+ * to their own write (ngx_http_tent_local_batch.c).
+ */
+
+ngx_http_tent_store_op_t *
+ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
+    ngx_uint_t outcome)
+{
     uint64_t                    delay, due;
     ngx_int_t                   attempt;
     ngx_str_t                   id;
@@ -568,7 +588,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
     {
         ngx_http_tent_task_failed(t, "building the job's settlement");
-        return;
+        return NULL;
     }
 
     attempt = t->job ? json_integer_value(json_object_get(t->job, "attempt"))
@@ -589,7 +609,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         != NGX_OK)
     {
         ngx_http_tent_task_failed(t, "reading the job's key");
-        return;
+        return NULL;
     }
 
     /*
@@ -615,7 +635,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
             != NGX_OK)
         {
             ngx_http_tent_task_done(t);     /* logged there */
-            return;
+            return NULL;
         }
 
         ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
@@ -637,7 +657,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
             != NGX_OK)
         {
             ngx_http_tent_task_done(t);     /* logged there */
-            return;
+            return NULL;
         }
 
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
@@ -659,10 +679,10 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
         != NGX_OK)
     {
         ngx_http_tent_task_failed(t, "writing the delivery's status");
-        return;
+        return NULL;
     }
 
-    ngx_http_tent_settle_add(t, wop);
+    return wop;
 }
 
 

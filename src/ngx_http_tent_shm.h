@@ -34,6 +34,10 @@ void ngx_http_tent_credential_bump(ngx_cycle_t *cycle);
 ngx_atomic_uint_t ngx_http_tent_registry_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_registry_bump(ngx_cycle_t *cycle);
 
+/* app subscriptions: moved by a write of a subscription row */
+ngx_atomic_uint_t ngx_http_tent_subscription_generation(ngx_cycle_t *cycle);
+void ngx_http_tent_subscription_bump(ngx_cycle_t *cycle);
+
 
 /*
  * Outbox marks: a bit by a hash of the entity (ngx_crc32_short of its

@@ -316,6 +316,10 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
         sop->replies = 1;
     }
 
+    if (caches & NGX_HTTP_TENT_CACHE_APPS) {
+        sop->apps = 1;
+    }
+
     /* the delivery engine's outbox mark of the entity: one, or all */
 
     if (caches & NGX_HTTP_TENT_CACHE_OUTBOX) {
@@ -557,6 +561,7 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
 
     sop->credential |= sother->credential;
     sop->replies |= sother->replies;
+    sop->apps |= sother->apps;
 
     if (sother->outbox) {
         if (sop->outbox && sop->outbox_hash != sother->outbox_hash) {
@@ -922,6 +927,10 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
 
     if (sop->replies) {
         ngx_http_tent_generation_bump((ngx_cycle_t *) ngx_cycle);
+    }
+
+    if (sop->apps) {
+        ngx_http_tent_subscription_bump((ngx_cycle_t *) ngx_cycle);
     }
 
     /* an outbox row: the engine's next pass looks at that entity's */

@@ -97,6 +97,7 @@ typedef struct {
     unsigned                        request:1;     /* a client waits */
     unsigned                        outbox:1;      /* an outbox row */
     unsigned                        outboxes:1;    /* of several entities */
+    unsigned                        apps:1;        /* a subscription */
     ngx_uint_t                      outbox_hash;   /* its entity's */
 } ngx_http_tent_store_op_full_t;
 
