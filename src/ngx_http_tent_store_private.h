@@ -293,4 +293,54 @@ ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);
 void ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b);
 
 
+/* ngx_http_tent_store_codec.c: the executor's bytes, in and out */
+
+typedef struct {
+    u_char                     *data;
+    size_t                      len;
+    size_t                      size;
+    ngx_uint_t                  failed;
+} ngx_http_tent_out_t;
+
+
+typedef struct {
+    u_char                     *pos;
+    u_char                     *last;
+} ngx_http_tent_in_t;
+
+
+/* a request as ngx_http_tent_ldb_decode() finds it: into its bytes */
+
+typedef struct {
+    ngx_uint_t                  op;
+    ngx_uint_t                  flags;
+    ngx_str_t                   key;        /* GET, CAS */
+    ngx_uint_t                  has;        /* CAS: "expected" is given */
+    ngx_str_t                   expected;
+    ngx_str_t                   value;
+    ngx_str_t                   start;      /* SCAN */
+    ngx_str_t                   end;
+    uint32_t                    limit;
+    ngx_uint_t                  reverse;
+    uint32_t                    n;          /* WRITE, CAS: entries; MGET */
+    ngx_http_tent_in_t          items;      /* the entries, or the keys */
+} ngx_http_tent_ldb_req_t;
+
+
+void ngx_http_tent_out_put(ngx_http_tent_out_t *out, const void *data,
+    size_t n);
+void ngx_http_tent_out_str(ngx_http_tent_out_t *out, const char *s,
+    size_t n);
+void ngx_http_tent_out_status(ngx_http_tent_out_t *out,
+    ngx_uint_t status);
+void ngx_http_tent_out_error(ngx_http_tent_out_t *out,
+    const char *message);
+ngx_int_t ngx_http_tent_in_str(ngx_http_tent_in_t *in, ngx_str_t *s);
+int ngx_http_tent_key_cmp(const char *a, size_t alen, ngx_str_t *b);
+ngx_int_t ngx_http_tent_in_entry(ngx_http_tent_in_t *in,
+    ngx_uint_t *kind, ngx_str_t *key, ngx_str_t *value);
+const char *ngx_http_tent_ldb_decode(u_char *req, size_t len,
+    ngx_http_tent_ldb_req_t *rq);
+
+
 #endif /* _NGX_HTTP_TENT_STORE_PRIVATE_H_INCLUDED_ */
