@@ -53,6 +53,7 @@ static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
+static void ngx_http_tent_task_refill(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
     ngx_str_t *key);
 
@@ -762,19 +763,67 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     }
 
     ngx_queue_remove(&t->queue);
-    dl->inflight--;
-    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+
+    if (t->settling) {
+        dl->settling--;             /* its slot went with its settlement */
+
+    } else {
+        dl->inflight--;
+        ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+    }
 
     ngx_http_tent_task_ended(dl, &t->key);
 
     ngx_post_event(&t->free, &ngx_posted_events);
 
-    /*
-     * A due jobs' pass at once, not at the next tick, when a quarter of
-     * the slots are free (or all): a scan and a read for a batch of jobs,
-     * not for every job that ends.
-     */
+    ngx_http_tent_task_refill(dl);
+}
 
+
+/*
+ * A job whose settlement joined a settle batch (ngx_http_tent_settle.c)
+ * gives its slot (and its host's) back at once: the next due jobs need
+ * not wait for the batch's write.  The task stays in the running list,
+ * so its row, still in the queue until the write is answered, is not
+ * started again; it ends, as before, with that answer.
+ */
+
+void
+ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_delivery_t  *dl;
+
+    dl = t->dl;
+
+    if (t->settling || t->batch == NULL) {
+        return;
+    }
+
+    t->settling = 1;
+    dl->settling++;
+    dl->inflight--;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+
+    ngx_http_tent_host_release(t);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: a job settling: its slot free, "
+                   "%ui in flight, %ui settling", dl->inflight,
+                   dl->settling);
+
+    ngx_http_tent_task_refill(dl);
+}
+
+
+/*
+ * A due jobs' pass at once, not at the next tick, when a quarter of the
+ * slots are free (or all): a scan and a read for a batch of jobs, not
+ * for every job that ends.
+ */
+
+static void
+ngx_http_tent_task_refill(ngx_http_tent_delivery_t *dl)
+{
     if ((dl->inflight == 0
          || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
                                             dl->mcf->delivery_concurrency)

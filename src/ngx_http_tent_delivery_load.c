@@ -27,6 +27,14 @@
 #include "ngx_http_tent_store.h"
 
 
+/*
+ * Jobs of a batch started in one turn of the event loop: the rest wait
+ * for the next turn (ngx_posted_next_events), after the requests that
+ * arrived meanwhile.
+ */
+#define NGX_HTTP_TENT_BATCH_TURN  16
+
+
 /* a job of the batch, and what its read brought */
 typedef struct {
     ngx_http_tent_task_t           *task;
@@ -43,6 +51,7 @@ static ngx_http_tent_batch_t *ngx_http_tent_batch_create(
 static ngx_int_t ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch,
     ngx_http_tent_task_t *t);
 static void ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_batch_run(ngx_event_t *ev);
 static void ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch);
 static void ngx_http_tent_batch_free(ngx_event_t *ev);
 
@@ -81,6 +90,9 @@ ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
     batch->free.handler = ngx_http_tent_batch_free;
     batch->free.data = batch;
     batch->free.log = dl->log;
+    batch->more.handler = ngx_http_tent_batch_run;
+    batch->more.data = batch;
+    batch->more.log = dl->log;
 
     return batch;
 
@@ -337,7 +349,6 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
 
     ngx_str_t                    value;
     ngx_uint_t                   i, found;
-    ngx_http_tent_task_t        *t;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
 
@@ -391,31 +402,8 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
         }
     }
 
-    for (i = 0; i < batch->jobs.nelts; i++) {
-        t = bj[i].task;
-
-        /*
-         * The job itself first: the scan that listed it may have been
-         * answered while an earlier task for it settled it; then it is
-         * gone, and not sent twice.
-         */
-
-        if (!bj[i].found) {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
-                           "tent delivery: post \"%V\": job settled already",
-                           &t->post_id);
-            ngx_http_tent_task_done(t);
-            continue;
-        }
-
-        t->bpost = &bp[bj[i].post];
-        t->post = t->bpost->post;
-
-        ngx_http_tent_delivery_loaded(t, bj[i].has_record ? &bj[i].record
-                                                          : NULL);
-    }
-
-    ngx_http_tent_batch_unref(batch);
+    batch->next = 0;
+    ngx_http_tent_batch_run(&batch->more);
 
     return;
 
@@ -428,6 +416,64 @@ done:
 
     for (i = 0; i < batch->jobs.nelts; i++) {
         ngx_http_tent_task_done(bj[i].task);
+    }
+
+    ngx_http_tent_batch_unref(batch);
+}
+
+
+/*
+ * The batch's jobs started, NGX_HTTP_TENT_BATCH_TURN a turn of the event
+ * loop: each parses its record and builds, signs and starts its request,
+ * and a request that arrived meanwhile is not held behind all of them.
+ */
+
+static void
+ngx_http_tent_batch_run(ngx_event_t *ev)
+{
+    ngx_http_tent_batch_t *batch = ev->data;
+
+    ngx_uint_t                   n;
+    ngx_http_tent_task_t        *t;
+    ngx_http_tent_batch_job_t   *bj;
+    ngx_http_tent_batch_post_t  *bp;
+
+    bp = batch->posts.elts;
+
+    for (n = 0;
+         batch->next < batch->jobs.nelts && n < NGX_HTTP_TENT_BATCH_TURN;
+         n++)
+    {
+        bj = (ngx_http_tent_batch_job_t *) batch->jobs.elts + batch->next++;
+        t = bj->task;
+
+        /*
+         * The job itself first: the scan that listed it may have been
+         * answered while an earlier task for it settled it; then it is
+         * gone, and not sent twice.
+         */
+
+        if (!bj->found) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                           "tent delivery: post \"%V\": job settled already",
+                           &t->post_id);
+            ngx_http_tent_task_done(t);
+            continue;
+        }
+
+        t->bpost = &bp[bj->post];
+        t->post = t->bpost->post;
+
+        ngx_http_tent_delivery_loaded(t, bj->has_record ? &bj->record : NULL);
+    }
+
+    if (batch->next < batch->jobs.nelts) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: batch: %ui of %ui jobs started, the "
+                       "rest next turn", batch->next, batch->jobs.nelts);
+
+        ngx_post_event(&batch->more, &ngx_posted_next_events);
+        return;
     }
 
     ngx_http_tent_batch_unref(batch);

@@ -80,6 +80,8 @@ typedef struct {
     ngx_uint_t                      refs;        /* its jobs not freed */
     ngx_array_t                     jobs;        /* _batch_job_t, in read */
     ngx_array_t                     posts;       /* _batch_post_t */
+    ngx_uint_t                      next;        /* the job to start */
+    ngx_event_t                     more;        /* the next jobs' turn */
     ngx_event_t                     free;        /* the read's pool */
 } ngx_http_tent_batch_t;
 
@@ -93,6 +95,7 @@ struct ngx_http_tent_delivery_s {
     ngx_pool_t                     *pool;
     ngx_queue_t                     tasks;
     ngx_uint_t                      inflight;
+    ngx_uint_t                      settling;    /* slots given back */
     ngx_uint_t                      next_entity;
     ngx_array_t                     rows;        /* key, value: outbox */
     ngx_rbtree_t                   *done;        /* keys ended this step */
@@ -163,6 +166,7 @@ typedef struct {
     unsigned                          writing:1;  /* job puts unanswered */
     unsigned                          probe:1;    /* of a paused host */
     unsigned                          no_local:1; /* HTTP, not same-node */
+    unsigned                          settling:1; /* in a settle batch */
 } ngx_http_tent_task_t;
 
 
@@ -176,6 +180,7 @@ ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+void ngx_http_tent_task_settling(ngx_http_tent_task_t *t);
 
 /* a set of strings in a pool, looked up in log time */
 ngx_rbtree_t *ngx_http_tent_key_set_create(ngx_pool_t *pool);

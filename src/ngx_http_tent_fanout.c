@@ -30,7 +30,11 @@
 #include "ngx_http_tent_store.h"
 
 
-#define NGX_HTTP_TENT_FOLLOWER_SCAN 500
+/*
+ * followers read and made into jobs a step: each step is one turn of the
+ * event loop (every record parsed), which requests share
+ */
+#define NGX_HTTP_TENT_FOLLOWER_SCAN 100
 
 
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);

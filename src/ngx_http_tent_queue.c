@@ -358,7 +358,8 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
      * and for one row more, the first not due yet (the due index).
      */
 
-    limit = room + dl->inflight + ngx_http_tent_hosts_deferred() + 1;
+    limit = room + dl->inflight + dl->settling
+            + ngx_http_tent_hosts_deferred() + 1;
 
     if (scan == NULL || qs == NULL
         || ngx_http_tent_key_range(dl->due_pool, &ent->entity,

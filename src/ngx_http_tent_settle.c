@@ -78,10 +78,14 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
 
     *tp = t;
 
+    /* a due job's slot is free for the next one now, not after the write */
+
+    ngx_http_tent_task_settling(t);
+
     /* full, or no job in flight is left to join it: it goes now */
 
     if (st->tasks.nelts >= NGX_HTTP_TENT_SETTLE_MAX
-        || st->tasks.nelts >= dl->inflight)
+        || dl->inflight == 0)
     {
         if (dl->settle_timer.timer_set) {
             ngx_del_timer(&dl->settle_timer);
