@@ -167,6 +167,7 @@ typedef struct {
     unsigned                          probe:1;    /* of a paused host */
     unsigned                          no_local:1; /* HTTP, not same-node */
     unsigned                          settling:1; /* in a settle batch */
+    ngx_str_t                         record_key; /* a due job's record */
 } ngx_http_tent_task_t;
 
 
@@ -236,6 +237,8 @@ ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
 ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
     ngx_uint_t due);
+json_t *ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key,
+    ngx_str_t *value);
 
 /* ngx_http_tent_settle.c: settlements written in batches */
 void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,

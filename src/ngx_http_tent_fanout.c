@@ -447,7 +447,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         rows++;
         last = key;
 
-        follower = ngx_http_tent_json_parse(&value, t->dl->log);
+        follower = ngx_http_tent_record_parse(t->dl->log, &key, &value);
         if (follower == NULL) {
             continue;
         }

@@ -95,7 +95,8 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
 
     if (record == NULL
         || t->post == NULL
-        || (t->follower = ngx_http_tent_json_parse(record, t->dl->log))
+        || (t->follower = ngx_http_tent_record_parse(t->dl->log,
+                                                     &t->record_key, record))
            == NULL
         || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
     {
