@@ -540,7 +540,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     /*
      * More followers: these jobs now, the rest after them; the outbox row
      * goes with the last batch (a crash between makes some jobs twice).
-     * A batch short of its 500 rows is no end: the store also ends a scan
+     * A batch short of its 100 rows is no end: the store also ends a scan
      * at a byte budget, which followers with big profiles reach, so only
      * an empty scan ends the stage.
      */
