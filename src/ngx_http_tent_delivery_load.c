@@ -553,9 +553,9 @@ ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
             return ngx_http_tent_json_parse(value, log);
         }
 
-        ngx_http_tent_records = ngx_calloc(NGX_HTTP_TENT_RECORDS
-                                           * sizeof(ngx_http_tent_record_slot_t),
-                                           log);
+        ngx_http_tent_records =
+            ngx_calloc(NGX_HTTP_TENT_RECORDS
+                       * sizeof(ngx_http_tent_record_slot_t), log);
         if (ngx_http_tent_records == NULL) {
             return ngx_http_tent_json_parse(value, log);
         }
