@@ -795,7 +795,15 @@ ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
 
     dl = t->dl;
 
-    if (t->settling || t->batch == NULL) {
+    /*
+     * Bounded: a store slow to answer would have every finished job wait
+     * in memory, and every due scan read them all again; past a full
+     * batch of them, a job keeps its slot until its write is answered.
+     */
+
+    if (t->settling || t->batch == NULL
+        || dl->settling >= NGX_HTTP_TENT_SETTLE_MAX)
+    {
         return;
     }
 

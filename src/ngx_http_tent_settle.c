@@ -32,6 +32,7 @@ struct ngx_http_tent_settle_s {
     ngx_http_tent_delivery_t       *dl;
     ngx_http_tent_store_op_t       *wop;
     ngx_array_t                     tasks;       /* ngx_http_tent_task_t * */
+    ngx_uint_t                      held;        /* of them, with slots */
     ngx_event_t                     free;
 };
 
@@ -82,10 +83,14 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
 
     ngx_http_tent_task_settling(t);
 
+    if (!t->settling) {
+        st->held++;
+    }
+
     /* full, or no job in flight is left to join it: it goes now */
 
     if (st->tasks.nelts >= NGX_HTTP_TENT_SETTLE_MAX
-        || dl->inflight == 0)
+        || dl->inflight <= st->held)
     {
         if (dl->settle_timer.timer_set) {
             ngx_del_timer(&dl->settle_timer);
