@@ -458,21 +458,36 @@ ngx_http_tent_task_t *
 ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
 {
+    return ngx_http_tent_task_create_in(dl, ent, key, value, NULL);
+}
+
+
+/*
+ * A task in a pool of its own, or (a due job's) in its batch's, which
+ * outlives it: one pool for a batch's jobs, not a pool and its blocks
+ * allocated and freed for each.
+ */
+
+ngx_http_tent_task_t *
+ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value,
+    ngx_pool_t *shared)
+{
     ngx_pool_t            *pool;
     ngx_http_tent_task_t  *t;
 
-    pool = ngx_create_pool(4096, dl->log);
+    pool = shared ? shared : ngx_create_pool(4096, dl->log);
     if (pool == NULL) {
         goto failed;
     }
 
     t = ngx_pcalloc(pool, sizeof(ngx_http_tent_task_t));
     if (t == NULL) {
-        ngx_destroy_pool(pool);
-        goto failed;
+        goto failed_pool;
     }
 
     t->pool = pool;
+    t->shared_pool = (shared != NULL);
     t->dl = dl;
     t->ent = ent;
 
@@ -480,8 +495,7 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     t->raw.data = ngx_pstrdup(pool, value);
 
     if (t->key.data == NULL || t->raw.data == NULL) {
-        ngx_destroy_pool(pool);
-        goto failed;
+        goto failed_pool;
     }
 
     t->key.len = key->len;
@@ -496,6 +510,12 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_queue_insert_tail(&dl->tasks, &t->queue);
 
     return t;
+
+failed_pool:
+
+    if (shared == NULL) {
+        ngx_destroy_pool(pool);
+    }
 
 failed:
 
@@ -870,7 +890,9 @@ ngx_http_tent_task_free(ngx_event_t *ev)
         ngx_destroy_pool(t->step);
     }
 
-    ngx_destroy_pool(t->pool);
+    if (!t->shared_pool) {
+        ngx_destroy_pool(t->pool);
+    }
 
     if (batch) {
         ngx_destroy_pool(batch->pool);

@@ -186,7 +186,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
             }
         }
 
-        t = ngx_http_tent_task_create(dl, ent, &key, &value);
+        t = ngx_http_tent_task_create_in(dl, ent, &key, &value, batch->pool);
         if (t == NULL) {
             complete = 0;
             break;

@@ -167,6 +167,7 @@ typedef struct {
     unsigned                          probe:1;    /* of a paused host */
     unsigned                          no_local:1; /* HTTP, not same-node */
     unsigned                          settling:1; /* in a settle batch */
+    unsigned                          shared_pool:1; /* its batch's */
     ngx_str_t                         record_key; /* a due job's record */
 } ngx_http_tent_task_t;
 
@@ -176,6 +177,9 @@ uint64_t ngx_http_tent_now_ms(void);
 void ngx_http_tent_delivery_next(ngx_http_tent_delivery_t *dl);
 ngx_http_tent_task_t *ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+ngx_http_tent_task_t *ngx_http_tent_task_create_in(
+    ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent,
+    ngx_str_t *key, ngx_str_t *value, ngx_pool_t *shared);
 ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
