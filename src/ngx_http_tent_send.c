@@ -33,6 +33,7 @@ static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t,
     json_t *sub, ngx_str_t *out);
 
@@ -487,8 +488,21 @@ send:
 }
 
 
+/*
+ * The answer, then its buffers given back: the task's pool is its
+ * batch's, which lives until the batch's last job ends.
+ */
+
 static void
 ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_delivery_answer(f);
+    ngx_http_tent_fetch_release(f);
+}
+
+
+static void
+ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f)
 {
     ngx_http_tent_task_t *t = f->data;
 
