@@ -53,6 +53,7 @@ static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
 static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
+static void ngx_http_tent_task_refill(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
     ngx_str_t *key);
 
@@ -472,21 +473,36 @@ ngx_http_tent_task_t *
 ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
 {
+    return ngx_http_tent_task_create_in(dl, ent, key, value, NULL);
+}
+
+
+/*
+ * A task in a pool of its own, or (a due job's) in its batch's, which
+ * outlives it: one pool for a batch's jobs, not a pool and its blocks
+ * allocated and freed for each.
+ */
+
+ngx_http_tent_task_t *
+ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value,
+    ngx_pool_t *shared)
+{
     ngx_pool_t            *pool;
     ngx_http_tent_task_t  *t;
 
-    pool = ngx_create_pool(4096, dl->log);
+    pool = shared ? shared : ngx_create_pool(4096, dl->log);
     if (pool == NULL) {
         goto failed;
     }
 
     t = ngx_pcalloc(pool, sizeof(ngx_http_tent_task_t));
     if (t == NULL) {
-        ngx_destroy_pool(pool);
-        goto failed;
+        goto failed_pool;
     }
 
     t->pool = pool;
+    t->shared_pool = (shared != NULL);
     t->dl = dl;
     t->ent = ent;
 
@@ -494,8 +510,7 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     t->raw.data = ngx_pstrdup(pool, value);
 
     if (t->key.data == NULL || t->raw.data == NULL) {
-        ngx_destroy_pool(pool);
-        goto failed;
+        goto failed_pool;
     }
 
     t->key.len = key->len;
@@ -510,6 +525,12 @@ ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_queue_insert_tail(&dl->tasks, &t->queue);
 
     return t;
+
+failed_pool:
+
+    if (shared == NULL) {
+        ngx_destroy_pool(pool);
+    }
 
 failed:
 
@@ -777,19 +798,75 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
     }
 
     ngx_queue_remove(&t->queue);
-    dl->inflight--;
-    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+
+    if (t->settling) {
+        dl->settling--;             /* its slot went with its settlement */
+
+    } else {
+        dl->inflight--;
+        ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+    }
 
     ngx_http_tent_task_ended(dl, &t->key);
 
     ngx_post_event(&t->free, &ngx_posted_events);
 
+    ngx_http_tent_task_refill(dl);
+}
+
+
+/*
+ * A job whose settlement joined a settle batch (ngx_http_tent_settle.c)
+ * gives its slot (and its host's) back at once: the next due jobs need
+ * not wait for the batch's write.  The task stays in the running list,
+ * so its row, still in the queue until the write is answered, is not
+ * started again; it ends, as before, with that answer.
+ */
+
+void
+ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
+{
+    ngx_http_tent_delivery_t  *dl;
+
+    dl = t->dl;
+
     /*
-     * A due jobs' pass at once, not at the next tick, when a quarter of
-     * the slots are free (or all): a scan and a read for a batch of jobs,
-     * not for every job that ends.
+     * Bounded: a store slow to answer would have every finished job wait
+     * in memory, and every due scan read them all again; past a full
+     * batch of them, a job keeps its slot until its write is answered.
      */
 
+    if (t->settling || t->batch == NULL
+        || dl->settling >= NGX_HTTP_TENT_SETTLE_MAX)
+    {
+        return;
+    }
+
+    t->settling = 1;
+    dl->settling++;
+    dl->inflight--;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
+
+    ngx_http_tent_host_release(t);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: a job settling: its slot free, "
+                   "%ui in flight, %ui settling", dl->inflight,
+                   dl->settling);
+
+    ngx_http_tent_task_refill(dl);
+}
+
+
+/*
+ * A due jobs' pass at once, not at the next tick, when a quarter of the
+ * slots are free (or all): a scan and a read for a batch of jobs, not
+ * for every job that ends.
+ */
+
+static void
+ngx_http_tent_task_refill(ngx_http_tent_delivery_t *dl)
+{
     if ((dl->inflight == 0
          || dl->mcf->delivery_concurrency - ngx_min(dl->inflight,
                                             dl->mcf->delivery_concurrency)
@@ -828,7 +905,9 @@ ngx_http_tent_task_free(ngx_event_t *ev)
         ngx_destroy_pool(t->step);
     }
 
-    ngx_destroy_pool(t->pool);
+    if (!t->shared_pool) {
+        ngx_destroy_pool(t->pool);
+    }
 
     if (batch) {
         ngx_destroy_pool(batch->pool);

@@ -27,6 +27,36 @@
 #include "ngx_http_tent_store.h"
 
 
+/*
+ * Jobs of a batch started in one turn of the event loop: the rest wait
+ * for the next turn (ngx_posted_next_events), after the requests that
+ * arrived meanwhile.
+ */
+#define NGX_HTTP_TENT_BATCH_TURN  16
+
+
+/*
+ * The records (a follower's row, a following's) parsed once, not for
+ * each post's fan-out and each job: the engine keeps the last parse of
+ * each row's key in one of NGX_HTTP_TENT_RECORDS slots (by the key's
+ * hash; a newer row takes the slot).  A hit is a row whose bytes are
+ * those parsed, so an update of the row is never missed; rows above
+ * NGX_HTTP_TENT_RECORD_MAX bytes (a big profile) are parsed each time.
+ * At most 1024 x 2 KB of rows, and their parses: a few MB.
+ */
+#define NGX_HTTP_TENT_RECORDS      1024
+#define NGX_HTTP_TENT_RECORD_MAX   2048
+
+typedef struct {
+    u_char                         *bytes;       /* key, then value */
+    size_t                          key_len;
+    size_t                          value_len;
+    json_t                         *json;
+} ngx_http_tent_record_slot_t;
+
+static ngx_http_tent_record_slot_t  *ngx_http_tent_records;
+
+
 /* a job of the batch, and what its read brought */
 typedef struct {
     ngx_http_tent_task_t           *task;
@@ -43,8 +73,10 @@ static ngx_http_tent_batch_t *ngx_http_tent_batch_create(
 static ngx_int_t ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch,
     ngx_http_tent_task_t *t);
 static void ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_batch_run(ngx_event_t *ev);
 static void ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch);
 static void ngx_http_tent_batch_free(ngx_event_t *ev);
+static void ngx_http_tent_records_free(void *data);
 
 
 /* a batch, made for the first job a scan starts: none when idle */
@@ -81,6 +113,9 @@ ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
     batch->free.handler = ngx_http_tent_batch_free;
     batch->free.data = batch;
     batch->free.log = dl->log;
+    batch->more.handler = ngx_http_tent_batch_run;
+    batch->more.data = batch;
+    batch->more.log = dl->log;
 
     return batch;
 
@@ -151,7 +186,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
             }
         }
 
-        t = ngx_http_tent_task_create(dl, ent, &key, &value);
+        t = ngx_http_tent_task_create_in(dl, ent, &key, &value, batch->pool);
         if (t == NULL) {
             complete = 0;
             break;
@@ -337,7 +372,6 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
 
     ngx_str_t                    value;
     ngx_uint_t                   i, found;
-    ngx_http_tent_task_t        *t;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
 
@@ -391,31 +425,8 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
         }
     }
 
-    for (i = 0; i < batch->jobs.nelts; i++) {
-        t = bj[i].task;
-
-        /*
-         * The job itself first: the scan that listed it may have been
-         * answered while an earlier task for it settled it; then it is
-         * gone, and not sent twice.
-         */
-
-        if (!bj[i].found) {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
-                           "tent delivery: post \"%V\": job settled already",
-                           &t->post_id);
-            ngx_http_tent_task_done(t);
-            continue;
-        }
-
-        t->bpost = &bp[bj[i].post];
-        t->post = t->bpost->post;
-
-        ngx_http_tent_delivery_loaded(t, bj[i].has_record ? &bj[i].record
-                                                          : NULL);
-    }
-
-    ngx_http_tent_batch_unref(batch);
+    batch->next = 0;
+    ngx_http_tent_batch_run(&batch->more);
 
     return;
 
@@ -428,6 +439,65 @@ done:
 
     for (i = 0; i < batch->jobs.nelts; i++) {
         ngx_http_tent_task_done(bj[i].task);
+    }
+
+    ngx_http_tent_batch_unref(batch);
+}
+
+
+/*
+ * The batch's jobs started, NGX_HTTP_TENT_BATCH_TURN a turn of the event
+ * loop: each parses its record and builds, signs and starts its request,
+ * and a request that arrived meanwhile is not held behind all of them.
+ */
+
+static void
+ngx_http_tent_batch_run(ngx_event_t *ev)
+{
+    ngx_http_tent_batch_t *batch = ev->data;
+
+    ngx_uint_t                   n;
+    ngx_http_tent_task_t        *t;
+    ngx_http_tent_batch_job_t   *bj;
+    ngx_http_tent_batch_post_t  *bp;
+
+    bp = batch->posts.elts;
+
+    for (n = 0;
+         batch->next < batch->jobs.nelts && n < NGX_HTTP_TENT_BATCH_TURN;
+         n++)
+    {
+        bj = (ngx_http_tent_batch_job_t *) batch->jobs.elts + batch->next++;
+        t = bj->task;
+
+        /*
+         * The job itself first: the scan that listed it may have been
+         * answered while an earlier task for it settled it; then it is
+         * gone, and not sent twice.
+         */
+
+        if (!bj->found) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                           "tent delivery: post \"%V\": job settled already",
+                           &t->post_id);
+            ngx_http_tent_task_done(t);
+            continue;
+        }
+
+        t->bpost = &bp[bj->post];
+        t->post = t->bpost->post;
+        t->record_key = bj->record_key;
+
+        ngx_http_tent_delivery_loaded(t, bj->has_record ? &bj->record : NULL);
+    }
+
+    if (batch->next < batch->jobs.nelts) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "tent delivery: batch: %ui of %ui jobs started, the "
+                       "rest next turn", batch->next, batch->jobs.nelts);
+
+        ngx_post_event(&batch->more, &ngx_posted_next_events);
+        return;
     }
 
     ngx_http_tent_batch_unref(batch);
@@ -460,4 +530,101 @@ ngx_http_tent_batch_free(ngx_event_t *ev)
                        "goes");
         ngx_destroy_pool(batch->pool);
     }
+}
+
+
+/*
+ * A record's row, parsed: a new reference the caller releases, or NULL
+ * (not JSON).  From the slot of its key when the row is the one parsed.
+ */
+
+json_t *
+ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
+{
+    json_t                       *json;
+    u_char                       *bytes;
+    ngx_uint_t                    i;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_tent_record_slot_t  *slot;
+
+    if (ngx_http_tent_records == NULL) {
+        cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
+        if (cln == NULL) {
+            return ngx_http_tent_json_parse(value, log);
+        }
+
+        ngx_http_tent_records =
+            ngx_calloc(NGX_HTTP_TENT_RECORDS
+                       * sizeof(ngx_http_tent_record_slot_t), log);
+        if (ngx_http_tent_records == NULL) {
+            return ngx_http_tent_json_parse(value, log);
+        }
+
+        cln->handler = ngx_http_tent_records_free;
+        cln->data = NULL;
+    }
+
+    i = ngx_hash_key(key->data, key->len) % NGX_HTTP_TENT_RECORDS;
+    slot = &ngx_http_tent_records[i];
+
+    if (slot->json
+        && slot->key_len == key->len
+        && slot->value_len == value->len
+        && ngx_memcmp(slot->bytes, key->data, key->len) == 0
+        && ngx_memcmp(slot->bytes + key->len, value->data, value->len) == 0)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
+                       "tent delivery: record \"%V\" parsed already", key);
+
+        return json_incref(slot->json);
+    }
+
+    json = ngx_http_tent_json_parse(value, log);
+
+    if (json == NULL
+        || key->len + value->len > NGX_HTTP_TENT_RECORD_MAX)
+    {
+        return json;
+    }
+
+    bytes = ngx_alloc(key->len + value->len, log);
+    if (bytes == NULL) {
+        return json;
+    }
+
+    ngx_memcpy(bytes, key->data, key->len);
+    ngx_memcpy(bytes + key->len, value->data, value->len);
+
+    if (slot->json) {
+        json_decref(slot->json);
+        ngx_free(slot->bytes);
+    }
+
+    slot->bytes = bytes;
+    slot->key_len = key->len;
+    slot->value_len = value->len;
+    slot->json = json_incref(json);
+
+    return json;
+}
+
+
+static void
+ngx_http_tent_records_free(void *data)
+{
+    ngx_uint_t  i;
+
+    if (ngx_http_tent_records == NULL) {
+        return;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_RECORDS; i++) {
+        if (ngx_http_tent_records[i].json) {
+            json_decref(ngx_http_tent_records[i].json);
+            ngx_free(ngx_http_tent_records[i].bytes);
+        }
+    }
+
+    ngx_free(ngx_http_tent_records);
+    ngx_http_tent_records = NULL;
 }

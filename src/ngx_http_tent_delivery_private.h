@@ -80,6 +80,8 @@ typedef struct {
     ngx_uint_t                      refs;        /* its jobs not freed */
     ngx_array_t                     jobs;        /* _batch_job_t, in read */
     ngx_array_t                     posts;       /* _batch_post_t */
+    ngx_uint_t                      next;        /* the job to start */
+    ngx_event_t                     more;        /* the next jobs' turn */
     ngx_event_t                     free;        /* the read's pool */
 } ngx_http_tent_batch_t;
 
@@ -93,6 +95,7 @@ struct ngx_http_tent_delivery_s {
     ngx_pool_t                     *pool;
     ngx_queue_t                     tasks;
     ngx_uint_t                      inflight;
+    ngx_uint_t                      settling;    /* slots given back */
     ngx_uint_t                      next_entity;
     ngx_array_t                     rows;        /* key, value: outbox */
     ngx_rbtree_t                   *done;        /* keys ended this step */
@@ -165,6 +168,9 @@ typedef struct {
     unsigned                          writing:1;  /* job puts unanswered */
     unsigned                          probe:1;    /* of a paused host */
     unsigned                          no_local:1; /* HTTP, not same-node */
+    unsigned                          settling:1; /* in a settle batch */
+    unsigned                          shared_pool:1; /* its batch's */
+    ngx_str_t                         record_key; /* a due job's record */
 } ngx_http_tent_task_t;
 
 
@@ -173,11 +179,15 @@ uint64_t ngx_http_tent_now_ms(void);
 void ngx_http_tent_delivery_next(ngx_http_tent_delivery_t *dl);
 ngx_http_tent_task_t *ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+ngx_http_tent_task_t *ngx_http_tent_task_create_in(
+    ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent,
+    ngx_str_t *key, ngx_str_t *value, ngx_pool_t *shared);
 ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
+void ngx_http_tent_task_settling(ngx_http_tent_task_t *t);
 
 /* a set of strings in a pool, looked up in log time */
 ngx_rbtree_t *ngx_http_tent_key_set_create(ngx_pool_t *pool);
@@ -238,6 +248,8 @@ ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
 ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
     ngx_uint_t due);
+json_t *ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key,
+    ngx_str_t *value);
 
 /* ngx_http_tent_settle.c: settlements written in batches */
 void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,

@@ -30,10 +30,17 @@
 #include "ngx_http_tent_store.h"
 
 
-#define NGX_HTTP_TENT_FOLLOWER_SCAN 500
+/*
+ * followers read and made into jobs a step: each step is one turn of the
+ * event loop (every record parsed), which requests share
+ */
+#define NGX_HTTP_TENT_FOLLOWER_SCAN 100
 
 
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
+    ngx_str_t *fid, ngx_str_t *pid);
 static void ngx_http_tent_delivery_expand_followers(
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
@@ -382,6 +389,81 @@ ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
 }
 
 
+/*
+ * A follower's or a following's job, as ngx_http_tent_job_new() puts one
+ * but printed, not packed and dumped by jansson: {"follower" (or
+ * "following"), "id", "version", "attempt": 0, "first"}.
+ */
+
+static ngx_int_t
+ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
+    ngx_str_t *fid, ngx_str_t *pid)
+{
+    u_char      *p;
+    size_t       len;
+    uintptr_t    fesc, pesc;
+    ngx_str_t    key, value, id;
+    const char  *field;
+
+    field = (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS) ? "following"
+                                                          : "follower";
+
+    /* the post's id as the outbox row names it, as a packed job had it */
+
+    if (ngx_http_tent_json_str(t->job, "id", &id) == NGX_OK) {
+        pid = &id;
+    }
+
+    fesc = ngx_escape_json(NULL, fid->data, fid->len);
+    pesc = ngx_escape_json(NULL, pid->data, pid->len);
+
+    len = sizeof("{\"following\":\"\",\"id\":\"\",\"version\":,"
+                 "\"attempt\":0,\"first\":}")
+          + fid->len + fesc + pid->len + pesc + 2 * NGX_INT64_LEN;
+
+    p = ngx_pnalloc(wop->pool, len);
+    if (p == NULL) {
+        goto failed;
+    }
+
+    value.data = p;
+
+    p = ngx_sprintf(p, "{\"%s\":\"", field);
+    p = fesc ? (u_char *) ngx_escape_json(p, fid->data, fid->len)
+             : ngx_cpymem(p, fid->data, fid->len);
+    p = ngx_cpymem(p, "\",\"id\":\"", sizeof("\",\"id\":\"") - 1);
+    p = pesc ? (u_char *) ngx_escape_json(p, pid->data, pid->len)
+             : ngx_cpymem(p, pid->data, pid->len);
+    p = ngx_sprintf(p, "\",\"version\":%L,\"attempt\":0,\"first\":%uL}",
+                    (int64_t) json_integer_value(json_object_get(t->job,
+                                                                 "version")),
+                    now / 1000);
+
+    value.len = p - value.data;
+
+    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
+                                NGX_HTTP_TENT_TABLE_JOB, now, jid, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+    {
+        goto failed;
+    }
+
+    ngx_http_tent_queue_lower(t, now);
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
+
+    return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+                  "tent delivery: writing a job row failed");
+
+    return NGX_ERROR;
+}
+
+
 static void
 ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 {
@@ -443,7 +525,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         rows++;
         last = key;
 
-        follower = ngx_http_tent_json_parse(&value, t->dl->log);
+        follower = ngx_http_tent_record_parse(t->dl->log, &key, &value);
         if (follower == NULL) {
             continue;
         }
@@ -509,14 +591,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                             "post_entity", json_object_get(t->job, "entity"));
 
         } else {
-            job = json_pack("{s:O, s:O, s:O, s:i, s:I}",
-                            t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS
-                            ? "following" : "follower",
-                            json_object_get(follower, "id"),
-                            "id", json_object_get(t->job, "id"),
-                            "version", json_object_get(t->job, "version"),
-                            "attempt", 0,
-                            "first", (json_int_t) (now / 1000));
+
+            /* a relationship's job: printed (its id is the record's) */
+
+            if (ngx_http_tent_fanout_job(t, wop, now, &jid, &fid, &pid)
+                != NGX_OK)
+            {
+                json_decref(follower);
+                ngx_http_tent_task_done(t);     /* logged there */
+                return;
+            }
+
+            json_decref(follower);
+
+            n++;
+            continue;
         }
 
         json_decref(follower);
@@ -536,7 +625,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     /*
      * More followers: these jobs now, the rest after them; the outbox row
      * goes with the last batch (a crash between makes some jobs twice).
-     * A batch short of its 500 rows is no end: the store also ends a scan
+     * A batch short of its 100 rows is no end: the store also ends a scan
      * at a byte budget, which followers with big profiles reach, so only
      * an empty scan ends the stage.
      */

@@ -764,6 +764,39 @@ ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
 }
 
 
+/*
+ * A finished request's answer (its receive buffer, a chunked body) given
+ * back now, by a caller done with f->body and the headers whose pool
+ * lives on (the delivery engine's batch holds its jobs' requests).
+ */
+
+void
+ngx_http_tent_fetch_release(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    if (!ff->finished) {
+        return;
+    }
+
+    if (f->body.data
+        && !(ff->in.start && f->body.data >= ff->in.start
+             && f->body.data < ff->in.end))
+    {
+        (void) ngx_pfree(ff->pool, f->body.data);
+    }
+
+    if (ff->in.start) {
+        (void) ngx_pfree(ff->pool, ff->in.start);
+    }
+
+    ngx_memzero(&ff->in, sizeof(ngx_buf_t));
+    ngx_str_null(&f->body);
+}
+
+
 /* a failure of ours, not the remote's: logged once, at error */
 
 void

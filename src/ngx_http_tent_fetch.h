@@ -82,6 +82,7 @@ ngx_str_t *ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f,
     const char *name);
 const char *ngx_http_tent_fetch_strerror(ngx_uint_t result);
 ngx_uint_t ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f);
+void ngx_http_tent_fetch_release(ngx_http_tent_fetch_t *f);
 
 
 #endif /* _NGX_HTTP_TENT_FETCH_H_INCLUDED_ */

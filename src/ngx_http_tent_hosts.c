@@ -144,6 +144,17 @@ ngx_http_tent_hosts_conf(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
 {
     ngx_conf_init_uint_value(mcf->delivery_host_concurrency,
                              ngx_max(mcf->delivery_concurrency / 4, 1));
+
+    /*
+     * Idle connections: at least as many as may be in flight to one host
+     * and in all, or a burst of deliveries closes the ones it opened
+     * beyond the cap and opens them again for the next burst.
+     */
+
+    ngx_conf_init_uint_value(mcf->keepalive,
+                             ngx_max(8, mcf->delivery_host_concurrency));
+    ngx_conf_init_uint_value(mcf->keepalive_total,
+                             ngx_max(64, mcf->delivery_concurrency));
     ngx_conf_init_uint_value(mcf->breaker_failures, 5);
     ngx_conf_init_msec_value(mcf->breaker_pause, 10000);
 

@@ -527,8 +527,7 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
 
     ngx_conf_init_value(mcf->ssl_verify, 1);
     ngx_conf_init_uint_value(mcf->max_fetches, 64);
-    ngx_conf_init_uint_value(mcf->keepalive, 8);
-    ngx_conf_init_uint_value(mcf->keepalive_total, 64);
+    /* keepalive, keepalive_total: ngx_http_tent_hosts_conf() */
     ngx_conf_init_msec_value(mcf->keepalive_timeout, 60000);
     ngx_conf_init_uint_value(mcf->keepalive_requests, 1000);
 

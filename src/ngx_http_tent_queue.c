@@ -356,11 +356,13 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
      * The jobs in flight and those waiting for a host are read again
      * (they are still there): room for them as well as for new ones,
      * and for one row more, the first not due yet (the due index); the
-     * same-node jobs waiting for their batch too (their slots are free).
+     * jobs settling and the same-node jobs waiting for their batch too
+     * (their slots are free).
      */
 
-    limit = room + dl->inflight + ngx_http_tent_hosts_deferred()
-            + ngx_http_tent_local_held(dl) + 1;
+    limit = room + dl->inflight + dl->settling
+            + ngx_http_tent_hosts_deferred() + ngx_http_tent_local_held(dl)
+            + 1;
 
     if (scan == NULL || qs == NULL
         || ngx_http_tent_key_range(dl->due_pool, &ent->entity,

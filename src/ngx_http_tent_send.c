@@ -33,6 +33,7 @@ static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
 static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f);
 static ngx_int_t ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t,
     json_t *sub, ngx_str_t *out);
 
@@ -95,7 +96,8 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
 
     if (record == NULL
         || t->post == NULL
-        || (t->follower = ngx_http_tent_json_parse(record, t->dl->log))
+        || (t->follower = ngx_http_tent_record_parse(t->dl->log,
+                                                     &t->record_key, record))
            == NULL
         || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
     {
@@ -486,8 +488,21 @@ send:
 }
 
 
+/*
+ * The answer, then its buffers given back: the task's pool is its
+ * batch's, which lives until the batch's last job ends.
+ */
+
 static void
 ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_delivery_answer(f);
+    ngx_http_tent_fetch_release(f);
+}
+
+
+static void
+ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f)
 {
     ngx_http_tent_task_t *t = f->data;
 

@@ -32,6 +32,7 @@ struct ngx_http_tent_settle_s {
     ngx_http_tent_delivery_t       *dl;
     ngx_http_tent_store_op_t       *wop;
     ngx_array_t                     tasks;       /* ngx_http_tent_task_t * */
+    ngx_uint_t                      held;        /* of them, with slots */
     ngx_event_t                     free;
 };
 
@@ -78,10 +79,18 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
 
     *tp = t;
 
+    /* a due job's slot is free for the next one now, not after the write */
+
+    ngx_http_tent_task_settling(t);
+
+    if (!t->settling) {
+        st->held++;
+    }
+
     /* full, or no job in flight is left to join it: it goes now */
 
     if (st->tasks.nelts >= NGX_HTTP_TENT_SETTLE_MAX
-        || st->tasks.nelts >= dl->inflight)
+        || dl->inflight <= st->held)
     {
         if (dl->settle_timer.timer_set) {
             ngx_del_timer(&dl->settle_timer);
