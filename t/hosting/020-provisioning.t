@@ -235,6 +235,35 @@ ok(wait_for(sub {
        grep { $_->{id} eq $pid2 } @{ $r->{json} || [] } }, 20),
    'and bob over HTTP');
 
+# ---- frank disabled: same-node delivery writes nothing into him either
+# (an attacker's view: a batch must not deliver what HTTP refuses, 410)
+
+sub deliveries {
+    my $r = http_request(method => 'GET', path => '/status', port => $P);
+    return (eval { decode_json($r->{body}) } || {})->{deliveries} || {};
+}
+
+$res = admin(body => { action => 'disable',
+                       entity => "http://frank.test:$P" });
+is($res->{status}, 200, 'frank disabled') or diag $res->{body};
+my $d0 = deliveries();
+$res = post($alice, $ao, 'while frank is disabled');
+my $pid3 = $res->{json}{id} // '';
+ok(wait_for(sub {
+       my $d = deliveries();
+       ($d->{dead} // 0) > ($d0->{dead} // 0)
+           || ($d->{local} // 0) > ($d0->{local} // 0) }, 20),
+   "the job for disabled frank settled");
+is(deliveries()->{local} // 0, $d0->{local} // 0,
+   'no same-node delivery into a disabled entity');
+$res = admin(body => { action => 'enable', entity => "http://frank.test:$P" });
+is($res->{status}, 200, 'frank enabled') or diag $res->{body};
+$res = $frank->request(GET => "/posts?entity=http%3A%2F%2Falice.test%3A$P",
+                       cred => $fo);
+is($res->{status}, 200, 'frank reads his copies') or diag $res->{body};
+ok(!grep({ $_->{id} eq $pid3 } @{ $res->{json} || [] }),
+   'the post sent while he was disabled was not written into his rows');
+
 # ---- disabled: 410, the data kept; enabled: back
 
 $res = admin(body => { action => 'disable',
