@@ -12,11 +12,13 @@ use warnings;
 
 my @NAMES;
 BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test
-                    frank.test) }
+                    frank.test
+                    quinn.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
 use Test::More;
+use POSIX ();
 use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
@@ -335,6 +337,46 @@ $res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
 is($res->{status}, 200, 'her quota of posts lifted') or diag $res->{body};
 is(post($erin, $eo, 'erin 3')->{status}, 200, 'now the third post is taken');
 
+# the posts quota against a tenant's own concurrent creates: each create
+# reads the count and writes count + 1 (no compare-and-set on the count),
+# so N creates at once all pass and add 1, not N: wave after wave, the
+# quota never holds (not "passed by at most what raced", docs/admin.md)
+$res = admin(body => { action => 'create', entity => "http://quinn.test:$P",
+                       quotas => { posts => 3 } });
+is($res->{status}, 201, 'quinn created with a quota of 3 posts')
+    or diag $res->{body};
+my $quinn = client_of('quinn.test');
+my (undef, $qo) = $quinn->authorized_app('write_posts,read_posts',
+                                         post_types => 'all');
+my $taken = 0;
+for my $wave (1 .. 4) {
+    my @kids;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $i (1 .. 12) {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;    # all go when the parent closes it
+            my $r = post($quinn, $qo, "quinn $wave.$i");
+            POSIX::_exit($r->{status} == 200 ? 0 : 1);
+        }
+        push @kids, $pid;
+    }
+    close $go_r;
+    close $go_w;
+    for (@kids) { waitpid $_, 0; $taken++ if $? == 0 }
+}
+{
+    local $main::TODO = 'quota counts are read and written without a '
+        . 'compare-and-set: concurrent creates lose increments, so a tenant '
+        . 'can pass its posts/apps/bytes quota without bound (needs a '
+        . 'store-side increment or a CAS on the count key)';
+    diag "$taken of 48 concurrent posts taken";
+    cmp_ok($taken, '<=', 3,
+           "48 concurrent posts in 4 waves: at most the quota's 3 taken");
+}
+
 # attachment bytes: what the posts and their new versions upload
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 my $MB = '-----------TentQuota';
@@ -392,8 +434,8 @@ $res = $dave->request(GET => '/apps', cred => $dcred);
 is($res->{status}, 200, 'the credential reads the apps: every scope')
     or diag $res->{body};
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile list`;
-is(scalar(() = $out =~ /"entity"/g), 4,
-   'tent-admin list: alice, erin, frank, dave')
+is(scalar(() = $out =~ /"entity"/g), 5,
+   'tent-admin list: alice, erin, frank, quinn, dave')
     or diag $out;
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile disable http://dave.test:$P`;
 is($?, 0, 'tent-admin disable');
