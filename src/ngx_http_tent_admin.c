@@ -81,6 +81,7 @@ static ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_uint_t ngx_http_tent_admin_fixed(ngx_str_t *entity);
 static ngx_int_t ngx_http_tent_admin_put_row(ngx_http_request_t *r,
     ngx_http_tent_admin_t *a, ngx_http_tent_store_op_t *op);
 
@@ -620,6 +621,17 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         if (a->action.len == 6
             && ngx_strncmp(a->action.data, "delete", 6) == 0)
         {
+            /*
+             * A fixed entity of the configuration (a constant
+             * tent_entity) has no row and is served: never swept.
+             */
+
+            if (ngx_http_tent_admin_fixed(&a->entity)) {
+                return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                           "A fixed entity of the configuration, not of "
+                           "the registry");
+            }
+
             /* no row: rows of it left behind are swept all the same */
             goto sweep;
         }
@@ -701,6 +713,36 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_admin_written);
+}
+
+
+/* a constant tent_entity of a server without provisioning */
+
+static ngx_uint_t
+ngx_http_tent_admin_fixed(ngx_str_t *entity)
+{
+    ngx_uint_t                    i;
+    ngx_http_tent_main_conf_t    *mcf;
+    ngx_http_tent_entity_conf_t  *ents;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                              ngx_http_tent_module);
+    if (mcf == NULL) {
+        return 0;
+    }
+
+    ents = mcf->entity_confs.elts;
+
+    for (i = 0; i < mcf->entity_confs.nelts; i++) {
+        if (ents[i].scf != NULL && !ents[i].scf->provisioning
+            && ents[i].entity.len
+            && ngx_http_tent_entity_eq(&ents[i].entity, entity))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

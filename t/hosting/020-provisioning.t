@@ -13,7 +13,7 @@ use warnings;
 my @NAMES;
 BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test
                     frank.test
-                    quinn.test) }
+                    quinn.test fixed.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -49,6 +49,14 @@ my $host = Tent::Peer->start(
         server_name *.test;
         tent_entity http://\$host:\$PORT;
         tent_provisioning on;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
+    server {
+        listen 127.0.0.1:\$PORT;
+        server_name fixed.test;
+        tent_entity http://fixed.test:\$PORT;
         location = /tent/oauth/authorize {
             tent_owner "the owner";
         }
@@ -307,6 +315,21 @@ ok($res->{json}{done}, 'and finds nothing') or diag $res->{body};
 is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
           ["http://alice.test:$P", "http://frank.test:$P"],
           'the registry lists alice and frank, no carol');
+
+# ---- a fixed entity of the configuration (no registry row) is no
+# leftover of a deleted one: the operator's delete does not sweep it
+
+my $fixed = client_of('fixed.test');
+my (undef, $xo) = $fixed->authorized_app('write_posts,read_posts',
+                                         post_types => 'all');
+$res = post($fixed, $xo, 'a fixed entity posts');
+is($res->{status}, 200, 'the fixed entity posts') or diag $res->{body};
+my $xpid = $res->{json}{id} // '';
+$res = admin(body => { action => 'delete', entity => "http://fixed.test:$P" });
+is_json_error($res, 409, 'admin: deleting a fixed entity of the configuration');
+$res = $fixed->request(GET => "/posts/$xpid", cred => $xo);
+is($res->{status}, 200, "the fixed entity's post is still there")
+    or diag $res->{body};
 
 # ---- quotas: posts and apps; the create refused writes nothing
 
