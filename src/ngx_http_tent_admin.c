@@ -56,7 +56,9 @@ typedef struct {
     ngx_str_t                       app;
     ngx_str_t                       app_key;
     json_t                         *auth;
+    ngx_str_t                       raw;        /* the row as read */
     unsigned                        finished:1;
+    unsigned                        cas:1;
 } ngx_http_tent_admin_t;
 
 
@@ -82,8 +84,6 @@ static ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_admin_fixed(ngx_str_t *entity);
-static ngx_int_t ngx_http_tent_admin_put_row(ngx_http_request_t *r,
-    ngx_http_tent_admin_t *a, ngx_http_tent_store_op_t *op);
 
 
 char *
@@ -585,22 +585,6 @@ ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
 
 static ngx_int_t
-ngx_http_tent_admin_put_row(ngx_http_request_t *r, ngx_http_tent_admin_t *a,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_str_t  value;
-
-    if (ngx_http_tent_json_dump(r->pool, a->row, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &a->key, &value) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
 ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *row;
@@ -652,10 +636,18 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     a->row = row;
+
+    /* the row as read, for the compare-and-set: a copy of its own */
+
+    a->raw.len = value.len;
+    a->raw.data = ngx_pstrdup(r->pool, &value);
+    if (a->raw.data == NULL) {
+        return ngx_http_tent_internal_error(r, "keeping the row");
+    }
     state = json_string_value(json_object_get(row, "state"));
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+    if (wop == NULL) {
         return ngx_http_tent_internal_error(r, "creating the write");
     }
 
@@ -707,9 +699,19 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
     }
 
-    if (ngx_http_tent_admin_put_row(r, a, wop) != NGX_OK) {
+    /*
+     * A compare-and-set on the row as read: two operator writes at once
+     * (a disable and a quotas change) must not undo each other; the
+     * later one answers 409 and is sent again.
+     */
+
+    if (ngx_http_tent_json_dump(r->pool, a->row, &value) != NGX_OK
+        || ngx_http_tent_store_cas(wop, &a->key, &a->raw, &value) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "encoding the row");
     }
+
+    a->cas = 1;
 
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_admin_written);
@@ -805,6 +807,12 @@ ngx_http_tent_admin_written(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
         return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (a->cas && op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The entity's row changed meanwhile: send the request "
+                   "again");
     }
 
     ngx_http_tent_registry_bump((ngx_cycle_t *) ngx_cycle);

@@ -400,6 +400,42 @@ for my $wave (1 .. 4) {
            "48 concurrent posts in 4 waves: at most the quota's 3 taken");
 }
 
+# two operator writes at once (a disable and a quotas change, say a
+# billing job): each reads the row and writes it back whole; without a
+# compare-and-set the later write silently undoes the other (the tenant
+# stays active after a disable that answered 200)
+my $lost = 0;
+for my $try (1 .. 15) {
+    admin(body => { action => 'enable', entity => "http://quinn.test:$P" });
+    my %kid;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $what ('disable', 'quotas') {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;
+            my $r = admin(body => { action => $what,
+                                    entity => "http://quinn.test:$P",
+                                    ($what eq 'quotas'
+                                     ? (quotas => { posts => 100 + $try })
+                                     : ()) });
+            POSIX::_exit($r->{status} == 200 ? 0 : 1);
+        }
+        $kid{$what} = $pid;
+    }
+    close $go_r;
+    close $go_w;
+    my %ok;
+    for (keys %kid) { waitpid $kid{$_}, 0; $ok{$_} = $? == 0 }
+    my ($row) = grep { $_->{entity} eq "http://quinn.test:$P" }
+                @{ admin()->{json} || [] };
+    $lost++ if $ok{disable} && ($row->{state} // '') ne 'disabled';
+    $lost++ if $ok{quotas} && ($row->{quotas}{posts} // 0) != 100 + $try;
+}
+is($lost, 0, 'concurrent operator writes: none answered 200 and lost');
+admin(body => { action => 'enable', entity => "http://quinn.test:$P" });
+
 # attachment bytes: what the posts and their new versions upload
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 my $MB = '-----------TentQuota';
