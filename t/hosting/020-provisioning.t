@@ -477,6 +477,24 @@ is($res->{status}, 200, 'a new version with 300 bytes fits')
 
 # ---- bin/tent-admin: create prints the first owner credential
 
+# a credential file already there (another user's, planted where the
+# operator writes): refused before anything is created
+my $planted = "$root-planted.json";
+{
+    open my $fh, '>', $planted or die "$planted: $!";
+    print {$fh} "planted\n";
+    close $fh;
+    chmod 0644, $planted;
+}
+my $pout = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile --credential-file $planted create http://ghost.test:$P 2>&1`;
+isnt($?, 0, 'tent-admin create into a file already there: refused')
+    or diag $pout;
+is(do { local $/; open my $fh, '<', $planted or die; <$fh> }, "planted\n",
+   'the planted file did not get the owner credential');
+ok(!grep({ $_->{entity} eq "http://ghost.test:$P" } @{ admin()->{json} || [] }),
+   'and no entity was created');
+unlink $planted;
+
 my $credfile = "$root-dave.json";
 unlink $credfile;
 my $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile --credential-file $credfile create http://dave.test:$P 2>&1`;
