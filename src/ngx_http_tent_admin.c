@@ -59,6 +59,7 @@ typedef struct {
     ngx_str_t                       raw;        /* the row as read */
     unsigned                        finished:1;
     unsigned                        cas:1;
+    unsigned                        no_row:1;
 } ngx_http_tent_admin_t;
 
 
@@ -616,7 +617,12 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                            "the registry");
             }
 
-            /* no row: rows of it left behind are swept all the same */
+            /*
+             * No row: rows of it left behind are swept all the same, but
+             * no registry row is removed at the end (one there then was
+             * created meanwhile: an entity that answered 201).
+             */
+            a->no_row = 1;
             goto sweep;
         }
 
@@ -779,7 +785,9 @@ ngx_http_tent_admin_scanned(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (a->deleted == 0) {
-        if (ngx_http_tent_store_write_del(wop, &a->key) != NGX_OK) {
+        if (!a->no_row
+            && ngx_http_tent_store_write_del(wop, &a->key) != NGX_OK)
+        {
             return ngx_http_tent_internal_error(r, "encoding the removal");
         }
 

@@ -524,6 +524,41 @@ $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --t
 isnt($?, 0, 'tent-admin without a token fails');
 unlink $credfile;
 
+# ---- a create and a delete of the same name at once: a delete that
+# found no row sweeps leftovers, and must not then remove the row of an
+# entity created meanwhile (answered 201, then gone)
+
+my $vanished = 0;
+for my $try (1 .. 15) {
+    my $e = "http://race$try.test:$P";
+    my %kid;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $what ('create', 'delete') {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;
+            my $r = admin(body => { action => $what, entity => $e });
+            POSIX::_exit($r->{status} == ($what eq 'create' ? 201 : 200)
+                         ? 0 : 1);
+        }
+        $kid{$what} = $pid;
+    }
+    close $go_r;
+    close $go_w;
+    my %ok;
+    for (keys %kid) { waitpid $kid{$_}, 0; $ok{$_} = $? == 0 }
+    $vanished++ if $ok{create}
+        && !grep { $_->{entity} eq $e } @{ admin()->{json} || [] };
+    for (1 .. 5) {
+        last if admin(body => { action => 'delete', entity => $e })
+                ->{json}{done};
+    }
+}
+is($vanished, 0, 'no entity created (201) was removed by a delete that '
+                 . 'found no row');
+
 # ---- the store: nothing of ghost, nothing of carol
 
 my $helper = "$root-ldb-dump";
