@@ -19,6 +19,8 @@ BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
 use Test::More;
 use POSIX ();
+use IO::Socket::INET;
+use Tent::MAC ();
 use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
@@ -558,6 +560,62 @@ for my $try (1 .. 15) {
 }
 is($vanished, 0, 'no entity created (201) was removed by a delete that '
                  . 'found no row');
+
+# ---- a request that passed the registry check before a delete writes
+# after the sweep: a tenant being deleted keeps a POST open (its body sent
+# slowly), the operator deletes it to the end, the body completes and the
+# post lands in the rows of a deleted name; whoever gets the name next
+# finds it as their own (planted data; an authorization the same way
+# would be a credential for the next tenant)
+
+$res = admin(body => { action => 'create', entity => "http://sly.test:$P" });
+is($res->{status}, 201, 'sly created') or diag $res->{body};
+my $sly = client_of('sly.test');
+my (undef, $so) = $sly->authorized_app('write_posts,read_posts',
+                                       post_types => 'all');
+my $planted_body = encode_json({ type => $STATUS,
+                                 content => { text => 'planted by sly' },
+                                 permissions => { public => JSON::PP::true } });
+my %mac = Tent::MAC::signed_headers(cred => $so, method => 'POST',
+                                    uri => '/tent/posts', host => 'sly.test',
+                                    port => $P,
+                                    nonce => Tent::MAC::random_nonce(8));
+my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$P")
+    or die "connect: $!";
+my $half = int(length($planted_body) / 2);
+print {$sock} "POST /tent/posts HTTP/1.1\r\nHost: sly.test:$P\r\n"
+    . "Authorization: $mac{Authorization}\r\n"
+    . "Content-Type: application/vnd.tent.v0+json\r\n"
+    . "Content-Length: " . length($planted_body) . "\r\n"
+    . "Connection: close\r\n\r\n" . substr($planted_body, 0, $half);
+select undef, undef, undef, 1;    # the headers checked, the body awaited
+my $sly_done;
+for (1 .. 20) {
+    $res = admin(body => { action => 'delete', entity => "http://sly.test:$P" });
+    if ($res->{json}{done}) { $sly_done = 1; last }
+}
+ok($sly_done, 'sly deleted to the end while the POST waits');
+print {$sock} substr($planted_body, $half);
+my $late = do { local $/; <$sock> } // '';
+close $sock;
+$res = admin(body => { action => 'create', entity => "http://sly.test:$P" });
+is($res->{status}, 201, 'the name sly given to a new tenant') or diag $res->{body};
+my (undef, $so2) = $sly->authorized_app('read_posts', post_types => 'all');
+$res = $sly->request(GET => '/posts', cred => $so2);
+{
+    local $main::TODO = 'the registry is checked once, before the body: a '
+        . 'request in flight across a delete writes into the swept name '
+        . '(needs a check at the write, or a delete that waits for the '
+        . "name's requests in flight)";
+    ok(!grep({ ($_->{content}{text} // '') eq 'planted by sly' }
+             @{ $res->{json} || [] }),
+       "the new tenant finds no post of the deleted one's")
+        or diag "the late POST: " . (split /\r\n/, $late)[0];
+}
+for (1 .. 5) {
+    last if admin(body => { action => 'delete',
+                            entity => "http://sly.test:$P" })->{json}{done};
+}
 
 # ---- the store: nothing of ghost, nothing of carol
 
