@@ -56,7 +56,10 @@ typedef struct {
     ngx_str_t                       app;
     ngx_str_t                       app_key;
     json_t                         *auth;
+    ngx_str_t                       raw;        /* the row as read */
     unsigned                        finished:1;
+    unsigned                        cas:1;
+    unsigned                        no_row:1;
 } ngx_http_tent_admin_t;
 
 
@@ -81,8 +84,7 @@ static ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_admin_put_row(ngx_http_request_t *r,
-    ngx_http_tent_admin_t *a, ngx_http_tent_store_op_t *op);
+static ngx_uint_t ngx_http_tent_admin_fixed(ngx_str_t *entity);
 
 
 char *
@@ -584,22 +586,6 @@ ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
 
 static ngx_int_t
-ngx_http_tent_admin_put_row(ngx_http_request_t *r, ngx_http_tent_admin_t *a,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_str_t  value;
-
-    if (ngx_http_tent_json_dump(r->pool, a->row, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &a->key, &value) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
 ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *row;
@@ -620,7 +606,23 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         if (a->action.len == 6
             && ngx_strncmp(a->action.data, "delete", 6) == 0)
         {
-            /* no row: rows of it left behind are swept all the same */
+            /*
+             * A fixed entity of the configuration (a constant
+             * tent_entity) has no row and is served: never swept.
+             */
+
+            if (ngx_http_tent_admin_fixed(&a->entity)) {
+                return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                           "A fixed entity of the configuration, not of "
+                           "the registry");
+            }
+
+            /*
+             * No row: rows of it left behind are swept all the same, but
+             * no registry row is removed at the end (one there then was
+             * created meanwhile: an entity that answered 201).
+             */
+            a->no_row = 1;
             goto sweep;
         }
 
@@ -640,10 +642,18 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     a->row = row;
+
+    /* the row as read, for the compare-and-set: a copy of its own */
+
+    a->raw.len = value.len;
+    a->raw.data = ngx_pstrdup(r->pool, &value);
+    if (a->raw.data == NULL) {
+        return ngx_http_tent_internal_error(r, "keeping the row");
+    }
     state = json_string_value(json_object_get(row, "state"));
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+    if (wop == NULL) {
         return ngx_http_tent_internal_error(r, "creating the write");
     }
 
@@ -695,12 +705,52 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
     }
 
-    if (ngx_http_tent_admin_put_row(r, a, wop) != NGX_OK) {
+    /*
+     * A compare-and-set on the row as read: two operator writes at once
+     * (a disable and a quotas change) must not undo each other; the
+     * later one answers 409 and is sent again.
+     */
+
+    if (ngx_http_tent_json_dump(r->pool, a->row, &value) != NGX_OK
+        || ngx_http_tent_store_cas(wop, &a->key, &a->raw, &value) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "encoding the row");
     }
 
+    a->cas = 1;
+
     return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_admin_written);
+}
+
+
+/* a constant tent_entity of a server without provisioning */
+
+static ngx_uint_t
+ngx_http_tent_admin_fixed(ngx_str_t *entity)
+{
+    ngx_uint_t                    i;
+    ngx_http_tent_main_conf_t    *mcf;
+    ngx_http_tent_entity_conf_t  *ents;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                              ngx_http_tent_module);
+    if (mcf == NULL) {
+        return 0;
+    }
+
+    ents = mcf->entity_confs.elts;
+
+    for (i = 0; i < mcf->entity_confs.nelts; i++) {
+        if (ents[i].scf != NULL && !ents[i].scf->provisioning
+            && ents[i].entity.len
+            && ngx_http_tent_entity_eq(&ents[i].entity, entity))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -735,7 +785,9 @@ ngx_http_tent_admin_scanned(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     if (a->deleted == 0) {
-        if (ngx_http_tent_store_write_del(wop, &a->key) != NGX_OK) {
+        if (!a->no_row
+            && ngx_http_tent_store_write_del(wop, &a->key) != NGX_OK)
+        {
             return ngx_http_tent_internal_error(r, "encoding the removal");
         }
 
@@ -763,6 +815,12 @@ ngx_http_tent_admin_written(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
         return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (a->cas && op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The entity's row changed meanwhile: send the request "
+                   "again");
     }
 
     ngx_http_tent_registry_bump((ngx_cycle_t *) ngx_cycle);

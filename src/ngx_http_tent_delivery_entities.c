@@ -22,6 +22,13 @@
  * deleted stays in it until the next reload: its scans find no new
  * outbox rows (a disabled entity cannot post; a deleted one has no
  * rows), while the jobs of a disabled one already queued still go.
+ *
+ * Which of them are active now is kept too, by place: same-node
+ * delivery writes into a registry entity only when the engine's last
+ * read of the registry is of its current generation and found it
+ * active; otherwise the job goes over HTTP, where the registry check
+ * answers 404 or 410 as for any sender (a disabled or deleting entity
+ * gets no copies written behind the operator's back).
  */
 
 
@@ -43,6 +50,8 @@ static ngx_atomic_uint_t  ngx_http_tent_entities_gen;
 static ngx_uint_t         ngx_http_tent_entities_busy;
 static ngx_uint_t         ngx_http_tent_entities_read;
 static ngx_uint_t         ngx_http_tent_entities_warned;
+static ngx_uint_t         ngx_http_tent_entities_fixed;
+static u_char            *ngx_http_tent_entities_active;
 
 
 static void ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op);
@@ -77,6 +86,14 @@ ngx_http_tent_delivery_entities_init(ngx_cycle_t *cycle,
     a->nelts = mcf->entity_confs.nelts;
 
     mcf->entity_confs = *a;
+
+    /* by place: 1 if the last read of the registry found it active */
+
+    ngx_http_tent_entities_fixed = a->nelts;
+    ngx_http_tent_entities_active = ngx_pcalloc(cycle->pool, a->nalloc);
+    if (ngx_http_tent_entities_active == NULL) {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }
@@ -162,6 +179,15 @@ ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op)
 
     ngx_http_tent_entities_read = 1;
 
+    /* none active but those this read finds so */
+
+    if (dl->mcf->entity_confs.nelts > ngx_http_tent_entities_fixed) {
+        ngx_memzero(ngx_http_tent_entities_active
+                    + ngx_http_tent_entities_fixed,
+                    dl->mcf->entity_confs.nelts
+                    - ngx_http_tent_entities_fixed);
+    }
+
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
         if (ngx_http_tent_registry_parse(&key, &entity) != NGX_OK
             || ngx_http_tent_registry_row(&value, &state, &q) != NGX_OK
@@ -204,6 +230,7 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
             && ngx_strncmp(ents[i].entity.data, entity->data, entity->len)
                == 0)
         {
+            ngx_http_tent_entities_active[i] = 1;
             return NGX_DECLINED;
         }
     }
@@ -290,6 +317,7 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
 
     ent->entity = fixed->entity;
     ent->scf = own;
+    ngx_http_tent_entities_active[n] = 1;
 
     /* a new entity's outbox is looked at once, its due jobs from the start */
 
@@ -302,6 +330,45 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     ngx_log_error(NGX_LOG_INFO, dl->log, 0,
                   "tent delivery: entity \"%V\" from the registry",
                   &ent->entity);
+
+    return NGX_OK;
+}
+
+
+/*
+ * May same-node delivery write into "ent"?  A fixed entity: yes; a
+ * registry one: only if active as of the registry's current generation
+ * (a read under way or failed, or an operator's write since: not known,
+ * so no; HTTP asks the registry).
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent)
+{
+    ngx_uint_t  i;
+
+    if (!dl->mcf->provisioning || ngx_http_tent_entities_active == NULL) {
+        return NGX_OK;
+    }
+
+    i = ent - (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts;
+
+    if (i < ngx_http_tent_entities_fixed) {
+        return NGX_OK;
+    }
+
+    if (i >= dl->mcf->entity_confs.nelts
+        || ngx_http_tent_entities_busy || !ngx_http_tent_entities_read
+        || ngx_http_tent_entities_gen
+           != ngx_http_tent_registry_generation((ngx_cycle_t *) ngx_cycle)
+        || !ngx_http_tent_entities_active[i])
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: \"%V\" not known active now",
+                       &ent->entity);
+        return NGX_DECLINED;
+    }
 
     return NGX_OK;
 }

@@ -230,6 +230,8 @@ ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
 /* ngx_http_tent_delivery_entities.c: the registry's entities */
 ngx_int_t ngx_http_tent_delivery_entities_init(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);
+ngx_int_t ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent);
 void ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,
     ngx_uint_t always);
 ngx_int_t ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl,

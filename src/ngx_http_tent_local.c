@@ -87,6 +87,12 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
         return NGX_DECLINED;
     }
 
+    /* a registry entity disabled or being deleted: HTTP answers 410/404 */
+
+    if (ngx_http_tent_delivery_entity_active(t->dl, to) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
     /* "notifications/<id>" exactly: anything else is HTTP's to route */
 
     if (rest.len <= notifications.len

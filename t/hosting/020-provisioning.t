@@ -12,11 +12,15 @@ use warnings;
 
 my @NAMES;
 BEGIN { @NAMES = qw(alice.test ghost.test carol.test dave.test erin.test
-                    frank.test) }
+                    frank.test
+                    quinn.test fixed.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
 use Test::More;
+use POSIX ();
+use IO::Socket::INET;
+use Tent::MAC ();
 use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
@@ -47,6 +51,14 @@ my $host = Tent::Peer->start(
         server_name *.test;
         tent_entity http://\$host:\$PORT;
         tent_provisioning on;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
+    server {
+        listen 127.0.0.1:\$PORT;
+        server_name fixed.test;
+        tent_entity http://fixed.test:\$PORT;
         location = /tent/oauth/authorize {
             tent_owner "the owner";
         }
@@ -235,6 +247,35 @@ ok(wait_for(sub {
        grep { $_->{id} eq $pid2 } @{ $r->{json} || [] } }, 20),
    'and bob over HTTP');
 
+# ---- frank disabled: same-node delivery writes nothing into him either
+# (an attacker's view: a batch must not deliver what HTTP refuses, 410)
+
+sub deliveries {
+    my $r = http_request(method => 'GET', path => '/status', port => $P);
+    return (eval { decode_json($r->{body}) } || {})->{deliveries} || {};
+}
+
+$res = admin(body => { action => 'disable',
+                       entity => "http://frank.test:$P" });
+is($res->{status}, 200, 'frank disabled') or diag $res->{body};
+my $d0 = deliveries();
+$res = post($alice, $ao, 'while frank is disabled');
+my $pid3 = $res->{json}{id} // '';
+ok(wait_for(sub {
+       my $d = deliveries();
+       ($d->{dead} // 0) > ($d0->{dead} // 0)
+           || ($d->{local} // 0) > ($d0->{local} // 0) }, 20),
+   "the job for disabled frank settled");
+is(deliveries()->{local} // 0, $d0->{local} // 0,
+   'no same-node delivery into a disabled entity');
+$res = admin(body => { action => 'enable', entity => "http://frank.test:$P" });
+is($res->{status}, 200, 'frank enabled') or diag $res->{body};
+$res = $frank->request(GET => "/posts?entity=http%3A%2F%2Falice.test%3A$P",
+                       cred => $fo);
+is($res->{status}, 200, 'frank reads his copies') or diag $res->{body};
+ok(!grep({ $_->{id} eq $pid3 } @{ $res->{json} || [] }),
+   'the post sent while he was disabled was not written into his rows');
+
 # ---- disabled: 410, the data kept; enabled: back
 
 $res = admin(body => { action => 'disable',
@@ -277,6 +318,21 @@ is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
           ["http://alice.test:$P", "http://frank.test:$P"],
           'the registry lists alice and frank, no carol');
 
+# ---- a fixed entity of the configuration (no registry row) is no
+# leftover of a deleted one: the operator's delete does not sweep it
+
+my $fixed = client_of('fixed.test');
+my (undef, $xo) = $fixed->authorized_app('write_posts,read_posts',
+                                         post_types => 'all');
+$res = post($fixed, $xo, 'a fixed entity posts');
+is($res->{status}, 200, 'the fixed entity posts') or diag $res->{body};
+my $xpid = $res->{json}{id} // '';
+$res = admin(body => { action => 'delete', entity => "http://fixed.test:$P" });
+is_json_error($res, 409, 'admin: deleting a fixed entity of the configuration');
+$res = $fixed->request(GET => "/posts/$xpid", cred => $xo);
+is($res->{status}, 200, "the fixed entity's post is still there")
+    or diag $res->{body};
+
 # ---- quotas: posts and apps; the create refused writes nothing
 
 $res = admin(body => { action => 'create', entity => "http://erin.test:$P",
@@ -305,6 +361,82 @@ $res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
                        quotas => { posts => undef } });
 is($res->{status}, 200, 'her quota of posts lifted') or diag $res->{body};
 is(post($erin, $eo, 'erin 3')->{status}, 200, 'now the third post is taken');
+
+# the posts quota against a tenant's own concurrent creates: each create
+# reads the count and writes count + 1 (no compare-and-set on the count),
+# so N creates at once all pass and add 1, not N: wave after wave, the
+# quota never holds (not "passed by at most what raced", docs/admin.md)
+$res = admin(body => { action => 'create', entity => "http://quinn.test:$P",
+                       quotas => { posts => 3 } });
+is($res->{status}, 201, 'quinn created with a quota of 3 posts')
+    or diag $res->{body};
+my $quinn = client_of('quinn.test');
+my (undef, $qo) = $quinn->authorized_app('write_posts,read_posts',
+                                         post_types => 'all');
+my $taken = 0;
+for my $wave (1 .. 4) {
+    my @kids;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $i (1 .. 12) {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;    # all go when the parent closes it
+            my $r = post($quinn, $qo, "quinn $wave.$i");
+            POSIX::_exit($r->{status} == 200 ? 0 : 1);
+        }
+        push @kids, $pid;
+    }
+    close $go_r;
+    close $go_w;
+    for (@kids) { waitpid $_, 0; $taken++ if $? == 0 }
+}
+{
+    local $main::TODO = 'quota counts are read and written without a '
+        . 'compare-and-set: concurrent creates lose increments, so a tenant '
+        . 'can pass its posts/apps/bytes quota without bound (needs a '
+        . 'store-side increment or a CAS on the count key)';
+    diag "$taken of 48 concurrent posts taken";
+    cmp_ok($taken, '<=', 3,
+           "48 concurrent posts in 4 waves: at most the quota's 3 taken");
+}
+
+# two operator writes at once (a disable and a quotas change, say a
+# billing job): each reads the row and writes it back whole; without a
+# compare-and-set the later write silently undoes the other (the tenant
+# stays active after a disable that answered 200)
+my $lost = 0;
+for my $try (1 .. 15) {
+    admin(body => { action => 'enable', entity => "http://quinn.test:$P" });
+    my %kid;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $what ('disable', 'quotas') {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;
+            my $r = admin(body => { action => $what,
+                                    entity => "http://quinn.test:$P",
+                                    ($what eq 'quotas'
+                                     ? (quotas => { posts => 100 + $try })
+                                     : ()) });
+            POSIX::_exit($r->{status} == 200 ? 0 : 1);
+        }
+        $kid{$what} = $pid;
+    }
+    close $go_r;
+    close $go_w;
+    my %ok;
+    for (keys %kid) { waitpid $kid{$_}, 0; $ok{$_} = $? == 0 }
+    my ($row) = grep { $_->{entity} eq "http://quinn.test:$P" }
+                @{ admin()->{json} || [] };
+    $lost++ if $ok{disable} && ($row->{state} // '') ne 'disabled';
+    $lost++ if $ok{quotas} && ($row->{quotas}{posts} // 0) != 100 + $try;
+}
+is($lost, 0, 'concurrent operator writes: none answered 200 and lost');
+admin(body => { action => 'enable', entity => "http://quinn.test:$P" });
 
 # attachment bytes: what the posts and their new versions upload
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
@@ -347,6 +479,24 @@ is($res->{status}, 200, 'a new version with 300 bytes fits')
 
 # ---- bin/tent-admin: create prints the first owner credential
 
+# a credential file already there (another user's, planted where the
+# operator writes): refused before anything is created
+my $planted = "$root-planted.json";
+{
+    open my $fh, '>', $planted or die "$planted: $!";
+    print {$fh} "planted\n";
+    close $fh;
+    chmod 0644, $planted;
+}
+my $pout = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile --credential-file $planted create http://ghost.test:$P 2>&1`;
+isnt($?, 0, 'tent-admin create into a file already there: refused')
+    or diag $pout;
+is(do { local $/; open my $fh, '<', $planted or die; <$fh> }, "planted\n",
+   'the planted file did not get the owner credential');
+ok(!grep({ $_->{entity} eq "http://ghost.test:$P" } @{ admin()->{json} || [] }),
+   'and no entity was created');
+unlink $planted;
+
 my $credfile = "$root-dave.json";
 unlink $credfile;
 my $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile --credential-file $credfile create http://dave.test:$P 2>&1`;
@@ -363,8 +513,8 @@ $res = $dave->request(GET => '/apps', cred => $dcred);
 is($res->{status}, 200, 'the credential reads the apps: every scope')
     or diag $res->{body};
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile list`;
-is(scalar(() = $out =~ /"entity"/g), 4,
-   'tent-admin list: alice, erin, frank, dave')
+is(scalar(() = $out =~ /"entity"/g), 5,
+   'tent-admin list: alice, erin, frank, quinn, dave')
     or diag $out;
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file $tokfile disable http://dave.test:$P`;
 is($?, 0, 'tent-admin disable');
@@ -375,6 +525,97 @@ is($dave->request(GET => '/profile')->{status}, 404, 'dave: 404');
 $out = `bin/tent-admin --url http://127.0.0.1:$P/tent-admin --host localhost --token-file /dev/null list 2>&1`;
 isnt($?, 0, 'tent-admin without a token fails');
 unlink $credfile;
+
+# ---- a create and a delete of the same name at once: a delete that
+# found no row sweeps leftovers, and must not then remove the row of an
+# entity created meanwhile (answered 201, then gone)
+
+my $vanished = 0;
+for my $try (1 .. 15) {
+    my $e = "http://race$try.test:$P";
+    my %kid;
+    pipe my $go_r, my $go_w or die "pipe: $!";
+    for my $what ('create', 'delete') {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if ($pid == 0) {
+            close $go_w;
+            sysread $go_r, my $x, 1;
+            my $r = admin(body => { action => $what, entity => $e });
+            POSIX::_exit($r->{status} == ($what eq 'create' ? 201 : 200)
+                         ? 0 : 1);
+        }
+        $kid{$what} = $pid;
+    }
+    close $go_r;
+    close $go_w;
+    my %ok;
+    for (keys %kid) { waitpid $kid{$_}, 0; $ok{$_} = $? == 0 }
+    $vanished++ if $ok{create}
+        && !grep { $_->{entity} eq $e } @{ admin()->{json} || [] };
+    for (1 .. 5) {
+        last if admin(body => { action => 'delete', entity => $e })
+                ->{json}{done};
+    }
+}
+is($vanished, 0, 'no entity created (201) was removed by a delete that '
+                 . 'found no row');
+
+# ---- a request that passed the registry check before a delete writes
+# after the sweep: a tenant being deleted keeps a POST open (its body sent
+# slowly), the operator deletes it to the end, the body completes and the
+# post lands in the rows of a deleted name; whoever gets the name next
+# finds it as their own (planted data; an authorization the same way
+# would be a credential for the next tenant)
+
+$res = admin(body => { action => 'create', entity => "http://sly.test:$P" });
+is($res->{status}, 201, 'sly created') or diag $res->{body};
+my $sly = client_of('sly.test');
+my (undef, $so) = $sly->authorized_app('write_posts,read_posts',
+                                       post_types => 'all');
+my $planted_body = encode_json({ type => $STATUS,
+                                 content => { text => 'planted by sly' },
+                                 permissions => { public => JSON::PP::true } });
+my %mac = Tent::MAC::signed_headers(cred => $so, method => 'POST',
+                                    uri => '/tent/posts', host => 'sly.test',
+                                    port => $P,
+                                    nonce => Tent::MAC::random_nonce(8));
+my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$P")
+    or die "connect: $!";
+my $half = int(length($planted_body) / 2);
+print {$sock} "POST /tent/posts HTTP/1.1\r\nHost: sly.test:$P\r\n"
+    . "Authorization: $mac{Authorization}\r\n"
+    . "Content-Type: application/vnd.tent.v0+json\r\n"
+    . "Content-Length: " . length($planted_body) . "\r\n"
+    . "Connection: close\r\n\r\n" . substr($planted_body, 0, $half);
+select undef, undef, undef, 1;    # the headers checked, the body awaited
+my $sly_done;
+for (1 .. 20) {
+    $res = admin(body => { action => 'delete', entity => "http://sly.test:$P" });
+    if ($res->{json}{done}) { $sly_done = 1; last }
+}
+ok($sly_done, 'sly deleted to the end while the POST waits');
+print {$sock} substr($planted_body, $half);
+my $late = do { local $/; <$sock> } // '';
+close $sock;
+$res = admin(body => { action => 'create', entity => "http://sly.test:$P" });
+is($res->{status}, 201, 'the name sly given to a new tenant') or diag $res->{body};
+my (undef, $so2) = $sly->authorized_app('read_posts', post_types => 'all');
+$res = $sly->request(GET => '/posts', cred => $so2);
+{
+    local $main::TODO = 'the registry is checked once, before the body: a '
+        . 'request in flight across a delete writes into the swept name '
+        . '(needs a check at the write, or a delete that waits for the '
+        . "name's requests in flight)";
+    ok(!grep({ ($_->{content}{text} // '') eq 'planted by sly' }
+             @{ $res->{json} || [] }),
+       "the new tenant finds no post of the deleted one's")
+        or diag "the late POST: " . (split /\r\n/, $late)[0];
+}
+for (1 .. 5) {
+    last if admin(body => { action => 'delete',
+                            entity => "http://sly.test:$P" })->{json}{done};
+}
 
 # ---- the store: nothing of ghost, nothing of carol
 
