@@ -16,9 +16,10 @@
  * below it the create's own batch writes the new counts, so a create
  * and its counts are never apart.  Deleting does not lower a count: it
  * counts creates and uploads.  Two creates at the same time may read
- * the same count: the quota is then passed by at most what raced (the
+ * the same count and both write it plus one: an increment is lost, so a
+ * tenant's parallel creates can pass the quota again and again (the
  * count is not a compare-and-set: the create's one comparison is on its
- * own key).
+ * own key; docs/admin.md says so and what would fix it).
  */
 
 
