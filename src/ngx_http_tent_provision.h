@@ -33,6 +33,11 @@ typedef struct {
     int64_t                         count[NGX_HTTP_TENT_QUOTAS];
     int64_t                         adds[NGX_HTTP_TENT_QUOTAS];
     ngx_uint_t                      counted;     /* 1 << what */
+    ngx_uint_t                      taken;       /* 1 << what: by CAS */
+    ngx_uint_t                      tries;
+    ngx_uint_t                      what;
+    ngx_str_t                       raw;         /* "what"'s count read */
+    ngx_uint_t                      found;
     void                           *next;
 } ngx_http_tent_quotas_t;
 

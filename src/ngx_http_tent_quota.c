@@ -15,11 +15,13 @@
  * it answers 403 {"error": "quota exceeded: posts"} and writes nothing;
  * below it the create's own batch writes the new counts, so a create
  * and its counts are never apart.  Deleting does not lower a count: it
- * counts creates and uploads.  Two creates at the same time may read
- * the same count and both write it plus one: an increment is lost, so a
- * tenant's parallel creates can pass the quota again and again (the
- * count is not a compare-and-set: the create's one comparison is on its
- * own key; docs/admin.md says so and what would fix it).
+ * counts creates and uploads.  Where a quota of posts or apps is set,
+ * the create takes its one first, by a compare-and-set of the count as
+ * read (read again and retried when another create moved it), so that
+ * creates at the same time cannot both pass the last one; a create
+ * refused after that (a bad body) keeps it taken.  The bytes, known
+ * only once the body is read, are written with the create (two uploads
+ * at the same time may pass that quota by what raced).
  */
 
 
@@ -39,6 +41,14 @@ static ngx_str_t  ngx_http_tent_quota_names[] = {
 
 static ngx_int_t ngx_http_tent_quota_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_quota_take(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_quotas_t *q);
+static ngx_int_t ngx_http_tent_quota_taken(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+
+/* a count taken by compare-and-set: tries before a 503 */
+#define NGX_HTTP_TENT_QUOTA_TRIES  32
 
 
 static int64_t
@@ -94,6 +104,8 @@ ngx_http_tent_quota_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     q->counted = (1 << what);
+    q->what = what;
+    q->taken = 0;
 
     if (what == NGX_HTTP_TENT_QUOTA_POSTS) {
         q->counted |= (1 << NGX_HTTP_TENT_QUOTA_BYTES);
@@ -159,6 +171,11 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         q->count[i] = n == NGX_ERROR ? 0 : n;
         q->adds[i] = 0;
 
+        if (i == q->what) {
+            q->found = found;
+            q->raw = value;
+        }
+
         limit = ngx_http_tent_quota_limit(r, q, i);
 
         ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -175,6 +192,94 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             return ngx_http_tent_quota_refuse(r, i);
         }
     }
+
+    if (q->what != NGX_HTTP_TENT_QUOTA_BYTES
+        && ngx_http_tent_quota_limit(r, q, q->what) >= 0)
+    {
+        return ngx_http_tent_quota_take(r, ctx, q);
+    }
+
+    return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+}
+
+
+/*
+ * Below a quota of posts or apps: the count as read, plus one, by
+ * compare-and-set (absent: must still be absent), so that of two
+ * creates at the same moment only one gets the last place.
+ */
+
+static ngx_int_t
+ngx_http_tent_quota_take(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_quotas_t *q)
+{
+    u_char                    *p;
+    ngx_str_t                  key, value;
+    ngx_http_tent_store_op_t  *op;
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (p == NULL || op == NULL) {
+        return ngx_http_tent_internal_error(r, "taking the quota's count");
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "%L", q->count[q->what] + 1) - p;
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                          &ngx_http_tent_quota_names[q->what], &key)
+        != NGX_OK
+        || ngx_http_tent_store_cas(op, &key, q->found ? &q->raw : NULL,
+                                   &value)
+           != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "taking the quota's count");
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent quota: \"%V\" takes %V %V", &ctx->entity,
+                   &value, &ngx_http_tent_quota_names[q->what]);
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_quota_taken);
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_taken(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_quotas_t  *q;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+
+    status = ngx_http_tent_store_http_status(op);
+
+    if (status == NGX_OK && op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+
+        /* another create moved the count: read it again */
+
+        if (++q->tries < NGX_HTTP_TENT_QUOTA_TRIES) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "tent quota: \"%V\" count moved, read again",
+                           &ctx->entity);
+            return ngx_http_tent_quota_check(r, ctx, q->what,
+                                   (ngx_http_tent_route_pt) q->next);
+        }
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        "the quota's count is busy: "
+                                        "send the request again");
+    }
+
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    q->taken = 1 << q->what;
 
     return ((ngx_http_tent_route_pt) q->next)(r, ctx);
 }
@@ -258,7 +363,7 @@ ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
-        if (!(q->counted & (1 << i))) {
+        if (!(q->counted & (1 << i)) || (q->taken & (1 << i))) {
             continue;
         }
 
