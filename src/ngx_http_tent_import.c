@@ -46,8 +46,6 @@ static ngx_int_t ngx_http_tent_import_section(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_uint_t s);
 static ngx_int_t ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im,
     size_t i, const char *reason);
-static ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im);
 static ngx_int_t ngx_http_tent_import_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -505,6 +503,17 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
 
     im->probe = 0;
 
+    im->refs = ngx_array_create(r->pool, 8, sizeof(ngx_http_tent_blob_ref_t));
+    im->sources = json_object();
+
+    if (im->refs == NULL || im->sources == NULL
+        || ngx_http_tent_json_cleanup(r->pool, im->sources) != NGX_OK)
+    {
+        json_decref(im->sources);
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
     for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
         if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
             return ngx_http_tent_import_finish(r, im,
@@ -787,7 +796,7 @@ ngx_http_tent_import_section(ngx_http_request_t *r,
 
 /* the next section's batch to the store, in order */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
 {
     ngx_uint_t  s;
@@ -800,6 +809,15 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
         }
 
         im->entry = im->entries[s];
+
+        /* the attachments' counts (and bytes) before the posts' batch */
+
+        if (s == NGX_HTTP_TENT_IMPORT_SECTION_POSTS && !im->refs_taken
+            && im->refs && im->refs->nelts)
+        {
+            im->section--;
+            return ngx_http_tent_import_attach_take(r, im);
+        }
 
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent import: writing section \"%s\"",
@@ -837,6 +855,14 @@ ngx_http_tent_import_written(ngx_http_request_t *r,
                                         ? "a row was written meanwhile:"
                                           " none written"
                                         : "the store failed: none written"));
+
+        /* the posts not written: their attachments' counts go back */
+
+        if (im->entry == im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS]
+            && im->refs_taken)
+        {
+            return ngx_http_tent_import_attach_give(r, im);
+        }
     }
 
     return ngx_http_tent_import_next(r, im);

@@ -36,6 +36,9 @@
 /* the sections, in the order they are written */
 #define NGX_HTTP_TENT_IMPORT_SECTIONS    6
 
+/* the posts' section, whose batch waits for its attachments' counts */
+#define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  5
+
 /* an import's marker row: another import waits, or takes it when stale */
 #define NGX_HTTP_TENT_IMPORT_LOCK_TIME   600
 
@@ -93,6 +96,11 @@ typedef struct {
     json_t                     *reply;
     ngx_http_tent_request_done_pt  next;
     ngx_http_request_t         *cur_request; /* for the put's note */
+
+    /* the posts' attachments: counts a digest, their inline bytes */
+    ngx_array_t                *refs;       /* ngx_http_tent_blob_ref_t */
+    json_t                     *sources;    /* digest: base64 string */
+    ngx_uint_t                  refs_taken;
 } ngx_http_tent_import_t;
 
 
@@ -105,6 +113,23 @@ typedef ngx_int_t (*ngx_http_tent_import_row_pt)(ngx_http_request_t *r,
 extern ngx_str_t  ngx_http_tent_import_core_base;
 
 const char *ngx_http_tent_import_section_name(ngx_uint_t section);
+
+/* ngx_http_tent_import.c: the next section's batch written */
+ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+
+/*
+ * ngx_http_tent_import_attach.c: a version's attachments (kept in
+ * "post"), their counts taken before the posts' batch, given back if it
+ * was not written
+ */
+ngx_int_t ngx_http_tent_import_attachments(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, json_t *given, json_t *post,
+    ngx_uint_t *dropped, const char **error);
+ngx_int_t ngx_http_tent_import_attach_take(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_attach_give(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
 
 /* ngx_http_tent_import.c: a row into the section's batch */
 ngx_int_t ngx_http_tent_import_put(ngx_http_tent_import_t *im,
