@@ -23,6 +23,8 @@
 #include <openssl/evp.h>
 
 
+static ngx_int_t ngx_http_tent_import_attach_note(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, char *pkey, const char *verdict);
 static ngx_int_t ngx_http_tent_import_attach_check(ngx_http_request_t *r,
     json_t *a, ngx_str_t *digest, json_int_t size, const char **error);
 static ngx_int_t ngx_http_tent_import_attach_load(ngx_http_request_t *r,
@@ -71,8 +73,10 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
     size_t       i;
     json_t      *list, *kept, *a, *data, *v;
     ngx_str_t    category, type, name, digest;
-    json_int_t   size;
     char         key[NGX_HTTP_TENT_DIGEST_LEN + 1];
+    char         pkey[NGX_PTR_SIZE * 2 + 8];
+    ngx_int_t    rc;
+    json_int_t   size;
 
     list = json_object_get(given, "attachments");
 
@@ -119,16 +123,44 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
             continue;
         }
 
+        /*
+         * the bytes checked once, in pass 1, one at a time; pass 2 takes
+         * the verdict noted for this very string
+         */
+
+        ngx_sprintf((u_char *) pkey, "%p%Z", data);
+
         if (im->probe) {
-            /* the bytes checked once, in pass 1, one at a time */
-            if (ngx_http_tent_import_attach_check(r, data, &digest, size,
-                                                  error)
+            rc = ngx_http_tent_import_attach_check(r, data, &digest, size,
+                                                   error);
+            if (rc == NGX_ERROR) {
+                return NGX_ERROR;
+            }
+
+            if (ngx_http_tent_import_attach_note(r, im, pkey,
+                                                 rc == NGX_OK ? "" : *error)
                 != NGX_OK)
             {
-                return *error ? NGX_DECLINED : NGX_ERROR;
+                return NGX_ERROR;
+            }
+
+            if (rc != NGX_OK) {
+                return NGX_DECLINED;
             }
 
         } else {
+            v = json_object_get(im->verified, pkey);
+
+            if (!json_is_string(v)) {
+                *error = "an attachment not checked";
+                return NGX_DECLINED;
+            }
+
+            if (json_string_length(v)) {
+                *error = json_string_value(v);
+                return NGX_DECLINED;
+            }
+
             ngx_memcpy(key, digest.data, digest.len);
             key[digest.len] = '\0';
 
@@ -153,6 +185,29 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+/* pass 1's verdict on an attachment's data: "" or why it is refused */
+
+static ngx_int_t
+ngx_http_tent_import_attach_note(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, char *pkey, const char *verdict)
+{
+    if (im->verified == NULL) {
+        im->verified = json_object();
+
+        if (im->verified == NULL
+            || ngx_http_tent_json_cleanup(r->pool, im->verified) != NGX_OK)
+        {
+            json_decref(im->verified);
+            im->verified = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    return json_object_set_new(im->verified, pkey, json_string(verdict))
+           == 0 ? NGX_OK : NGX_ERROR;
 }
 
 

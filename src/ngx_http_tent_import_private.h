@@ -100,6 +100,7 @@ typedef struct {
     /* the posts' attachments: counts a digest, their inline bytes */
     ngx_array_t                *refs;       /* ngx_http_tent_blob_ref_t */
     json_t                     *sources;    /* digest: base64 string */
+    json_t                     *verified;   /* pass 1's verdicts */
     ngx_uint_t                  refs_taken;
 } ngx_http_tent_import_t;
 

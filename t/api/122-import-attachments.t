@@ -1,0 +1,267 @@
+# POST /import with attachments (issue 14, part 2; docs/import.md,
+# "Attachments"): an export of A with ?attachments=inline imported into B
+# (another server block of the same nginx): B serves each attachment's
+# bytes, ETag its digest; the counts are right across versions and posts
+# sharing a digest (deleting one post keeps the bytes for the other, the
+# last takes the file with it).  The attacker's documents: a digest that
+# is not the bytes', data that is not base64, a size that is not the
+# bytes', an attachment over tent_max_attachment_size, a malformed
+# attachment: the posts section not written, no file stored.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx dechunk);
+use Tent::Client;
+use Tent::MAC qw(signed_headers random_nonce);
+use JSON::PP;
+use MIME::Base64 qw(encode_base64 decode_base64);
+use Digest::SHA qw(sha256_hex);
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(http_config => <<'CONF') unless defined $block->http_config;
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_store_timeout 5s;
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name b.test;
+        tent_entity http://b.test;
+        client_max_body_size 4m;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name c.test;
+        tent_entity http://c.test;
+        client_max_body_size 4m;
+        tent_max_attachment_size 3000;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+CONF
+    $block->set_value(config => <<'CONF') unless defined $block->config;
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize { tent_owner "the owner"; }
+CONF
+});
+
+master_on();
+workers(2);
+no_shuffle();
+log_level('debug');
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
+my $READ = 'read_secrets,read_profile,read_followers,read_followings,'
+           . 'read_groups,read_posts';
+my $WRITE = 'write_secrets,write_profile,write_followers,write_followings,'
+            . 'write_groups,write_posts,import_posts';
+my $JSON = JSON::PP->new->utf8->canonical;
+my $ROOT = $Test::Nginx::Util::ServRoot;
+
+sub export_of {
+    my ($host, $cred, $query) = @_;
+    my $path = "/tent/export?posts=1$query";
+    my $r = Tent::Util::http_request(path => $path, timeout => 30, headers => {
+        Host => $host,
+        signed_headers(cred => $cred, method => 'GET', uri => $path,
+                       host => $host, port => 80,
+                       nonce => random_nonce(8)) });
+    my $body = $r->{body} // '';
+    ($body) = dechunk($body)
+        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/;
+    my $json = eval { $JSON->decode($body) };
+    diag "export of $host: $r->{status} " . substr($body, 0, 300)
+        unless $json && $json->{complete};
+    return $json;
+}
+
+sub import_to {
+    my ($cl, $cred, $doc, $query) = @_;
+    return $cl->request(POST => '/import' . ($query // ''), cred => $cred,
+                        body => $doc);
+}
+
+# the file of a digest in an entity's attachment directory
+sub file_of {
+    my ($entity, $digest) = @_;
+    my $e = substr(sha256_hex($entity), 0, 32);
+    return "$ROOT/tent_temp/attachments/$e/" . substr($digest, 0, 2) . '/'
+           . substr($digest, 2);
+}
+
+sub files_of {
+    my $e = substr(sha256_hex(shift), 0, 32);
+    return grep { -f && !/\.tmp$/ }
+           glob("$ROOT/tent_temp/attachments/$e/*/*");
+}
+
+sub photo {
+    my ($cl, $cred, $name, $bytes) = @_;
+    my $MB = '-----------TentImportAtt';
+    my $mp = "--$MB\r\nContent-Disposition: form-data; name=\"post\"; "
+           . "filename=\"post.json\"\r\nContent-Type: "
+           . "application/vnd.tent.v0+json\r\n\r\n"
+           . $JSON->encode({ type => $PHOTO, content => { caption => $name },
+                             permissions => { public => JSON::PP::true } })
+           . "\r\n--$MB\r\nContent-Disposition: form-data; "
+           . "name=\"photos[0]\"; filename=\"$name\"\r\n"
+           . "Content-Type: image/png\r\n\r\n$bytes\r\n--$MB--\r\n";
+    my $res = $cl->request(POST => '/posts', cred => $cred, body => $mp,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" });
+    is($res->{status}, 200, "photo post $name") or diag $res->{body};
+    return $res->{json}{id};
+}
+
+# --- A: three photo posts, two sharing their bytes, one of two versions --
+
+my $c = Tent::Client->new;
+my (undef, $owner) = $c->authorized_app("$READ,write_posts",
+    post_types => 'all', info_types => 'all');
+
+my $shared = join '', map { chr(($_ * 13 + 5) % 256) } 0 .. 2047;
+my $other = join '', map { chr(($_ * 7 + 1) % 256) } 0 .. 4095;
+my $p1 = photo($c, $owner, 'one.png', $shared);
+my $res = $c->request(PUT => "/posts/$p1", cred => $owner,
+    body => { type => $PHOTO, content => { caption => 'one, again' },
+              permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'p1: a second version keeping its attachment');
+my $p2 = photo($c, $owner, 'two.png', $shared);
+my $p3 = photo($c, $owner, 'three.png', $other);
+
+my $doc = export_of('localhost', $owner, '&attachments=inline');
+ok($doc && $doc->{complete}, "A's export, attachments inline");
+my %posts = map { $_->{id} => $_ } @{ $doc->{posts} || [] };
+is(scalar @{ $posts{$p1}{versions} || [] }, 2, 'p1 has two versions');
+
+my $copy = sub { $JSON->decode($JSON->encode($doc)) };
+
+# --- the attacker's documents: each into C, nothing of the posts stored ---
+
+my $cc = Tent::Client->new(host => 'c.test');
+my (undef, $cowner) = $cc->authorized_app("$WRITE,$READ",
+    post_types => 'all', info_types => 'all');
+
+sub att_of { my ($d, $id) = @_;
+    my ($p) = grep { $_->{id} eq $id } @{ $d->{posts} };
+    return $p->{versions}[-1]{attachments}[0];
+}
+
+my @attacks = (
+    [ 'a digest not of the bytes', sub {
+        my $a = att_of($_[0], $p1);
+        $a->{data} = encode_base64('other bytes' x 10, '');
+        $a->{size} = 110 }, qr/digest/ ],
+    [ 'data not base64', sub {
+        att_of($_[0], $p1)->{data} = '!!!not*base64!!' }, qr/base64/ ],
+    [ 'a size not the bytes\'', sub {
+        att_of($_[0], $p1)->{size} = 5 }, qr/size/ ],
+    [ 'a digest not 64 hex digits', sub {
+        att_of($_[0], $p1)->{digest} = '../../../etc/passwd' },
+      qr/attachment must be/ ],
+    [ 'a name with a slash', sub {
+        att_of($_[0], $p1)->{name} = '../x' }, qr/attachment must be/ ],
+    [ 'a type with CR LF', sub {
+        att_of($_[0], $p1)->{type} = "image/png\r\nX-Evil: 1" },
+      qr/attachment must be/ ],
+    [ 'attachments not a list', sub {
+        my ($p) = grep { $_->{id} eq $p1 } @{ $_[0]->{posts} };
+        $p->{versions}[-1]{attachments} = { a => 1 } }, qr/must be a list/ ],
+);
+
+my $merge = '';
+for my $t (@attacks) {
+    my ($what, $spoil, $reason) = @$t;
+    my $d = $copy->();
+    $spoil->($d);
+    $res = import_to($cc, $cowner, $d, $merge);
+    is($res->{status}, 200, "$what: the import answers") or diag $res->{body};
+    my $pr = $res->{json}{posts} || {};
+    ok(!$pr->{written}, "$what: the posts not written");
+    like(join(' ', map { $_->{reason} } @{ $pr->{invalid} || [] }), $reason,
+         "$what: the reason said") or diag $JSON->encode($pr);
+    is(scalar(files_of('http://c.test')), 0, "$what: no file stored");
+    # C is no longer empty (its profile written): merge the next ones
+    $merge = '?merge=1';
+}
+
+# over C's tent_max_attachment_size (3000): p3's 4096 bytes
+{
+    my $d = $copy->();
+    $d->{profile} = [];
+    $res = $cc->request(POST => '/import?merge=1', cred => $cowner,
+                        body => $d);
+    is($res->{status}, 200, 'oversize: the import answers');
+    my $pr = $res->{json}{posts} || {};
+    ok(!$pr->{written}, 'oversize: the posts not written');
+    like(join(' ', map { $_->{reason} } @{ $pr->{invalid} || [] }),
+         qr/tent_max_attachment_size/, 'oversize: the reason said');
+    is(scalar(files_of('http://c.test')), 0, 'oversize: no file stored');
+    $res = $cc->request(GET => "/posts/$p1");
+    is($res->{status}, 404, 'no post of the document on C');
+}
+
+# --- B: the document as it is ---------------------------------------------
+
+my $b = Tent::Client->new(host => 'b.test');
+my (undef, $bowner) = $b->authorized_app("$WRITE,$READ",
+    post_types => 'all', info_types => 'all');
+
+$res = import_to($b, $bowner, $doc);
+is($res->{status}, 200, 'the import into B') or diag $res->{body};
+my $rep = $res->{json} || {};
+ok($rep->{posts}{written}, 'posts written') or diag $JSON->encode($rep);
+ok(!grep({ exists $_->{attachments_of} } @{ $rep->{posts}{skipped} || [] }),
+   'no attachment skipped');
+
+my $dshared = sha256_hex($shared);
+my $dother = sha256_hex($other);
+
+for my $t ([$p1, 'one.png', $shared, $dshared],
+           [$p2, 'two.png', $shared, $dshared],
+           [$p3, 'three.png', $other, $dother])
+{
+    my ($id, $name, $bytes, $digest) = @$t;
+    $res = $b->request(GET => "/posts/$id/attachments/$name");
+    is($res->{status}, 200, "B serves $name");
+    ok(($res->{body} // '') eq $bytes, "$name: the same bytes");
+    is($res->{headers}{etag}, "\"$digest\"", "$name: ETag its digest");
+}
+ok(-f file_of('http://b.test', $dshared), 'the shared bytes: one file');
+is(scalar(files_of('http://b.test')), 2, 'two files in all');
+
+$res = $b->request(GET => "/posts/$p1/versions", cred => $bowner);
+is(scalar @{ $res->{json} || [] }, 2, 'p1 on B: two versions');
+my ($v1) = grep { $_->{version} == 1 } @{ $res->{json} || [] };
+is($v1->{attachments}[0]{name}, 'one.png',
+   'p1 version 1 lists the attachment too') or diag $JSON->encode($res->{json});
+$res = $b->request(GET => "/posts/$p1/attachments/one.png?version=1");
+ok(($res->{body} // '') eq $shared, 'and serves its bytes');
+
+# the counts: shared 3 (p1's two versions, p2), other 1
+$res = $b->request(DELETE => "/posts/$p2", cred => $bowner);
+is($res->{status}, 200, 'p2 deleted on B');
+$res = $b->request(GET => "/posts/$p1/attachments/one.png");
+is($res->{status}, 200, 'p1 still serves the shared bytes');
+ok(($res->{body} // '') eq $shared, 'the same bytes');
+ok(-f file_of('http://b.test', $dshared), 'the shared file kept');
+
+$res = $b->request(DELETE => "/posts/$p1", cred => $bowner);
+is($res->{status}, 200, 'p1 deleted on B');
+ok(!-f file_of('http://b.test', $dshared),
+   'the last reference gone: the shared file with it');
+ok(-f file_of('http://b.test', $dother), 'the other file kept');
+
+# A still has its own bytes (another entity's counts)
+$res = $c->request(GET => "/posts/$p2/attachments/two.png");
+is($res->{status}, 200, 'A still serves p2');
+
+__DATA__
+
+=== TEST 1: anonymous import
+--- request
+POST /tent/import
+{}
+--- error_code: 403
