@@ -18,6 +18,7 @@
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_store.h"
 #include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_import_private.h"
 
 #include <openssl/evp.h>
@@ -25,12 +26,23 @@
 
 static ngx_int_t ngx_http_tent_import_attach_note(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, char *pkey, const char *verdict);
+static ngx_int_t ngx_http_tent_import_attach_url(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, json_t *url, ngx_str_t *digest,
+    json_int_t size, const char **error);
 static ngx_int_t ngx_http_tent_import_attach_check(ngx_http_request_t *r,
     json_t *a, ngx_str_t *digest, json_int_t size, const char **error);
 static ngx_int_t ngx_http_tent_import_attach_load(ngx_http_request_t *r,
     void *data, ngx_str_t *digest, ngx_str_t *bytes);
+static ngx_int_t ngx_http_tent_import_attach_step(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+static ngx_int_t ngx_http_tent_import_fetched(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_import_attach_one(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
 static ngx_int_t ngx_http_tent_import_attach_taken(ngx_http_request_t *r,
     void *data, ngx_int_t status, ngx_uint_t taken);
+static ngx_int_t ngx_http_tent_import_attach_failed(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *why);
 static ngx_int_t ngx_http_tent_import_attach_given(ngx_http_request_t *r,
     void *data, ngx_int_t status, ngx_uint_t taken);
 
@@ -71,7 +83,7 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
     ngx_uint_t *dropped, const char **error)
 {
     size_t       i;
-    json_t      *list, *kept, *a, *data, *v;
+    json_t      *list, *kept, *a, *data, *v, *url;
     ngx_str_t    category, type, name, digest;
     char         key[NGX_HTTP_TENT_DIGEST_LEN + 1];
     char         pkey[NGX_PTR_SIZE * 2 + 8];
@@ -118,9 +130,28 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
         data = json_object_get(a, "data");
 
         if (!json_is_string(data)) {
-            /* by URL, or its bytes missing at the exporter: not taken */
-            (*dropped)++;
-            continue;
+            url = json_object_get(a, "url");
+
+            if (!json_is_string(url)) {
+                /* its bytes missing at the exporter: not taken */
+                (*dropped)++;
+                continue;
+            }
+
+            /* by URL: fetched when its count is taken */
+
+            switch (ngx_http_tent_import_attach_url(r, im, url, &digest,
+                                                    size, error))
+            {
+            case NGX_OK:
+                break;
+            case NGX_DECLINED:
+                return NGX_DECLINED;
+            default:
+                return NGX_ERROR;
+            }
+
+            goto keep;
         }
 
         /*
@@ -172,6 +203,8 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
             }
         }
 
+    keep:
+
         a = json_pack("{s:s%, s:s%, s:s%, s:I, s:s%}",
                       "category", category.data, category.len,
                       "type", type.data, type.len,
@@ -182,6 +215,86 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
         if (a == NULL || json_array_append_new(kept, a) != 0) {
             return NGX_ERROR;
         }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * An attachment by URL: an http(s) URL of visible ASCII, its size under
+ * the cap; pass 1 counts the distinct digests and their sizes against
+ * the import's caps; pass 2 notes the URL as the digest's source (inline
+ * bytes of the same digest are preferred).
+ */
+
+static ngx_int_t
+ngx_http_tent_import_attach_url(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, json_t *url, ngx_str_t *digest,
+    json_int_t size, const char **error)
+{
+    u_char                    *p;
+    char                       key[NGX_HTTP_TENT_DIGEST_LEN + 3];
+    ngx_str_t                  u;
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+
+    u.data = (u_char *) json_string_value(url);
+    u.len = json_string_length(url);
+
+    if (u.len > 2048
+        || !((u.len > 7 && ngx_strncmp(u.data, "http://", 7) == 0)
+             || (u.len > 8 && ngx_strncmp(u.data, "https://", 8) == 0)))
+    {
+        *error = "an attachment's url must be an http or https URL";
+        return NGX_DECLINED;
+    }
+
+    for (p = u.data; p < u.data + u.len; p++) {
+        if (*p <= 0x20 || *p >= 0x7f) {
+            *error = "an attachment's url must be visible ASCII";
+            return NGX_DECLINED;
+        }
+    }
+
+    if ((size_t) size > lcf->attachment_max) {
+        *error = "an attachment is over tent_max_attachment_size";
+        return NGX_DECLINED;
+    }
+
+    ngx_sprintf((u_char *) key, "u:%*s%Z", digest->len, digest->data);
+
+    if (im->probe) {
+        if (im->verified && json_object_get(im->verified, key)) {
+            return NGX_OK;
+        }
+
+        if (++im->fetches > NGX_HTTP_TENT_IMPORT_FETCH_MAX) {
+            *error = "more than 1000 attachments by URL in one import";
+            return NGX_DECLINED;
+        }
+
+        im->fetch_bytes += size;
+
+        if (im->fetch_bytes > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
+            *error = "more than 1 GB of attachments by URL in one import";
+            return NGX_DECLINED;
+        }
+
+        return ngx_http_tent_import_attach_note(r, im, key, "");
+    }
+
+    if (ngx_http_tent_blob_ref_add(r->pool, im->refs, digest, NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (json_object_get(im->sources, key + 2) == NULL
+        && json_object_set(im->sources, key + 2, url) != 0)
+    {
+        return NGX_ERROR;
     }
 
     return NGX_OK;
@@ -281,7 +394,10 @@ ngx_http_tent_import_attach_check(ngx_http_request_t *r, json_t *a,
 }
 
 
-/* the bytes of a digest whose count is created: decoded now */
+/*
+ * The bytes of a digest whose count is created: the fetched answer, or
+ * the inline data decoded now.
+ */
 
 static ngx_int_t
 ngx_http_tent_import_attach_load(ngx_http_request_t *r, void *data,
@@ -294,6 +410,12 @@ ngx_http_tent_import_attach_load(ngx_http_request_t *r, void *data,
     ngx_http_tent_import_t  *im;
 
     im = data;
+
+    if (im->fetched.data) {
+        *bytes = im->fetched;
+        ngx_str_null(&im->fetched);
+        return NGX_OK;
+    }
 
     if (digest->len != NGX_HTTP_TENT_DIGEST_LEN) {
         return NGX_ERROR;
@@ -331,7 +453,11 @@ ngx_http_tent_import_attach_load(ngx_http_request_t *r, void *data,
 }
 
 
-/* before the posts' batch: every digest's count taken */
+/*
+ * Before the posts' batch: each digest's count taken, one digest at a
+ * time; a digest given by URL is fetched first (so one attachment's
+ * bytes are held at a time), checked against its digest, then taken.
+ */
 
 ngx_int_t
 ngx_http_tent_import_attach_take(ngx_http_request_t *r,
@@ -342,8 +468,158 @@ ngx_http_tent_import_attach_take(ngx_http_request_t *r,
                    im->refs->nelts);
 
     im->refs_taken = 1;
+    im->take = 0;
 
-    return ngx_http_tent_blobs_run(r, ngx_http_tent_get_ctx(r), im->refs, 1,
+    return ngx_http_tent_import_attach_step(r, im);
+}
+
+
+static ngx_int_t
+ngx_http_tent_import_attach_step(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im)
+{
+    json_t                    *src;
+    char                       key[NGX_HTTP_TENT_DIGEST_LEN + 1];
+    ngx_str_t                  url;
+    ngx_http_tent_fetch_t     *f;
+    ngx_http_tent_blob_ref_t  *ref;
+    ngx_http_tent_loc_conf_t  *lcf;
+
+    if (im->take >= im->refs->nelts) {
+        return ngx_http_tent_import_next(r, im);
+    }
+
+    ref = im->refs->elts;
+    ref = &ref[im->take];
+
+    ngx_memcpy(key, ref->digest.data, NGX_HTTP_TENT_DIGEST_LEN);
+    key[NGX_HTTP_TENT_DIGEST_LEN] = '\0';
+
+    src = json_object_get(im->sources, key);
+    url.data = (u_char *) json_string_value(src);
+    url.len = json_string_length(src);
+
+    ngx_str_null(&im->fetched);
+
+    if (url.data == NULL
+        || !(ngx_strncmp(url.data, "http://", 7) == 0
+             || ngx_strncmp(url.data, "https://", 8) == 0))
+    {
+        return ngx_http_tent_import_attach_one(r, im);
+    }
+
+    /* unsigned: the document's credentials are not the source's owner's */
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: attachment %V: fetching %V",
+                   &ref->digest, &url);
+
+    f = ngx_http_tent_remote_fetch(r, &url, "GET");
+    if (f == NULL) {
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "the fetch of an attachment could not be made");
+    }
+
+    f->max_response = lcf->attachment_max;
+    f->redirects = 0;
+
+    return ngx_http_tent_fetch_request(r, f, ngx_http_tent_import_fetched);
+}
+
+
+static ngx_int_t
+ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
+{
+    u_char                     md[EVP_MAX_MD_SIZE];
+    u_char                     hex[2 * EVP_MAX_MD_SIZE];
+    unsigned int               mdlen;
+    ngx_http_tent_import_t    *im;
+    ngx_http_tent_blob_ref_t  *ref;
+
+    im = ngx_http_tent_get_ctx(r)->state;
+    ref = im->refs->elts;
+    ref = &ref[im->take];
+
+    if (f->result != NGX_HTTP_TENT_FETCH_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent import: attachment %V at \"%V\": %s",
+                      &ref->digest, &f->url,
+                      ngx_http_tent_fetch_strerror(f->result));
+
+        return ngx_http_tent_import_attach_failed(r, im,
+                   f->result == NGX_HTTP_TENT_FETCH_TOO_BIG
+                   ? "an attachment fetched by URL: over "
+                     "tent_max_attachment_size"
+                   : ngx_http_tent_fetch_strerror(f->result));
+    }
+
+    if (f->status != NGX_HTTP_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent import: attachment %V at \"%V\": status %ui",
+                      &ref->digest, &f->url, f->status);
+
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "an attachment fetched by URL: its server did not "
+                   "answer 200");
+    }
+
+    if (EVP_Digest(f->body.data, f->body.len, md, &mdlen, EVP_sha256(),
+                   NULL)
+        != 1
+        || ngx_hex_dump(hex, md, mdlen) - hex != (ssize_t) ref->digest.len
+        || ngx_strncmp(hex, ref->digest.data, ref->digest.len) != 0)
+    {
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "an attachment fetched by URL is not its digest's "
+                   "(SHA-256)");
+    }
+
+    /* the caps counted on what came, whatever the document said */
+
+    im->fetch_got += f->body.len;
+
+    if (im->fetch_got > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "more than 1 GB of attachments by URL in one import");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: attachment %V: %uz bytes fetched",
+                   &ref->digest, f->body.len);
+
+    im->fetched = f->body;
+
+    if (im->fetched.data == NULL) {
+        /* no bytes: a valid empty file */
+        im->fetched.data = (u_char *) "";
+    }
+
+    return ngx_http_tent_import_attach_one(r, im);
+}
+
+
+/* one digest's count taken by the posts' path */
+
+static ngx_int_t
+ngx_http_tent_import_attach_one(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im)
+{
+    ngx_array_t               *one;
+    ngx_http_tent_blob_ref_t  *ref, *dst;
+
+    one = ngx_array_create(r->pool, 1, sizeof(ngx_http_tent_blob_ref_t));
+    if (one == NULL) {
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "the attachments could not be stored");
+    }
+
+    dst = ngx_array_push(one);
+    ref = im->refs->elts;
+    *dst = ref[im->take];
+
+    return ngx_http_tent_blobs_run(r, ngx_http_tent_get_ctx(r), one, 1,
                                    ngx_http_tent_import_attach_load,
                                    ngx_http_tent_import_attach_taken, im);
 }
@@ -353,31 +629,59 @@ static ngx_int_t
 ngx_http_tent_import_attach_taken(ngx_http_request_t *r, void *data,
     ngx_int_t status, ngx_uint_t taken)
 {
-    json_t                  *entry;
     ngx_http_tent_import_t  *im;
 
     im = data;
 
-    if (status == NGX_OK) {
-        return ngx_http_tent_import_next(r, im);
+    ngx_str_null(&im->fetched);
+
+    if (status != NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent import: attachment counts not taken (%i): "
+                      "posts not written", status);
+
+        return ngx_http_tent_import_attach_failed(r, im,
+                   "the attachments could not be stored");
     }
 
-    /* the posts are not written; what was taken goes back */
+    im->take++;
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "tent import: attachment counts not taken (%i): "
-                  "posts not written", status);
+    return ngx_http_tent_import_attach_step(r, im);
+}
+
+
+/* the posts not written; what was taken goes back */
+
+static ngx_int_t
+ngx_http_tent_import_attach_failed(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *why)
+{
+    json_t                    *entry, *list, *a;
+    ngx_http_tent_blob_ref_t  *ref;
 
     entry = im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS];
+    ref = im->refs->elts;
+
+    a = json_pack("{s:s%, s:s}", "digest", ref[im->take].digest.data,
+                  ref[im->take].digest.len, "reason", why);
+    list = json_array();
+
+    if (a == NULL || list == NULL || json_array_append_new(list, a) != 0) {
+        json_decref(a);
+        json_decref(list);
+
+    } else {
+        json_object_set_new(entry, "attachments_failed", list);
+    }
 
     json_object_set_new(entry, "taken", json_integer(0));
     json_object_set_new(entry, "written", json_false());
     json_object_set_new(entry, "error",
-                        json_string("the attachments could not be stored:"
+                        json_string("an attachment could not be stored:"
                                     " none written"));
 
     im->ops[NGX_HTTP_TENT_IMPORT_SECTION_POSTS] = NULL;
-    im->refs->nelts = taken;
+    im->refs->nelts = im->take;
 
     return ngx_http_tent_import_attach_give(r, im);
 }

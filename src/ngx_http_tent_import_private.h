@@ -39,6 +39,10 @@
 /* the posts' section, whose batch waits for its attachments' counts */
 #define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  5
 
+/* attachments by URL: distinct digests, their sizes, in one import */
+#define NGX_HTTP_TENT_IMPORT_FETCH_MAX     1000
+#define NGX_HTTP_TENT_IMPORT_FETCH_BYTES   ((off_t) 1024 * 1024 * 1024)
+
 /* an import's marker row: another import waits, or takes it when stale */
 #define NGX_HTTP_TENT_IMPORT_LOCK_TIME   600
 
@@ -102,6 +106,11 @@ typedef struct {
     json_t                     *sources;    /* digest: base64 string */
     json_t                     *verified;   /* pass 1's verdicts */
     ngx_uint_t                  refs_taken;
+    ngx_uint_t                  take;       /* the digest being taken */
+    ngx_str_t                   fetched;    /* its bytes, by URL */
+    ngx_uint_t                  fetches;    /* distinct digests by URL */
+    off_t                       fetch_bytes;
+    off_t                       fetch_got;
 } ngx_http_tent_import_t;
 
 
