@@ -522,6 +522,8 @@ ngx_http_tent_import_attach_step(ngx_http_request_t *r,
                    "the fetch of an attachment could not be made");
     }
 
+    /* the attachment's route answers an Accept of its type, or any */
+    ngx_str_set(&f->accept, "*/*");
     f->max_response = lcf->attachment_max;
     f->redirects = 0;
 

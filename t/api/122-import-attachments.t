@@ -36,6 +36,30 @@ add_block_preprocessor(sub {
         tent_max_attachment_size 3000;
         location = /tent/oauth/authorize { tent_owner "the owner"; }
     }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name d.test;
+        tent_entity http://d.test;
+        client_max_body_size 4m;
+        tent_outbound_allow 127.0.0.0/8;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name e.test;
+        tent_entity http://e.test;
+        client_max_body_size 4m;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name f.test;
+        tent_entity http://f.test;
+        client_max_body_size 4m;
+        tent_outbound_allow 127.0.0.0/8;
+        tent_max_attachment_size 3000;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
 CONF
     $block->set_value(config => <<'CONF') unless defined $block->config;
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
@@ -257,6 +281,120 @@ ok(-f file_of('http://b.test', $dother), 'the other file kept');
 # A still has its own bytes (another entity's counts)
 $res = $c->request(GET => "/posts/$p2/attachments/two.png");
 is($res->{status}, 200, 'A still serves p2');
+
+# --- by URL (the default export): fetched through the outbound client ----
+
+my $udoc = export_of('localhost', $owner, '');
+ok($udoc && $udoc->{complete}, "A's export, attachments by URL");
+like(att_of($udoc, $p1)->{url} // '', qr{^http://127\.0\.0\.1:$PORT/},
+     'the URL on A');
+# A's URLs name 127.0.0.1, whose default server here is B's block: asked
+# as "localhost" they reach A's (c-ares reads /etc/hosts)
+for my $p (@{ $udoc->{posts} }) {
+    $_->{url} =~ s{//127\.0\.0\.1:}{//localhost:}
+        for map { @{ $_->{attachments} || [] } } @{ $p->{versions} };
+}
+my $ucopy = sub { $JSON->decode($JSON->encode($udoc)) };
+
+sub client_of {
+    my $cl = Tent::Client->new(host => shift);
+    my (undef, $cred) = $cl->authorized_app("$WRITE,$READ",
+        post_types => 'all', info_types => 'all');
+    return ($cl, $cred);
+}
+
+# the attacker's: the guard refuses 127.0.0.1 on E (no tent_outbound_allow)
+my ($ec, $ecred) = client_of('e.test');
+my $merge_e = '';
+my @uattacks = (
+    [ 'a URL the SSRF guard refuses', sub {}, qr/refused|guard|not allowed/i ],
+    [ 'a URL to bytes not of its digest', sub {
+        att_of($_[0], $p1)->{url} = att_of($_[0], $p3)->{url} },
+      qr/./ ],
+    [ 'a URL not http', sub {
+        att_of($_[0], $p1)->{url} = 'file:///etc/passwd' }, qr/http/ ],
+    [ 'a URL with a CR LF', sub {
+        att_of($_[0], $p1)->{url} = "http://127.0.0.1:$PORT/x\r\nX: y" },
+      qr/visible ASCII/ ],
+    [ 'more than 1000 attachments by URL', sub {
+        my ($p) = grep { $_->{id} eq $p1 } @{ $_[0]->{posts} };
+        my $a = att_of($_[0], $p1);
+        $p->{versions}[-1]{attachments} = [ map {
+            +{ %$a, digest => sha256_hex("n$_"), name => "n$_.png" } }
+            1 .. 1001 ] }, qr/more than 1000/ ],
+);
+for my $t (@uattacks) {
+    my ($what, $spoil, $reason) = @$t;
+    my $d = $ucopy->();
+    $spoil->($d);
+    $res = import_to($ec, $ecred, $d, $merge_e);
+    is($res->{status}, 200, "$what: the import answers") or diag $res->{body};
+    my $pr = $res->{json}{posts} || {};
+    ok(!$pr->{written}, "$what: the posts not written");
+    like(join(' ', map { $_->{reason} } @{ $pr->{invalid} || [] },
+                   @{ $pr->{attachments_failed} || [] }),
+         $reason, "$what: the reason said") or diag $JSON->encode($pr);
+    is(scalar(files_of('http://e.test')), 0, "$what: no file stored");
+    $res = $ec->request(GET => "/posts/$p3");
+    is($res->{status}, 404, "$what: no post written");
+    $merge_e = '?merge=1';
+}
+
+# a URL whose bytes are not the digest's, on a server whose guard allows
+# it: fetched, refused by the digest; what was taken goes back
+my ($fc, $fcred) = client_of('f.test');
+{
+    my $d = $ucopy->();
+    $d->{posts} = [grep { $_->{id} ne $p3 } @{ $d->{posts} }];
+    att_of($d, $p2)->{url} = "http://localhost:$PORT/tent/posts/$p2";
+    $res = import_to($fc, $fcred, $d);
+    my $pr = $res->{json}{posts} || {};
+    ok(!$pr->{written}, 'bytes not of the digest: the posts not written');
+    like(join(' ', map { $_->{reason} } @{ $pr->{attachments_failed} || [] }),
+         qr/digest/, 'the reason said') or diag $JSON->encode($pr);
+    is(scalar(files_of('http://f.test')), 0,
+       'the shared digest taken first is given back: no file');
+}
+
+# an answer of more bytes than tent_max_attachment_size (3000 on F): the
+# document says 100, the server sends 4096
+{
+    my $d = $ucopy->();
+    for my $p (@{ $d->{posts} }) {
+        $_->{size} = 100 for map { @{ $_->{attachments} || [] } }
+                             @{ $p->{versions} };
+    }
+    $res = import_to($fc, $fcred, $d, '?merge=1');
+    my $pr = $res->{json}{posts} || {};
+    ok(!$pr->{written}, 'too many bytes: the posts not written');
+    like(join(' ', map { $_->{reason} } @{ $pr->{attachments_failed} || [] }),
+         qr/tent_max_attachment_size/, 'the reason said')
+        or diag $JSON->encode($pr);
+    is(scalar(files_of('http://f.test')), 0, 'no file');
+}
+
+# D: the document as it is, fetched from A
+my ($dc, $dcred) = client_of('d.test');
+$res = import_to($dc, $dcred, $udoc);
+is($res->{status}, 200, 'the import by URL into D') or diag $res->{body};
+$rep = $res->{json} || {};
+ok($rep->{posts}{written}, 'posts written') or diag $JSON->encode($rep);
+for my $t ([$p1, 'one.png', $shared, $dshared],
+           [$p2, 'two.png', $shared, $dshared],
+           [$p3, 'three.png', $other, $dother])
+{
+    my ($id, $name, $bytes, $digest) = @$t;
+    $res = $dc->request(GET => "/posts/$id/attachments/$name");
+    is($res->{status}, 200, "D serves $name");
+    ok(($res->{body} // '') eq $bytes, "$name: the same bytes");
+    is($res->{headers}{etag}, "\"$digest\"", "$name: ETag its digest");
+}
+is(scalar(files_of('http://d.test')), 2, 'D: two files');
+$res = $dc->request(DELETE => "/posts/$p1", cred => $dcred);
+$res = $dc->request(GET => "/posts/$p2/attachments/two.png");
+ok(($res->{body} // '') eq $shared, 'D: p1 deleted, p2 keeps the bytes');
+$res = $dc->request(DELETE => "/posts/$p2", cred => $dcred);
+ok(!-f file_of('http://d.test', $dshared), 'D: both gone, the file too');
 
 __DATA__
 
