@@ -235,6 +235,7 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
 {
     u_char                    *p;
     char                       key[NGX_HTTP_TENT_DIGEST_LEN + 3];
+    json_t                    *v;
     ngx_str_t                  u;
     ngx_http_tent_loc_conf_t  *lcf;
 
@@ -266,23 +267,49 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
     ngx_sprintf((u_char *) key, "u:%*s%Z", digest->len, digest->data);
 
     if (im->probe) {
-        if (im->verified && json_object_get(im->verified, key)) {
-            return NGX_OK;
+        v = im->verified ? json_object_get(im->verified, key) : NULL;
+
+        if (v == NULL) {
+            if (++im->fetches > NGX_HTTP_TENT_IMPORT_FETCH_MAX) {
+                *error = "more than 1000 attachments by URL in one import";
+
+            } else {
+                im->fetch_bytes += size;
+
+                if (im->fetch_bytes > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
+                    *error = "more than 1 GB of attachments by URL in one "
+                             "import";
+                }
+            }
+
+            if (ngx_http_tent_import_attach_note(r, im, key,
+                                                 *error ? *error : "")
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            return *error ? NGX_DECLINED : NGX_OK;
         }
 
-        if (++im->fetches > NGX_HTTP_TENT_IMPORT_FETCH_MAX) {
-            *error = "more than 1000 attachments by URL in one import";
-            return NGX_DECLINED;
-        }
+    } else {
+        v = im->verified ? json_object_get(im->verified, key) : NULL;
+    }
 
-        im->fetch_bytes += size;
+    /* pass 1's verdict on this digest, in both passes */
 
-        if (im->fetch_bytes > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
-            *error = "more than 1 GB of attachments by URL in one import";
-            return NGX_DECLINED;
-        }
+    if (!json_is_string(v)) {
+        *error = "an attachment not checked";
+        return NGX_DECLINED;
+    }
 
-        return ngx_http_tent_import_attach_note(r, im, key, "");
+    if (json_string_length(v)) {
+        *error = json_string_value(v);
+        return NGX_DECLINED;
+    }
+
+    if (im->probe) {
+        return NGX_OK;
     }
 
     if (ngx_http_tent_blob_ref_add(r->pool, im->refs, digest, NULL)

@@ -346,7 +346,12 @@ my ($fc, $fcred) = client_of('f.test');
 {
     my $d = $ucopy->();
     $d->{posts} = [grep { $_->{id} ne $p3 } @{ $d->{posts} }];
-    att_of($d, $p2)->{url} = "http://localhost:$PORT/tent/posts/$p2";
+    # one fetch a digest: every URL of the shared one spoiled
+    for my $p (@{ $d->{posts} }) {
+        $_->{url} = "http://localhost:$PORT/tent/posts/$p2"
+            for grep { $_->{digest} eq sha256_hex($shared) }
+                map { @{ $_->{attachments} || [] } } @{ $p->{versions} };
+    }
     $res = import_to($fc, $fcred, $d);
     my $pr = $res->{json}{posts} || {};
     ok(!$pr->{written}, 'bytes not of the digest: the posts not written');
