@@ -40,8 +40,6 @@ static ngx_int_t ngx_http_tent_import_core_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_import_prepare(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
-static ngx_int_t ngx_http_tent_import_build(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_import_section(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_uint_t s);
 static ngx_int_t ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im,
@@ -486,13 +484,16 @@ ngx_http_tent_import_prepare(ngx_http_request_t *r,
                    "tent import: rows checked, %ui keys to look up",
                    im->checks ? im->checks->nelts : 0);
 
-    return ngx_http_tent_import_lookup(r, im, ngx_http_tent_import_build);
+    /* the attachments given by URL fetched, then pass 2 */
+
+    return ngx_http_tent_import_lookup(r, im,
+                                       ngx_http_tent_import_attach_fetch);
 }
 
 
 /* pass 2: every section's batch built, none written until all fit */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_import_build(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
@@ -825,6 +826,12 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
 
         return ngx_http_tent_store_submit_request(r, im->ops[s],
                                               ngx_http_tent_import_written);
+    }
+
+    /* the fetched digests' own counts: the posts hold theirs now */
+
+    if (im->held && im->held->nelts) {
+        return ngx_http_tent_import_attach_release(r, im);
     }
 
     return ngx_http_tent_import_finish(r, im, NGX_HTTP_OK, im->report);

@@ -35,14 +35,14 @@ static ngx_int_t ngx_http_tent_import_attach_load(ngx_http_request_t *r,
     void *data, ngx_str_t *digest, ngx_str_t *bytes);
 static ngx_int_t ngx_http_tent_import_attach_step(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
+static ngx_int_t ngx_http_tent_import_attach_skip(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *why);
 static ngx_int_t ngx_http_tent_import_fetched(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_import_attach_one(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im);
+static ngx_int_t ngx_http_tent_import_attach_held(ngx_http_request_t *r,
+    void *data, ngx_int_t status, ngx_uint_t taken);
 static ngx_int_t ngx_http_tent_import_attach_taken(ngx_http_request_t *r,
     void *data, ngx_int_t status, ngx_uint_t taken);
-static ngx_int_t ngx_http_tent_import_attach_failed(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im, const char *why);
 static ngx_int_t ngx_http_tent_import_attach_given(ngx_http_request_t *r,
     void *data, ngx_int_t status, ngx_uint_t taken);
 
@@ -145,6 +145,11 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
             {
             case NGX_OK:
                 break;
+            case NGX_DONE:
+                im->drop_reason = *error;
+                *error = NULL;
+                (*dropped)++;
+                continue;
             case NGX_DECLINED:
                 return NGX_DECLINED;
             default:
@@ -237,6 +242,7 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
     char                       key[NGX_HTTP_TENT_DIGEST_LEN + 3];
     json_t                    *v;
     ngx_str_t                  u;
+    ngx_http_tent_import_fetch_t  *fe;
     ngx_http_tent_loc_conf_t  *lcf;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
@@ -289,7 +295,29 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
                 return NGX_ERROR;
             }
 
-            return *error ? NGX_DECLINED : NGX_OK;
+            if (*error) {
+                return NGX_DECLINED;
+            }
+
+            /* fetched once the rows are checked, before pass 2 */
+
+            if (im->fetch_list == NULL) {
+                im->fetch_list = ngx_array_create(r->pool, 8,
+                                     sizeof(ngx_http_tent_import_fetch_t));
+                if (im->fetch_list == NULL) {
+                    return NGX_ERROR;
+                }
+            }
+
+            fe = ngx_array_push(im->fetch_list);
+            if (fe == NULL) {
+                return NGX_ERROR;
+            }
+
+            fe->digest = *digest;
+            fe->url = u;
+
+            return NGX_OK;
         }
 
     } else {
@@ -305,6 +333,13 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
 
     if (json_string_length(v)) {
         *error = json_string_value(v);
+
+        if (**error == '!') {
+            /* its fetch failed: the attachment left out, the post kept */
+            (*error)++;
+            return NGX_DONE;
+        }
+
         return NGX_DECLINED;
     }
 
@@ -312,14 +347,10 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
         return NGX_OK;
     }
 
+    /* its bytes are here already: the fetch took a count of its own */
+
     if (ngx_http_tent_blob_ref_add(r->pool, im->refs, digest, NULL)
         != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    if (json_object_get(im->sources, key + 2) == NULL
-        && json_object_set(im->sources, key + 2, url) != 0)
     {
         return NGX_ERROR;
     }
@@ -481,20 +512,20 @@ ngx_http_tent_import_attach_load(ngx_http_request_t *r, void *data,
 
 
 /*
- * Before the posts' batch: each digest's count taken, one digest at a
- * time; a digest given by URL is fetched first (so one attachment's
- * bytes are held at a time), checked against its digest, then taken.
+ * After pass 1 and the look-up, before pass 2: each digest given by URL
+ * fetched, one at a time, checked against its digest and stored with a
+ * count of its own (held until the import ends), so that one fetched
+ * attachment is held at a time and pass 2 knows which were had.  A
+ * failure notes "!why": pass 2 leaves that attachment out.
  */
 
 ngx_int_t
-ngx_http_tent_import_attach_take(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im)
+ngx_http_tent_import_attach_fetch(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
 {
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent import: taking %ui attachment digests",
-                   im->refs->nelts);
+    ngx_http_tent_import_t  *im;
 
-    im->refs_taken = 1;
+    im = ngx_http_tent_get_ctx(r)->state;
     im->take = 0;
 
     return ngx_http_tent_import_attach_step(r, im);
@@ -505,35 +536,18 @@ static ngx_int_t
 ngx_http_tent_import_attach_step(ngx_http_request_t *r,
     ngx_http_tent_import_t *im)
 {
-    json_t                    *src;
-    char                       key[NGX_HTTP_TENT_DIGEST_LEN + 1];
-    ngx_str_t                  url;
-    ngx_http_tent_fetch_t     *f;
-    ngx_http_tent_blob_ref_t  *ref;
-    ngx_http_tent_loc_conf_t  *lcf;
+    ngx_http_tent_fetch_t         *f;
+    ngx_http_tent_loc_conf_t      *lcf;
+    ngx_http_tent_import_fetch_t  *fe;
 
-    if (im->take >= im->refs->nelts) {
-        return ngx_http_tent_import_next(r, im);
+    if (im->fetch_list == NULL || im->take >= im->fetch_list->nelts) {
+        return ngx_http_tent_import_build(r, NULL);
     }
 
-    ref = im->refs->elts;
-    ref = &ref[im->take];
-
-    ngx_memcpy(key, ref->digest.data, NGX_HTTP_TENT_DIGEST_LEN);
-    key[NGX_HTTP_TENT_DIGEST_LEN] = '\0';
-
-    src = json_object_get(im->sources, key);
-    url.data = (u_char *) json_string_value(src);
-    url.len = json_string_length(src);
+    fe = im->fetch_list->elts;
+    fe = &fe[im->take];
 
     ngx_str_null(&im->fetched);
-
-    if (url.data == NULL
-        || !(ngx_strncmp(url.data, "http://", 7) == 0
-             || ngx_strncmp(url.data, "https://", 8) == 0))
-    {
-        return ngx_http_tent_import_attach_one(r, im);
-    }
 
     /* unsigned: the document's credentials are not the source's owner's */
 
@@ -541,12 +555,12 @@ ngx_http_tent_import_attach_step(ngx_http_request_t *r,
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent import: attachment %V: fetching %V",
-                   &ref->digest, &url);
+                   &fe->digest, &fe->url);
 
-    f = ngx_http_tent_remote_fetch(r, &url, "GET");
+    f = ngx_http_tent_remote_fetch(r, &fe->url, "GET");
     if (f == NULL) {
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "the fetch of an attachment could not be made");
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!the fetch of an attachment could not be made");
     }
 
     /* the attachment's route answers an Accept of its type, or any */
@@ -558,51 +572,86 @@ ngx_http_tent_import_attach_step(ngx_http_request_t *r,
 }
 
 
+/* a digest by URL not had: pass 2 leaves it out, saying why */
+
+static ngx_int_t
+ngx_http_tent_import_attach_skip(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *why)
+{
+    char                           key[NGX_HTTP_TENT_DIGEST_LEN + 3];
+    ngx_http_tent_import_fetch_t  *fe;
+
+    fe = im->fetch_list->elts;
+    fe = &fe[im->take];
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "tent import: attachment %V at \"%V\" left out: %s",
+                  &fe->digest, &fe->url, why + 1);
+
+    ngx_sprintf((u_char *) key, "u:%V%Z", &fe->digest);
+
+    if (ngx_http_tent_import_attach_note(r, im, key, why) != NGX_OK) {
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    im->take++;
+
+    return ngx_http_tent_import_attach_step(r, im);
+}
+
+
 static ngx_int_t
 ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 {
-    u_char                     md[EVP_MAX_MD_SIZE];
-    u_char                     hex[2 * EVP_MAX_MD_SIZE];
-    unsigned int               mdlen;
-    ngx_http_tent_import_t    *im;
-    ngx_http_tent_blob_ref_t  *ref;
+    u_char                         md[EVP_MAX_MD_SIZE];
+    u_char                         hex[2 * EVP_MAX_MD_SIZE];
+    unsigned int                   mdlen;
+    ngx_array_t                   *one;
+    ngx_http_tent_import_t        *im;
+    ngx_http_tent_blob_ref_t      *ref;
+    ngx_http_tent_import_fetch_t  *fe;
 
     im = ngx_http_tent_get_ctx(r)->state;
-    ref = im->refs->elts;
-    ref = &ref[im->take];
+    fe = im->fetch_list->elts;
+    fe = &fe[im->take];
 
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "tent import: attachment %V at \"%V\": %s",
-                      &ref->digest, &f->url,
-                      ngx_http_tent_fetch_strerror(f->result));
+        if (f->result == NGX_HTTP_TENT_FETCH_TOO_BIG) {
+            return ngx_http_tent_import_attach_skip(r, im,
+                       "!fetched by URL: over tent_max_attachment_size");
+        }
 
-        return ngx_http_tent_import_attach_failed(r, im,
-                   f->result == NGX_HTTP_TENT_FETCH_TOO_BIG
-                   ? "an attachment fetched by URL: over "
-                     "tent_max_attachment_size"
-                   : ngx_http_tent_fetch_strerror(f->result));
+        if (f->result == NGX_HTTP_TENT_FETCH_REFUSED) {
+            return ngx_http_tent_import_attach_skip(r, im,
+                       "!fetched by URL: the address is not allowed "
+                       "(tent_outbound_allow)");
+        }
+
+        if (f->result == NGX_HTTP_TENT_FETCH_TIMEOUT
+            || f->result == NGX_HTTP_TENT_FETCH_DEADLINE)
+        {
+            return ngx_http_tent_import_attach_skip(r, im,
+                       "!fetched by URL: timed out");
+        }
+
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!fetched by URL: the fetch failed");
     }
 
     if (f->status != NGX_HTTP_OK) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "tent import: attachment %V at \"%V\": status %ui",
-                      &ref->digest, &f->url, f->status);
-
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "an attachment fetched by URL: its server did not "
-                   "answer 200");
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!fetched by URL: its server did not answer 200");
     }
 
     if (EVP_Digest(f->body.data, f->body.len, md, &mdlen, EVP_sha256(),
                    NULL)
         != 1
-        || ngx_hex_dump(hex, md, mdlen) - hex != (ssize_t) ref->digest.len
-        || ngx_strncmp(hex, ref->digest.data, ref->digest.len) != 0)
+        || ngx_hex_dump(hex, md, mdlen) - hex != (ssize_t) fe->digest.len
+        || ngx_strncmp(hex, fe->digest.data, fe->digest.len) != 0)
     {
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "an attachment fetched by URL is not its digest's "
-                   "(SHA-256)");
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!fetched by URL: not its digest's bytes (SHA-256)");
     }
 
     /* the caps counted on what came, whatever the document said */
@@ -610,13 +659,13 @@ ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
     im->fetch_got += f->body.len;
 
     if (im->fetch_got > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "more than 1 GB of attachments by URL in one import");
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!fetched by URL: more than 1 GB in one import");
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent import: attachment %V: %uz bytes fetched",
-                   &ref->digest, f->body.len);
+                   &fe->digest, f->body.len);
 
     im->fetched = f->body;
 
@@ -625,30 +674,82 @@ ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
         im->fetched.data = (u_char *) "";
     }
 
-    return ngx_http_tent_import_attach_one(r, im);
-}
-
-
-/* one digest's count taken by the posts' path */
-
-static ngx_int_t
-ngx_http_tent_import_attach_one(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im)
-{
-    ngx_array_t               *one;
-    ngx_http_tent_blob_ref_t  *ref, *dst;
+    /* a count of its own, its bytes with it when it is the first */
 
     one = ngx_array_create(r->pool, 1, sizeof(ngx_http_tent_blob_ref_t));
     if (one == NULL) {
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "the attachments could not be stored");
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
     }
 
-    dst = ngx_array_push(one);
-    ref = im->refs->elts;
-    *dst = ref[im->take];
+    ref = ngx_array_push(one);
+    ref->digest = fe->digest;
+    ref->count = 1;
+    ngx_str_null(&ref->bytes);
 
     return ngx_http_tent_blobs_run(r, ngx_http_tent_get_ctx(r), one, 1,
+                                   ngx_http_tent_import_attach_load,
+                                   ngx_http_tent_import_attach_held, im);
+}
+
+
+static ngx_int_t
+ngx_http_tent_import_attach_held(ngx_http_request_t *r, void *data,
+    ngx_int_t status, ngx_uint_t taken)
+{
+    ngx_http_tent_import_t        *im;
+    ngx_http_tent_blob_ref_t      *ref;
+    ngx_http_tent_import_fetch_t  *fe;
+
+    im = data;
+
+    ngx_str_null(&im->fetched);
+
+    if (status != NGX_OK) {
+        return ngx_http_tent_import_attach_skip(r, im,
+                   "!fetched by URL: its bytes could not be stored");
+    }
+
+    if (im->held == NULL) {
+        im->held = ngx_array_create(r->pool, 8,
+                                    sizeof(ngx_http_tent_blob_ref_t));
+        if (im->held == NULL) {
+            return ngx_http_tent_import_finish(r, im,
+                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        }
+    }
+
+    fe = im->fetch_list->elts;
+
+    ref = ngx_array_push(im->held);
+    if (ref == NULL) {
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    ref->digest = fe[im->take].digest;
+    ref->count = 1;
+    ngx_str_null(&ref->bytes);
+
+    im->take++;
+
+    return ngx_http_tent_import_attach_step(r, im);
+}
+
+
+/* before the posts' batch: every digest's count taken */
+
+ngx_int_t
+ngx_http_tent_import_attach_take(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im)
+{
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: taking %ui attachment digests",
+                   im->refs->nelts);
+
+    im->refs_taken = 1;
+
+    return ngx_http_tent_blobs_run(r, ngx_http_tent_get_ctx(r), im->refs, 1,
                                    ngx_http_tent_import_attach_load,
                                    ngx_http_tent_import_attach_taken, im);
 }
@@ -658,61 +759,54 @@ static ngx_int_t
 ngx_http_tent_import_attach_taken(ngx_http_request_t *r, void *data,
     ngx_int_t status, ngx_uint_t taken)
 {
+    json_t                  *entry;
     ngx_http_tent_import_t  *im;
 
     im = data;
 
-    ngx_str_null(&im->fetched);
-
-    if (status != NGX_OK) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "tent import: attachment counts not taken (%i): "
-                      "posts not written", status);
-
-        return ngx_http_tent_import_attach_failed(r, im,
-                   "the attachments could not be stored");
+    if (status == NGX_OK) {
+        return ngx_http_tent_import_next(r, im);
     }
 
-    im->take++;
+    /* the posts are not written; what was taken goes back */
 
-    return ngx_http_tent_import_attach_step(r, im);
-}
-
-
-/* the posts not written; what was taken goes back */
-
-static ngx_int_t
-ngx_http_tent_import_attach_failed(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im, const char *why)
-{
-    json_t                    *entry, *list, *a;
-    ngx_http_tent_blob_ref_t  *ref;
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "tent import: attachment counts not taken (%i): "
+                  "posts not written", status);
 
     entry = im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS];
-    ref = im->refs->elts;
-
-    a = json_pack("{s:s%, s:s}", "digest", ref[im->take].digest.data,
-                  ref[im->take].digest.len, "reason", why);
-    list = json_array();
-
-    if (a == NULL || list == NULL || json_array_append_new(list, a) != 0) {
-        json_decref(a);
-        json_decref(list);
-
-    } else {
-        json_object_set_new(entry, "attachments_failed", list);
-    }
 
     json_object_set_new(entry, "taken", json_integer(0));
     json_object_set_new(entry, "written", json_false());
     json_object_set_new(entry, "error",
-                        json_string("an attachment could not be stored:"
+                        json_string("the attachments could not be stored:"
                                     " none written"));
 
     im->ops[NGX_HTTP_TENT_IMPORT_SECTION_POSTS] = NULL;
-    im->refs->nelts = im->take;
+    im->refs->nelts = taken;
 
     return ngx_http_tent_import_attach_give(r, im);
+}
+
+
+/* the import's end: the fetched digests' own counts given back */
+
+ngx_int_t
+ngx_http_tent_import_attach_release(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im)
+{
+    ngx_array_t  *held;
+
+    held = im->held;
+    im->held = NULL;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent import: giving back %ui fetched digests' counts",
+                   held->nelts);
+
+    return ngx_http_tent_blobs_run(r, ngx_http_tent_get_ctx(r), held, -1,
+                                   NULL, ngx_http_tent_import_attach_given,
+                                   im);
 }
 
 

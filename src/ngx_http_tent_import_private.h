@@ -55,6 +55,14 @@
 #define NGX_HTTP_TENT_IMPORT_CREDENTIAL  2
 
 
+/* an attachment given by URL, fetched before pass 2 */
+
+typedef struct {
+    ngx_str_t                   digest;
+    ngx_str_t                   url;
+} ngx_http_tent_import_fetch_t;
+
+
 /* a key a row would write, looked up first (docs/import.md) */
 
 typedef struct {
@@ -106,7 +114,10 @@ typedef struct {
     json_t                     *sources;    /* digest: base64 string */
     json_t                     *verified;   /* pass 1's verdicts */
     ngx_uint_t                  refs_taken;
-    ngx_uint_t                  take;       /* the digest being taken */
+    ngx_uint_t                  take;       /* the digest fetched */
+    ngx_array_t                *fetch_list; /* ngx_http_tent_import_fetch_t */
+    ngx_array_t                *held;       /* the fetched digests' counts */
+    const char                 *drop_reason;
     ngx_str_t                   fetched;    /* its bytes, by URL */
     ngx_uint_t                  fetches;    /* distinct digests by URL */
     off_t                       fetch_bytes;
@@ -127,6 +138,8 @@ const char *ngx_http_tent_import_section_name(ngx_uint_t section);
 /* ngx_http_tent_import.c: the next section's batch written */
 ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_build(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /*
  * ngx_http_tent_import_attach.c: a version's attachments (kept in
@@ -136,7 +149,11 @@ ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_import_attachments(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, json_t *given, json_t *post,
     ngx_uint_t *dropped, const char **error);
+ngx_int_t ngx_http_tent_import_attach_fetch(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_import_attach_take(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_attach_release(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
 ngx_int_t ngx_http_tent_import_attach_give(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);

@@ -875,6 +875,7 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
     current = NULL;
     last = 0;
     dropped = 0;
+    im->drop_reason = NULL;
 
     json_array_foreach(versions, i, given) {
 
@@ -990,9 +991,10 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
     if (dropped
         && ngx_http_tent_import_skip(im, "attachments_of",
                                      json_object_get(row, "id"),
-                                     "attachments without their bytes "
-                                     "inline are not taken: the post is "
-                                     "kept without them")
+                                     im->drop_reason ? im->drop_reason
+                                     : "an attachment without its bytes "
+                                       "(data null): the post is kept "
+                                       "without it")
            != NGX_OK)
     {
         return NGX_ERROR;
