@@ -12,6 +12,7 @@ use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx dechunk);
 use Tent::Client;
 use Tent::MAC qw(signed_headers random_nonce);
+use Tent::Receiver;
 use JSON::PP;
 use MIME::Base64 qw(encode_base64 decode_base64);
 use Digest::SHA qw(sha256_hex);
@@ -57,6 +58,16 @@ add_block_preprocessor(sub {
         tent_entity http://f.test;
         client_max_body_size 4m;
         tent_outbound_allow 127.0.0.0/8;
+        tent_max_attachment_size 3000;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name g.test;
+        tent_entity http://g.test;
+        client_max_body_size 4m;
+        tent_outbound_allow 127.0.0.0/8;
+        tent_outbound_timeout 1s;
         tent_max_attachment_size 3000;
         location = /tent/oauth/authorize { tent_owner "the owner"; }
     }
@@ -389,6 +400,37 @@ my ($fc, $fcred) = client_of('f.test');
     left_out('too many bytes', $fc, $res->{json} || {}, $p3, 'three.png',
              qr/tent_max_attachment_size/);
     is(scalar(files_of('http://f.test')), 0, 'no file');
+}
+
+# a hostile server for the URLs: one that never answers (bounded by
+# tent_outbound_timeout), one that sends 10 MB chunked (cut at G's
+# tent_max_attachment_size); the post kept, each attachment left out
+{
+    my $rx = Tent::Receiver->start(rules => [
+        { path => '^/hang', action => 'hang' },
+        { path => '^/big', action => { do => 'big', chunked => 1,
+                                       size => 10 * 1024 * 1024 } },
+    ]);
+    my ($gc, $gcred) = client_of('g.test');
+    my $d = $ucopy->();
+    $d->{posts} = [grep { $_->{id} eq $p1 || $_->{id} eq $p3 }
+                   @{ $d->{posts} }];
+    for my $p (@{ $d->{posts} }) {
+        $_->{url} = $rx->url . ($p->{id} eq $p1 ? '/hang' : '/big')
+            for map { @{ $_->{attachments} || [] } } @{ $p->{versions} };
+        $_->{size} = 100 for map { @{ $_->{attachments} || [] } }
+                             @{ $p->{versions} };
+    }
+    $res = import_to($gc, $gcred, $d);
+    is($res->{status}, 200, 'a hostile URL server: the import answers')
+        or diag $res->{body};
+    left_out('an answer that never comes', $gc, $res->{json} || {}, $p1,
+             'one.png', qr/timed out|fetch failed/);
+    left_out('10 MB chunked', $gc, $res->{json} || {}, $p3, 'three.png',
+             qr/tent_max_attachment_size/);
+    is(scalar(files_of('http://g.test')), 0, 'no file');
+    ok(scalar($rx->requests(path => qr{^/big})) >= 1, 'the big one asked');
+    $rx->stop;
 }
 
 # D: the document as it is, fetched from A
