@@ -283,8 +283,8 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
                 im->fetch_bytes += size;
 
                 if (im->fetch_bytes > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
-                    *error = "more than 1 GB of attachments by URL in one "
-                             "import";
+                    *error = "more than 256 MB of attachments by URL in "
+                             "one import";
                 }
             }
 
@@ -316,6 +316,7 @@ ngx_http_tent_import_attach_url(ngx_http_request_t *r,
 
             fe->digest = *digest;
             fe->url = u;
+            fe->size = (size_t) size;
 
             return NGX_OK;
         }
@@ -565,7 +566,13 @@ ngx_http_tent_import_attach_step(ngx_http_request_t *r,
 
     /* the attachment's route answers an Accept of its type, or any */
     ngx_str_set(&f->accept, "*/*");
-    f->max_response = lcf->attachment_max;
+    /*
+     * no more than its size (itself under the cap): the answers stay in
+     * the request's pool until the import answers, so the sizes' cap
+     * bounds them
+     */
+    f->max_response = ngx_min(fe->size, lcf->attachment_max);
+    f->max_response = ngx_max(f->max_response, 1);
     f->redirects = 0;
 
     return ngx_http_tent_fetch_request(r, f, ngx_http_tent_import_fetched);
@@ -619,7 +626,7 @@ ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
     if (f->result != NGX_HTTP_TENT_FETCH_OK) {
         if (f->result == NGX_HTTP_TENT_FETCH_TOO_BIG) {
             return ngx_http_tent_import_attach_skip(r, im,
-                       "!fetched by URL: over tent_max_attachment_size");
+                       "!fetched by URL: more bytes than its size");
         }
 
         if (f->result == NGX_HTTP_TENT_FETCH_REFUSED) {
@@ -660,7 +667,7 @@ ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     if (im->fetch_got > NGX_HTTP_TENT_IMPORT_FETCH_BYTES) {
         return ngx_http_tent_import_attach_skip(r, im,
-                   "!fetched by URL: more than 1 GB in one import");
+                   "!fetched by URL: more than 256 MB in one import");
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

@@ -41,7 +41,7 @@
 
 /* attachments by URL: distinct digests, their sizes, in one import */
 #define NGX_HTTP_TENT_IMPORT_FETCH_MAX     1000
-#define NGX_HTTP_TENT_IMPORT_FETCH_BYTES   ((off_t) 1024 * 1024 * 1024)
+#define NGX_HTTP_TENT_IMPORT_FETCH_BYTES   ((off_t) 256 * 1024 * 1024)
 
 /* an import's marker row: another import waits, or takes it when stale */
 #define NGX_HTTP_TENT_IMPORT_LOCK_TIME   600
@@ -60,6 +60,7 @@
 typedef struct {
     ngx_str_t                   digest;
     ngx_str_t                   url;
+    size_t                      size;       /* as the document says */
 } ngx_http_tent_import_fetch_t;
 
 
