@@ -522,10 +522,10 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
         }
 
         if (im->too_big) {
-            return ngx_http_tent_import_refuse(r, im,
-                       NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                       "A section is more than 32 MB: too big for one store "
-                       "batch; nothing imported");
+            /* nothing written: the fetched attachments' counts go back */
+            im->refuse_status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+            im->section = NGX_HTTP_TENT_IMPORT_SECTIONS;
+            return ngx_http_tent_import_next(r, im);
         }
     }
 
@@ -832,6 +832,12 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
 
     if (im->held && im->held->nelts) {
         return ngx_http_tent_import_attach_release(r, im);
+    }
+
+    if (im->refuse_status) {
+        return ngx_http_tent_import_refuse(r, im, im->refuse_status,
+                   "A section is more than 32 MB: too big for one store "
+                   "batch; nothing imported");
     }
 
     return ngx_http_tent_import_finish(r, im, NGX_HTTP_OK, im->report);

@@ -119,6 +119,7 @@ typedef struct {
     ngx_array_t                *fetch_list; /* ngx_http_tent_import_fetch_t */
     ngx_array_t                *held;       /* the fetched digests' counts */
     const char                 *drop_reason;
+    ngx_uint_t                  refuse_status; /* pass 2 too big */
     ngx_str_t                   fetched;    /* its bytes, by URL */
     ngx_uint_t                  fetches;    /* distinct digests by URL */
     off_t                       fetch_bytes;
