@@ -13,6 +13,7 @@ use Tent::Util qw(start_last_nginx stop_last_nginx dechunk);
 use Tent::Client;
 use Tent::MAC qw(signed_headers random_nonce);
 use Tent::Receiver;
+use POSIX ();
 use JSON::PP;
 use MIME::Base64 qw(encode_base64 decode_base64);
 use Digest::SHA qw(sha256_hex);
@@ -69,6 +70,14 @@ add_block_preprocessor(sub {
         tent_outbound_allow 127.0.0.0/8;
         tent_outbound_timeout 1s;
         tent_max_attachment_size 3000;
+        location = /tent/oauth/authorize { tent_owner "the owner"; }
+    }
+    server {
+        listen $TEST_NGINX_SERVER_PORT;
+        server_name h.test;
+        tent_entity http://h.test;
+        client_max_body_size 4m;
+        tent_outbound_allow 127.0.0.0/8;
         location = /tent/oauth/authorize { tent_owner "the owner"; }
     }
 CONF
@@ -430,6 +439,49 @@ my ($fc, $fcred) = client_of('f.test');
              qr/more bytes than its size/);
     is(scalar(files_of('http://g.test')), 0, 'no file');
     ok(scalar($rx->requests(path => qr{^/big})) >= 1, 'the big one asked');
+    $rx->stop;
+}
+
+# the posts' batch not written after the counts were taken: they go back,
+# and the file they brought with them.  The import waits on a slow URL
+# (after pass 1, before the counts are taken) while the post that is the
+# batch's first row is created on H: the batch's guard fails.
+{
+    my $rx = Tent::Receiver->start(rules => [
+        { path => '^/slow', action => { status => 404, delay => 3 } } ]);
+    my ($hc, $hcred) = client_of('h.test');
+    my $d = $copy->();
+    my ($pp3) = grep { $_->{id} eq $p3 } @{ $d->{posts} };
+    my ($pp1) = grep { $_->{id} eq $p1 } @{ $d->{posts} };
+    $_->{url} = $rx->url . '/slow', delete $_->{data}
+        for map { @{ $_->{attachments} || [] } } @{ $pp1->{versions} };
+    $d->{posts} = [$pp3, $pp1];
+    my $out = "$ROOT/import-race.json";
+    my $pid = fork // die;
+    if (!$pid) {
+        my $r = import_to($hc, $hcred, $d);
+        # _exit: the END block would stop the test's nginx
+        open my $fh, '>', $out or POSIX::_exit(1);
+        print {$fh} $r->{body} // '';
+        close $fh;
+        POSIX::_exit(0);
+    }
+    ok(Tent::Util::wait_for(sub { scalar $rx->requests(path => qr{^/slow}) },
+                            20), 'the import fetches the slow URL');
+    my $v1 = $JSON->decode($JSON->encode($pp3->{versions}[0]));
+    $v1->{entity} = 'http://h.test';
+    $v1->{attachments} = [];
+    delete $v1->{$_} for qw(version updated_at);
+    $res = $hc->request(POST => '/posts', cred => $hcred, body => $v1);
+    is($res->{status}, 200, 'meanwhile the post of the first row is made')
+        or diag $res->{body};
+    waitpid $pid, 0;
+    my $r = eval { open my $fh, '<', $out or die; local $/; $JSON->decode(<$fh>) };
+    my $pr = $r->{posts} || {};
+    ok(!$pr->{written}, 'the posts not written') or diag $JSON->encode($r);
+    like($pr->{error} // '', qr/written meanwhile/, 'the report says why');
+    is(scalar(files_of('http://h.test')), 0,
+       'the counts taken went back, and the file with them');
     $rx->stop;
 }
 
