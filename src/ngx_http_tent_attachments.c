@@ -36,6 +36,23 @@ static ngx_int_t ngx_http_tent_blob_cas(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_str_t *count, ngx_uint_t legacy);
 static ngx_int_t ngx_http_tent_blob_set(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_blob_cas_loaded(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_blob_ref_t *ref,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_blobs_run_end(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_int_t status);
+static ngx_int_t ngx_http_tent_blobs_run_after(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
+
+/* a run for another subsystem: the posts' state in front of its own */
+typedef struct {
+    ngx_http_tent_post_state_t   st;
+    void                        *saved;     /* the caller's ctx->state */
+    ngx_http_tent_blob_load_pt   load;
+    ngx_http_tent_blob_done_pt   done;
+    void                        *data;
+} ngx_http_tent_blob_run_t;
 
 
 /*
@@ -216,6 +233,10 @@ ngx_http_tent_blob_failed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     st = ctx->state;
 
     if (st->sign > 0) {
+        if (st->run) {
+            return ngx_http_tent_blobs_run_end(r, ctx, status);
+        }
+
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
@@ -398,6 +419,12 @@ ngx_http_tent_blob_cas(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         /* the first reference brings the bytes: a file, written first */
 
+        if (count == NULL && !legacy && ref->bytes.data == NULL
+            && st->run && st->sign > 0)
+        {
+            return ngx_http_tent_blob_cas_loaded(r, ctx, ref, op);
+        }
+
         if (count == NULL && !legacy && ref->bytes.data
             && ngx_http_tent_store_write_file(op, &ctx->entity, &ref->digest,
                                               &ref->bytes)
@@ -449,6 +476,115 @@ ngx_http_tent_blob_set(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     /* the count went away meanwhile: read it again */
 
     return ngx_http_tent_blob_step(r, ctx);
+}
+
+
+/*
+ * A count created by another subsystem's run: the bytes are asked for
+ * now (the import decodes or holds them), copied into the CAS and freed,
+ * so that one digest's bytes are held at a time beside the batch.
+ */
+
+static ngx_int_t
+ngx_http_tent_blob_cas_loaded(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_blob_ref_t *ref, ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                  rc;
+    ngx_str_t                  bytes;
+    ngx_http_tent_blob_run_t  *w;
+
+    w = ctx->state;
+
+    ngx_str_null(&bytes);
+
+    if (w->load == NULL
+        || w->load(r, w->data, &ref->digest, &bytes) != NGX_OK
+        || bytes.data == NULL)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent: the bytes of attachment %V could not be had",
+                      &ref->digest);
+        return ngx_http_tent_blob_failed(r, ctx,
+                                         NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
+
+    rc = ngx_http_tent_store_write_file(op, &ctx->entity, &ref->digest,
+                                        &bytes);
+
+    ngx_pfree(r->pool, bytes.data);
+
+    if (rc != NGX_OK) {
+        return ngx_http_tent_blob_failed(r, ctx,
+                                         NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
+
+    return ngx_http_tent_store_submit_request(r, op, ngx_http_tent_blob_set);
+}
+
+
+/* a reference added to a list of them (the import's) */
+
+ngx_int_t
+ngx_http_tent_blob_ref_add(ngx_pool_t *pool, ngx_array_t *refs,
+    ngx_str_t *digest, ngx_str_t *bytes)
+{
+    return ngx_http_tent_blob_ref(pool, refs, digest, bytes);
+}
+
+
+/*
+ * Another subsystem's references taken or given back by the same path
+ * as a post's: ctx->state is the run's while it goes, the caller's again
+ * when "done" is called.
+ */
+
+ngx_int_t
+ngx_http_tent_blobs_run(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_array_t *refs, ngx_int_t sign, ngx_http_tent_blob_load_pt load,
+    ngx_http_tent_blob_done_pt done, void *data)
+{
+    ngx_http_tent_blob_run_t  *w;
+
+    w = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_blob_run_t));
+    if (w == NULL) {
+        return done(r, data, NGX_HTTP_INTERNAL_SERVER_ERROR, 0);
+    }
+
+    w->saved = ctx->state;
+    w->load = load;
+    w->done = done;
+    w->data = data;
+    w->st.refs = refs;
+    w->st.run = w;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent posts: a run of %ui attachment digests, sign %i",
+                   refs ? refs->nelts : 0, sign);
+
+    ctx->state = &w->st;
+
+    return ngx_http_tent_blobs_adjust(r, ctx, sign,
+                                      ngx_http_tent_blobs_run_after);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blobs_run_after(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_blobs_run_end(r, ctx, NGX_OK);
+}
+
+
+static ngx_int_t
+ngx_http_tent_blobs_run_end(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_int_t status)
+{
+    ngx_http_tent_blob_run_t  *w;
+
+    w = ctx->state;
+    ctx->state = w->saved;
+
+    return w->done(r, w->data, status, w->st.ref);
 }
 
 

@@ -40,14 +40,10 @@ static ngx_int_t ngx_http_tent_import_core_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_import_prepare(ngx_http_request_t *r,
     ngx_http_tent_import_t *im);
-static ngx_int_t ngx_http_tent_import_build(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_import_section(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_uint_t s);
 static ngx_int_t ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im,
     size_t i, const char *reason);
-static ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
-    ngx_http_tent_import_t *im);
 static ngx_int_t ngx_http_tent_import_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -488,13 +484,16 @@ ngx_http_tent_import_prepare(ngx_http_request_t *r,
                    "tent import: rows checked, %ui keys to look up",
                    im->checks ? im->checks->nelts : 0);
 
-    return ngx_http_tent_import_lookup(r, im, ngx_http_tent_import_build);
+    /* the attachments given by URL fetched, then pass 2 */
+
+    return ngx_http_tent_import_lookup(r, im,
+                                       ngx_http_tent_import_attach_fetch);
 }
 
 
 /* pass 2: every section's batch built, none written until all fit */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_import_build(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
@@ -505,6 +504,17 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
 
     im->probe = 0;
 
+    im->refs = ngx_array_create(r->pool, 8, sizeof(ngx_http_tent_blob_ref_t));
+    im->sources = json_object();
+
+    if (im->refs == NULL || im->sources == NULL
+        || ngx_http_tent_json_cleanup(r->pool, im->sources) != NGX_OK)
+    {
+        json_decref(im->sources);
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
     for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
         if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
             return ngx_http_tent_import_finish(r, im,
@@ -512,10 +522,10 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
         }
 
         if (im->too_big) {
-            return ngx_http_tent_import_refuse(r, im,
-                       NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                       "A section is more than 32 MB: too big for one store "
-                       "batch; nothing imported");
+            /* nothing written: the fetched attachments' counts go back */
+            im->refuse_status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+            im->section = NGX_HTTP_TENT_IMPORT_SECTIONS;
+            return ngx_http_tent_import_next(r, im);
         }
     }
 
@@ -787,7 +797,7 @@ ngx_http_tent_import_section(ngx_http_request_t *r,
 
 /* the next section's batch to the store, in order */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
 {
     ngx_uint_t  s;
@@ -801,12 +811,33 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
 
         im->entry = im->entries[s];
 
+        /* the attachments' counts (and bytes) before the posts' batch */
+
+        if (s == NGX_HTTP_TENT_IMPORT_SECTION_POSTS && !im->refs_taken
+            && im->refs && im->refs->nelts)
+        {
+            im->section--;
+            return ngx_http_tent_import_attach_take(r, im);
+        }
+
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent import: writing section \"%s\"",
                        ngx_http_tent_import_sections[s].name);
 
         return ngx_http_tent_store_submit_request(r, im->ops[s],
                                               ngx_http_tent_import_written);
+    }
+
+    /* the fetched digests' own counts: the posts hold theirs now */
+
+    if (im->held && im->held->nelts) {
+        return ngx_http_tent_import_attach_release(r, im);
+    }
+
+    if (im->refuse_status) {
+        return ngx_http_tent_import_refuse(r, im, im->refuse_status,
+                   "A section is more than 32 MB: too big for one store "
+                   "batch; nothing imported");
     }
 
     return ngx_http_tent_import_finish(r, im, NGX_HTTP_OK, im->report);
@@ -837,6 +868,14 @@ ngx_http_tent_import_written(ngx_http_request_t *r,
                                         ? "a row was written meanwhile:"
                                           " none written"
                                         : "the store failed: none written"));
+
+        /* the posts not written: their attachments' counts go back */
+
+        if (im->entry == im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS]
+            && im->refs_taken)
+        {
+            return ngx_http_tent_import_attach_give(r, im);
+        }
     }
 
     return ngx_http_tent_import_next(r, im);

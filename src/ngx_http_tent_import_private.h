@@ -36,6 +36,13 @@
 /* the sections, in the order they are written */
 #define NGX_HTTP_TENT_IMPORT_SECTIONS    6
 
+/* the posts' section, whose batch waits for its attachments' counts */
+#define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  5
+
+/* attachments by URL: distinct digests, their sizes, in one import */
+#define NGX_HTTP_TENT_IMPORT_FETCH_MAX     1000
+#define NGX_HTTP_TENT_IMPORT_FETCH_BYTES   ((off_t) 256 * 1024 * 1024)
+
 /* an import's marker row: another import waits, or takes it when stale */
 #define NGX_HTTP_TENT_IMPORT_LOCK_TIME   600
 
@@ -46,6 +53,15 @@
 /* what the look-up found of a row's keys (the marks) */
 #define NGX_HTTP_TENT_IMPORT_EXISTS      1
 #define NGX_HTTP_TENT_IMPORT_CREDENTIAL  2
+
+
+/* an attachment given by URL, fetched before pass 2 */
+
+typedef struct {
+    ngx_str_t                   digest;
+    ngx_str_t                   url;
+    size_t                      size;       /* as the document says */
+} ngx_http_tent_import_fetch_t;
 
 
 /* a key a row would write, looked up first (docs/import.md) */
@@ -93,6 +109,21 @@ typedef struct {
     json_t                     *reply;
     ngx_http_tent_request_done_pt  next;
     ngx_http_request_t         *cur_request; /* for the put's note */
+
+    /* the posts' attachments: counts a digest, their inline bytes */
+    ngx_array_t                *refs;       /* ngx_http_tent_blob_ref_t */
+    json_t                     *sources;    /* digest: base64 string */
+    json_t                     *verified;   /* pass 1's verdicts */
+    ngx_uint_t                  refs_taken;
+    ngx_uint_t                  take;       /* the digest fetched */
+    ngx_array_t                *fetch_list; /* ngx_http_tent_import_fetch_t */
+    ngx_array_t                *held;       /* the fetched digests' counts */
+    const char                 *drop_reason;
+    ngx_uint_t                  refuse_status; /* pass 2 too big */
+    ngx_str_t                   fetched;    /* its bytes, by URL */
+    ngx_uint_t                  fetches;    /* distinct digests by URL */
+    off_t                       fetch_bytes;
+    off_t                       fetch_got;
 } ngx_http_tent_import_t;
 
 
@@ -105,6 +136,29 @@ typedef ngx_int_t (*ngx_http_tent_import_row_pt)(ngx_http_request_t *r,
 extern ngx_str_t  ngx_http_tent_import_core_base;
 
 const char *ngx_http_tent_import_section_name(ngx_uint_t section);
+
+/* ngx_http_tent_import.c: the next section's batch written */
+ngx_int_t ngx_http_tent_import_next(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_build(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+
+/*
+ * ngx_http_tent_import_attach.c: a version's attachments (kept in
+ * "post"), their counts taken before the posts' batch, given back if it
+ * was not written
+ */
+ngx_int_t ngx_http_tent_import_attachments(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, json_t *given, json_t *post,
+    ngx_uint_t *dropped, const char **error);
+ngx_int_t ngx_http_tent_import_attach_fetch(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_import_attach_take(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_attach_release(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_attach_give(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im);
 
 /* ngx_http_tent_import.c: a row into the section's batch */
 ngx_int_t ngx_http_tent_import_put(ngx_http_tent_import_t *im,

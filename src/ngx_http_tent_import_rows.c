@@ -875,6 +875,7 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
     current = NULL;
     last = 0;
     dropped = 0;
+    im->drop_reason = NULL;
 
     json_array_foreach(versions, i, given) {
 
@@ -951,11 +952,18 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
             json_integer_value(json_object_get(post, "received_at"))
             * 1000000 + (json_int_t) (i % 1000000)));
 
-        if (json_array_size(json_object_get(given, "attachments"))) {
-            dropped++;
-        }
+        /* inline bytes kept and counted; by URL dropped, reported */
 
-        json_object_set_new(post, "attachments", json_array());
+        switch (ngx_http_tent_import_attachments(r, im, given, post,
+                                                 &dropped, error))
+        {
+        case NGX_OK:
+            break;
+        case NGX_DECLINED:
+            return NGX_DECLINED;
+        default:
+            return NGX_ERROR;
+        }
 
         if (ngx_http_tent_post_key(r->pool, &ctx->entity, &ctx->entity, &id,
                                    (ngx_int_t) version, &key)
@@ -983,8 +991,10 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
     if (dropped
         && ngx_http_tent_import_skip(im, "attachments_of",
                                      json_object_get(row, "id"),
-                                     "attachments by URL are not fetched:"
-                                     " the post is kept without them")
+                                     im->drop_reason ? im->drop_reason
+                                     : "an attachment without its bytes "
+                                       "(data null): the post is kept "
+                                       "without it")
            != NGX_OK)
     {
         return NGX_ERROR;

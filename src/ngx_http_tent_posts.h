@@ -33,6 +33,32 @@ ngx_int_t ngx_http_tent_post_get(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_post_versions(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* references a change adds to (or drops from) one digest's bytes */
+typedef struct {
+    ngx_str_t                       digest;
+    ngx_str_t                       bytes;       /* uploaded, or null */
+    ngx_int_t                       count;
+} ngx_http_tent_blob_ref_t;
+
+/*
+ * ngx_http_tent_attachments.c: another subsystem (the import) takes
+ * (sign 1) or gives back (-1) references by the posts' own path; "load"
+ * gives the bytes of a digest whose count is created (freed once its
+ * count is set), "done" is called with NGX_OK or the HTTP status of the
+ * failure and how many references were taken.
+ */
+typedef ngx_int_t (*ngx_http_tent_blob_load_pt)(ngx_http_request_t *r,
+    void *data, ngx_str_t *digest, ngx_str_t *bytes);
+typedef ngx_int_t (*ngx_http_tent_blob_done_pt)(ngx_http_request_t *r,
+    void *data, ngx_int_t status, ngx_uint_t taken);
+
+ngx_int_t ngx_http_tent_blob_ref_add(ngx_pool_t *pool, ngx_array_t *refs,
+    ngx_str_t *digest, ngx_str_t *bytes);
+ngx_int_t ngx_http_tent_blobs_run(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_array_t *refs, ngx_int_t sign,
+    ngx_http_tent_blob_load_pt load, ngx_http_tent_blob_done_pt done,
+    void *data);
+
 /* ngx_http_tent_attachment_serve.c */
 ngx_int_t ngx_http_tent_post_attachment(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);

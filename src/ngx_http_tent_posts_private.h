@@ -31,14 +31,6 @@
 #define NGX_HTTP_TENT_LIMIT_MAX       200
 
 
-/* references a change adds to (or drops from) one digest's bytes */
-typedef struct {
-    ngx_str_t                       digest;
-    ngx_str_t                       bytes;       /* uploaded, or null */
-    ngx_int_t                       count;
-} ngx_http_tent_blob_ref_t;
-
-
 /* a request on one post: GET, PUT, DELETE, its versions, an attachment */
 typedef struct {
     json_t                         *post;
@@ -63,6 +55,9 @@ typedef struct {
     ngx_uint_t                      tries;
     ngx_http_tent_route_pt          after;
     unsigned                        conflict:1;
+
+    /* another subsystem's run (ngx_http_tent_blobs_run), or NULL */
+    void                           *run;
 } ngx_http_tent_post_state_t;
 
 

@@ -115,6 +115,23 @@ for my $i (1 .. 30) {
                                  permissions => { public => JSON::PP::true } });
     die "post: $res->{body}" unless $res->{status} == 200;
 }
+# a private photo post: its attachment moves inline (the default), as
+# the target could not fetch it unsigned
+my $PHOTO_BYTES = join '', map { chr(($_ * 11 + 3) % 256) } 0 .. 5000;
+my $MB = '-----------TentMove';
+$res = $c->request(POST => '/posts', cred => $owner,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" },
+    body => "--$MB\r\nContent-Disposition: form-data; name=\"post\"; "
+          . "filename=\"post.json\"\r\nContent-Type: "
+          . "application/vnd.tent.v0+json\r\n\r\n"
+          . $JSON->encode({ type => 'https://tent.io/types/post/photo/v0.1.0',
+                            content => { caption => 'private' },
+                            permissions => { public => JSON::PP::false } })
+          . "\r\n--$MB\r\nContent-Disposition: form-data; "
+          . "name=\"photos[0]\"; filename=\"p.png\"\r\n"
+          . "Content-Type: image/png\r\n\r\n$PHOTO_BYTES\r\n--$MB--\r\n");
+is($res->{status}, 200, 'a private photo post') or diag $res->{body};
+my $photo = $res->{json}{id};
 my (undef, $no_secrets) = $c->authorized_app(
     'read_profile,read_followers,read_followings,read_groups,read_posts');
 my $adoc = export_of($PORT, $owner);
@@ -231,6 +248,12 @@ is_deeply([map { $_->{id} } @{ $bdoc->{posts} }],
 is_deeply($bdoc->{groups}, $adoc->{groups}, 'and groups');
 $res = $pb->request(GET => '/profile');
 is($res->{json}{$BASIC}{name}, 'Alice', 'and profile');
+ok(!grep({ exists $_->{attachments_of} }
+         @{ $report->{posts}{skipped} || [] }), 'no attachment left out');
+$res = $pb->request(GET => "/posts/$photo/attachments/p.png",
+                    cred => $bowner);
+is($res->{status}, 200, "the private photo's attachment on B");
+ok(($res->{body} // '') eq $PHOTO_BYTES, 'its bytes');
 
 # --- the target not empty any more ------------------------------------------------
 
