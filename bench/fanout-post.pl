@@ -4,6 +4,10 @@
 #
 #   perl bench/fanout-post.pl PORT CRED.json STOPFILE MAX
 #
+# PACE_MS (environment, default 0): at least that many milliseconds from
+# one post's start to the next's, so that the client measures latency
+# at a rate an owner posts at rather than loading the server itself.
+#
 # Sends signed POST /posts one after the other until STOPFILE exists or
 # MAX posts were sent (at least 20, so that a short fan-out still gives
 # a p99), each timed from the request's first byte to the answer's last.
@@ -17,7 +21,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../t/lib";
 use JSON::PP;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time sleep);
 use Tent::Client;
 
 my ($port, $credfile, $stop, $max) = @ARGV;
@@ -30,6 +34,7 @@ my $cred = do {
     decode_json(<$fh>);
 };
 
+my $pace = ($ENV{PACE_MS} // 0) / 1000;
 my @ms;
 for my $i (1 .. $max) {
     last if $i > 20 && -e $stop;
@@ -41,6 +46,8 @@ for my $i (1 .. $max) {
     });
     push @ms, (time - $t0) * 1000;
     die "POST /posts: $r->{status} $r->{body}\n" if $r->{status} != 200;
+    my $left = $t0 + $pace - time;
+    sleep $left if $left > 0;
 }
 
 @ms = sort { $a <=> $b } @ms;

@@ -40,7 +40,11 @@
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   PORT=18181 (the module's; the receivers' are the free ones after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
-#   that phase.  Everything stops by itself: every wait is bounded.
+#   that phase.  BIG_SETTLE=2: seconds between the BIG follows and the
+#   post (their "follower" posts' outbox rows are still being worked
+#   through: docs/bench.md).  PACE_MS=0: the latency client's least time
+#   between two posts (bench/fanout-post.pl).  Everything stops by
+#   itself: every wait is bounded.
 set -e
 
 # shellcheck source=bench/lib.sh
@@ -49,6 +53,7 @@ set -e
 SMALL=${SMALL:-1000}
 SMALL_POSTS=${SMALL_POSTS:-20}
 BIG=${BIG:-100000}
+BIG_SETTLE=${BIG_SETTLE:-2}
 LOCAL=${LOCAL:-1000}
 LOCAL_POSTS=${LOCAL_POSTS:-20}
 HOSTS=${HOSTS:-4}
@@ -110,6 +115,10 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     tent_outbound_anonymous_requests  128;
     tent_delivery_interval            50ms;
     tent_delivery_concurrency         $CONCURRENCY;
+    # the latency client signs a POST every 1-2 ms for as long as a
+    # fan-out lasts: the default 4m holds the owner's nonces of about 30
+    # s of it (2 x tent_mac_skew), a 100,000-follower fan-out lasts more
+    tent_mac_nonce_cache              64m;
 "
 bench_nginx_start "$mprefix" "$murl/tent/profile"
 
@@ -233,7 +242,9 @@ lat_small=$lat
 if [ "$BIG" != 0 ]; then
     bench_log "making $((BIG - SMALL)) more followers"
     follow $((SMALL + 1)) "$BIG"
-    sleep 2
+    # each follow wrote a "follower" post of ours, whose outbox row the
+    # engine works through: BIG_SETTLE s for them before the post
+    sleep "$BIG_SETTLE"
     rss_before=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
     anon_before=$(bench_rss_each "$mprefix" | awk '{ if ($3 > m) m = $3 } END { print m }')
     ( while :; do bench_rss_each "$mprefix"; sleep 0.2; done ) \
