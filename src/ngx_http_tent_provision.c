@@ -61,7 +61,8 @@ static ngx_http_tent_registry_entry_t *ngx_http_tent_registry_find(
 static void ngx_http_tent_registry_add(ngx_str_t *entity, ngx_uint_t state,
     ngx_http_tent_quotas_t *q, ngx_log_t *log);
 static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
-    ngx_pool_t *pool, ngx_uint_t state, ngx_http_tent_quotas_t *q);
+    ngx_atomic_uint_t gen, ngx_pool_t *pool, ngx_uint_t state,
+    ngx_http_tent_quotas_t *q);
 
 
 /*
@@ -146,7 +147,10 @@ ngx_http_tent_provision_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent registry: \"%V\" is %ui (cached)",
                        &ctx->entity, e->state);
-        ngx_http_tent_registry_set(ctx, r->pool, e->state, &e->quotas);
+        ngx_http_tent_registry_set(ctx,
+                                   ngx_http_tent_registry_generation(
+                                       (ngx_cycle_t *) ngx_cycle),
+                                   r->pool, e->state, &e->quotas);
         return NGX_DECLINED;
     }
 
@@ -219,7 +223,7 @@ ngx_http_tent_registry_loaded(ngx_http_request_t *r,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent registry: \"%V\" is %ui", &ctx->entity, state);
 
-    ngx_http_tent_registry_set(ctx, r->pool, state, &q);
+    ngx_http_tent_registry_set(ctx, w->generation, r->pool, state, &q);
 
     /* cached only if no operator's write came meanwhile */
 
@@ -245,12 +249,13 @@ ngx_http_tent_registry_loaded(ngx_http_request_t *r,
 
 
 static void
-ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx, ngx_pool_t *pool,
-    ngx_uint_t state, ngx_http_tent_quotas_t *q)
+ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t gen,
+    ngx_pool_t *pool, ngx_uint_t state, ngx_http_tent_quotas_t *q)
 {
     ngx_http_tent_quotas_t  *copy;
 
     ctx->registry = state;
+    ctx->registry_gen = gen;
 
     copy = ngx_palloc(pool, sizeof(ngx_http_tent_quotas_t));
     if (copy) {
