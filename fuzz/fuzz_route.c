@@ -155,6 +155,15 @@ ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+/* no tent_provisioning on the fuzzed server: every entity goes on */
+
+ngx_int_t
+ngx_http_tent_provision_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return NGX_DECLINED;
+}
+
+
 ngx_int_t
 ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message)
