@@ -117,10 +117,12 @@ ngx_http_tent_admin_token_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_tent_loc_conf_t *lcf = conf;
 
-    u_char     *p, *last;
-    ssize_t     n;
-    ngx_str_t  *value, token;
-    ngx_file_t  file;
+    u_char           *p, *last;
+    ssize_t           n;
+    ngx_str_t        *value, token;
+    ngx_file_t        file;
+    ngx_uint_t        mode;
+    ngx_file_info_t   fi;
 
     if (lcf->admin_token.data) {
         return "is duplicate";
@@ -141,6 +143,29 @@ ngx_http_tent_admin_token_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
                            ngx_open_file_n " \"%V\" failed", &value[1]);
         return NGX_CONF_ERROR;
+    }
+
+    /* a token others may read or write: said at start, not refused */
+
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_fd_info_n " \"%V\" failed", &value[1]);
+        ngx_close_file(file.fd);
+        return NGX_CONF_ERROR;
+    }
+
+    mode = ngx_file_access(&fi);
+
+    if (mode & 077) {
+
+        /* in octal, as ls and chmod say it (nginx prints no %o) */
+
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "the token file \"%V\" is open to others than "
+                           "its owner (mode 0%ui%ui%ui): chmod 600 it",
+                           &value[1], (ngx_uint_t) (mode >> 6) & 7,
+                           (ngx_uint_t) (mode >> 3) & 7,
+                           (ngx_uint_t) mode & 7);
     }
 
     p = ngx_pnalloc(cf->pool, 257);
