@@ -373,10 +373,11 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 {
-    json_t                    *row, *quotas;
-    ngx_str_t                  given, value;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_store_op_t  *op;
+    json_t                     *row, *quotas;
+    ngx_str_t                   given, value;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_store_op_t   *op;
+    ngx_http_tent_main_conf_t  *mcf;
 
     if (!json_is_object(a->body)
         || ngx_http_tent_json_str(a->body, "action", &a->action) != NGX_OK
@@ -431,6 +432,19 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     if (a->action.len == 6 && ngx_strncmp(a->action.data, "create", 6) == 0)
     {
+        /* a name no provisioning server of this nginx answers for: none */
+
+        mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+        if (ngx_http_tent_provision_served(mcf, &a->entity) != NGX_OK) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "tent admin: no provisioning server serves "
+                          "\"%V\": not created", &a->entity);
+            return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                       "No provisioning server of this nginx serves the "
+                       "entity's host name");
+        }
+
         row = json_pack("{s:s, s:I, s:{}}", "state", "active",
                         "created_at", (json_int_t) ngx_time(), "quotas");
 

@@ -75,22 +75,12 @@ ngx_int_t
 ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf)
 {
-    ngx_uint_t                    i;
-    ngx_http_tent_delivery_t     *dl;
-    ngx_http_tent_entity_conf_t  *ent;
+    ngx_http_tent_delivery_t  *dl;
 
     if (!mcf->delivery_on
         || (mcf->entity_confs.nelts == 0 && !mcf->provisioning))
     {
         return NGX_OK;
-    }
-
-    /* provisioning: room for the registry's entities */
-
-    if (ngx_http_tent_delivery_entities_init(cycle, mcf) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
-                      "tent delivery: allocating the entities failed");
-        return NGX_ERROR;
     }
 
     dl = ngx_pcalloc(cycle->pool, sizeof(ngx_http_tent_delivery_t));
@@ -118,24 +108,12 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     dl->settle_timer.log = cycle->log;
     dl->settle_timer.cancelable = 1;
 
-    /* every outbox is looked at once, then as its marks say */
+    /* the fixed entities' slots: every outbox is looked at once */
 
-    dl->outbox = ngx_palloc(cycle->pool, mcf->entity_confs.nalloc);
-    dl->hashes = ngx_palloc(cycle->pool,
-                            mcf->entity_confs.nalloc * sizeof(ngx_uint_t));
-
-    if (dl->outbox == NULL || dl->hashes == NULL) {
+    if (ngx_http_tent_delivery_entities_init(dl, cycle) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
-                      "tent delivery: allocating the outbox marks failed");
+                      "tent delivery: allocating the entities failed");
         return NGX_ERROR;
-    }
-
-    ngx_memset(dl->outbox, 1, mcf->entity_confs.nelts);
-
-    for (i = 0; i < mcf->entity_confs.nelts; i++) {
-        ent = (ngx_http_tent_entity_conf_t *) mcf->entity_confs.elts + i;
-        dl->hashes[i] = ngx_crc32_short(ent->entity.data, ent->entity.len)
-                        % NGX_HTTP_TENT_OUTBOX_MARKS;
     }
 
     if (ngx_http_tent_queue_init(dl, cycle->pool) != NGX_OK) {
@@ -152,7 +130,7 @@ ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "tent delivery: started for %ui entities, every %M ms",
-                   mcf->entity_confs.nelts, mcf->delivery_interval);
+                   dl->nentities, mcf->delivery_interval);
 
     ngx_add_timer(&dl->timer, 100);
 
@@ -219,24 +197,22 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
 static void
 ngx_http_tent_delivery_marks(ngx_http_tent_delivery_t *dl)
 {
-    ngx_uint_t         i, h, bits;
-    ngx_atomic_uint_t  marks[NGX_HTTP_TENT_OUTBOX_WORDS];
+    ngx_uint_t             i, h, bits, all;
+    ngx_atomic_uint_t      marks[NGX_HTTP_TENT_OUTBOX_WORDS];
+    ngx_http_tent_slot_t  *s;
 
-    if (ngx_http_tent_outbox_take((ngx_cycle_t *) ngx_cycle, marks)
-        != NGX_OK
-        || dl->prune)
-    {
-        ngx_memset(dl->outbox, 1, dl->mcf->entity_confs.nelts);
-        return;
-    }
+    all = ngx_http_tent_outbox_take((ngx_cycle_t *) ngx_cycle, marks)
+          != NGX_OK
+          || dl->prune;
 
     bits = 8 * sizeof(ngx_atomic_uint_t);
 
-    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
-        h = dl->hashes[i];
+    for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
+        h = s->hash;
 
-        if (marks[h / bits] & ((ngx_atomic_uint_t) 1 << (h % bits))) {
-            dl->outbox[i] = 1;
+        if (all || (marks[h / bits] & ((ngx_atomic_uint_t) 1 << (h % bits))))
+        {
+            s->outbox = 1;
         }
     }
 }
@@ -270,7 +246,8 @@ ngx_http_tent_delivery_step(ngx_event_t *ev)
 static void
 ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
 {
-    ngx_pool_t  *pool;
+    ngx_pool_t            *pool;
+    ngx_http_tent_slot_t  *s;
 
     if (dl->pool) {
         ngx_destroy_pool(dl->pool);
@@ -285,15 +262,21 @@ ngx_http_tent_delivery_entity(ngx_http_tent_delivery_t *dl)
      * due jobs have a pass of their own (ngx_http_tent_queue.c).
      */
 
-    while (!dl->prune
-           && dl->next_entity < dl->mcf->entity_confs.nelts
-           && !dl->outbox[dl->next_entity])
-    {
+    for ( ;; ) {
+        s = ngx_http_tent_delivery_slot(dl, dl->next_entity);
+
+        /* a registry entity disabled or deleted: no work of it at all */
+
+        if (s == NULL
+            || (ngx_http_tent_delivery_slot_on(s) && (dl->prune || s->outbox)))
+        {
+            break;
+        }
+
         dl->next_entity++;
     }
 
-    if (dl->next_entity >= dl->mcf->entity_confs.nelts
-        || ngx_exiting || ngx_quit || ngx_terminate)
+    if (s == NULL || ngx_exiting || ngx_quit || ngx_terminate)
     {
         dl->busy = 0;
 
@@ -361,12 +344,12 @@ ngx_http_tent_delivery_expired_scan(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_entity_conf_t  *ent;
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
-
+    ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
     now = ngx_http_tent_now_ms();
 
-    if ((uint64_t) dl->mcf->dead_letter_time * 1000 >= now) {
+    if (ent == NULL
+        || (uint64_t) dl->mcf->dead_letter_time * 1000 >= now)
+    {
         return NGX_DECLINED;
     }
 

@@ -8,27 +8,35 @@
  * The delivery engine's entities: the fixed ones (tent_entity without
  * variables, found at start) and, with tent_provisioning, the active
  * entities of the registry (docs/admin.md).  The registry is read again
- * when its generation in the shared zone moved (the operator created or
- * enabled one) and at the once-a-minute pass; each new active entity is
- * appended to mcf->entity_confs, this worker's copy, with a server conf
- * of its own: its provisioning server's (the one whose server_name
- * matches its host; the first such server when none does) with the
- * entity's parts worked out as a fixed entity's, so the engine and
- * same-node delivery treat it as one.
+ * when its generation in the shared zone moved (the operator created,
+ * disabled, enabled or deleted one) and at the once-a-minute pass, in
+ * pages of NGX_HTTP_TENT_REGISTRY_PAGE rows; each new active entity gets
+ * a slot with a server conf of its own: its provisioning server's (the
+ * one whose server_name matches its host, ngx_http_tent_provision_server;
+ * the first such server when none does) with the entity's parts worked
+ * out as a fixed entity's, so the engine and same-node delivery treat it
+ * as one.
  *
- * The list only grows, and within room made at start
- * (NGX_HTTP_TENT_PROVISIONED_MAX): the engine's tasks keep pointers into
- * it and index its per-entity arrays by place.  An entity disabled or
- * deleted stays in it until the next reload: its scans find no new
- * outbox rows (a disabled entity cannot post; a deleted one has no
- * rows), while the jobs of a disabled one already queued still go.
+ * The slots (ngx_http_tent_slot_t: the entity, its due jobs' cursor, its
+ * outbox mark...) come in chunks of NGX_HTTP_TENT_ENTITIES_CHUNK,
+ * allocated as entities are created, none reserved ahead; a chunk never
+ * moves (tasks point into it), only the small table of chunks grows.
+ * Every place goes through ngx_http_tent_delivery_slot(), NULL past the
+ * entities there are.
  *
- * Which of them are active now is kept too, by place: same-node
- * delivery writes into a registry entity only when the engine's last
- * read of the registry is of its current generation and found it
- * active; otherwise the job goes over HTTP, where the registry check
- * answers 404 or 410 as for any sender (a disabled or deleting entity
- * gets no copies written behind the operator's back).
+ * The list follows the registry: a registry entity is served only while
+ * the engine's last read found it active.  One disabled, being deleted
+ * or deleted keeps its slot (a few hundred bytes, until a reload: a
+ * task may point at it, and the name may come back) but leaves the
+ * engine's work: its outbox is not scanned, its due jobs not attempted
+ * (they wait in the store); enabled again, its outbox and due jobs are
+ * read again from their start.  A job already on its way goes on.
+ *
+ * Same-node delivery writes into a registry entity only when the
+ * engine's last read of the registry is of its current generation and
+ * found it active; otherwise the job goes over HTTP, where the registry
+ * check answers 404 or 410 as for any sender (a disabled or deleting
+ * entity gets no copies written behind the operator's back).
  */
 
 
@@ -43,59 +51,219 @@
 #include "ngx_http_tent_store.h"
 
 
-#define NGX_HTTP_TENT_PROVISIONED_MAX  10000
+#ifndef NGX_HTTP_TENT_ENTITIES_CHUNK
+#define NGX_HTTP_TENT_ENTITIES_CHUNK  32
+#endif
+
+#define NGX_HTTP_TENT_REGISTRY_PAGE   128
 
 
 static ngx_atomic_uint_t  ngx_http_tent_entities_gen;
+static ngx_atomic_uint_t  ngx_http_tent_entities_settled_gen;
 static ngx_uint_t         ngx_http_tent_entities_busy;
 static ngx_uint_t         ngx_http_tent_entities_read;
-static ngx_uint_t         ngx_http_tent_entities_warned;
-static ngx_uint_t         ngx_http_tent_entities_fixed;
-static u_char            *ngx_http_tent_entities_active;
+static ngx_uint_t         ngx_http_tent_entities_epoch;
 
 
+static ngx_int_t ngx_http_tent_entities_page(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *from);
 static void ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl,
-    ngx_str_t *entity);
-static ngx_http_tent_srv_conf_t *ngx_http_tent_entities_server(
-    ngx_http_tent_main_conf_t *mcf, ngx_str_t *host);
+static void ngx_http_tent_entities_settled(ngx_http_tent_delivery_t *dl);
+static ngx_http_tent_slot_t *ngx_http_tent_entities_slot(
+    ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
+static ngx_http_tent_slot_t *ngx_http_tent_entities_add(
+    ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
 
 
-/* at the engine's start, before anything points into the list: room */
+/* at the engine's start: a slot for each fixed entity */
 
 ngx_int_t
-ngx_http_tent_delivery_entities_init(ngx_cycle_t *cycle,
-    ngx_http_tent_main_conf_t *mcf)
+ngx_http_tent_delivery_entities_init(ngx_http_tent_delivery_t *dl,
+    ngx_cycle_t *cycle)
 {
-    ngx_array_t  *a;
+    ngx_uint_t                    i;
+    ngx_http_tent_slot_t         *s;
+    ngx_http_tent_entity_conf_t  *ents;
 
-    if (!mcf->provisioning) {
-        return NGX_OK;
+    ngx_rbtree_init(&dl->names, &dl->names_sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    ents = dl->mcf->entity_confs.elts;
+
+    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
+        s = ngx_http_tent_entities_slot(dl, &ents[i].entity);
+        if (s == NULL) {
+            return NGX_ERROR;
+        }
+
+        s->conf.scf = ents[i].scf;
+        s->fixed = 1;
+        s->active = 1;
     }
 
-    a = ngx_array_create(cycle->pool,
-                         mcf->entity_confs.nelts
-                         + NGX_HTTP_TENT_PROVISIONED_MAX,
-                         sizeof(ngx_http_tent_entity_conf_t));
-    if (a == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(a->elts, mcf->entity_confs.elts,
-               mcf->entity_confs.nelts * sizeof(ngx_http_tent_entity_conf_t));
-    a->nelts = mcf->entity_confs.nelts;
-
-    mcf->entity_confs = *a;
-
-    /* by place: 1 if the last read of the registry found it active */
-
-    ngx_http_tent_entities_fixed = a->nelts;
-    ngx_http_tent_entities_active = ngx_pcalloc(cycle->pool, a->nalloc);
-    if (ngx_http_tent_entities_active == NULL) {
-        return NGX_ERROR;
-    }
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "tent delivery: %ui fixed entities, %ui chunks",
+                   dl->nentities, dl->nchunks);
 
     return NGX_OK;
+}
+
+
+/* the slot at "i", or NULL: nothing is reached past what was allocated */
+
+ngx_http_tent_slot_t *
+ngx_http_tent_delivery_slot(ngx_http_tent_delivery_t *dl, ngx_uint_t i)
+{
+    if (i >= dl->nentities
+        || i / NGX_HTTP_TENT_ENTITIES_CHUNK >= dl->nchunks)
+    {
+        return NULL;
+    }
+
+    return &dl->chunks[i / NGX_HTTP_TENT_ENTITIES_CHUNK]
+                      [i % NGX_HTTP_TENT_ENTITIES_CHUNK];
+}
+
+
+/* the entity at "i", or NULL */
+
+ngx_http_tent_entity_conf_t *
+ngx_http_tent_delivery_conf(ngx_http_tent_delivery_t *dl, ngx_uint_t i)
+{
+    ngx_http_tent_slot_t  *s;
+
+    s = ngx_http_tent_delivery_slot(dl, i);
+
+    return s ? &s->conf : NULL;
+}
+
+
+/* the slot of an entity a task points at (its "conf"), checked */
+
+ngx_http_tent_slot_t *
+ngx_http_tent_delivery_slot_of(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent)
+{
+    ngx_http_tent_slot_t  *s;
+
+    s = (ngx_http_tent_slot_t *) ((u_char *) ent
+                                  - offsetof(ngx_http_tent_slot_t, conf));
+
+    if (ngx_http_tent_delivery_slot(dl, s->place) != s) {
+        ngx_log_error(NGX_LOG_ALERT, dl->log, 0,
+                      "tent delivery: \"%V\" is not in the list",
+                      &ent->entity);
+        return NULL;
+    }
+
+    return s;
+}
+
+
+/*
+ * Does the engine work for it: fixed, or the registry's, active as of
+ * the registry's current generation.  After an operator's write, none of
+ * the registry's until the engine read it again (a tick): a job of an
+ * entity disabled is not tried once the disable was answered.
+ */
+
+ngx_uint_t
+ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s)
+{
+    if (s == NULL) {
+        return 0;
+    }
+
+    if (s->fixed) {
+        return 1;
+    }
+
+    return s->active && ngx_http_tent_entities_read
+           && ngx_http_tent_entities_settled_gen
+              == ngx_http_tent_registry_generation((ngx_cycle_t *)
+                                                   ngx_cycle);
+}
+
+
+/* a new slot for "entity" (copied), or the one it has */
+
+static ngx_http_tent_slot_t *
+ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
+{
+    uint32_t               hash;
+    ngx_uint_t             room;
+    ngx_http_tent_slot_t  *s, **chunks;
+
+    hash = ngx_crc32_long(entity->data, entity->len);
+
+    s = (ngx_http_tent_slot_t *) ngx_str_rbtree_lookup(&dl->names, entity,
+                                                       hash);
+    if (s) {
+        return (ngx_http_tent_slot_t *) ((u_char *) s
+                                         - offsetof(ngx_http_tent_slot_t,
+                                                    sn));
+    }
+
+    /* a chunk more when the last is full; the table of chunks doubles */
+
+    if (dl->nentities == dl->nchunks * NGX_HTTP_TENT_ENTITIES_CHUNK) {
+        if (dl->nchunks == dl->room) {
+            room = dl->room ? 2 * dl->room : 4;
+
+            chunks = ngx_palloc(ngx_cycle->pool,
+                                room * sizeof(ngx_http_tent_slot_t *));
+            if (chunks == NULL) {
+                return NULL;
+            }
+
+            if (dl->nchunks) {
+                ngx_memcpy(chunks, dl->chunks,
+                           dl->nchunks * sizeof(ngx_http_tent_slot_t *));
+            }
+
+            dl->chunks = chunks;
+            dl->room = room;
+        }
+
+        s = ngx_pcalloc(ngx_cycle->pool, NGX_HTTP_TENT_ENTITIES_CHUNK
+                                         * sizeof(ngx_http_tent_slot_t));
+        if (s == NULL) {
+            return NULL;
+        }
+
+        dl->chunks[dl->nchunks++] = s;
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: the entities' chunk %ui, room for "
+                       "%ui", dl->nchunks,
+                       dl->nchunks * NGX_HTTP_TENT_ENTITIES_CHUNK);
+    }
+
+    s = &dl->chunks[dl->nentities / NGX_HTTP_TENT_ENTITIES_CHUNK]
+                   [dl->nentities % NGX_HTTP_TENT_ENTITIES_CHUNK];
+
+    s->conf.entity.data = ngx_pnalloc(ngx_cycle->pool, entity->len);
+    if (s->conf.entity.data == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(s->conf.entity.data, entity->data, entity->len);
+    s->conf.entity.len = entity->len;
+
+    s->place = dl->nentities++;
+
+    /* a new entity's outbox is looked at once, its due jobs from the start */
+
+    s->outbox = 1;
+    s->hash = ngx_crc32_short(entity->data, entity->len)
+              % NGX_HTTP_TENT_OUTBOX_MARKS;
+    s->cursor.floor = (uint64_t) -1;
+
+    s->sn.str = s->conf.entity;
+    s->sn.node.key = hash;
+    ngx_rbtree_insert(&dl->names, &s->sn.node);
+
+    return s;
 }
 
 
@@ -105,10 +273,7 @@ void
 ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,
     ngx_uint_t always)
 {
-    ngx_str_t                  start, end;
-    ngx_pool_t                *pool;
-    ngx_atomic_uint_t          gen;
-    ngx_http_tent_store_op_t  *op;
+    ngx_atomic_uint_t  gen;
 
     if (!dl->mcf->provisioning || ngx_http_tent_entities_busy) {
         return;
@@ -122,32 +287,13 @@ ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,
         return;
     }
 
-    pool = ngx_create_pool(4096, dl->log);
-    if (pool == NULL) {
-        return;
-    }
-
-    op = ngx_http_tent_store_op_create(pool, dl->log);
-
-    if (op == NULL
-        || ngx_http_tent_registry_range(pool, &start, &end) != NGX_OK
-        || ngx_http_tent_store_scan(op, &start, &end,
-                                    NGX_HTTP_TENT_PROVISIONED_MAX, 0)
-           != NGX_OK)
-    {
-        ngx_destroy_pool(pool);
-        return;
-    }
-
-    op->handler = ngx_http_tent_entities_scanned;
-    op->data = dl;
-
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: reading the registry (generation %uA)",
                    gen);
 
-    if (ngx_http_tent_store_submit(op) != NGX_OK) {
-        ngx_destroy_pool(pool);
+    ngx_http_tent_entities_epoch++;
+
+    if (ngx_http_tent_entities_page(dl, NULL) != NGX_OK) {
         return;
     }
 
@@ -156,39 +302,89 @@ ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,
 }
 
 
+/* one page of the registry's rows, from "from" (NULL: its start) on */
+
+static ngx_int_t
+ngx_http_tent_entities_page(ngx_http_tent_delivery_t *dl, ngx_str_t *from)
+{
+    ngx_str_t                  start, end;
+    ngx_pool_t                *pool;
+    ngx_http_tent_store_op_t  *op;
+
+    pool = ngx_create_pool(4096, dl->log);
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    op = ngx_http_tent_store_op_create(pool, dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_registry_range(pool, &start, &end) != NGX_OK)
+    {
+        goto failed;
+    }
+
+    /* past the last row read: its key and a 0 byte */
+
+    if (from) {
+        start.data = ngx_pnalloc(pool, from->len + 1);
+        if (start.data == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(start.data, from->data, from->len);
+        start.data[from->len] = '\0';
+        start.len = from->len + 1;
+    }
+
+    if (ngx_http_tent_store_scan(op, &start, &end,
+                                 NGX_HTTP_TENT_REGISTRY_PAGE, 0)
+        != NGX_OK)
+    {
+        goto failed;
+    }
+
+    op->handler = ngx_http_tent_entities_scanned;
+    op->data = dl;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        goto failed;
+    }
+
+    return NGX_OK;
+
+failed:
+
+    ngx_destroy_pool(pool);
+
+    return NGX_ERROR;
+}
+
+
 static void
 ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t               key, value, entity;
-    ngx_uint_t              state, added;
+    ngx_str_t               key, value, entity, last;
+    ngx_uint_t              state, rows;
+    ngx_http_tent_slot_t   *s;
     ngx_http_tent_quotas_t  q;
-
-    ngx_http_tent_entities_busy = 0;
-    added = 0;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: the registry not read (store status "
                        "%ui): later", op->status);
-        ngx_http_tent_entities_gen--;
-        ngx_destroy_pool(op->pool);
-        return;
+        goto again;
     }
 
-    ngx_http_tent_entities_read = 1;
-
-    /* none active but those this read finds so */
-
-    if (dl->mcf->entity_confs.nelts > ngx_http_tent_entities_fixed) {
-        ngx_memzero(ngx_http_tent_entities_active
-                    + ngx_http_tent_entities_fixed,
-                    dl->mcf->entity_confs.nelts
-                    - ngx_http_tent_entities_fixed);
-    }
+    rows = 0;
+    ngx_str_null(&last);
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+        rows++;
+        last = key;
+
         if (ngx_http_tent_registry_parse(&key, &entity) != NGX_OK
             || ngx_http_tent_registry_row(&value, &state, &q) != NGX_OK
             || state != NGX_HTTP_TENT_REG_ACTIVE)
@@ -196,63 +392,122 @@ ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        if (ngx_http_tent_entities_add(dl, &entity) == NGX_OK) {
-            added++;
+        s = ngx_http_tent_entities_add(dl, &entity);
+        if (s) {
+            s->seen = ngx_http_tent_entities_epoch;
         }
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: %ui entities added from the registry, "
-                   "%ui in all", added, dl->mcf->entity_confs.nelts);
+    /* a full page: the next one, from past its last row */
 
+    if (rows == NGX_HTTP_TENT_REGISTRY_PAGE) {
+        if (ngx_http_tent_entities_page(dl, &last) != NGX_OK) {
+            goto again;
+        }
+
+        ngx_destroy_pool(op->pool);
+        return;
+    }
+
+    ngx_http_tent_entities_busy = 0;
+    ngx_http_tent_entities_read = 1;
+    ngx_http_tent_entities_settled_gen = ngx_http_tent_entities_gen;
+
+    ngx_http_tent_entities_settled(dl);
+
+    ngx_destroy_pool(op->pool);
+    return;
+
+again:
+
+    /* the last read's answer stays; the next tick reads it all again */
+
+    ngx_http_tent_entities_busy = 0;
+    ngx_http_tent_entities_gen--;
     ngx_destroy_pool(op->pool);
 }
 
 
-/* NGX_OK: added; NGX_DECLINED: there already, or no room */
+/* the whole registry read: active the entities it found so, none else */
 
-static ngx_int_t
-ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
+static void
+ngx_http_tent_entities_settled(ngx_http_tent_delivery_t *dl)
 {
-    u_char                       *p, *host, *last;
-    ngx_str_t                     h;
-    ngx_uint_t                    i, n;
-    ngx_pool_t                   *pool;
-    ngx_http_tent_ctx_t          *fixed;
-    ngx_http_tent_srv_conf_t     *scf, *own;
-    ngx_http_tent_entity_conf_t  *ents, *ent;
+    ngx_uint_t             i, active, n;
+    ngx_http_tent_slot_t  *s;
 
-    ents = dl->mcf->entity_confs.elts;
-    n = dl->mcf->entity_confs.nelts;
+    n = 0;
 
-    for (i = 0; i < n; i++) {
-        if (ents[i].entity.len == entity->len
-            && ngx_strncmp(ents[i].entity.data, entity->data, entity->len)
-               == 0)
-        {
-            ngx_http_tent_entities_active[i] = 1;
-            return NGX_DECLINED;
+    for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
+        if (s->fixed) {
+            continue;
         }
+
+        active = (s->seen == ngx_http_tent_entities_epoch);
+
+        if (active && !s->active) {
+
+            /* back (or new): its outbox and due jobs from the start */
+
+            s->outbox = 1;
+            s->cursor.ms = 0;
+            s->cursor.next = 0;
+            s->cursor.moved++;
+
+            ngx_log_error(NGX_LOG_INFO, dl->log, 0,
+                          "tent delivery: entity \"%V\" from the registry",
+                          &s->conf.entity);
+
+        } else if (!active && s->active) {
+            ngx_log_error(NGX_LOG_INFO, dl->log, 0,
+                          "tent delivery: entity \"%V\" not active in the "
+                          "registry: no delivery of its jobs",
+                          &s->conf.entity);
+        }
+
+        s->active = active;
+        n += active;
     }
 
-    if (n >= dl->mcf->entity_confs.nalloc) {
-        if (!ngx_http_tent_entities_warned) {
-            ngx_http_tent_entities_warned = 1;
-            ngx_log_error(NGX_LOG_WARN, dl->log, 0,
-                          "tent delivery: more than %d provisioned "
-                          "entities: the others get no delivery until a "
-                          "reload", NGX_HTTP_TENT_PROVISIONED_MAX);
-        }
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: the registry read: %ui active, %ui "
+                   "entities in %ui chunks", n, dl->nentities, dl->nchunks);
+}
 
-        return NGX_DECLINED;
+
+/* the slot of a registry entity, with its server conf when new */
+
+static ngx_http_tent_slot_t *
+ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
+{
+    u_char                    *p, *host, *last;
+    ngx_str_t                  h;
+    ngx_uint_t                 n;
+    ngx_pool_t                *pool;
+    ngx_http_tent_ctx_t       *fixed;
+    ngx_http_tent_slot_t      *s;
+    ngx_http_tent_srv_conf_t  *scf, *own, **scfp;
+
+    n = dl->nentities;
+
+    s = ngx_http_tent_entities_slot(dl, entity);
+
+    if (s == NULL) {
+        return NULL;
+    }
+
+    if (s->place < n) {
+        return s->conf.scf ? s : NULL;      /* there already */
     }
 
     /* the entity's parts: "scheme://host[:port]", the root "/" */
 
+    entity = &s->conf.entity;
+
     p = ngx_strlcasestrn(entity->data, entity->data + entity->len,
                          (u_char *) "://", 3 - 1);
     if (p == NULL) {
-        return NGX_DECLINED;
+        goto failed;
     }
 
     host = p + 3;
@@ -269,9 +524,15 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
         h.len = p - h.data;
     }
 
-    scf = ngx_http_tent_entities_server(dl->mcf, &h);
+    scf = ngx_http_tent_provision_server(dl->mcf, &h);
+
     if (scf == NULL) {
-        return NGX_DECLINED;
+        if (dl->mcf->provision_confs.nelts == 0) {
+            goto failed;
+        }
+
+        scfp = dl->mcf->provision_confs.elts;
+        scf = scfp[0];
     }
 
     pool = ngx_cycle->pool;
@@ -279,22 +540,20 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     own = ngx_palloc(pool, sizeof(ngx_http_tent_srv_conf_t));
     fixed = ngx_pcalloc(pool, sizeof(ngx_http_tent_ctx_t));
 
-    /* the entity, "/", then the profile URL: its origin and the path */
+    /* "/", then the profile URL: its origin and the path */
 
-    p = ngx_pnalloc(pool, entity->len + 1 + (last - entity->data)
-                          + scf->api_root.len + sizeof("/profile") - 1);
+    p = ngx_pnalloc(pool, 1 + (last - entity->data) + scf->api_root.len
+                          + sizeof("/profile") - 1);
 
     if (own == NULL || fixed == NULL || p == NULL) {
-        return NGX_DECLINED;
+        goto failed;
     }
 
     *own = *scf;
 
-    fixed->entity.data = p;
-    fixed->entity.len = entity->len;
-    p = ngx_cpymem(p, entity->data, entity->len);
+    fixed->entity = *entity;
 
-    fixed->origin.data = fixed->entity.data;
+    fixed->origin.data = entity->data;
     fixed->origin.len = last - entity->data;
 
     *p++ = '/';
@@ -309,60 +568,41 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     ngx_memcpy(p, "/profile", sizeof("/profile") - 1);
 
     own->fixed = fixed;
+    s->conf.scf = own;
 
-    ent = ngx_array_push(&dl->mcf->entity_confs);
-    if (ent == NULL) {
-        return NGX_DECLINED;
-    }
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\" gets place %ui", entity, s->place);
 
-    ent->entity = fixed->entity;
-    ent->scf = own;
-    ngx_http_tent_entities_active[n] = 1;
+    return s;
 
-    /* a new entity's outbox is looked at once, its due jobs from the start */
+failed:
 
-    dl->outbox[n] = 1;
-    dl->hashes[n] = ngx_crc32_short(ent->entity.data, ent->entity.len)
-                    % NGX_HTTP_TENT_OUTBOX_MARKS;
-    ngx_memzero(&dl->cursors[n], sizeof(ngx_http_tent_cursor_t));
-    dl->cursors[n].floor = (uint64_t) -1;
+    /*
+     * Its slot stays, with no server: never active, so never worked for
+     * (ngx_http_tent_delivery_slot_on() wants "scf" too).
+     */
 
-    ngx_log_error(NGX_LOG_INFO, dl->log, 0,
-                  "tent delivery: entity \"%V\" from the registry",
-                  &ent->entity);
+    ngx_log_error(NGX_LOG_WARN, dl->log, 0,
+                  "tent delivery: no delivery for \"%V\": no server of it",
+                  &s->conf.entity);
 
-    return NGX_OK;
+    return NULL;
 }
 
 
 /*
  * May same-node delivery write into "ent"?  A fixed entity: yes; a
  * registry one: only if active as of the registry's current generation
- * (a read under way or failed, or an operator's write since: not known,
- * so no; HTTP asks the registry).
+ * (not read yet, or an operator's write since: not known, so no; HTTP
+ * asks the registry).
  */
 
 ngx_int_t
 ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent)
 {
-    ngx_uint_t  i;
-
-    if (!dl->mcf->provisioning || ngx_http_tent_entities_active == NULL) {
-        return NGX_OK;
-    }
-
-    i = ent - (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts;
-
-    if (i < ngx_http_tent_entities_fixed) {
-        return NGX_OK;
-    }
-
-    if (i >= dl->mcf->entity_confs.nelts
-        || ngx_http_tent_entities_busy || !ngx_http_tent_entities_read
-        || ngx_http_tent_entities_gen
-           != ngx_http_tent_registry_generation((ngx_cycle_t *) ngx_cycle)
-        || !ngx_http_tent_entities_active[i])
+    if (!ngx_http_tent_delivery_slot_on(
+             ngx_http_tent_delivery_slot_of(dl, ent)))
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: \"%V\" not known active now",
@@ -371,75 +611,4 @@ ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * The provisioning server of a host: the one whose server_name matches
- * it (exact, "*.example", ".example", "www.*"), the first one otherwise.
- */
-
-static ngx_http_tent_srv_conf_t *
-ngx_http_tent_entities_server(ngx_http_tent_main_conf_t *mcf, ngx_str_t *host)
-{
-    ngx_uint_t                   i, j;
-    ngx_str_t                   *name;
-    ngx_http_tent_srv_conf_t   **scfp;
-
-    scfp = mcf->provision_confs.elts;
-
-    if (mcf->provision_confs.nelts == 0) {
-        return NULL;
-    }
-
-    for (i = 0; i < mcf->provision_confs.nelts; i++) {
-        if (scfp[i]->names == NULL) {
-            continue;
-        }
-
-        for (j = 0; j < scfp[i]->names->nelts; j++) {
-            name = (ngx_str_t *) scfp[i]->names->elts + j;
-
-            if (name->len == 0) {
-                continue;
-            }
-
-            if (name->len == host->len
-                && ngx_strncasecmp(name->data, host->data, host->len) == 0)
-            {
-                return scfp[i];
-            }
-
-            if (name->data[0] == '*' && name->len > 1
-                && host->len >= name->len
-                && ngx_strncasecmp(host->data + host->len - (name->len - 1),
-                                   name->data + 1, name->len - 1)
-                   == 0)
-            {
-                return scfp[i];
-            }
-
-            if (name->data[0] == '.'
-                && ((host->len == name->len - 1
-                     && ngx_strncasecmp(host->data, name->data + 1,
-                                        host->len) == 0)
-                    || (host->len > name->len
-                        && ngx_strncasecmp(host->data + host->len
-                                           - name->len,
-                                           name->data, name->len) == 0)))
-            {
-                return scfp[i];
-            }
-
-            if (name->len > 2 && name->data[name->len - 1] == '*'
-                && host->len >= name->len - 1
-                && ngx_strncasecmp(host->data, name->data, name->len - 1)
-                   == 0)
-            {
-                return scfp[i];
-            }
-        }
-    }
-
-    return scfp[0];
 }

@@ -62,6 +62,27 @@ typedef struct {
 
 
 /*
+ * One entity of the engine's list (ngx_http_tent_delivery_entities.c),
+ * by place: the fixed ones first, then the registry's as they come, in
+ * chunks that never move (a task's t->ent points at "conf", a due scan
+ * at "cursor").  Reached only through ngx_http_tent_delivery_slot(),
+ * which answers NULL past the entities there are.
+ */
+typedef struct {
+    ngx_http_tent_entity_conf_t     conf;        /* first: t->ent */
+    ngx_str_node_t                  sn;          /* by entity URL */
+    ngx_http_tent_cursor_t          cursor;
+    ngx_uint_t                      place;
+    ngx_uint_t                      hash;        /* its outbox mark */
+    ngx_uint_t                      seen;        /* the read found it */
+    ngx_atomic_uint_t               no_apps;     /* 1 + subscriptions' */
+    unsigned                        outbox:1;    /* marked: scan it */
+    unsigned                        fixed:1;
+    unsigned                        active:1;    /* registry: served */
+} ngx_http_tent_slot_t;
+
+
+/*
  * A batch of due jobs (ngx_http_tent_delivery_load.c): one scan, one read
  * of every job's row, record and post; each post parsed once and its
  * request body rendered once, shared by its jobs.  The read's answer
@@ -101,9 +122,12 @@ struct ngx_http_tent_delivery_s {
     ngx_rbtree_t                   *done;        /* keys ended this step */
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */
-    ngx_http_tent_cursor_t         *cursors;     /* by entity */
-    u_char                         *outbox;      /* by entity: marked */
-    ngx_uint_t                     *hashes;      /* by entity: its mark */
+    ngx_http_tent_slot_t          **chunks;      /* the entities */
+    ngx_uint_t                      nchunks;     /* chunks allocated */
+    ngx_uint_t                      room;        /* in "chunks" */
+    ngx_uint_t                      nentities;
+    ngx_rbtree_t                    names;       /* slots by entity URL */
+    ngx_rbtree_node_t               names_sentinel;
     ngx_http_tent_settle_t         *settle;      /* being filled */
     void                           *local;       /* same-node batches */
     ngx_atomic_uint_t               census_apps; /* subscriptions' gen. */
@@ -228,8 +252,15 @@ ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
 
 /* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
 /* ngx_http_tent_delivery_entities.c: the registry's entities */
-ngx_int_t ngx_http_tent_delivery_entities_init(ngx_cycle_t *cycle,
-    ngx_http_tent_main_conf_t *mcf);
+ngx_int_t ngx_http_tent_delivery_entities_init(ngx_http_tent_delivery_t *dl,
+    ngx_cycle_t *cycle);
+ngx_http_tent_slot_t *ngx_http_tent_delivery_slot(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t i);
+ngx_http_tent_slot_t *ngx_http_tent_delivery_slot_of(
+    ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent);
+ngx_uint_t ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s);
+ngx_http_tent_entity_conf_t *ngx_http_tent_delivery_conf(
+    ngx_http_tent_delivery_t *dl, ngx_uint_t i);
 ngx_int_t ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent);
 void ngx_http_tent_delivery_entities_refresh(ngx_http_tent_delivery_t *dl,

@@ -351,10 +351,9 @@ ngx_http_tent_delivery_status_expired(ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_op_t     *wop;
     ngx_http_tent_entity_conf_t  *ent;
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+    ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+    if (op->status != NGX_HTTP_TENT_STORE_OK || ent == NULL) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: ended deliveries not read (store "
                        "status %ui): later", op->status);

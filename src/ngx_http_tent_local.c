@@ -156,16 +156,18 @@ static ngx_http_tent_entity_conf_t *
 ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
     ngx_str_t *rest)
 {
-    ngx_str_t                     base;
-    ngx_uint_t                    i, j;
-    ngx_http_complex_value_t     *cv;
-    ngx_http_tent_srv_conf_t     *scf;
-    ngx_http_tent_entity_conf_t  *ents;
+    ngx_str_t                  base;
+    ngx_uint_t                 i, j;
+    ngx_http_tent_slot_t      *s;
+    ngx_http_complex_value_t  *cv;
+    ngx_http_tent_srv_conf_t  *scf;
 
-    ents = t->dl->mcf->entity_confs.elts;
+    for (i = 0; (s = ngx_http_tent_delivery_slot(t->dl, i)) != NULL; i++) {
+        scf = s->conf.scf;
 
-    for (i = 0; i < t->dl->mcf->entity_confs.nelts; i++) {
-        scf = ents[i].scf;
+        if (scf == NULL) {
+            continue;
+        }
 
         if (scf->servers == NULL) {
             if (scf->fixed == NULL || scf->fixed->origin.len == 0
@@ -185,7 +187,7 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
                 == 0
                 && ngx_http_tent_local_prefix(url, &base, rest) == NGX_OK)
             {
-                return &ents[i];
+                return &s->conf;
             }
 
             continue;
@@ -213,7 +215,7 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
             if (ngx_http_tent_local_prefix(url, &cv[j].value, rest)
                 == NGX_OK)
             {
-                return &ents[i];
+                return &s->conf;
             }
         }
     }

@@ -62,8 +62,6 @@ typedef struct {
     ngx_queue_t                     pending;
     ngx_uint_t                      npending;
     ngx_uint_t                      released;   /* slots given back */
-    ngx_atomic_uint_t              *no_apps;    /* by entity: 1 + gen. */
-    ngx_uint_t                      nno_apps;
     ngx_event_t                     flush;
     ngx_queue_t                     batches;    /* in flight */
     ngx_uint_t                      nbatches;
@@ -967,17 +965,6 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
         return NGX_ERROR;
     }
 
-    /*
-     * by nalloc: the registry's entities (ngx_http_tent_provision.c) are
-     * added to entity_confs after this, within the room it reserved
-     */
-    lj->nno_apps = dl->mcf->entity_confs.nalloc;
-    lj->no_apps = ngx_pcalloc(ngx_cycle->pool,
-                              lj->nno_apps * sizeof(ngx_atomic_uint_t));
-    if (lj->no_apps == NULL) {
-        return NGX_ERROR;
-    }
-
     lj->dl = dl;
     ngx_queue_init(&lj->pending);
     ngx_queue_init(&lj->batches);
@@ -1002,16 +989,12 @@ void
 ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
     ngx_atomic_uint_t generation)
 {
-    ngx_http_tent_local_jobs_t  *lj;
+    ngx_http_tent_slot_t  *s;
 
-    if (ngx_http_tent_local_jobs(dl) != NGX_OK) {
-        return;
-    }
+    s = ngx_http_tent_delivery_slot(dl, i);
 
-    lj = dl->local;
-
-    if (i < lj->nno_apps) {
-        lj->no_apps[i] = generation + 1;
+    if (s) {
+        s->no_apps = generation + 1;
     }
 }
 
@@ -1022,17 +1005,15 @@ static ngx_uint_t
 ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l)
 {
-    ngx_uint_t                   i;
-    ngx_http_tent_delivery_t    *dl;
-    ngx_http_tent_local_jobs_t  *lj;
+    ngx_http_tent_slot_t      *s;
+    ngx_http_tent_delivery_t  *dl;
 
-    lj = b->jobs;
-    dl = lj->dl;
+    dl = b->jobs->dl;
 
-    i = l->to - (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts;
+    s = ngx_http_tent_delivery_slot_of(dl, l->to);
 
-    if (i >= lj->nno_apps
-        || lj->no_apps[i]
+    if (s == NULL
+        || s->no_apps
            != ngx_http_tent_subscription_generation((ngx_cycle_t *) ngx_cycle)
               + 1)
     {

@@ -112,18 +112,20 @@ void
 ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
 {
     ngx_str_t                     start, end;
+    ngx_http_tent_slot_t         *s;
     ngx_http_tent_store_op_t     *op;
     ngx_http_tent_entity_conf_t  *ent;
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+    s = ngx_http_tent_delivery_slot(dl, dl->next_entity);
 
     /* no row written since its outbox was found empty */
 
-    if (!dl->outbox[dl->next_entity]) {
+    if (s == NULL || !s->outbox) {
         ngx_http_tent_delivery_next(dl);
         return;
     }
+
+    ent = &s->conf;
 
     op = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
@@ -165,8 +167,9 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t   key, value, *row;
-    ngx_uint_t  flags, ours;
+    ngx_str_t              key, value, *row;
+    ngx_uint_t             flags, ours;
+    ngx_http_tent_slot_t  *s;
 
     ours = 0;
 
@@ -185,13 +188,13 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 
         /* empty: not scanned again until a row's mark (delivery.c) */
 
-        if (ngx_http_tent_store_next(op, &key, &value) != NGX_OK) {
+        s = ngx_http_tent_delivery_slot(dl, dl->next_entity);
+
+        if (ngx_http_tent_store_next(op, &key, &value) != NGX_OK && s) {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                            "tent delivery: \"%V\": outbox empty",
-                           &((ngx_http_tent_entity_conf_t *)
-                             dl->mcf->entity_confs.elts
-                             + dl->next_entity)->entity);
-            dl->outbox[dl->next_entity] = 0;
+                           &s->conf.entity);
+            s->outbox = 0;
         }
 
         (void) ngx_http_tent_store_rewind(op);
@@ -292,8 +295,7 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_entity_conf_t  *ent;
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+    ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
 
     dl->census = table;
     dl->census_apps = ngx_http_tent_subscription_generation(
@@ -301,7 +303,7 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
 
     scan = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
-    if (scan == NULL
+    if (scan == NULL || ent == NULL
         || ngx_http_tent_key_range(dl->pool, &ent->entity, table, &start,
                                    &end)
            != NGX_OK
@@ -342,8 +344,11 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->next_entity;
+    ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
+    if (ent == NULL) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
 
     row = dl->rows.elts;
 

@@ -16,9 +16,10 @@
  * The lookups are cached by each worker, whole, until the registry's
  * generation in the shared zone moves (the operator's every write bumps
  * it, ngx_http_tent_admin.c): a request of a known entity costs no
- * store operation.  Entities not created are cached too (a flood of
- * made-up host names costs one read each, then the cache is emptied at
- * NGX_HTTP_TENT_REGISTRY_CACHED entries).
+ * store operation.  Entities not created are cached too, apart and in
+ * fewer entries (a flood of made-up host names costs one read each and
+ * pushes out only names not found, never the entities): both caches are
+ * bounded, the entries least asked for going first.
  */
 
 
@@ -30,7 +31,8 @@
 #include "ngx_http_tent_store.h"
 
 
-#define NGX_HTTP_TENT_REGISTRY_CACHED  10000
+#define NGX_HTTP_TENT_REGISTRY_CACHED  8192    /* found, in a half */
+#define NGX_HTTP_TENT_REGISTRY_ABSENT  1024    /* not found, in a half */
 
 
 typedef struct {
@@ -46,12 +48,30 @@ typedef struct {
 } ngx_http_tent_registry_wait_t;
 
 
-/* this worker's cache */
-static ngx_pool_t          *ngx_http_tent_registry_pool;
-static ngx_rbtree_t         ngx_http_tent_registry_tree;
-static ngx_rbtree_node_t    ngx_http_tent_registry_sentinel;
+/* half of a cache: its entries in a pool of their own */
+typedef struct {
+    ngx_pool_t                     *pool;
+    ngx_rbtree_t                    tree;
+    ngx_rbtree_node_t               sentinel;
+    ngx_uint_t                      n;
+} ngx_http_tent_registry_half_t;
+
+typedef struct {
+    ngx_http_tent_registry_half_t   half[2];
+    ngx_uint_t                      cur;         /* the newer half */
+    ngx_uint_t                      max;         /* entries in a half */
+    const char                     *name;
+} ngx_http_tent_registry_cache_t;
+
+
+/* this worker's caches */
+static ngx_http_tent_registry_cache_t  ngx_http_tent_registry_found = {
+    { { NULL } }, 0, NGX_HTTP_TENT_REGISTRY_CACHED, "found"
+};
+static ngx_http_tent_registry_cache_t  ngx_http_tent_registry_absent = {
+    { { NULL } }, 0, NGX_HTTP_TENT_REGISTRY_ABSENT, "not found"
+};
 static ngx_atomic_uint_t    ngx_http_tent_registry_gen;
-static ngx_uint_t           ngx_http_tent_registry_n;
 
 
 static ngx_int_t ngx_http_tent_registry_loaded(ngx_http_request_t *r,
@@ -59,6 +79,10 @@ static ngx_int_t ngx_http_tent_registry_loaded(ngx_http_request_t *r,
 static ngx_http_tent_registry_entry_t *ngx_http_tent_registry_find(
     ngx_str_t *entity, ngx_log_t *log);
 static void ngx_http_tent_registry_add(ngx_str_t *entity, ngx_uint_t state,
+    ngx_http_tent_quotas_t *q, ngx_log_t *log);
+static ngx_http_tent_registry_entry_t *ngx_http_tent_registry_put(
+    ngx_http_tent_registry_cache_t *c,
+    ngx_str_t *entity, uint32_t hash, ngx_uint_t state,
     ngx_http_tent_quotas_t *q, ngx_log_t *log);
 static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
     ngx_atomic_uint_t gen, ngx_pool_t *pool, ngx_uint_t state,
@@ -266,42 +290,167 @@ ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t gen,
 }
 
 
-/* the cache, emptied when the generation moved */
+/*
+ * The cache, emptied when the generation moved.  Two of them, so that a
+ * flood of made-up names never pushes the entities out: the names found
+ * (active or disabled) and those not, each bounded.  Each is two halves
+ * in pools of their own: entries go into the newer; when it is full the
+ * older is dropped and the newer becomes the older.  A lookup that finds
+ * an entry in the older copies it to the newer, so the names asked for
+ * stay; at most twice "max" entries either way.
+ */
+
+static void
+ngx_http_tent_registry_flush(ngx_http_tent_registry_cache_t *c)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < 2; i++) {
+        if (c->half[i].pool) {
+            ngx_destroy_pool(c->half[i].pool);
+            c->half[i].pool = NULL;
+        }
+
+        c->half[i].n = 0;
+    }
+}
+
+
+static ngx_http_tent_registry_entry_t *
+ngx_http_tent_registry_lookup(ngx_http_tent_registry_cache_t *c,
+    ngx_str_t *entity, uint32_t hash, ngx_log_t *log)
+{
+    ngx_uint_t                       i, state;
+    ngx_http_tent_quotas_t           q;
+    ngx_http_tent_registry_half_t   *h;
+    ngx_http_tent_registry_entry_t  *e;
+
+    for (i = 0; i < 2; i++) {
+        h = &c->half[i == 0 ? c->cur : 1 - c->cur];
+
+        if (h->pool == NULL) {
+            continue;
+        }
+
+        e = (ngx_http_tent_registry_entry_t *)
+            ngx_str_rbtree_lookup(&h->tree, entity, hash);
+
+        if (e == NULL) {
+            continue;
+        }
+
+        /* found in the older half: kept, in the newer (which may drop it) */
+
+        if (i == 1) {
+            state = e->state;
+            q = e->quotas;
+            e = ngx_http_tent_registry_put(c, entity, hash, state, &q, log);
+        }
+
+        return e;
+    }
+
+    return NULL;
+}
+
+
+static ngx_http_tent_registry_entry_t *
+ngx_http_tent_registry_put(ngx_http_tent_registry_cache_t *c,
+    ngx_str_t *entity, uint32_t hash, ngx_uint_t state,
+    ngx_http_tent_quotas_t *q, ngx_log_t *log)
+{
+    ngx_http_tent_registry_half_t   *h;
+    ngx_http_tent_registry_entry_t  *e;
+
+    h = &c->half[c->cur];
+
+    if (h->n >= c->max) {
+        c->cur = 1 - c->cur;
+        h = &c->half[c->cur];
+
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                       "tent registry: the cache of names %s is full "
+                       "(%ui): its older %ui dropped", c->name, c->max,
+                       h->n);
+
+        if (h->pool) {
+            ngx_destroy_pool(h->pool);
+            h->pool = NULL;
+        }
+
+        h->n = 0;
+    }
+
+    if (h->pool == NULL) {
+        h->pool = ngx_create_pool(4096, ngx_cycle->log);
+        if (h->pool == NULL) {
+            return NULL;
+        }
+
+        ngx_rbtree_init(&h->tree, &h->sentinel,
+                        ngx_str_rbtree_insert_value);
+
+    } else {
+        e = (ngx_http_tent_registry_entry_t *)
+            ngx_str_rbtree_lookup(&h->tree, entity, hash);
+        if (e) {
+            return e;
+        }
+    }
+
+    e = ngx_palloc(h->pool,
+                   sizeof(ngx_http_tent_registry_entry_t) + entity->len);
+    if (e == NULL) {
+        return NULL;
+    }
+
+    e->sn.str.len = entity->len;
+    e->sn.str.data = (u_char *) (e + 1);
+    ngx_memcpy(e->sn.str.data, entity->data, entity->len);
+    e->sn.node.key = hash;
+    e->state = state;
+    e->quotas = *q;
+
+    ngx_rbtree_insert(&h->tree, &e->sn.node);
+    h->n++;
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "tent registry: cached \"%V\" as %ui (names %s: %ui "
+                   "and %ui older)", entity, state, c->name, h->n,
+                   c->half[1 - c->cur].n);
+
+    return e;
+}
+
 
 static ngx_http_tent_registry_entry_t *
 ngx_http_tent_registry_find(ngx_str_t *entity, ngx_log_t *log)
 {
-    ngx_atomic_uint_t  gen;
+    uint32_t                         hash;
+    ngx_atomic_uint_t                gen;
+    ngx_http_tent_registry_entry_t  *e;
 
     gen = ngx_http_tent_registry_generation((ngx_cycle_t *) ngx_cycle);
 
-    if (ngx_http_tent_registry_pool
-        && (gen != ngx_http_tent_registry_gen
-            || ngx_http_tent_registry_n >= NGX_HTTP_TENT_REGISTRY_CACHED))
-    {
+    if (gen != ngx_http_tent_registry_gen) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, log, 0,
                        "tent registry: the cache emptied");
-        ngx_destroy_pool(ngx_http_tent_registry_pool);
-        ngx_http_tent_registry_pool = NULL;
-    }
-
-    if (ngx_http_tent_registry_pool == NULL) {
-        ngx_http_tent_registry_pool = ngx_create_pool(4096, ngx_cycle->log);
-        if (ngx_http_tent_registry_pool == NULL) {
-            return NULL;
-        }
-
-        ngx_rbtree_init(&ngx_http_tent_registry_tree,
-                        &ngx_http_tent_registry_sentinel,
-                        ngx_str_rbtree_insert_value);
+        ngx_http_tent_registry_flush(&ngx_http_tent_registry_found);
+        ngx_http_tent_registry_flush(&ngx_http_tent_registry_absent);
         ngx_http_tent_registry_gen = gen;
-        ngx_http_tent_registry_n = 0;
         return NULL;
     }
 
-    return (ngx_http_tent_registry_entry_t *)
-           ngx_str_rbtree_lookup(&ngx_http_tent_registry_tree, entity,
-                                 ngx_crc32_long(entity->data, entity->len));
+    hash = ngx_crc32_long(entity->data, entity->len);
+
+    e = ngx_http_tent_registry_lookup(&ngx_http_tent_registry_found, entity,
+                                      hash, log);
+    if (e) {
+        return e;
+    }
+
+    return ngx_http_tent_registry_lookup(&ngx_http_tent_registry_absent,
+                                         entity, hash, log);
 }
 
 
@@ -309,33 +458,15 @@ static void
 ngx_http_tent_registry_add(ngx_str_t *entity, ngx_uint_t state,
     ngx_http_tent_quotas_t *q, ngx_log_t *log)
 {
-    ngx_http_tent_registry_entry_t  *e;
+    ngx_http_tent_registry_cache_t  *c;
 
-    if (ngx_http_tent_registry_pool == NULL
-        || ngx_str_rbtree_lookup(&ngx_http_tent_registry_tree, entity,
-                                 ngx_crc32_long(entity->data, entity->len)))
-    {
-        return;
-    }
+    c = (state == NGX_HTTP_TENT_REG_ABSENT) ? &ngx_http_tent_registry_absent
+                                            : &ngx_http_tent_registry_found;
 
-    e = ngx_palloc(ngx_http_tent_registry_pool,
-                   sizeof(ngx_http_tent_registry_entry_t) + entity->len);
-    if (e == NULL) {
-        return;
-    }
-
-    e->sn.str.len = entity->len;
-    e->sn.str.data = (u_char *) (e + 1);
-    ngx_memcpy(e->sn.str.data, entity->data, entity->len);
-    e->sn.node.key = ngx_crc32_long(entity->data, entity->len);
-    e->state = state;
-    e->quotas = *q;
-
-    ngx_rbtree_insert(&ngx_http_tent_registry_tree, &e->sn.node);
-    ngx_http_tent_registry_n++;
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
-                   "tent registry: cached \"%V\" as %ui", entity, state);
+    (void) ngx_http_tent_registry_put(c, entity,
+                                      ngx_crc32_long(entity->data,
+                                                     entity->len),
+                                      state, q, log);
 }
 
 
@@ -367,4 +498,154 @@ ngx_http_tent_provision_refuse(ngx_http_request_t *r)
         return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                         NULL);
     }
+}
+
+
+/*
+ * The provisioning server that serves "host" (no port), as nginx picks
+ * among their server_names: an exact name first, then the longest
+ * "*.example" or ".example", then the longest "www.*"; NULL when none
+ * matches.  Regular expressions ("~...") are not tried.  The delivery
+ * engine gives a registry entity its server's conf; the operator's
+ * create refuses a name no provisioning server serves.
+ */
+
+ngx_http_tent_srv_conf_t *
+ngx_http_tent_provision_server(ngx_http_tent_main_conf_t *mcf,
+    ngx_str_t *host)
+{
+    size_t                      len, lead, trail;
+    ngx_str_t                  *name;
+    ngx_uint_t                  i, j;
+    ngx_http_tent_srv_conf_t  **scfp, *leading, *trailing;
+
+    scfp = mcf->provision_confs.elts;
+    leading = NULL;
+    trailing = NULL;
+    lead = 0;
+    trail = 0;
+
+    for (i = 0; i < mcf->provision_confs.nelts; i++) {
+        if (scfp[i]->names == NULL) {
+            continue;
+        }
+
+        for (j = 0; j < scfp[i]->names->nelts; j++) {
+            name = (ngx_str_t *) scfp[i]->names->elts + j;
+            len = name->len;
+
+            if (len == 0 || name->data[0] == '~') {
+                continue;
+            }
+
+            if (len == host->len
+                && ngx_strncasecmp(name->data, host->data, len) == 0)
+            {
+                return scfp[i];
+            }
+
+            /* "*.example": a name below; ".example": it or below */
+
+            if (len > 1 && (name->data[0] == '*' || name->data[0] == '.')) {
+                if (name->data[0] == '*') {
+                    if (host->len < len
+                        || ngx_strncasecmp(host->data + host->len
+                                           - (len - 1),
+                                           name->data + 1, len - 1)
+                           != 0)
+                    {
+                        continue;
+                    }
+
+                } else if (!((host->len == len - 1
+                              && ngx_strncasecmp(host->data, name->data + 1,
+                                                 len - 1) == 0)
+                             || (host->len > len
+                                 && ngx_strncasecmp(host->data + host->len
+                                                    - len,
+                                                    name->data, len)
+                                    == 0)))
+                {
+                    continue;
+                }
+
+                if (len > lead) {
+                    lead = len;
+                    leading = scfp[i];
+                }
+
+                continue;
+            }
+
+            /* "www.*" */
+
+            if (len > 2 && name->data[len - 1] == '*'
+                && name->data[len - 2] == '.'
+                && host->len >= len
+                && ngx_strncasecmp(host->data, name->data, len - 1) == 0
+                && len > trail)
+            {
+                trail = len;
+                trailing = scfp[i];
+            }
+        }
+    }
+
+    return leading ? leading : trailing;
+}
+
+
+/*
+ * Is an entity URL's host name one a provisioning server serves?  For the
+ * operator's create: a name no server answers for would be an entity no
+ * request reaches (and the delivery engine would give it the first
+ * server's conf).  A server with a regular expression among its names
+ * may serve any: not refused.
+ */
+
+ngx_int_t
+ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
+    ngx_str_t *entity)
+{
+    u_char                     *p, *last;
+    ngx_str_t                   host, *name;
+    ngx_uint_t                  i, j;
+    ngx_http_tent_srv_conf_t  **scfp;
+
+    p = ngx_strlcasestrn(entity->data, entity->data + entity->len,
+                         (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return NGX_DECLINED;
+    }
+
+    host.data = p + 3;
+    last = ngx_strlchr(host.data, entity->data + entity->len, '/');
+    host.len = (last ? last : entity->data + entity->len) - host.data;
+
+    p = ngx_strlchr(host.data, host.data + host.len, ':');
+    if (p && host.len && host.data[0] != '[') {
+        host.len = p - host.data;
+    }
+
+    if (ngx_http_tent_provision_server(mcf, &host)) {
+        return NGX_OK;
+    }
+
+    scfp = mcf->provision_confs.elts;
+
+    for (i = 0; i < mcf->provision_confs.nelts; i++) {
+        if (scfp[i]->names == NULL) {
+            continue;
+        }
+
+        for (j = 0; j < scfp[i]->names->nelts; j++) {
+            name = (ngx_str_t *) scfp[i]->names->elts + j;
+
+            if (name->len && name->data[0] == '~') {
+                return NGX_OK;
+            }
+        }
+    }
+
+    return NGX_DECLINED;
 }

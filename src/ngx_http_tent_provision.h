@@ -48,6 +48,10 @@ ngx_int_t ngx_http_tent_provision_check(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_provision_refuse(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
     ngx_http_tent_quotas_t *q);
+ngx_http_tent_srv_conf_t *ngx_http_tent_provision_server(
+    ngx_http_tent_main_conf_t *mcf, ngx_str_t *host);
+ngx_int_t ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
+    ngx_str_t *entity);
 
 /* ngx_http_tent_quota.c: a create under the entity's quota */
 ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,

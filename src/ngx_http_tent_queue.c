@@ -58,22 +58,11 @@ static void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op);
 
 
+/* the cursors are the entities' slots' (ngx_http_tent_delivery_entities.c) */
+
 ngx_int_t
 ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
 {
-    ngx_uint_t  i, n;
-
-    n = dl->mcf->entity_confs.nalloc;  /* with room for provisioned ones */
-
-    dl->cursors = ngx_pcalloc(pool, n * sizeof(ngx_http_tent_cursor_t));
-    if (dl->cursors == NULL) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-        dl->cursors[i].floor = (uint64_t) -1;
-    }
-
     dl->due_step.handler = ngx_http_tent_queue_step;
     dl->due_step.data = dl;
     dl->due_step.log = dl->log;
@@ -87,12 +76,13 @@ ngx_http_tent_queue_init(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
 void
 ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
 {
-    ngx_uint_t  i;
+    ngx_uint_t             i;
+    ngx_http_tent_slot_t  *s;
 
-    for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
-        dl->cursors[i].ms = 0;
-        dl->cursors[i].next = 0;
-        dl->cursors[i].moved++;
+    for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
+        s->cursor.ms = 0;
+        s->cursor.next = 0;
+        s->cursor.moved++;
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
@@ -100,12 +90,17 @@ ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
 }
 
 
+/* a task's entity's cursor; a task not of the list: one of no effect */
+
 static ngx_http_tent_cursor_t *
 ngx_http_tent_queue_cursor(ngx_http_tent_task_t *t)
 {
-    return &t->dl->cursors[t->ent
-                           - (ngx_http_tent_entity_conf_t *)
-                             t->dl->mcf->entity_confs.elts];
+    ngx_http_tent_slot_t           *s;
+    static ngx_http_tent_cursor_t   none;
+
+    s = ngx_http_tent_delivery_slot_of(t->dl, t->ent);
+
+    return s ? &s->cursor : &none;
 }
 
 
@@ -218,7 +213,13 @@ ngx_int_t
 ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
     uint64_t now)
 {
-    return dl->cursors[i].next > now;
+    ngx_http_tent_slot_t  *s;
+
+    s = ngx_http_tent_delivery_slot(dl, i);
+
+    /* a registry entity disabled or deleted: its jobs wait in the store */
+
+    return !ngx_http_tent_delivery_slot_on(s) || s->cursor.next > now;
 }
 
 
@@ -270,13 +271,13 @@ ngx_http_tent_queue_step(ngx_event_t *ev)
 
     now = ngx_http_tent_now_ms();
 
-    while (dl->due_entity < dl->mcf->entity_confs.nelts
+    while (dl->due_entity < dl->nentities
            && ngx_http_tent_queue_idle(dl, dl->due_entity, now))
     {
         dl->due_entity++;
     }
 
-    if (dl->due_entity >= dl->mcf->entity_confs.nelts) {
+    if (dl->due_entity >= dl->nentities) {
         dl->due_busy = 0;
 
         if (dl->due_again) {
@@ -319,14 +320,21 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     uint64_t                      now;
     ngx_str_t                     start, end;
     ngx_uint_t                    room, limit;
+    ngx_http_tent_slot_t         *s;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_store_op_t     *scan;
     ngx_http_tent_queue_scan_t   *qs;
     ngx_http_tent_entity_conf_t  *ent;
 
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->due_entity;
-    c = &dl->cursors[dl->due_entity];
+    s = ngx_http_tent_delivery_slot(dl, dl->due_entity);
+
+    if (!ngx_http_tent_delivery_slot_on(s)) {
+        ngx_http_tent_queue_next(dl);
+        return;
+    }
+
+    ent = &s->conf;
+    c = &s->cursor;
 
     room = dl->mcf->delivery_concurrency > dl->inflight
            ? dl->mcf->delivery_concurrency - dl->inflight : 0;
@@ -423,10 +431,14 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
 
     dl = qs->dl;
     c = qs->cursor;
-    ent = (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts
-          + dl->due_entity;
+    ent = ngx_http_tent_delivery_conf(dl, dl->due_entity);
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+    /* a registry entity disabled meanwhile: none of its jobs starts */
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || !ngx_http_tent_delivery_slot_on(
+                ngx_http_tent_delivery_slot(dl, dl->due_entity)))
+    {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: due jobs not read (store status "
                        "%ui): later", op->status);
