@@ -185,6 +185,25 @@ ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s)
 }
 
 
+/* the slot of the entity named so, or NULL */
+
+ngx_http_tent_slot_t *
+ngx_http_tent_delivery_slot_named(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *entity)
+{
+    ngx_str_node_t  *sn;
+
+    sn = ngx_str_rbtree_lookup(&dl->names, entity,
+                               ngx_crc32_long(entity->data, entity->len));
+    if (sn == NULL) {
+        return NULL;
+    }
+
+    return (ngx_http_tent_slot_t *) ((u_char *) sn
+                                     - offsetof(ngx_http_tent_slot_t, sn));
+}
+
+
 /* a new slot for "entity" (copied), or the one it has */
 
 static ngx_http_tent_slot_t *
@@ -194,15 +213,12 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     ngx_uint_t             room;
     ngx_http_tent_slot_t  *s, **chunks;
 
-    hash = ngx_crc32_long(entity->data, entity->len);
-
-    s = (ngx_http_tent_slot_t *) ngx_str_rbtree_lookup(&dl->names, entity,
-                                                       hash);
+    s = ngx_http_tent_delivery_slot_named(dl, entity);
     if (s) {
-        return (ngx_http_tent_slot_t *) ((u_char *) s
-                                         - offsetof(ngx_http_tent_slot_t,
-                                                    sn));
+        return s;
     }
+
+    hash = ngx_crc32_long(entity->data, entity->len);
 
     /* a chunk more when the last is full; the table of chunks doubles */
 

@@ -259,6 +259,8 @@ ngx_http_tent_slot_t *ngx_http_tent_delivery_slot(ngx_http_tent_delivery_t *dl,
 ngx_http_tent_slot_t *ngx_http_tent_delivery_slot_of(
     ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent);
 ngx_uint_t ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s);
+ngx_http_tent_slot_t *ngx_http_tent_delivery_slot_named(
+    ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
 ngx_http_tent_entity_conf_t *ngx_http_tent_delivery_conf(
     ngx_http_tent_delivery_t *dl, ngx_uint_t i);
 ngx_int_t ngx_http_tent_delivery_entity_active(ngx_http_tent_delivery_t *dl,

@@ -48,6 +48,8 @@
 
 static ngx_http_tent_entity_conf_t *ngx_http_tent_local_entity(
     ngx_http_tent_task_t *t, ngx_str_t *url, ngx_str_t *rest);
+static ngx_int_t ngx_http_tent_local_match(ngx_http_tent_entity_conf_t *ent,
+    ngx_str_t *url, ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
     ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
@@ -147,80 +149,119 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
 
 /*
- * The fixed entity whose server "url" starts with, and the path after
- * it: its tent_servers without variables, or its origin and API root as
- * its profile lists them when it has none.
+ * The entity whose server "url" starts with, and the path after it: a
+ * fixed one (few, each tried), or the registry's entity named by the
+ * URL's origin (looked up by name: a hosting's thousands are not
+ * walked for each job).
  */
 
 static ngx_http_tent_entity_conf_t *
 ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
     ngx_str_t *rest)
 {
-    ngx_str_t                  base;
-    ngx_uint_t                 i, j;
-    ngx_http_tent_slot_t      *s;
-    ngx_http_complex_value_t  *cv;
-    ngx_http_tent_srv_conf_t  *scf;
+    u_char                *p, *last;
+    ngx_str_t              origin;
+    ngx_uint_t             i;
+    ngx_http_tent_slot_t  *s;
 
     for (i = 0; (s = ngx_http_tent_delivery_slot(t->dl, i)) != NULL; i++) {
-        scf = s->conf.scf;
-
-        if (scf == NULL) {
-            continue;
+        if (!s->fixed) {
+            break;      /* the fixed ones come first */
         }
 
-        if (scf->servers == NULL) {
-            if (scf->fixed == NULL || scf->fixed->origin.len == 0
-                || url->len < scf->fixed->origin.len + scf->api_root.len
-                || ngx_strncmp(url->data, scf->fixed->origin.data,
-                               scf->fixed->origin.len)
-                   != 0)
-            {
-                continue;
-            }
-
-            base.data = url->data;
-            base.len = scf->fixed->origin.len + scf->api_root.len;
-
-            if (ngx_strncmp(base.data + scf->fixed->origin.len,
-                            scf->api_root.data, scf->api_root.len)
-                == 0
-                && ngx_http_tent_local_prefix(url, &base, rest) == NGX_OK)
-            {
-                return &s->conf;
-            }
-
-            continue;
-        }
-
-        /*
-         * A value with variables anywhere in the list: the entity is
-         * never matched (the operator's way to keep its location rules
-         * on every delivery, docs/federation.md)
-         */
-
-        cv = scf->servers->elts;
-
-        for (j = 0; j < scf->servers->nelts; j++) {
-            if (cv[j].lengths) {
-                break;
-            }
-        }
-
-        if (j < scf->servers->nelts) {
-            continue;
-        }
-
-        for (j = 0; j < scf->servers->nelts; j++) {
-            if (ngx_http_tent_local_prefix(url, &cv[j].value, rest)
-                == NGX_OK)
-            {
-                return &s->conf;
-            }
+        if (ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK) {
+            return &s->conf;
         }
     }
 
+    p = ngx_strlcasestrn(url->data, url->data + url->len,
+                         (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    last = ngx_strlchr(p + 3, url->data + url->len, '/');
+
+    origin.data = url->data;
+    origin.len = (last ? last : url->data + url->len) - url->data;
+
+    s = ngx_http_tent_delivery_slot_named(t->dl, &origin);
+
+    if (s != NULL && !s->fixed
+        && ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK)
+    {
+        return &s->conf;
+    }
+
     return NULL;
+}
+
+
+/*
+ * Is "url" a server of "ent": its tent_servers without variables, or its
+ * origin and API root as its profile lists them when it has none.
+ */
+
+static ngx_int_t
+ngx_http_tent_local_match(ngx_http_tent_entity_conf_t *ent, ngx_str_t *url,
+    ngx_str_t *rest)
+{
+    ngx_str_t                  base;
+    ngx_uint_t                 j;
+    ngx_http_complex_value_t  *cv;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ent->scf;
+
+    if (scf == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (scf->servers == NULL) {
+        if (scf->fixed == NULL || scf->fixed->origin.len == 0
+            || url->len < scf->fixed->origin.len + scf->api_root.len
+            || ngx_strncmp(url->data, scf->fixed->origin.data,
+                           scf->fixed->origin.len)
+               != 0)
+        {
+            return NGX_DECLINED;
+        }
+
+        base.data = url->data;
+        base.len = scf->fixed->origin.len + scf->api_root.len;
+
+        if (ngx_strncmp(base.data + scf->fixed->origin.len,
+                        scf->api_root.data, scf->api_root.len)
+            == 0
+            && ngx_http_tent_local_prefix(url, &base, rest) == NGX_OK)
+        {
+            return NGX_OK;
+        }
+
+        return NGX_DECLINED;
+    }
+
+    /*
+     * A value with variables anywhere in the list: the entity is never
+     * matched (the operator's way to keep its location rules on every
+     * delivery, docs/federation.md)
+     */
+
+    cv = scf->servers->elts;
+
+    for (j = 0; j < scf->servers->nelts; j++) {
+        if (cv[j].lengths) {
+            return NGX_DECLINED;
+        }
+    }
+
+    for (j = 0; j < scf->servers->nelts; j++) {
+        if (ngx_http_tent_local_prefix(url, &cv[j].value, rest) == NGX_OK) {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
 }
 
 
