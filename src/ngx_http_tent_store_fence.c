@@ -76,6 +76,9 @@ static const char *ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_http_tent_ldb_req_t *rq);
 static const char *ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence,
     ngx_str_t *key);
+static ngx_int_t ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_ldb_req_t *rq,
+    ngx_str_t *pairs);
 static ngx_uint_t ngx_http_tent_fence_registry_op(
     ngx_http_tent_ldb_req_t *rq);
 static void ngx_http_tent_fence_apply(ngx_http_tent_fence_t *fence,
@@ -477,6 +480,14 @@ ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
         return NGX_DECLINED;
     }
 
+    if (fence->n && rq.op == NGX_HTTP_TENT_OP_WRITE
+        && ngx_http_tent_fence_drop(fence, op, &rq, &pairs) != NGX_OK)
+    {
+        ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_ERROR,
+                                       "out of memory");
+        return NGX_DECLINED;
+    }
+
     fence->inflight++;
     sop->fence_counted = 1;
 
@@ -585,17 +596,21 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
         }
     }
 
-    /* whatever the fence: no row into a name being or already deleted */
+    /*
+     * Whatever the fence: no row into a name being or already deleted.
+     * A compare-and-set is refused; a batch loses those rows only
+     * (ngx_http_tent_fence_drop()): the engine's settlements of many
+     * entities in one batch, one of them deleted meanwhile, must not make
+     * the others' deliveries run again.
+     */
 
-    if (fence->n == 0) {
+    if (fence->n == 0 || rq->op != NGX_HTTP_TENT_OP_CAS) {
         return NULL;
     }
 
-    if (rq->op == NGX_HTTP_TENT_OP_CAS) {
-        refused = ngx_http_tent_fence_key(fence, &rq->key);
-        if (refused) {
-            return refused;
-        }
+    refused = ngx_http_tent_fence_key(fence, &rq->key);
+    if (refused) {
+        return refused;
     }
 
     in = rq->items;
@@ -616,6 +631,92 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
     }
 
     return NULL;
+}
+
+
+/*
+ * A batch's rows put into names being or already deleted are taken out
+ * of it (the batch written anew without them, its fence off); its
+ * removals stay.
+ */
+
+static ngx_int_t
+ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_ldb_req_t *rq,
+    ngx_str_t *pairs)
+{
+    u_char                         *req, *p, *start;
+    uint32_t                        i, n, dropped;
+    ngx_str_t                       key, value;
+    ngx_uint_t                      kind;
+    ngx_http_tent_in_t              in;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    dropped = 0;
+    in = rq->items;
+
+    for (i = 0; i < rq->n; i++) {
+        if (ngx_http_tent_in_entry(&in, &kind, &key, &value) != NGX_OK) {
+            return NGX_OK;
+        }
+
+        if (kind == NGX_HTTP_TENT_WRITE_PUT
+            && ngx_http_tent_fence_key(fence, &key))
+        {
+            dropped++;
+        }
+    }
+
+    if (dropped == 0) {
+        return NGX_OK;
+    }
+
+    /* op, flags, u32 count, then the entries kept */
+
+    req = ngx_palloc(op->pool, sop->req_len);
+    if (req == NULL) {
+        return NGX_ERROR;
+    }
+
+    req[0] = sop->req[0];
+    req[1] = (u_char) (sop->req[1] & ~NGX_HTTP_TENT_OP_FENCE);
+    p = req + 6;
+    n = 0;
+
+    in = rq->items;
+
+    for (i = 0; i < rq->n; i++) {
+        start = in.pos;
+
+        (void) ngx_http_tent_in_entry(&in, &kind, &key, &value);
+
+        if (kind == NGX_HTTP_TENT_WRITE_PUT
+            && ngx_http_tent_fence_key(fence, &key))
+        {
+            continue;
+        }
+
+        p = ngx_cpymem(p, start, in.pos - start);
+        n++;
+    }
+
+    req[2] = (u_char) (n >> 24);
+    req[3] = (u_char) (n >> 16);
+    req[4] = (u_char) (n >> 8);
+    req[5] = (u_char) n;
+
+    ngx_log_error(NGX_LOG_INFO, op->log, 0,
+                  "tent store: %uD row(s) of a batch into a deleted entity "
+                  "left out (the registry fence)", dropped);
+
+    sop->req = req;
+    sop->req_len = p - req;
+    sop->req_size = sop->req_len;
+    ngx_str_null(pairs);
+
+    return NGX_OK;
 }
 
 
