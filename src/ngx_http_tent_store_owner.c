@@ -489,16 +489,17 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
 
     sop = ngx_http_tent_sop(op);
 
-    /* a write waits for a registry write, or is refused by the fence */
-
-    if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
-        return;
-    }
-
     background = (sop->req_len > 1
                   && (sop->req[1] & NGX_HTTP_TENT_OP_BACKGROUND));
 
     if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
+
+        /* a write waits for a registry write, or is refused (the fence) */
+
+        if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
+            return;
+        }
+
         ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
                                        : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
 
@@ -532,6 +533,12 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         return;
     }
 
+    /* admitted by the fence when it runs, not while it waits for a slot */
+
+    if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
+        return;
+    }
+
     ngx_http_tent_owner_run(store, op, background);
 }
 
@@ -548,6 +555,7 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
 
     task = ngx_thread_task_alloc(op->pool, sizeof(ngx_http_tent_exec_ctx_t));
     if (task == NULL) {
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
         return;
     }
@@ -562,6 +570,7 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
     task->event.data = task;
 
     if (ngx_thread_task_post(store->thread_pool, task) != NGX_OK) {
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
         return;
     }
@@ -594,7 +603,10 @@ ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store)
         op = ngx_http_tent_store_op_of(q);
 
         ngx_http_tent_owner_unqueue(store, op);
-        ngx_http_tent_owner_run(store, op, 1);
+
+        if (ngx_http_tent_fence_admit(store, op) == NGX_OK) {
+            ngx_http_tent_owner_run(store, op, 1);
+        }
     }
 }
 
@@ -781,6 +793,7 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         op = ngx_http_tent_store_op_of(q);
 
         store->inflight--;
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
     }
 }
