@@ -229,6 +229,27 @@ is($up->{status}, 200, "cid's upload: 200, whatever the operator did to "
                        . "others") or diag $up->{body};
 ok(($up->{json}{attachments} // [])->[0], 'and it has its attachment');
 
+# ---- a reload: the new store owner reads the registry anew; its fence
+# must know every entity (else every tenant's write would be refused)
+
+ok($host->reload, 'reloaded: a new store owner');
+ok(wait_for(sub { $host->error_log_text
+                  =~ /tent store: \d+ entities of the registry fenced/ },
+            10), 'the new owner read the registry');
+my $after = $amy->request(POST => '/posts', cred => $ao,
+                          body => decode_json(status_body('reloaded')));
+is($after->{status}, 200, 'amy posts after the reload') or diag $after->{body};
+$s = slow_open(method => 'POST', path => '/posts', host => 'amy.test',
+               cred => $ao, type => 'application/vnd.tent.v0+json',
+               body => status_body('across a disable, reloaded'));
+select undef, undef, undef, 0.5;
+is(admin({ action => 'disable', entity => "http://amy.test:$P" })->{status},
+   200, 'amy disabled again');
+is_json_error(slow_finish($s), 410, 'This entity is disabled',
+              'after the reload too, the POST held across the disable');
+is(admin({ action => 'enable', entity => "http://amy.test:$P" })->{status},
+   200, 'amy enabled again');
+
 # ---- uploads at once against a quota of attachment bytes: each read the
 # count before its body; without a compare-and-set they all pass
 
