@@ -375,6 +375,7 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 {
     json_t                     *row, *quotas;
     ngx_str_t                   given, value;
+    ngx_time_t                 *tp;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_store_op_t   *op;
     ngx_http_tent_main_conf_t  *mcf;
@@ -445,8 +446,21 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
                        "entity's host name");
         }
 
-        row = json_pack("{s:s, s:I, s:{}}", "state", "active",
-                        "created_at", (json_int_t) ngx_time(), "quotas");
+        /*
+         * Its incarnation tells this entity from one deleted before it
+         * under the same name: the store fences a request's writes to
+         * the one it looked up (docs/store.md)
+         */
+
+        tp = ngx_timeofday();
+
+        row = json_pack("{s:s, s:I, s:I, s:{}}", "state", "active",
+                        "created_at", (json_int_t) tp->sec,
+                        "incarnation",
+                        (json_int_t) tp->sec * 1000000
+                        + (json_int_t) tp->msec * 1000
+                        + (json_int_t) (ngx_random() % 1000),
+                        "quotas");
 
         if (row == NULL
             || ngx_http_tent_json_cleanup(r->pool, row) != NGX_OK)

@@ -587,37 +587,6 @@ ngx_http_tent_body_parts(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/*
- * A provisioned entity's registry was read before its body (the
- * precontent phase), and a body may take long to come: an operator's
- * delete could have ended meanwhile, and the write would plant rows in
- * the swept name.  When the registry moved since, the request is
- * answered 503 (Retry-After), to be sent again and looked up anew.  Any
- * operator's write moves it, so a body that was coming in during one
- * is refused too: rare, and retried.  NGX_DECLINED: go on; else what
- * sending the 503 returned.
- */
-
-ngx_int_t
-ngx_http_tent_registry_moved(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
-{
-    if (ctx->registry != NGX_HTTP_TENT_REG_ACTIVE
-        || ctx->registry_gen
-           == ngx_http_tent_registry_generation((ngx_cycle_t *) ngx_cycle))
-    {
-        return NGX_DECLINED;
-    }
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "tent registry: moved while the body of \"%V\" was read: "
-                  "send again", &ctx->entity);
-
-    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                    "the entity registry changed while the "
-                                    "body was read: send the request again");
-}
-
-
 static void
 ngx_http_tent_body_read(ngx_http_request_t *r)
 {
@@ -631,11 +600,6 @@ ngx_http_tent_body_read(ngx_http_request_t *r)
 
     ctx = ngx_http_tent_get_ctx(r);
     next = (ngx_http_tent_route_pt) ctx->route;
-
-    rc = ngx_http_tent_registry_moved(r, ctx);
-    if (rc != NGX_DECLINED) {
-        goto done;
-    }
 
     if (ngx_http_tent_body_bytes(r, &body) != NGX_OK) {
         rc = ngx_http_tent_internal_error(r, "reading the request body");
@@ -723,12 +687,6 @@ ngx_http_tent_form_read(ngx_http_request_t *r)
 
     ctx = ngx_http_tent_get_ctx(r);
     next = (ngx_http_tent_route_pt) ctx->route;
-
-    rc = ngx_http_tent_registry_moved(r, ctx);
-    if (rc != NGX_DECLINED) {
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
 
     if (ngx_http_tent_body_bytes(r, &ctx->form) != NGX_OK) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);

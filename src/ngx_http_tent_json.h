@@ -19,8 +19,6 @@
 /* ngx_http_tent_json.c */
 ngx_int_t ngx_http_tent_send_json(ngx_http_request_t *r, ngx_uint_t status,
     json_t *json);
-ngx_int_t ngx_http_tent_registry_moved(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message);
 ngx_int_t ngx_http_tent_internal_error(ngx_http_request_t *r,

@@ -436,8 +436,9 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_local_batch_t *b = op->data;
 
-    ngx_uint_t               i, j, outcome;
-    ngx_http_tent_local_t  **items, **tp;
+    ngx_uint_t                    i, j, outcome;
+    ngx_http_tent_local_t       **items, **tp;
+    ngx_http_tent_entity_conf_t  *to;
 
     items = b->items.elts;
 
@@ -502,6 +503,27 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
                    "tent local batch: %ui jobs settled in one write, "
                    "%uz bytes", b->settled.nelts,
                    ngx_http_tent_store_op_size(b->wop));
+
+    /*
+     * Into its recipients only while they are active: an operator's
+     * disable or delete since the engine chose this way is checked by
+     * the store with the write (docs/store.md, "The registry fence")
+     */
+
+    tp = b->settled.elts;
+    to = NULL;
+
+    for (i = 0; i < b->settled.nelts; i++) {
+        if (tp[i]->to == to) {
+            continue;
+        }
+
+        to = tp[i]->to;
+
+        if (ngx_http_tent_store_fence(b->wop, &to->entity, 0) != NGX_OK) {
+            b->wop->status = NGX_HTTP_TENT_STORE_ERROR;
+        }
+    }
 
     b->wop->handler = ngx_http_tent_local_written;
     b->wop->data = b;

@@ -96,12 +96,6 @@ ngx_http_tent_mention_read(ngx_http_request_t *r)
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    rc = ngx_http_tent_registry_moved(r, ctx);
-    if (rc != NGX_DECLINED) {
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
-
     if (r->request_body == NULL || r->request_body->bufs == NULL) {
         rc = ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN, "Unauthorized");
         goto done;

@@ -218,6 +218,7 @@ typedef struct ngx_http_tent_ctx_s {
     ngx_str_t                       error_body;
     ngx_uint_t                      registry;    /* NGX_HTTP_TENT_REG_* */
     ngx_atomic_uint_t               registry_gen; /* when it was read */
+    uint64_t                        registry_inc; /* its incarnation */
     void                           *quotas;      /* json_t: its quotas */
 } ngx_http_tent_ctx_t;
 

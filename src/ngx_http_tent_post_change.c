@@ -139,8 +139,10 @@ ngx_http_tent_post_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
         /* provisioning: its files under the entity's quota of bytes */
 
-        if (ngx_http_tent_quota_bytes(r, ctx) != NGX_OK) {
-            return ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
+        if (ngx_http_tent_quota_bytes(r, ctx, ngx_http_tent_post_update, &rc)
+            != NGX_OK)
+        {
+            return rc;
         }
 
         st->refs = ngx_array_create(r->pool, 2,

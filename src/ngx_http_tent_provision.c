@@ -91,7 +91,8 @@ static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
 
 /*
  * A registry row's value: {"state": "active"|"disabled"|"deleting",
- * "created_at": seconds, "quotas": {"posts", "apps", "attachment_bytes"}}.
+ * "created_at": seconds, "incarnation": microseconds at its create,
+ * "quotas": {"posts", "apps", "attachment_bytes"}}.
  * A row being deleted is no entity any more.
  */
 
@@ -125,6 +126,17 @@ ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
 
     } else {
         *state = NGX_HTTP_TENT_REG_ABSENT;
+    }
+
+    /* made anew under the same name: another incarnation (store.md) */
+
+    n = json_object_get(row, "incarnation");
+    if (!json_is_integer(n)) {
+        n = json_object_get(row, "created_at");
+    }
+
+    if (json_is_integer(n) && json_integer_value(n) > 0) {
+        q->incarnation = (uint64_t) json_integer_value(n);
     }
 
     quotas = json_object_get(row, "quotas");
@@ -280,6 +292,7 @@ ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx, ngx_atomic_uint_t gen,
 
     ctx->registry = state;
     ctx->registry_gen = gen;
+    ctx->registry_inc = q->incarnation;
 
     copy = ngx_palloc(pool, sizeof(ngx_http_tent_quotas_t));
     if (copy) {

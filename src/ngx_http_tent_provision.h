@@ -29,6 +29,9 @@
 typedef struct {
     int64_t                         limit[NGX_HTTP_TENT_QUOTAS];
 
+    /* not a quota: the row's incarnation, what the store fences on */
+    uint64_t                        incarnation;
+
     /* the counts a create read (ngx_http_tent_quota_check()), the new */
     int64_t                         count[NGX_HTTP_TENT_QUOTAS];
     int64_t                         adds[NGX_HTTP_TENT_QUOTAS];
@@ -39,6 +42,13 @@ typedef struct {
     ngx_str_t                       raw;         /* "what"'s count read */
     ngx_uint_t                      found;
     void                           *next;
+
+    /* the bytes of attachments, taken by compare-and-set (quota.c) */
+    ngx_str_t                       braw;        /* their count read */
+    ngx_uint_t                      bfound;
+    ngx_uint_t                      btries;
+    int64_t                         bytes;       /* taken */
+    unsigned                        bwritten:1;  /* the create's batch */
 } ngx_http_tent_quotas_t;
 
 
@@ -57,7 +67,7 @@ ngx_int_t ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
 ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_uint_t what, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_quota_bytes(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx);
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt again, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what);
 ngx_int_t ngx_http_tent_quota_count(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, void *op);

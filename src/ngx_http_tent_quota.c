@@ -20,8 +20,9 @@
  * read (read again and retried when another create moved it), so that
  * creates at the same time cannot both pass the last one; a create
  * refused after that (a bad body) keeps it taken.  The bytes, known
- * only once the body is read, are written with the create (two uploads
- * at the same time may pass that quota by what raced).
+ * only once the body is read, are taken the same way then, where a
+ * quota of them is set, and given back if the create does not reach
+ * its batch (ngx_http_tent_quota_bytes()).
  */
 
 
@@ -30,6 +31,16 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_store.h"
+
+
+/* bytes taken, given back in the background (the request is gone) */
+typedef struct {
+    ngx_str_t                       key;
+    int64_t                         bytes;
+    ngx_uint_t                      tries;
+    ngx_pool_t                     *pool;
+    ngx_log_t                       log;
+} ngx_http_tent_quota_back_t;
 
 
 static ngx_str_t  ngx_http_tent_quota_names[] = {
@@ -45,6 +56,14 @@ static ngx_int_t ngx_http_tent_quota_take(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_quotas_t *q);
 static ngx_int_t ngx_http_tent_quota_taken(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_quota_bytes_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_quota_bytes_cleanup(void *data);
+static void ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b);
+static void ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op);
 
 
 /* a count taken by compare-and-set: tries before a 503 */
@@ -176,6 +195,11 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             q->raw = value;
         }
 
+        if (i == NGX_HTTP_TENT_QUOTA_BYTES) {
+            q->bfound = found;
+            q->braw = value;
+        }
+
         limit = ngx_http_tent_quota_limit(r, q, i);
 
         ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -298,22 +322,32 @@ ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what)
 
 /*
  * Once the body is read: the bytes this create or change uploads (its
- * files, as received) against the quota.  NGX_OK: go on (counted for
- * the batch); NGX_DECLINED: over the quota, the caller answers with
- * ngx_http_tent_quota_refuse() before anything is written.
+ * files, as received) against the quota.  Where a quota of bytes is
+ * set they are taken before anything is written, by a compare-and-set
+ * of the count as read (read again when another upload moved it), so
+ * that uploads at the same time cannot together pass the quota; then
+ * "again" runs once more, and finds them taken.  Given back when the
+ * request ends before its create's batch (ngx_http_tent_quota_count()).
+ * NGX_OK: go on; NGX_DONE: the caller returns *rc (the 403 sent, or the
+ * compare-and-set submitted).
  */
 
 ngx_int_t
-ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt again, ngx_int_t *rc)
 {
-    int64_t                  limit, bytes;
-    ngx_uint_t               i;
-    ngx_http_tent_part_t    *part;
-    ngx_http_tent_quotas_t  *q;
+    u_char                    *p;
+    int64_t                    limit, bytes;
+    ngx_str_t                  key, value;
+    ngx_uint_t                 i;
+    ngx_http_tent_part_t      *part;
+    ngx_http_tent_quotas_t    *q;
+    ngx_http_tent_store_op_t  *op;
 
     q = ctx->quotas;
 
     if (q == NULL || !(q->counted & (1 << NGX_HTTP_TENT_QUOTA_BYTES))
+        || (q->taken & (1 << NGX_HTTP_TENT_QUOTA_BYTES))
         || ctx->parts == NULL || ctx->parts->nelts == 0)
     {
         return NGX_OK;
@@ -333,15 +367,308 @@ ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "quota %L", bytes, q->count[NGX_HTTP_TENT_QUOTA_BYTES],
                    limit);
 
-    if (limit >= 0
-        && q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit)
-    {
-        return NGX_DECLINED;
+    if (limit < 0) {
+        /* no quota: counted in the create's batch */
+        q->adds[NGX_HTTP_TENT_QUOTA_BYTES] = bytes;
+        return NGX_OK;
     }
 
-    q->adds[NGX_HTTP_TENT_QUOTA_BYTES] = bytes;
+    if (q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit) {
+        *rc = ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
+        return NGX_DONE;
+    }
 
-    return NGX_OK;
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (p == NULL || op == NULL) {
+        *rc = ngx_http_tent_internal_error(r, "taking the bytes' count");
+        return NGX_DONE;
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "%L",
+                            q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes) - p;
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                          &ngx_http_tent_quota_names[NGX_HTTP_TENT_QUOTA_BYTES],
+                          &key)
+        != NGX_OK
+        || ngx_http_tent_store_cas(op, &key, q->bfound ? &q->braw : NULL,
+                                   &value)
+           != NGX_OK)
+    {
+        *rc = ngx_http_tent_internal_error(r, "taking the bytes' count");
+        return NGX_DONE;
+    }
+
+    q->bytes = bytes;
+    q->next = (void *) again;
+
+    *rc = ngx_http_tent_store_submit_request(r, op,
+                                             ngx_http_tent_quota_bytes_taken);
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status;
+    ngx_str_t                key;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_tent_quotas_t  *q;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+
+        /* another upload moved the count: read it again */
+
+        if (++q->btries >= NGX_HTTP_TENT_QUOTA_TRIES) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                            "the quota's count is busy: "
+                                            "send the request again");
+        }
+
+        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+        if (op == NULL
+            || ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_QUOTA,
+                                 &ngx_http_tent_quota_names[
+                                     NGX_HTTP_TENT_QUOTA_BYTES], &key)
+               != NGX_OK
+            || ngx_http_tent_store_get(op, &key) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "reading the bytes' count");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                            ngx_http_tent_quota_bytes_read);
+    }
+
+    /* taken: given back if the request ends before the create's batch */
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return ngx_http_tent_internal_error(r, "keeping the bytes taken");
+    }
+
+    cln->handler = ngx_http_tent_quota_bytes_cleanup;
+    cln->data = ctx;
+
+    q->taken |= 1 << NGX_HTTP_TENT_QUOTA_BYTES;
+    q->count[NGX_HTTP_TENT_QUOTA_BYTES] += q->bytes;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent quota: \"%V\" took %L attachment bytes",
+                   &ctx->entity, q->bytes);
+
+    return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_bytes_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status, n, rc;
+    ngx_str_t                value;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_quotas_t  *q;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    q->bfound = (op->status == NGX_HTTP_TENT_STORE_OK);
+    ngx_str_null(&q->braw);
+    n = 0;
+
+    if (q->bfound) {
+        if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "reading the bytes' count");
+        }
+
+        q->braw = value;
+        n = ngx_atoi(value.data, value.len);
+    }
+
+    q->count[NGX_HTTP_TENT_QUOTA_BYTES] = (n == NGX_ERROR) ? 0 : n;
+
+    if (ngx_http_tent_quota_bytes(r, ctx, (ngx_http_tent_route_pt) q->next,
+                                  &rc)
+        == NGX_DONE)
+    {
+        return rc;
+    }
+
+    return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+}
+
+
+/*
+ * The request ends: bytes taken for a create that never reached its
+ * batch (refused, failed, the client gone) go back, in the background:
+ * a read and a compare-and-set of the count, again while it moves.
+ */
+
+static void
+ngx_http_tent_quota_bytes_cleanup(void *data)
+{
+    ngx_http_tent_ctx_t *ctx = data;
+
+    ngx_pool_t                  *pool;
+    ngx_http_tent_quotas_t      *q;
+    ngx_http_tent_quota_back_t  *b;
+
+    q = ctx->quotas;
+
+    if (q == NULL || q->bwritten || q->bytes == 0) {
+        return;
+    }
+
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    if (pool == NULL) {
+        return;
+    }
+
+    b = ngx_pcalloc(pool, sizeof(ngx_http_tent_quota_back_t));
+
+    if (b == NULL
+        || ngx_http_tent_key(pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                             &ngx_http_tent_quota_names[
+                                 NGX_HTTP_TENT_QUOTA_BYTES], &b->key)
+           != NGX_OK)
+    {
+        ngx_destroy_pool(pool);
+        return;
+    }
+
+    b->pool = pool;
+    b->bytes = q->bytes;
+    b->log = *ngx_cycle->log;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "tent quota: %L attachment bytes of \"%V\" given back",
+                   b->bytes, &ctx->entity);
+
+    ngx_http_tent_quota_back_read(b);
+}
+
+
+static void
+ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b)
+{
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_store_op_create(b->pool, &b->log);
+
+    if (op == NULL || ngx_http_tent_store_get(op, &b->key) != NGX_OK) {
+        goto failed;
+    }
+
+    op->handler = ngx_http_tent_quota_back_write;
+    op->data = b;
+
+    if (ngx_http_tent_store_submit(op) == NGX_OK) {
+        return;
+    }
+
+failed:
+
+    ngx_log_error(NGX_LOG_WARN, &b->log, 0,
+                  "tent quota: giving back %L attachment bytes failed",
+                  b->bytes);
+    ngx_destroy_pool(b->pool);
+}
+
+
+static void
+ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_quota_back_t *b = op->data;
+
+    u_char                    *p;
+    int64_t                    n;
+    ngx_str_t                  value, raw;
+    ngx_http_tent_store_op_t  *wop;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || ngx_http_tent_store_value(op, &value) != NGX_OK)
+    {
+        goto failed;
+    }
+
+    n = ngx_atoi(value.data, value.len);
+    n = (n == NGX_ERROR || n < b->bytes) ? 0 : n - b->bytes;
+
+    raw.len = value.len;
+    raw.data = ngx_pstrdup(b->pool, &value);
+    p = ngx_pnalloc(b->pool, NGX_INT64_LEN);
+    wop = ngx_http_tent_store_op_create(b->pool, &b->log);
+
+    if (raw.data == NULL || p == NULL || wop == NULL) {
+        goto failed;
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "%L", n) - p;
+
+    if (ngx_http_tent_store_cas(wop, &b->key, &raw, &value) != NGX_OK) {
+        goto failed;
+    }
+
+    wop->handler = ngx_http_tent_quota_back_done;
+    wop->data = b;
+
+    if (ngx_http_tent_store_submit(wop) == NGX_OK) {
+        return;
+    }
+
+failed:
+
+    ngx_log_error(NGX_LOG_WARN, &b->log, 0,
+                  "tent quota: giving back %L attachment bytes failed "
+                  "(store status %ui): the count keeps them", b->bytes,
+                  op->status);
+    ngx_destroy_pool(b->pool);
+}
+
+
+static void
+ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_quota_back_t *b = op->data;
+
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT
+        && ++b->tries < NGX_HTTP_TENT_QUOTA_TRIES)
+    {
+        ngx_http_tent_quota_back_read(b);
+        return;
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, &b->log, 0,
+                      "tent quota: giving back %L attachment bytes failed "
+                      "(store status %ui): the count keeps them", b->bytes,
+                      op->status);
+    }
+
+    ngx_destroy_pool(b->pool);
 }
 
 
@@ -361,6 +688,10 @@ ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     if (q == NULL) {
         return NGX_OK;
     }
+
+    /* the bytes taken are the create's from now on, not given back */
+
+    q->bwritten = 1;
 
     for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
         if (!(q->counted & (1 << i)) || (q->taken & (1 << i))) {

@@ -411,6 +411,12 @@ ngx_http_tent_receive_write(ngx_http_tent_receive_t *rc, json_t *current,
     op->handler = ngx_http_tent_receive_stored;
     op->data = rc;
 
+    /* into its owner only while active (docs/store.md, the fence) */
+
+    if (ngx_http_tent_store_fence(op, &rc->owner, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_tent_store_submit(op);
 }
 
@@ -533,7 +539,9 @@ ngx_http_tent_receive_target(ngx_http_tent_store_op_t *op)
     wop->handler = ngx_http_tent_receive_deleted;
     wop->data = rc;
 
-    if (ngx_http_tent_store_submit(wop) == NGX_OK) {
+    if (ngx_http_tent_store_fence(wop, &rc->owner, 0) == NGX_OK
+        && ngx_http_tent_store_submit(wop) == NGX_OK)
+    {
         return;
     }
 
@@ -578,6 +586,10 @@ ngx_http_tent_receive_status(ngx_http_tent_store_op_t *op)
     case NGX_HTTP_TENT_STORE_UNAVAILABLE:
     case NGX_HTTP_TENT_STORE_RETRY:
         return NGX_HTTP_SERVICE_UNAVAILABLE;
+
+    case NGX_HTTP_TENT_STORE_FENCED:
+        /* disabled or deleted since the request looked it up */
+        return ngx_http_tent_store_http_status(op);
 
     default:
         ngx_log_error(NGX_LOG_ERR, op->log, 0,

@@ -25,6 +25,8 @@
 #define NGX_HTTP_TENT_STORE_ERROR        3
 #define NGX_HTTP_TENT_STORE_UNAVAILABLE  4
 #define NGX_HTTP_TENT_STORE_RETRY        5
+/* a write refused by the registry fence: "disabled", "gone" (its reply) */
+#define NGX_HTTP_TENT_STORE_FENCED       6
 
 /* attachment files: a SHA-256 in hex; a file's name on the wire */
 #define NGX_HTTP_TENT_DIGEST_LEN         64
@@ -86,6 +88,10 @@ ngx_int_t ngx_http_tent_store_value(ngx_http_tent_store_op_t *op,
 ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
     ngx_str_t *key, ngx_str_t *value);
 
+/* ngx_http_tent_store_fence.c: a write only into that incarnation */
+ngx_int_t ngx_http_tent_store_fence(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, uint64_t incarnation);
+
 ngx_int_t ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op);
 size_t ngx_http_tent_store_op_size(ngx_http_tent_store_op_t *op);
 
@@ -103,6 +109,8 @@ ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
     u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
 ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_store_fenced(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 

@@ -66,7 +66,8 @@ ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op, const char *what,
     sop = ngx_http_tent_sop(op);
 
     static const char  *statuses[] = {
-        "ok", "not found", "conflict", "error", "unavailable", "retry"
+        "ok", "not found", "conflict", "error", "unavailable", "retry",
+        "fenced"
     };
 
     if (!(op->log->log_level & NGX_LOG_DEBUG_HTTP) || sop->req_len < 2) {

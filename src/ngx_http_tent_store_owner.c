@@ -41,8 +41,6 @@ static void ngx_http_tent_owner_open_timer(ngx_event_t *ev);
 static void ngx_http_tent_owner_close(ngx_http_tent_store_t *store);
 static void ngx_http_tent_owner_close_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_closed(ngx_event_t *ev);
-static void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op, ngx_uint_t background);
 static void ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store);
@@ -86,7 +84,9 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
 
     ngx_http_tent_ldb_files(ldb, (char *) files);
 
-    if (ngx_http_tent_owner_memory_init(store) != NGX_OK) {
+    if (ngx_http_tent_owner_memory_init(store) != NGX_OK
+        || ngx_http_tent_fence_init(store) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -193,6 +193,12 @@ ngx_http_tent_owner_open_thread(void *data, ngx_log_t *log)
     ngx_http_tent_store_t *store = data;
 
     ngx_http_tent_ldb_open(store->ldb);
+
+    /* the registry's state, for the fence, before any write runs */
+
+    if (ngx_http_tent_ldb_is_open(store->ldb)) {
+        ngx_http_tent_fence_load_thread(store);
+    }
 }
 
 
@@ -267,6 +273,8 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
     ngx_log_error(NGX_LOG_NOTICE, store->log, 0,
                   "tent store: opened \"%V\" after %ui attempt(s) in %M ms",
                   &store->db_path, store->open_attempts, elapsed);
+
+    ngx_http_tent_fence_loaded(store);
 
     store->state = NGX_HTTP_TENT_OWNER_OPEN;
 
@@ -472,7 +480,7 @@ ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
  * a time, whichever their class.
  */
 
-static void
+void
 ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op)
 {
@@ -485,6 +493,13 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
                   && (sop->req[1] & NGX_HTTP_TENT_OP_BACKGROUND));
 
     if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
+
+        /* a write waits for a registry write, or is refused (the fence) */
+
+        if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
+            return;
+        }
+
         ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
                                        : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
 
@@ -518,6 +533,12 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         return;
     }
 
+    /* admitted by the fence when it runs, not while it waits for a slot */
+
+    if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
+        return;
+    }
+
     ngx_http_tent_owner_run(store, op, background);
 }
 
@@ -534,6 +555,7 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
 
     task = ngx_thread_task_alloc(op->pool, sizeof(ngx_http_tent_exec_ctx_t));
     if (task == NULL) {
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
         return;
     }
@@ -548,6 +570,7 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
     task->event.data = task;
 
     if (ngx_thread_task_post(store->thread_pool, task) != NGX_OK) {
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
         return;
     }
@@ -580,7 +603,10 @@ ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store)
         op = ngx_http_tent_store_op_of(q);
 
         ngx_http_tent_owner_unqueue(store, op);
-        ngx_http_tent_owner_run(store, op, 1);
+
+        if (ngx_http_tent_fence_admit(store, op) == NGX_OK) {
+            ngx_http_tent_owner_run(store, op, 1);
+        }
     }
 }
 
@@ -658,6 +684,9 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
                       "until \"%V\" is reopened: %*s", &store->db_path,
                       ctx->res_len - 1, ctx->res + 1);
     }
+
+    ngx_http_tent_fence_done(store, op, ctx->res ? ctx->res[0]
+                                              : NGX_HTTP_TENT_STORE_ERROR);
 
     if (ctx->res == NULL) {
         ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
@@ -764,6 +793,7 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         op = ngx_http_tent_store_op_of(q);
 
         store->inflight--;
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
     }
 }
@@ -810,6 +840,9 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     for (i = 0; i < g->ran; i++) {
         op = g->ops[i];
         store->inflight--;
+
+        ngx_http_tent_fence_done(store, op, g->res[i] ? g->res[i][0]
+                                            : NGX_HTTP_TENT_STORE_ERROR);
 
         if (g->res[i] == NULL) {
             ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,

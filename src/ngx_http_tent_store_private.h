@@ -42,6 +42,13 @@
  */
 #define NGX_HTTP_TENT_OP_BACKGROUND      0x02
 
+/*
+ * A write with a registry fence behind its bytes: pairs (u32 length,
+ * entity, u64 incarnation), then the u32 length of the pairs; the owner
+ * takes it off before the write runs (ngx_http_tent_store_fence.c)
+ */
+#define NGX_HTTP_TENT_OP_FENCE           0x04
+
 #define NGX_HTTP_TENT_WRITE_PUT          1
 #define NGX_HTTP_TENT_WRITE_DEL          2
 
@@ -58,6 +65,7 @@
 
 typedef struct ngx_http_tent_ipc_conn_s  ngx_http_tent_ipc_conn_t;
 typedef struct ngx_http_tent_ldb_s       ngx_http_tent_ldb_t;
+typedef struct ngx_http_tent_fence_s     ngx_http_tent_fence_t;
 
 
 /* a growable byte buffer on the heap: long-lived IPC connections use it */
@@ -98,6 +106,8 @@ typedef struct {
     unsigned                        outbox:1;      /* an outbox row */
     unsigned                        outboxes:1;    /* of several entities */
     unsigned                        apps:1;        /* a subscription */
+    unsigned                        fence_counted:1;  /* owner: a write */
+    unsigned                        fence_registry:1; /* of the registry */
     ngx_uint_t                      outbox_hash;   /* its entity's */
 } ngx_http_tent_store_op_full_t;
 
@@ -136,6 +146,7 @@ struct ngx_http_tent_store_s {
     ngx_uint_t                      owner;
     ngx_uint_t                      state;
     ngx_http_tent_ldb_t            *ldb;
+    ngx_http_tent_fence_t          *fence;
     ngx_thread_task_t              *open_task;
     ngx_thread_task_t              *close_task;
     ngx_uint_t                      inflight;
@@ -225,6 +236,17 @@ void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
+void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_fence.c: the registry fence of writes */
+ngx_int_t ngx_http_tent_fence_init(ngx_http_tent_store_t *store);
+void ngx_http_tent_fence_load_thread(ngx_http_tent_store_t *store);
+void ngx_http_tent_fence_loaded(ngx_http_tent_store_t *store);
+ngx_int_t ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op);
+void ngx_http_tent_fence_done(ngx_http_tent_store_t *store,
+    ngx_http_tent_store_op_t *op, ngx_uint_t status);
 
 /* ngx_http_tent_store_memory.c: malloc arenas, free pages given back */
 ngx_int_t ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store);

@@ -35,9 +35,28 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
 {
     ngx_int_t                       rc;
+    ngx_http_tent_ctx_t            *ctx;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
+
+    /*
+     * A write of a request of a registry entity: only into the
+     * incarnation its lookup found, active (the owner checks it with the
+     * write, docs/store.md "The registry fence")
+     */
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    if (ctx && ctx->registry == NGX_HTTP_TENT_REG_ACTIVE
+        && ctx->registry_inc && sop->req_len >= 2
+        && !(sop->req[1] & NGX_HTTP_TENT_OP_FENCE)
+        && ngx_http_tent_store_fence(op, &ctx->entity, ctx->registry_inc)
+           != NGX_OK)
+    {
+        rc = ngx_http_tent_internal_error(r, "fencing the store write");
+        return ngx_http_tent_send_error(r, rc, "Internal Server Error");
+    }
 
     op->data = r;
     sop->request_done = handler;
@@ -100,10 +119,48 @@ ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
     r = op->data;
     c = r->connection;
 
-    rc = sop->request_done(r, op);
+    /*
+     * The registry fence refused a write: the entity was disabled,
+     * deleted (or made anew) since the request looked it up.  Nothing
+     * was written; the route's handler has nothing to add.
+     */
+
+    if (op->status == NGX_HTTP_TENT_STORE_FENCED) {
+        rc = ngx_http_tent_store_fenced(r, op);
+
+    } else {
+        rc = sop->request_done(r, op);
+    }
 
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
+}
+
+
+/* a write the registry fence refused, as the request's answer */
+
+ngx_int_t
+ngx_http_tent_store_fenced(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "tent registry: a write refused, the entity is \"%V\"",
+                  &sop->res);
+
+    if (sop->res.len == 8 && ngx_strncmp(sop->res.data, "disabled", 8) == 0)
+    {
+        return ngx_http_tent_send_error(r, 410, "This entity is disabled");
+    }
+
+    if (sop->res.len == 4 && ngx_strncmp(sop->res.data, "gone", 4) == 0) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                                        "No such entity on this server");
+    }
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
 }
 
 
@@ -126,6 +183,11 @@ ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
     case NGX_HTTP_TENT_STORE_UNAVAILABLE:
     case NGX_HTTP_TENT_STORE_RETRY:
         return NGX_HTTP_SERVICE_UNAVAILABLE;
+
+    case NGX_HTTP_TENT_STORE_FENCED:
+        /* not through a request's handler: "disabled" or "gone" */
+        return (sop->res.len && sop->res.data[0] == 'd')
+               ? 410 : NGX_HTTP_NOT_FOUND;
 
     default:
         /* the step that failed, as the owner saw it */
