@@ -42,7 +42,8 @@
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
 #   that phase.  BIG_SETTLE=2: seconds between the BIG follows and the
 #   post (their "follower" posts' outbox rows are still being worked
-#   through: docs/bench.md).  PACE_MS=0: the latency client's least time
+#   through: docs/bench.md); SMALL_SETTLE=1: the same before the SMALL
+#   posts.  PACE_MS=0: the latency client's least time
 #   between two posts (bench/fanout-post.pl).  Everything stops by
 #   itself: every wait is bounded.
 set -e
@@ -54,6 +55,7 @@ SMALL=${SMALL:-1000}
 SMALL_POSTS=${SMALL_POSTS:-20}
 BIG=${BIG:-100000}
 BIG_SETTLE=${BIG_SETTLE:-2}
+SMALL_SETTLE=${SMALL_SETTLE:-1}
 LOCAL=${LOCAL:-1000}
 LOCAL_POSTS=${LOCAL_POSTS:-20}
 HOSTS=${HOSTS:-4}
@@ -103,6 +105,12 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     "load_module $BENCH_MODULE;" \
 "        tent_entity    $murl;
         tent_mac_skew  30m;
+
+        location = /status {
+            allow       127.0.0.1;
+            deny        all;
+            tent_status;
+        }
 
         location = /tent/oauth/authorize {
             allow       127.0.0.1;
@@ -196,6 +204,28 @@ wait_for() {
     echo "$got"
 }
 
+# perf_start PREFIX NAME: with PERF=DIR, "perf record -g" the workers of
+# the nginx under PREFIX into DIR/NAME.data until perf_stop (a profile of
+# one phase; perf stops by itself after TIMEOUT s)
+perf_start() {
+    local pids
+    perfpid=
+    [ -n "${PERF:-}" ] || return 0
+    mkdir -p "$PERF"
+    pids=$(bench_workers "$1" | paste -sd, -)
+    perf record -q -g -F 499 -p "$pids" -o "$PERF/$2.data" \
+        -- sleep "$TIMEOUT" 2>/dev/null &
+    perfpid=$!
+    sleep 0.2
+}
+
+perf_stop() {
+    [ -n "${perfpid:-}" ] || return 0
+    kill -INT "$perfpid" 2>/dev/null || true
+    wait "$perfpid" 2>/dev/null || true
+    perfpid=
+}
+
 # fan FOLLOWERS POSTS: POSTS public posts to FOLLOWERS, timed, with the
 # latency client meanwhile; sets rate, lat
 fan() {
@@ -203,6 +233,7 @@ fan() {
     before=$(notes)
     want=$((before + n * posts))
     rm -f "$stop"
+    perf_start "$mprefix" "$n"
     start=$(date +%s.%N)
     post "$posts"
     perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" "$stop" 100000 \
@@ -210,6 +241,7 @@ fan() {
     latpid=$!
     got=$(wait_for notes "$want")
     end=$(date +%s.%N)
+    perf_stop
     touch "$stop"
     wait "$latpid" || bench_die "the latency client failed"
     lat=$(awk '{ printf "%s/%s", $4, $6 }' "$BENCH_TMP/lat")
@@ -232,7 +264,7 @@ p99_0=$(awk '{ print $6 }' "$BENCH_TMP/lat0")
 # --- 2. SMALL followers ----------------------------------------------------------
 bench_log "making $SMALL followers on $HOSTS hosts"
 follow 1 "$SMALL"
-sleep 1
+sleep "$SMALL_SETTLE"
 bench_log "$SMALL_POSTS posts to $SMALL followers"
 fan "$SMALL" "$SMALL_POSTS"
 rate_small=$rate
@@ -328,6 +360,7 @@ $blocks"
     }
     lbefore=$(local_count)
     notes_before=$(grep -c '^POST' "$sprefix/logs/local.log" || true)
+    perf_start "$sprefix" local
     start=$(date +%s.%N)
     mport_save=$mport cred_save=$cred
     mport=$sport cred=$scred
@@ -335,6 +368,7 @@ $blocks"
     mport=$mport_save cred=$cred_save
     got=$(wait_for local_count $((lbefore + LOCAL * LOCAL_POSTS)))
     end=$(date +%s.%N)
+    perf_stop
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
     rate_local=$(awk -v n="$((got - lbefore))" -v s="$secs" \
                  'BEGIN { printf "%d", n / s }')

@@ -140,16 +140,18 @@ failed:
  * The first "due" rows of the scan into a batch; 1 when every one of
  * them is on its way (or was already): the entity need not be scanned
  * again before a job of it is put, ends or is due (ngx_http_tent_queue.c).
+ * "last": the last row up to which every one is on its way or settled,
+ * where the next scan may resume.
  */
 
 ngx_uint_t
 ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
-    ngx_uint_t due)
+    ngx_uint_t due, ngx_str_t *last)
 {
     json_t                     *job;
     ngx_str_t                   key, value;
-    ngx_uint_t                  i, seen, complete;
+    ngx_uint_t                  i, seen, complete, started;
     ngx_http_tent_task_t       *t;
     ngx_http_tent_batch_t      *batch;
     ngx_http_tent_store_op_t   *get;
@@ -159,6 +161,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     batch = NULL;
     seen = 0;
     complete = 1;
+    started = 1;        /* every row so far on its way */
 
     while (seen < due
            && ngx_http_tent_store_next(scan, &key, &value) == NGX_OK)
@@ -166,6 +169,10 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
         seen++;
 
         if (ngx_http_tent_task_running(dl, &key)) {
+            if (started) {
+                *last = key;
+            }
+
             continue;
         }
 
@@ -175,6 +182,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
             || dl->inflight >= dl->mcf->delivery_concurrency)
         {
             complete = 0;
+            started = 0;
             continue;
         }
 
@@ -190,6 +198,10 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
         if (t == NULL) {
             complete = 0;
             break;
+        }
+
+        if (started) {
+            *last = key;    /* settled or on its way from here on */
         }
 
         t->batch = batch;
@@ -211,6 +223,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
 
         if (ngx_http_tent_batch_add(batch, t) != NGX_OK) {
             ngx_http_tent_task_failed(t, "building a job's reads");
+            started = 0;    /* its row is left: the task's end says so */
             continue;
         }
 
@@ -480,6 +493,7 @@ ngx_http_tent_batch_run(ngx_event_t *ev)
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
                            "tent delivery: post \"%V\": job settled already",
                            &t->post_id);
+            t->gone = 1;
             ngx_http_tent_task_done(t);
             continue;
         }

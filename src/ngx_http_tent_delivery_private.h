@@ -58,6 +58,18 @@ typedef struct {
     ngx_uint_t                      lowered;     /* a put's count */
     uint64_t                        next;        /* a job due, not before */
     ngx_uint_t                      moved;       /* next lowered: count */
+
+    /*
+     * Where the next scan may resume: the last row of the last scan up
+     * to which every due row was started or is on its way; none (len 0)
+     * once a row before it may be due and not started.
+     */
+    u_char                         *resume;
+    size_t                          resume_len;
+    size_t                          resume_size;
+    uint64_t                        resume_ms;   /* its due time */
+    uint64_t                        scan_end;    /* of the scan on its way */
+    ngx_uint_t                      unsafe;      /* rows left before it */
 } ngx_http_tent_cursor_t;
 
 
@@ -194,6 +206,7 @@ typedef struct {
     unsigned                          no_local:1; /* HTTP, not same-node */
     unsigned                          settling:1; /* in a settle batch */
     unsigned                          shared_pool:1; /* its batch's */
+    unsigned                          gone:1;     /* its row settled */
     ngx_str_t                         record_key; /* a due job's record */
 } ngx_http_tent_task_t;
 
@@ -282,7 +295,7 @@ ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
 /* ngx_http_tent_delivery_load.c: a batch of due jobs read at once */
 ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
-    ngx_uint_t due);
+    ngx_uint_t due, ngx_str_t *last);
 json_t *ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key,
     ngx_str_t *value);
 

@@ -897,6 +897,9 @@ ngx_http_tent_local_written(ngx_http_tent_store_op_t *op)
     for (i = 0; i < b->settled.nelts; i++) {
         if (op->status != NGX_HTTP_TENT_STORE_OK) {
             ngx_http_tent_queue_again(tp[i]->task);
+
+        } else {
+            tp[i]->task->gone = 1;          /* removed, or put again */
         }
 
         ngx_http_tent_local_done(tp[i]);

@@ -29,6 +29,19 @@
  * settlement that failed, and the reset once a minute; a scan's answer
  * never raises it past a put made while the scan ran, or not answered
  * when it was sent, as for the cursor.
+ *
+ * And where a scan resumes: the jobs in flight are the first due rows, so
+ * a scan from the cursor would read them all again for each batch (64 in
+ * flight, 16 slots free: 80 rows read for 16 jobs, and a scan's cost
+ * grows with the slots).  So each entity keeps the last row of its last
+ * scan up to which every due row was started or already on its way, and
+ * the next scan starts past it, with room for the free slots only.  It is
+ * forgotten (the next scan from the cursor again, reading every row) as
+ * soon as a row before it may be due and not on its way: a job put due no
+ * later than it, a task that ends with its row left (a failure, a write
+ * of its settlement that failed), the reset once a minute, and a resumed
+ * scan that found fewer due rows than it had room for or started none
+ * (rows waiting for their host, say: those a full scan looks past).
  */
 
 
@@ -50,12 +63,17 @@ typedef struct {
     ngx_uint_t                      lowered;
     ngx_uint_t                      moved;
     ngx_uint_t                      limit;       /* rows asked for */
+    ngx_uint_t                      unsafe;
+    unsigned                        resumed:1;   /* past the last rows */
 } ngx_http_tent_queue_scan_t;
 
 
 static void ngx_http_tent_queue_step(ngx_event_t *ev);
 static void ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_queue_resume_at(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_cursor_t *c,
+    ngx_str_t *key);
 
 
 /* the cursors are the entities' slots' (ngx_http_tent_delivery_entities.c) */
@@ -83,6 +101,8 @@ ngx_http_tent_queue_reset(ngx_http_tent_delivery_t *dl)
         s->cursor.ms = 0;
         s->cursor.next = 0;
         s->cursor.moved++;
+        s->cursor.resume_len = 0;
+        s->cursor.unsafe++;
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
@@ -127,6 +147,16 @@ ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms)
 
     c->lowered++;
     c->moved++;
+
+    /*
+     * A put after the resumed rows and after the scan on its way (a
+     * fan-out's, a retry's) keeps it.
+     */
+
+    if (ms <= c->resume_ms || ms < c->scan_end) {
+        c->resume_len = 0;
+        c->unsafe++;
+    }
 
     if (!t->writing) {
         t->writing = 1;
@@ -187,6 +217,8 @@ ngx_http_tent_queue_again(ngx_http_tent_task_t *t)
 
     c->lowered++;
     c->moved++;
+    c->resume_len = 0;
+    c->unsafe++;
 }
 
 
@@ -204,6 +236,13 @@ ngx_http_tent_queue_poke(ngx_http_tent_task_t *t)
 
     c->next = 0;
     c->moved++;
+
+    /* its row may still be there, due: the next scan from the cursor */
+
+    if (!t->gone) {
+        c->resume_len = 0;
+        c->unsafe++;
+    }
 }
 
 
@@ -375,18 +414,40 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     if (scan == NULL || qs == NULL
         || ngx_http_tent_key_range(dl->due_pool, &ent->entity,
                                    NGX_HTTP_TENT_TABLE_JOB, &start, &end)
-           != NGX_OK
-        || (c->ms
-            && ngx_http_tent_timed_key(dl->due_pool, &ent->entity,
-                                       NGX_HTTP_TENT_TABLE_JOB, c->ms, NULL,
-                                       &start)
-               != NGX_OK)
-        || ngx_http_tent_store_scan(scan, &start, &end, limit, 0) != NGX_OK)
+           != NGX_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
-                      "tent delivery: building the due jobs' scan failed");
-        ngx_http_tent_queue_next(dl);
-        return;
+        goto failed;
+    }
+
+    qs->resumed = 0;
+
+    if (c->resume_len && c->resume_ms < now + 1) {
+
+        /* past the rows on their way: room for the free slots only */
+
+        start.len = c->resume_len + 1;
+        start.data = ngx_pnalloc(dl->due_pool, start.len);
+        if (start.data == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(start.data, c->resume, c->resume_len);
+        start.data[c->resume_len] = '\0';       /* the next key after it */
+
+        limit = room + ngx_http_tent_hosts_deferred() + 1;
+        qs->resumed = 1;
+
+    } else if (c->ms
+               && ngx_http_tent_timed_key(dl->due_pool, &ent->entity,
+                                          NGX_HTTP_TENT_TABLE_JOB, c->ms,
+                                          NULL, &start)
+                  != NGX_OK)
+    {
+        goto failed;
+    }
+
+    if (ngx_http_tent_store_scan(scan, &start, &end, limit, 0) != NGX_OK) {
+        goto failed;
     }
 
     qs->dl = dl;
@@ -395,11 +456,15 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
     qs->floor = c->floor;
     qs->lowered = c->lowered;
     qs->moved = c->moved;
+    qs->unsafe = c->unsafe;
+    c->scan_end = now + 1;
     qs->limit = limit;
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: \"%V\": due scan from %uL to %uL",
-                   &ent->entity, c->ms, now + 1);
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": due scan from %uL to %uL%s",
+                   &ent->entity, qs->resumed ? c->resume_ms : c->ms,
+                   now + 1, qs->resumed ? ", past the rows on their way"
+                                        : "");
 
     scan->handler = ngx_http_tent_queue_scanned;
     scan->data = qs;
@@ -409,6 +474,14 @@ ngx_http_tent_delivery_due(ngx_http_tent_delivery_t *dl)
                       "tent delivery: submitting the due jobs' scan failed");
         ngx_http_tent_queue_next(dl);
     }
+
+    return;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                  "tent delivery: building the due jobs' scan failed");
+    ngx_http_tent_queue_next(dl);
 }
 
 
@@ -423,7 +496,7 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
     ngx_http_tent_queue_scan_t *qs = op->data;
 
     uint64_t                      ms, t, next;
-    ngx_str_t                     key, value, id;
+    ngx_str_t                     key, value, id, last;
     ngx_uint_t                    rows, due;
     ngx_http_tent_cursor_t       *c;
     ngx_http_tent_delivery_t     *dl;
@@ -442,6 +515,7 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: due jobs not read (store status "
                        "%ui): later", op->status);
+        c->scan_end = 0;
         ngx_http_tent_queue_next(dl);
         return;
     }
@@ -483,17 +557,41 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
 
     ms = ngx_min(ms, qs->floor);
 
-    if (c->lowered == qs->lowered) {
+    if (qs->resumed) {
+        /* its first row is not the table's first: the cursor stays */
+
+    } else if (c->lowered == qs->lowered) {
         c->ms = ms;
 
     } else if (ms < c->ms) {
         c->ms = ms;     /* puts since: the lower of theirs and the scan's */
     }
 
-    if (!ngx_http_tent_delivery_load(dl, ent, op, due)
+    last.len = 0;
+
+    if (!ngx_http_tent_delivery_load(dl, ent, op, due, &last)
         || (due == rows && rows >= qs->limit))
     {
         next = 0;       /* more due than it took: scanned again */
+
+    } else if (qs->resumed) {
+        /* the end of the due rows: the next scan sees every row again */
+        last.len = 0;
+        c->resume_len = 0;
+    }
+
+    /*
+     * Resumed next time past the rows started, unless something put or
+     * left a row before them while this scan ran.
+     */
+
+    c->scan_end = 0;
+
+    if (last.len && c->unsafe == qs->unsafe) {
+        ngx_http_tent_queue_resume_at(dl, ent, c, &last);
+
+    } else if (qs->resumed) {
+        c->resume_len = 0;  /* nothing started past it: all rows again */
     }
 
     next = ngx_min(next, qs->floor);
@@ -507,4 +605,43 @@ ngx_http_tent_queue_scanned(ngx_http_tent_store_op_t *op)
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: \"%V\": %ui jobs due, next scan at "
                    "%uL", &ent->entity, due, next);
+}
+
+
+/* the key the entity's next scan starts past, kept for the cycle */
+
+static void
+ngx_http_tent_queue_resume_at(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_cursor_t *c,
+    ngx_str_t *key)
+{
+    u_char     *p;
+    uint64_t    ms;
+    ngx_str_t   id;
+
+    if (ngx_http_tent_timed_key_parse(&ent->entity, key, &ms, &id) != NGX_OK)
+    {
+        c->resume_len = 0;
+        return;
+    }
+
+    if (c->resume_size < key->len) {
+        /* the cycle's: the engine's own pools go with each pass */
+        p = ngx_pnalloc(ngx_cycle->pool, ngx_max(key->len, 128));
+        if (p == NULL) {
+            c->resume_len = 0;
+            return;
+        }
+
+        c->resume = p;
+        c->resume_size = ngx_max(key->len, 128);
+    }
+
+    ngx_memcpy(c->resume, key->data, key->len);
+    c->resume_len = key->len;
+    c->resume_ms = ms;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: next due scan past the rows due at %uL",
+                   ms);
 }

@@ -194,6 +194,9 @@ ngx_http_tent_settle_written(ngx_http_tent_store_op_t *op)
     for (i = 0; i < st->tasks.nelts; i++) {
         if (op->status != NGX_HTTP_TENT_STORE_OK) {
             ngx_http_tent_queue_again(tp[i]);
+
+        } else {
+            tp[i]->gone = 1;                /* removed, or put again */
         }
 
         ngx_http_tent_task_done(tp[i]);     /* its job puts answered */
