@@ -7,7 +7,8 @@
 # their retries settle and end, every follower gets the post, nothing is
 # sent again, a second post after the queue's cursor moved past every
 # removed job reaches everyone too, and no job is left in the store
-# afterwards (checked in the LevelDB, with nginx stopped).
+# afterwards (checked in the LevelDB, with nginx stopped).  The due scans
+# resume past the jobs on their way instead of reading them all again.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
@@ -160,6 +161,16 @@ ok($settles > 0 && $settles * 2 <= $settled,
 is($alone, 0, 'none written alone');
 like($log, qr/tent delivery: "[^"]+": due scan from [1-9]\d* /,
      'the due scans start past the jobs removed');
+
+# the jobs in flight are not read again by each scan: a scan resumes past
+# them, so the due rows all scans read are about the jobs, not the jobs
+# times the batches (with 32 in flight, 8 slots free a batch: 5 times)
+my $resumed = () = $log =~ /due scan from \d+ to \d+, past the rows on their way/g;
+my $read = 0;
+$read += $_ for $log =~ /tent delivery: "[^"]+": (\d+) jobs due, next scan/g;
+ok($resumed > 0, "the due scans resume past the jobs on their way ($resumed)");
+ok($read <= 2 * $due,
+   "the due scans read each job about once ($read rows for $due due jobs)");
 unlike($log, qr/\[alert\]|exited on signal|the queue could not be updated/,
        'no alert, no crash, no failed write');
 
