@@ -62,8 +62,6 @@ typedef struct {
     ngx_queue_t                     pending;
     ngx_uint_t                      npending;
     ngx_uint_t                      released;   /* slots given back */
-    ngx_atomic_uint_t              *no_apps;    /* by entity: 1 + gen. */
-    ngx_uint_t                      nno_apps;
     ngx_event_t                     flush;
     ngx_queue_t                     batches;    /* in flight */
     ngx_uint_t                      nbatches;
@@ -967,17 +965,6 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
         return NGX_ERROR;
     }
 
-    /*
-     * by nalloc: the registry's entities (ngx_http_tent_provision.c) are
-     * added to entity_confs after this, within the room it reserved
-     */
-    lj->nno_apps = dl->mcf->entity_confs.nalloc;
-    lj->no_apps = ngx_pcalloc(ngx_cycle->pool,
-                              lj->nno_apps * sizeof(ngx_atomic_uint_t));
-    if (lj->no_apps == NULL) {
-        return NGX_ERROR;
-    }
-
     lj->dl = dl;
     ngx_queue_init(&lj->pending);
     ngx_queue_init(&lj->batches);
@@ -991,55 +978,20 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 }
 
 
-/*
- * The outbox pass found no app subscribed to entity "i", having read
- * the subscriptions' generation first: a copy written for it need not
- * have an outbox row (which the next pass would read, find for no one
- * and remove: three store operations) until a subscription is written.
- */
-
-void
-ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
-    ngx_atomic_uint_t generation)
-{
-    ngx_http_tent_local_jobs_t  *lj;
-
-    if (ngx_http_tent_local_jobs(dl) != NGX_OK) {
-        return;
-    }
-
-    lj = dl->local;
-
-    if (i < lj->nno_apps) {
-        lj->no_apps[i] = generation + 1;
-    }
-}
-
-
 /* may an app of the recipient be subscribed: as far as the engine knows */
 
 static ngx_uint_t
 ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l)
 {
-    ngx_uint_t                   i;
-    ngx_http_tent_delivery_t    *dl;
-    ngx_http_tent_local_jobs_t  *lj;
+    /* the outbox pass's census, in the shared zone (ngx_http_tent_shm.h) */
 
-    lj = b->jobs;
-    dl = lj->dl;
-
-    i = l->to - (ngx_http_tent_entity_conf_t *) dl->mcf->entity_confs.elts;
-
-    if (i >= lj->nno_apps
-        || lj->no_apps[i]
-           != ngx_http_tent_subscription_generation((ngx_cycle_t *) ngx_cycle)
-              + 1)
+    if (!ngx_http_tent_apps_none((ngx_cycle_t *) ngx_cycle, &l->to->entity))
     {
         return 1;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
                    "tent local batch: no app of \"%V\" subscribed: its copy "
                    "has no outbox row", &l->to->entity);
 
