@@ -70,11 +70,12 @@ sub delivered {
     return scalar keys %got;
 }
 
-# "tent delivery: outbox of "<entity>": <n> rows; app subscriptions: ..."
+# "tent delivery: outbox of "<entity>": <n> rows; followers: ...": the
+# rows each pass listed (its census lines: the apps', the followers')
 sub rows_listed {
     my $n = 0;
     $n += $1 for error_log_text()
-        =~ /outbox of "\Q$ENTITY\E": (\d+) rows; app subscriptions/g;
+        =~ /outbox of "\Q$ENTITY\E": (\d+) rows; (?:app subscriptions|followers): /g;
     return $n;
 }
 
