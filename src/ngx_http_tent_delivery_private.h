@@ -120,7 +120,10 @@ struct ngx_http_tent_delivery_s {
     ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
     unsigned                        ours:1;      /* rows maybe not apps' */
+    unsigned                        app_rows:1;  /* rows for apps only */
     unsigned                        apps_found:1;
+    unsigned                        apps_checked:1;
+    unsigned                        followers_checked:1;
     unsigned                        apps_many:1; /* no batch for apps */
     unsigned                        busy:1;
     unsigned                        prune:1;     /* in this pass */

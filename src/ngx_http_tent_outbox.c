@@ -222,7 +222,10 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 
     dl->profile_rows = 0;
     dl->ours = 0;
+    dl->app_rows = 0;
     dl->apps_found = 0;
+    dl->apps_checked = 0;
+    dl->followers_checked = 0;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
 
@@ -263,9 +266,11 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
                 dl->profile_rows = 1;
             }
 
-            if (!(flags & (NGX_HTTP_TENT_ROW_RECEIVED
-                           | NGX_HTTP_TENT_ROW_APPS)))
+            if (flags & (NGX_HTTP_TENT_ROW_RECEIVED | NGX_HTTP_TENT_ROW_APPS))
             {
+                dl->app_rows = 1;
+
+            } else {
                 dl->ours = 1;
             }
         }
@@ -282,12 +287,15 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     }
 
     /*
-     * The apps first; then, for posts that may go to others (not received
-     * posts, a same-node delivery's copies, nor our posts for apps only),
-     * the followers.
+     * Rows for apps only: the apps first (that census is also what
+     * spares the next such posts their rows); then, for posts that may go
+     * to others, the followers.  Only others' rows: the followers first,
+     * the apps only if there are none, as a fan-out's stages go.
      */
 
-    ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
+    ngx_http_tent_delivery_census(dl, dl->app_rows
+                                      ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                      : NGX_HTTP_TENT_TABLE_FOLLOWER);
 }
 
 
@@ -419,26 +427,40 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                                   dl->census_apps, !found);
 
         dl->apps_found = found;
+        dl->apps_checked = 1;
 
-        if (dl->ours) {
+        if (dl->ours && !dl->followers_checked) {
             ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWER);
             return;
         }
 
-        ngx_http_tent_delivery_decide(dl, 0);
+    } else if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER) {
+        dl->followers_checked = 1;
+
+        if (found) {
+            ngx_http_tent_delivery_decide(dl, 1);
+            return;
+        }
+
+        if (!dl->apps_checked) {
+            ngx_http_tent_delivery_census(dl,
+                                          NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
+            return;
+        }
+
+    } else {    /* the followings */
+        ngx_http_tent_delivery_decide(dl, found);
         return;
     }
 
-    /* no follower: for a profile post, a following? */
+    /* no follower, no app: for a profile post, a following? */
 
-    if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER && !found
-        && dl->profile_rows)
-    {
+    if (dl->ours && !dl->apps_found && dl->profile_rows) {
         ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWING);
         return;
     }
 
-    ngx_http_tent_delivery_decide(dl, found);
+    ngx_http_tent_delivery_decide(dl, 0);
 }
 
 
@@ -486,7 +508,7 @@ ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
         apps = flags & (NGX_HTTP_TENT_ROW_RECEIVED | NGX_HTTP_TENT_ROW_APPS);
 
         if (apps) {
-            someone = dl->apps_found;
+            someone = dl->apps_found || !dl->apps_checked;
 
         } else {
             someone = dl->apps_found || others
