@@ -199,8 +199,9 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
  * the rows of this pass go in one write, without reading a post or
  * starting a task for each.  A follower whose row is there when we look
  * was there when the post was made, or came later: it misses nothing it
- * would have got.  The apps are counted first, always: their census is
- * what spares the rows of posts for apps only (mark_rows above).
+ * would have got.  When a row is for apps only, the apps are counted
+ * first: that census is what spares the next such posts their rows
+ * (mark_rows above).
  */
 
 static void
