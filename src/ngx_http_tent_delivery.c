@@ -51,8 +51,6 @@ static void ngx_http_tent_delivery_expired(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_written(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_task_free(ngx_event_t *ev);
-static void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl,
-    ngx_str_t *key);
 static void ngx_http_tent_task_refill(ngx_http_tent_delivery_t *dl);
 static void ngx_http_tent_task_ended_in(ngx_pool_t *pool, ngx_rbtree_t **done,
     ngx_str_t *key);
@@ -172,6 +170,10 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
 
     if (dl->prune) {
         dl->pruned = ngx_current_msec;
+
+        /* an entity with 100 subscriptions or more: batches tried again */
+
+        dl->apps_many = 0;
 
         /* and the due scans from the start: whatever a cursor missed */
 
@@ -569,7 +571,7 @@ ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
  * the removal was answered and no longer lists them.
  */
 
-static void
+void
 ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key)
 {
     /* for each of the two passes' step: the outbox's, the due jobs' */

@@ -87,7 +87,6 @@ typedef struct {
     ngx_uint_t                      place;
     ngx_uint_t                      hash;        /* its outbox mark */
     ngx_uint_t                      seen;        /* the read found it */
-    ngx_atomic_uint_t               no_apps;     /* 1 + subscriptions' */
     unsigned                        outbox:1;    /* marked: scan it */
     unsigned                        fixed:1;
     unsigned                        active:1;    /* registry: served */
@@ -143,6 +142,7 @@ struct ngx_http_tent_delivery_s {
     ngx_http_tent_settle_t         *settle;      /* being filled */
     void                           *local;       /* same-node batches */
     ngx_atomic_uint_t               census_apps; /* subscriptions' gen. */
+    void                           *apps_batch;  /* fanout_apps.c's */
 
     /* the due jobs' pass, beside the outbox's (ngx_http_tent_queue.c) */
     ngx_pool_t                     *due_pool;
@@ -154,6 +154,12 @@ struct ngx_http_tent_delivery_s {
 
     ngx_event_t                     settle_timer;
     unsigned                        profile_rows:1;
+    unsigned                        ours:1;      /* rows maybe not apps' */
+    unsigned                        app_rows:1;  /* rows for apps only */
+    unsigned                        apps_found:1;
+    unsigned                        apps_checked:1;
+    unsigned                        followers_checked:1;
+    unsigned                        apps_many:1; /* no batch for apps */
     unsigned                        busy:1;
     unsigned                        prune:1;     /* in this pass */
 };
@@ -225,6 +231,7 @@ void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
 void ngx_http_tent_task_settling(ngx_http_tent_task_t *t);
+void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key);
 
 /* a set of strings in a pool, looked up in log time */
 ngx_rbtree_t *ngx_http_tent_key_set_create(ngx_pool_t *pool);
@@ -249,6 +256,15 @@ void ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
+ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
+ngx_int_t ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
+    ngx_uint_t original);
+
+/* ngx_http_tent_fanout_apps.c: rows for apps only, a batch at a time */
+ngx_int_t ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *rows, ngx_uint_t n);
+ngx_uint_t ngx_http_tent_fanout_apps_has(ngx_http_tent_delivery_t *dl,
+    ngx_str_t *key);
 ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 
 /* ngx_http_tent_fanout_mentions.c: a new post's mentioned entities */
@@ -354,8 +370,6 @@ ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
 /* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
 ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
-void ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
-    ngx_atomic_uint_t generation);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

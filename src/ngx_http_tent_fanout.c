@@ -43,7 +43,6 @@ static ngx_int_t ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
     ngx_str_t *fid, ngx_str_t *pid);
 static void ngx_http_tent_delivery_expand_followers(
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
 static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
@@ -201,7 +200,7 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
 
 /* a post no relationship may see: not public, naming no entity or group */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_delivery_unnamed(json_t *post)
 {
     json_t  *perms;
@@ -348,7 +347,7 @@ ngx_http_tent_delivery_wants_following(json_t *post, json_t *following)
  * of its types, our public ones, or any with read_posts (spec 9.2).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
     ngx_uint_t original)
 {

@@ -1003,49 +1003,20 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 }
 
 
-/*
- * The outbox pass found no app subscribed to entity "i", having read
- * the subscriptions' generation first: a copy written for it need not
- * have an outbox row (which the next pass would read, find for no one
- * and remove: three store operations) until a subscription is written.
- */
-
-void
-ngx_http_tent_local_no_apps(ngx_http_tent_delivery_t *dl, ngx_uint_t i,
-    ngx_atomic_uint_t generation)
-{
-    ngx_http_tent_slot_t  *s;
-
-    s = ngx_http_tent_delivery_slot(dl, i);
-
-    if (s) {
-        s->no_apps = generation + 1;
-    }
-}
-
-
 /* may an app of the recipient be subscribed: as far as the engine knows */
 
 static ngx_uint_t
 ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l)
 {
-    ngx_http_tent_slot_t      *s;
-    ngx_http_tent_delivery_t  *dl;
+    /* the outbox pass's census, in the shared zone (ngx_http_tent_shm.h) */
 
-    dl = b->jobs->dl;
-
-    s = ngx_http_tent_delivery_slot_of(dl, l->to);
-
-    if (s == NULL
-        || s->no_apps
-           != ngx_http_tent_subscription_generation((ngx_cycle_t *) ngx_cycle)
-              + 1)
+    if (!ngx_http_tent_apps_none((ngx_cycle_t *) ngx_cycle, &l->to->entity))
     {
         return 1;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
                    "tent local batch: no app of \"%V\" subscribed: its copy "
                    "has no outbox row", &l->to->entity);
 

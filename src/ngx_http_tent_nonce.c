@@ -30,6 +30,15 @@
 #endif
 
 
+/* a census slot: a seqlock (odd while written), the entity's tag, ... */
+typedef struct {
+    ngx_atomic_t                    seq;
+    ngx_atomic_t                    tag;
+    ngx_atomic_t                    generation;  /* of "none", + 1; or 0 */
+    ngx_atomic_t                    time;        /* of the census */
+} ngx_http_tent_census_t;
+
+
 typedef struct {
     ngx_rbtree_t                    rbtree;
     ngx_rbtree_node_t               sentinel;
@@ -44,6 +53,7 @@ typedef struct {
     ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
     ngx_atomic_t                    registry;    /* its generation */
     ngx_atomic_t                    subscriptions; /* their generation */
+    ngx_http_tent_census_t          census[NGX_HTTP_TENT_CENSUS_SLOTS];
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -522,6 +532,124 @@ ngx_http_tent_subscription_bump(ngx_cycle_t *cycle)
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->subscriptions, 1);
     }
+}
+
+
+/*
+ * The census of an entity's apps: its slot by one hash of the name, its
+ * tag two others, so two entities that share a slot are told apart.
+ */
+
+static ngx_http_tent_census_t *
+ngx_http_tent_census_slot(ngx_cycle_t *cycle, ngx_str_t *entity,
+    ngx_atomic_uint_t *tag)
+{
+    uint32_t                   h;
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh == NULL || entity->len == 0) {
+        return NULL;
+    }
+
+    h = ngx_murmur_hash2(entity->data, entity->len);
+
+    *tag = (ngx_atomic_uint_t)
+           (((uint64_t) ngx_crc32_long(entity->data, entity->len) << 32)
+            | ngx_hash_key(entity->data, entity->len));
+
+    return &sh->census[h % NGX_HTTP_TENT_CENSUS_SLOTS];
+}
+
+
+/*
+ * The engine's census found no app subscribed ("none"), having read the
+ * subscriptions' generation first, or found one: then the slot, if it is
+ * the entity's, says nothing any more.  One writer at a time takes the
+ * seqlock; another gives up (the census only saves work).
+ */
+
+void
+ngx_http_tent_apps_census(ngx_cycle_t *cycle, ngx_str_t *entity,
+    ngx_atomic_uint_t generation, ngx_uint_t none)
+{
+    ngx_atomic_uint_t        seq, tag;
+    ngx_http_tent_census_t  *slot;
+
+    slot = ngx_http_tent_census_slot(cycle, entity, &tag);
+    if (slot == NULL) {
+        return;
+    }
+
+    seq = slot->seq;
+
+    if ((seq & 1) || !ngx_atomic_cmp_set(&slot->seq, seq, seq + 1)) {
+        return;
+    }
+
+    ngx_memory_barrier();
+
+    if (none) {
+        slot->tag = tag;
+        slot->generation = generation + 1;
+        slot->time = ngx_time();
+
+    } else if (slot->tag == tag) {
+        slot->generation = 0;
+    }
+
+    ngx_memory_barrier();
+
+    slot->seq = seq + 2;
+}
+
+
+/*
+ * Is no app of the entity subscribed: a census of it found none at the
+ * subscriptions' generation of now, less than a minute ago.  Anything
+ * uncertain (the slot being written, another entity's, old) is "maybe".
+ */
+
+ngx_uint_t
+ngx_http_tent_apps_none(ngx_cycle_t *cycle, ngx_str_t *entity)
+{
+    time_t                     now;
+    ngx_atomic_uint_t          seq, tag, mine, generation, time;
+    ngx_http_tent_census_t    *slot;
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    slot = ngx_http_tent_census_slot(cycle, entity, &mine);
+    if (slot == NULL) {
+        return 0;
+    }
+
+    sh = ngx_http_tent_shared(cycle);
+
+    seq = slot->seq;
+
+    if (seq & 1) {
+        return 0;
+    }
+
+    ngx_memory_barrier();
+
+    tag = slot->tag;
+    generation = slot->generation;
+    time = slot->time;
+
+    ngx_memory_barrier();
+
+    if (slot->seq != seq) {
+        return 0;
+    }
+
+    now = ngx_time();
+
+    return tag == mine
+           && generation == sh->subscriptions + 1
+           && (time_t) time <= now
+           && now - (time_t) time < NGX_HTTP_TENT_CENSUS_TIME;
 }
 
 

@@ -30,6 +30,10 @@
 #define NGX_HTTP_TENT_ROW_PROFILE   1   /* maybe for the followings too */
 #define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
 #define NGX_HTTP_TENT_ROW_RECEIVED  4   /* another's post: for apps only */
+#define NGX_HTTP_TENT_ROW_APPS      8   /* ours, for apps only */
+
+/* an app-only row's time: its key sorts after every other row's */
+#define NGX_HTTP_TENT_OUTBOX_APPS   ((uint64_t) 1 << 63)
 
 
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
@@ -37,6 +41,8 @@ static ngx_uint_t ngx_http_tent_delivery_row(ngx_str_t *value);
 static void ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl,
     ngx_uint_t table);
 static void ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t others);
 static void ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op);
 
 
@@ -53,17 +59,48 @@ ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* the same without a request: same-node delivery marks received posts */
+/*
+ * The same without a request: same-node delivery marks received posts.
+ * A post only the entity's apps could get (received from another, or
+ * ours, private, naming no one and mentioning no one: a follower post)
+ * has no row while the engine's census says no app is subscribed; else
+ * its row sorts after every other (the top bit of its time), so that the
+ * rows of posts for followers never wait behind thousands of these.
+ */
 
 ngx_int_t
 ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post)
 {
-    json_t     *row;
-    ngx_str_t   id, key, value, entity;
+    json_t      *row;
+    uint64_t     time;
+    ngx_str_t    id, key, value, entity;
+    ngx_uint_t   received, mentions, apps;
 
     if (ngx_http_tent_json_str(post, "id", &id) != NGX_OK) {
         return NGX_ERROR;
+    }
+
+    received = ngx_http_tent_json_str(post, "entity", &entity) == NGX_OK
+               && !ngx_http_tent_entity_eq(&entity, owner);
+
+    mentions = !received
+               && json_integer_value(json_object_get(post, "version")) == 1
+               && json_array_size(json_object_get(post, "mentions"));
+
+    apps = received || (!mentions && ngx_http_tent_delivery_unnamed(post));
+
+    /*
+     * Read after the census's generation: an app whose subscription was
+     * acknowledged before this write was built moved the generation, or
+     * was seen by the census (docs/federation.md, "The census of apps").
+     */
+
+    if (apps && ngx_http_tent_apps_none((ngx_cycle_t *) ngx_cycle, owner)) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "tent delivery: no app of \"%V\" subscribed: post "
+                       "\"%V\" has no outbox row", owner, &id);
+        return NGX_OK;
     }
 
     /*
@@ -83,20 +120,24 @@ ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool, ngx_str_t *owner,
 
     /* a post received from another entity goes to apps only */
 
-    if (ngx_http_tent_json_str(post, "entity", &entity) == NGX_OK
-        && !ngx_http_tent_entity_eq(&entity, owner))
-    {
+    if (received) {
         json_object_set(row, "entity", json_object_get(post, "entity"));
 
-    } else if (json_integer_value(json_object_get(post, "version")) == 1
-               && json_array_size(json_object_get(post, "mentions")))
-    {
+    } else if (mentions) {
         json_object_set_new(row, "mentions", json_true());
+
+    } else if (apps) {
+        json_object_set_new(row, "apps", json_true());
     }
 
-    if (ngx_http_tent_timed_key(pool, owner,
-                                NGX_HTTP_TENT_TABLE_OUTBOX,
-                                ngx_http_tent_now_us(), &id, &key)
+    time = ngx_http_tent_now_us();
+
+    if (apps) {
+        time |= NGX_HTTP_TENT_OUTBOX_APPS;
+    }
+
+    if (ngx_http_tent_timed_key(pool, owner, NGX_HTTP_TENT_TABLE_OUTBOX,
+                                time, &id, &key)
         != NGX_OK
         || ngx_http_tent_json_dump(pool, row, &value) != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
@@ -156,10 +197,13 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
 
 /*
  * The outbox rows of an entity.  Most posts of a server go to no one (no
- * follower yet): one scan, limited to a row, tells, and then all the rows
- * of this pass go in one write, without reading a post or starting a task
- * for each.  A follower whose row is there when we look was there when
- * the post was made, or came later: it misses nothing it would have got.
+ * follower yet, no app): one scan, limited to a row, tells, and then all
+ * the rows of this pass go in one write, without reading a post or
+ * starting a task for each.  A follower whose row is there when we look
+ * was there when the post was made, or came later: it misses nothing it
+ * would have got.  When a row is for apps only, the apps are counted
+ * first: that census is what spares the next such posts their rows
+ * (mark_rows above).
  */
 
 static void
@@ -168,10 +212,8 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     ngx_http_tent_delivery_t *dl = op->data;
 
     ngx_str_t              key, value, *row;
-    ngx_uint_t             flags, ours;
+    ngx_uint_t             flags;
     ngx_http_tent_slot_t  *s;
-
-    ours = 0;
 
     if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
         != NGX_OK)
@@ -183,6 +225,11 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     }
 
     dl->profile_rows = 0;
+    dl->ours = 0;
+    dl->app_rows = 0;
+    dl->apps_found = 0;
+    dl->apps_checked = 0;
+    dl->followers_checked = 0;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
 
@@ -200,7 +247,9 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
         (void) ngx_http_tent_store_rewind(op);
 
         while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-            if (ngx_http_tent_task_running(dl, &key)) {
+            if (ngx_http_tent_task_running(dl, &key)
+                || ngx_http_tent_fanout_apps_has(dl, &key))
+            {
                 continue;
             }
 
@@ -221,8 +270,12 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
                 dl->profile_rows = 1;
             }
 
-            if (!(flags & NGX_HTTP_TENT_ROW_RECEIVED)) {
-                ours = 1;
+            if (flags & (NGX_HTTP_TENT_ROW_RECEIVED | NGX_HTTP_TENT_ROW_APPS))
+            {
+                dl->app_rows = 1;
+
+            } else {
+                dl->ours = 1;
             }
         }
 
@@ -238,12 +291,15 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
     }
 
     /*
-     * Posts received from others (a same-node delivery's copy) go to
-     * apps only: no look at the followers for them.
+     * Rows for apps only: the apps first (that census is also what
+     * spares the next such posts their rows); then, for posts that may go
+     * to others, the followers.  Only others' rows: the followers first,
+     * the apps only if there are none, as a fan-out's stages go.
      */
 
-    ngx_http_tent_delivery_census(dl, ours ? NGX_HTTP_TENT_TABLE_FOLLOWER
-                                           : NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
+    ngx_http_tent_delivery_census(dl, dl->app_rows
+                                      ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
+                                      : NGX_HTTP_TENT_TABLE_FOLLOWER);
 }
 
 
@@ -280,6 +336,10 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
         flags |= NGX_HTTP_TENT_ROW_RECEIVED;
     }
 
+    if (json_is_true(json_object_get(row, "apps"))) {
+        flags |= NGX_HTTP_TENT_ROW_APPS;
+    }
+
     json_decref(row);
 
     return flags;
@@ -296,6 +356,11 @@ ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl, ngx_uint_t table)
     ngx_http_tent_entity_conf_t  *ent;
 
     ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
+
+    /*
+     * Before the scan: a subscription written after this read moves the
+     * generation, one written before it is in the scan.
+     */
 
     dl->census = table;
     dl->census_apps = ngx_http_tent_subscription_generation(
@@ -331,9 +396,8 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t                     key, value, *row;
-    ngx_uint_t                    i, n, found;
-    ngx_http_tent_store_op_t     *wop;
+    ngx_str_t                     key, value;
+    ngx_uint_t                    found;
     ngx_http_tent_entity_conf_t  *ent;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -350,8 +414,6 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    row = dl->rows.elts;
-
     found = ngx_http_tent_store_next(op, &key, &value) == NGX_OK;
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, dl->log, 0,
@@ -363,47 +425,83 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
                    ? "app subscriptions" : "followings",
                    found ? "some" : "none");
 
-    if (found) {
+    if (dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION) {
 
-        /* someone may get these posts: each row becomes a task */
+        /* for every worker: the rows of posts for apps only, or none */
 
-        for (i = 0; i < dl->rows.nelts && i < NGX_HTTP_TENT_OUTBOX_EXPAND;
-             i++)
-        {
-            ngx_http_tent_delivery_expand(dl, ent, &row[2 * i],
-                                          &row[2 * i + 1]);
+        ngx_http_tent_apps_census((ngx_cycle_t *) ngx_cycle, &ent->entity,
+                                  dl->census_apps, !found);
+
+        dl->apps_found = found;
+        dl->apps_checked = 1;
+
+        if (dl->ours && !dl->followers_checked) {
+            ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWER);
+            return;
         }
 
-        ngx_http_tent_delivery_next(dl);
+    } else if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER) {
+        dl->followers_checked = 1;
+
+        if (found) {
+            ngx_http_tent_delivery_decide(dl, 1);
+            return;
+        }
+
+        if (!dl->apps_checked) {
+            ngx_http_tent_delivery_census(dl,
+                                          NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
+            return;
+        }
+
+    } else {    /* the followings */
+        ngx_http_tent_delivery_decide(dl, found);
         return;
     }
 
-    /* no app: same-node copies need not tell its apps (local_batch.c) */
+    /* no follower, no app: for a profile post, a following? */
 
-    if (dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION) {
-        ngx_http_tent_local_no_apps(dl, dl->next_entity, dl->census_apps);
-    }
-
-    /* no follower: an app subscribed?  For a profile post, a following? */
-
-    if (dl->census == NGX_HTTP_TENT_TABLE_FOLLOWER) {
-        ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_SUBSCRIPTION);
-        return;
-    }
-
-    if (dl->census == NGX_HTTP_TENT_TABLE_SUBSCRIPTION && dl->profile_rows) {
+    if (dl->ours && !dl->apps_found && dl->profile_rows) {
         ngx_http_tent_delivery_census(dl, NGX_HTTP_TENT_TABLE_FOLLOWING);
         return;
     }
 
-    /*
-     * No one to send them to: the rows go, unsynced (see the top), but
-     * those of new posts that mention someone, who may be told anyway.
-     */
+    ngx_http_tent_delivery_decide(dl, 0);
+}
+
+
+/*
+ * Each row to its fan-out (16 a pass, in their order: the rows for apps
+ * only sort last), or away: a row for apps only when no app is
+ * subscribed, any row when no one at all may get it, but those of new
+ * posts that mention someone, who may be told anyway.  The removals are
+ * one write, unsynced (see the top of ngx_http_tent_delivery.c).
+ */
+
+static void
+ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
+    ngx_uint_t others)
+{
+    ngx_str_t                    *row, *a;
+    ngx_uint_t                    i, n, gone, flags, someone, apps;
+    ngx_array_t                   batch;
+    ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_entity_conf_t  *ent;
+
+    ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
+    if (ent == NULL) {
+        ngx_http_tent_delivery_next(dl);
+        return;
+    }
+
+    row = dl->rows.elts;
 
     wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
 
-    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
+    if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK
+        || ngx_array_init(&batch, dl->pool, 16, 2 * sizeof(ngx_str_t))
+           != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: building the outbox's removal failed");
         ngx_http_tent_delivery_next(dl);
@@ -411,11 +509,35 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
     }
 
     n = 0;
+    gone = 0;
 
     for (i = 0; i < dl->rows.nelts; i++) {
-        if (ngx_http_tent_delivery_row(&row[2 * i + 1])
-            & NGX_HTTP_TENT_ROW_MENTIONS)
-        {
+        flags = ngx_http_tent_delivery_row(&row[2 * i + 1]);
+
+        apps = flags & (NGX_HTTP_TENT_ROW_RECEIVED | NGX_HTTP_TENT_ROW_APPS);
+
+        if (apps) {
+            someone = dl->apps_found || !dl->apps_checked;
+
+        } else {
+            someone = dl->apps_found || others
+                      || (flags & NGX_HTTP_TENT_ROW_MENTIONS);
+        }
+
+        /* the rows for apps only: one batch (ngx_http_tent_fanout_apps.c) */
+
+        if (someone && apps && !dl->apps_many) {
+            a = ngx_array_push(&batch);
+            if (a == NULL) {
+                break;
+            }
+
+            a[0] = row[2 * i];
+            a[1] = row[2 * i + 1];
+            continue;
+        }
+
+        if (someone) {
             if (n++ < NGX_HTTP_TENT_OUTBOX_EXPAND) {
                 ngx_http_tent_delivery_expand(dl, ent, &row[2 * i],
                                               &row[2 * i + 1]);
@@ -431,12 +553,19 @@ ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op)
             ngx_http_tent_delivery_next(dl);
             return;
         }
+
+        gone++;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent delivery: %ui posts for no one", dl->rows.nelts - n);
+    if (batch.nelts) {
+        (void) ngx_http_tent_fanout_apps(dl, ent, batch.elts, batch.nelts);
+    }
 
-    if (n == dl->rows.nelts) {
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: outbox of \"%V\": %ui posts for no one, "
+                   "%ui to send", &ent->entity, gone, n);
+
+    if (gone == 0) {
         ngx_http_tent_delivery_next(dl);
         return;
     }

@@ -38,6 +38,21 @@ void ngx_http_tent_registry_bump(ngx_cycle_t *cycle);
 ngx_atomic_uint_t ngx_http_tent_subscription_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_subscription_bump(ngx_cycle_t *cycle);
 
+/*
+ * The delivery engine's census of an entity's app subscriptions, kept
+ * where every worker sees it: "none", as of the subscriptions'
+ * generation read before the census's scan, for at most a minute.  A
+ * write of a post only its apps could get skips its outbox row while
+ * it holds (ngx_http_tent_outbox.c).  A slot by a hash of the name,
+ * tagged with two more: another entity's census only takes the slot.
+ */
+#define NGX_HTTP_TENT_CENSUS_SLOTS      256
+#define NGX_HTTP_TENT_CENSUS_TIME       60
+
+void ngx_http_tent_apps_census(ngx_cycle_t *cycle, ngx_str_t *entity,
+    ngx_atomic_uint_t generation, ngx_uint_t none);
+ngx_uint_t ngx_http_tent_apps_none(ngx_cycle_t *cycle, ngx_str_t *entity);
+
 
 /*
  * Outbox marks: a bit by a hash of the entity (ngx_crc32_short of its
