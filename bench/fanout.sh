@@ -31,6 +31,7 @@
 #   fanout: 1000 followers: module D deliveries/s, receiver B POST/s, ratio R (target ...)
 #   fanout: 100000 followers: ...
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
+#   fanout: same-node: the store's own limit ... X deliveries/s, ratio R
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
 #   fanout: rss of the worker's own memory (RssAnon; ...): max ..., before ..., after ...
@@ -419,5 +420,18 @@ if [ "$LOCAL" != 0 ]; then
     echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \
          "$http_local HTTP requests to them ($LOCAL_POSTS posts; target 100000" \
          "deliveries/s, 0 requests)"
+    # the physical limit: LevelDB alone doing each delivery's store work
+    # (bench/store-limit.c), as many deliveries, on the same disk
+    limit=
+    if cc -O2 -o "$BENCH_TMP/store-limit" "$BENCH_TOP/bench/store-limit.c" \
+          -lleveldb 2>/dev/null; then
+        limit=$("$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
+                "$((LOCAL * LOCAL_POSTS))" \
+                | awk '{ print $7 }')
+        rm -rf "$BENCH_TMP/store-limit.db"
+    fi
+    echo "fanout: same-node: the store's own limit (LevelDB alone, the same" \
+         "rows, bench/store-limit.c) ${limit:-?} deliveries/s, ratio" \
+         "$(bench_ratio "$rate_local" "${limit:-0}")"
 fi
 echo "fanout: the receivers saw $conns connections in all (load $(bench_load))"
