@@ -39,6 +39,7 @@
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
 #   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
+#   BG_THREADS=2 (tent_store_background_threads)
 #   PORT=18181 (the module's; the receivers' are the free ones after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
 #   that phase.  BIG_SETTLE=2: seconds between the BIG follows and the
@@ -62,6 +63,7 @@ LOCAL_POSTS=${LOCAL_POSTS:-20}
 HOSTS=${HOSTS:-4}
 WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-64}
+BG_THREADS=${BG_THREADS:-2}
 TIMEOUT=${TIMEOUT:-300}
 DURATION=${DURATION:-5}
 
@@ -124,6 +126,7 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     tent_outbound_anonymous_requests  128;
     tent_delivery_interval            50ms;
     tent_delivery_concurrency         $CONCURRENCY;
+    tent_store_background_threads     $BG_THREADS;
     # the latency client signs a POST every 1-2 ms for as long as a
     # fan-out lasts: the default 4m holds the owner's nonces of about 30
     # s of it (2 x tent_mac_skew), a 100,000-follower fan-out lasts more
@@ -342,6 +345,7 @@ if [ "$LOCAL" != 0 ]; then
     tent_outbound_max_requests        512;
     tent_delivery_interval            50ms;
     tent_delivery_concurrency         $CONCURRENCY;
+    tent_store_background_threads     $BG_THREADS;
     log_format  notes  '\$request_method \$uri';
 $blocks"
     bench_nginx_start "$sprefix" "$surl/tent/profile"
