@@ -3,6 +3,7 @@
 # the name for somebody else.  The delivery engine's own writes (a
 # fan-out's jobs, a settlement's retry put back) are of the old tenant:
 # nothing of them may land in the new one, nor be sent again in its name.
+# And a tenant's import, which counts nothing, under a quota of posts.
 
 use strict;
 use warnings;
@@ -118,6 +119,39 @@ ok(!wait_for(sub {
    "the old tenant's post is not sent again from the re-created name")
     or diag "sent again: " . join ' ', map { $_->{path} }
         $rx->requests(method => 'POST', path => qr{notifications});
+
+# ---- a tenant passes its quota of posts by an import: POST /import
+# counts nothing (100,000 posts a document, ?merge=1 again and again)
+
+is(admin({ action => 'create', entity => "http://hal.test:$P",
+           quotas => { posts => 2 } })->{status}, 201,
+   'hal created with a quota of 2 posts');
+my $hal = client_of('hal.test');
+my (undef, $ho) = $hal->authorized_app(
+    'write_secrets,write_profile,write_followers,write_followings,'
+    . 'write_groups,write_posts,import_posts,read_posts',
+    post_types => 'all', info_types => 'all');
+my @five = map {
+    my $id = sprintf 'imported-%05d', $_;
+    { id => $id,
+      versions => [{ id => $id, entity => 'http://old-hal.test',
+                     type => $STATUS, version => 1,
+                     content => { text => "imported $_" },
+                     permissions => { public => JSON::PP::true },
+                     published_at => 1700000000 + $_,
+                     received_at => 1700000000 + $_,
+                     updated_at => 1700000000 + $_ }] }
+} 1 .. 5;
+my $im = $hal->request(POST => '/import', cred => $ho,
+                       body => { version => 0, entity => 'http://old-hal.test',
+                                 complete => JSON::PP::true,
+                                 posts => \@five });
+is($im->{status}, 403, 'an import of 5 posts under a quota of 2: 403')
+    or diag $im->{body};
+like($im->{json}{error} // '', qr/quota/, 'the error says why');
+my $count = $hal->request(GET => '/posts/count', cred => $ho);
+cmp_ok($count->{body} // 0, '<=', 2, 'hal holds no more than 2 posts')
+    or diag $count->{body};
 
 unlike($host->error_log_text, qr/\[alert\]|exited on signal|runtime error/,
        'no alert, no crash');
