@@ -492,11 +492,14 @@ ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
 
     /*
      * A registry entity's: its writes land only while it is this one
-     * (deleted and made anew for somebody else meanwhile: left out)
+     * (deleted and made anew for somebody else meanwhile: left out).
+     * Known only while the list is the registry's current one; else
+     * none (a new tenant's rows must not be taken for an old one's).
      */
 
     s = ngx_http_tent_delivery_slot_of(dl, ent);
-    t->incarnation = (s && !s->fixed) ? s->incarnation : 0;
+    t->incarnation = (s && !s->fixed && ngx_http_tent_delivery_slot_on(s))
+                     ? s->incarnation : 0;
 
     t->key.data = ngx_pstrdup(pool, key);
     t->raw.data = ngx_pstrdup(pool, value);
