@@ -474,6 +474,7 @@ ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *shared)
 {
     ngx_pool_t            *pool;
+    ngx_http_tent_slot_t  *s;
     ngx_http_tent_task_t  *t;
 
     pool = shared ? shared : ngx_create_pool(4096, dl->log);
@@ -490,6 +491,17 @@ ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
     t->shared_pool = (shared != NULL);
     t->dl = dl;
     t->ent = ent;
+
+    /*
+     * A registry entity's: its writes land only while it is this one
+     * (deleted and made anew for somebody else meanwhile: left out).
+     * Known only while the list is the registry's current one; else
+     * none (a new tenant's rows must not be taken for an old one's).
+     */
+
+    s = ngx_http_tent_delivery_slot_of(dl, ent);
+    t->incarnation = (s && !s->fixed && ngx_http_tent_delivery_slot_on(s))
+                     ? s->incarnation : 0;
 
     t->key.data = ngx_pstrdup(pool, key);
     t->raw.data = ngx_pstrdup(pool, value);
@@ -670,7 +682,12 @@ ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     op->handler = handler;
     op->data = t;
 
-    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+    /* its rows into its entity only while it is the one it was */
+
+    if (ngx_http_tent_store_fence_rows(op, &t->ent->entity, t->incarnation)
+        != NGX_OK
+        || ngx_http_tent_store_submit(op) != NGX_OK)
+    {
         ngx_http_tent_task_failed(t, "submitting a store operation");
     }
 }

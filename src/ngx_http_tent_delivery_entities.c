@@ -411,6 +411,9 @@ ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op)
         s = ngx_http_tent_entities_add(dl, &entity);
         if (s) {
             s->seen = ngx_http_tent_entities_epoch;
+
+            /* made anew: its tasks of before write nothing into it */
+            s->incarnation = q.incarnation;
         }
     }
 

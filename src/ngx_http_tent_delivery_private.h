@@ -87,6 +87,7 @@ typedef struct {
     ngx_uint_t                      place;
     ngx_uint_t                      hash;        /* its outbox mark */
     ngx_uint_t                      seen;        /* the read found it */
+    uint64_t                        incarnation; /* registry: its row's */
     unsigned                        outbox:1;    /* marked: scan it */
     unsigned                        fixed:1;
     unsigned                        active:1;    /* registry: served */
@@ -179,6 +180,7 @@ typedef struct {
     ngx_pool_t                       *pool;
     ngx_http_tent_delivery_t         *dl;
     ngx_http_tent_entity_conf_t      *ent;
+    uint64_t                          incarnation;  /* ent's, at start */
     ngx_str_t                         key;       /* job or outbox row */
     ngx_str_t                         raw;
     json_t                           *job;

@@ -10,6 +10,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
 #include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_import.h"
 #include "ngx_http_tent_import_private.h"
@@ -124,6 +125,23 @@ ngx_http_tent_import_post_route(ngx_http_request_t *r,
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                                         "merge must be 0 or 1");
+    }
+
+    /*
+     * Provisioning: an import's posts and attachment bytes are not
+     * counted (100,000 posts a document, ?merge=1 again and again): where
+     * the operator set a quota of them, a tenant may not pass it so
+     */
+
+    if (ngx_http_tent_quota_limited(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS)
+        || ngx_http_tent_quota_limited(r, ctx, NGX_HTTP_TENT_QUOTA_BYTES))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent import: refused, \"%V\" has a quota of posts "
+                      "or attachment bytes", &ctx->entity);
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "quota: no import into an entity with a quota of posts "
+                   "or attachment bytes");
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

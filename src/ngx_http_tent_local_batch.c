@@ -525,6 +525,18 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
         }
     }
 
+    /* and the senders' settlements: only into the sender a job was of */
+
+    for (i = 0; i < b->settled.nelts; i++) {
+        if (ngx_http_tent_store_fence_rows(b->wop,
+                                           &tp[i]->task->ent->entity,
+                                           tp[i]->task->incarnation)
+            != NGX_OK)
+        {
+            b->wop->status = NGX_HTTP_TENT_STORE_ERROR;
+        }
+    }
+
     b->wop->handler = ngx_http_tent_local_written;
     b->wop->data = b;
 

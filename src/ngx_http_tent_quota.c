@@ -321,6 +321,28 @@ ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what)
 
 
 /*
+ * Is a quota of "what" set for the request's entity (a provisioning
+ * server's, by its registry row or the server's directive)?  What writes
+ * without counting (an import) is refused there.
+ */
+
+ngx_uint_t
+ngx_http_tent_quota_limited(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_uint_t what)
+{
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (!scf->provisioning || ctx->quotas == NULL) {
+        return 0;
+    }
+
+    return ngx_http_tent_quota_limit(r, ctx->quotas, what) >= 0;
+}
+
+
+/*
  * Once the body is read: the bytes this create or change uploads (its
  * files, as received) against the quota.  Where a quota of bytes is
  * set they are taken before anything is written, by a compare-and-set

@@ -149,7 +149,11 @@ ngx_http_tent_settle_flush(ngx_event_t *ev)
 {
     ngx_http_tent_delivery_t *dl = ev->data;
 
-    ngx_http_tent_settle_t  *st;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    ngx_http_tent_task_t        **tp;
+    ngx_http_tent_settle_t       *st;
+    ngx_http_tent_entity_conf_t  *ent;
 
     st = dl->settle;
     dl->settle = NULL;
@@ -165,7 +169,26 @@ ngx_http_tent_settle_flush(ngx_event_t *ev)
     st->wop->handler = ngx_http_tent_settle_written;
     st->wop->data = st;
 
-    if (ngx_http_tent_store_submit(st->wop) != NGX_OK) {
+    /*
+     * Each job's rows into its entity only while it is the one the job
+     * was of: a deleted and re-created name gets no retry put back
+     */
+
+    tp = st->tasks.elts;
+    ent = NULL;
+    rc = NGX_OK;
+
+    for (i = 0; i < st->tasks.nelts && rc == NGX_OK; i++) {
+        if (tp[i]->ent == ent || tp[i]->incarnation == 0) {
+            continue;
+        }
+
+        ent = tp[i]->ent;
+        rc = ngx_http_tent_store_fence_rows(st->wop, &ent->entity,
+                                            tp[i]->incarnation);
+    }
+
+    if (rc != NGX_OK || ngx_http_tent_store_submit(st->wop) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                       "tent delivery: submitting a settlements' batch "
                       "failed");

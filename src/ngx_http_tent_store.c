@@ -119,6 +119,18 @@ ngx_http_tent_store_exit_process(ngx_http_tent_main_conf_t *mcf)
 
 /* what the caller read so far is read again from the start */
 
+/*
+ * A fence is appended last, behind the entries (ngx_http_tent_store_fence.c):
+ * an entry after it would be read as its trailer, so none is taken.
+ */
+
+static ngx_inline ngx_uint_t
+ngx_http_tent_store_fenced_op(ngx_http_tent_store_op_full_t *sop)
+{
+    return sop->req_len >= 2 && (sop->req[1] & NGX_HTTP_TENT_OP_FENCE);
+}
+
+
 ngx_int_t
 ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op)
 {
@@ -425,7 +437,8 @@ ngx_http_tent_store_write_put(ngx_http_tent_store_op_t *op, ngx_str_t *key,
 
     sop = ngx_http_tent_sop(op);
 
-    if (sop->count_pos == 0 || sop->req_len < sop->count_pos + 4
+    if (sop->count_pos == 0 || ngx_http_tent_store_fenced_op(sop)
+        || sop->req_len < sop->count_pos + 4
         || ngx_http_tent_store_reserve(op, 9 + key->len + value->len)
            != NGX_OK)
     {
@@ -451,7 +464,8 @@ ngx_http_tent_store_write_del(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 
     sop = ngx_http_tent_sop(op);
 
-    if (sop->count_pos == 0 || sop->req_len < sop->count_pos + 4
+    if (sop->count_pos == 0 || ngx_http_tent_store_fenced_op(sop)
+        || sop->req_len < sop->count_pos + 4
         || ngx_http_tent_store_reserve(op, 5 + key->len) != NGX_OK)
     {
         sop->failed_encoding = 1;
@@ -485,7 +499,8 @@ ngx_http_tent_store_write_file(ngx_http_tent_store_op_t *op,
 
     sop = ngx_http_tent_sop(op);
 
-    if (sop->count_pos == 0 || sop->req[0] != NGX_HTTP_TENT_OP_CAS
+    if (sop->count_pos == 0 || ngx_http_tent_store_fenced_op(sop)
+        || sop->req[0] != NGX_HTTP_TENT_OP_CAS
         || ngx_http_tent_store_file_name(entity, digest, name) != NGX_OK
         || ngx_http_tent_store_reserve(op, 9 + sizeof(name) + bytes->len)
            != NGX_OK)
@@ -518,7 +533,8 @@ ngx_http_tent_store_write_unlink(ngx_http_tent_store_op_t *op,
 
     sop = ngx_http_tent_sop(op);
 
-    if (sop->count_pos == 0 || sop->req[0] != NGX_HTTP_TENT_OP_CAS
+    if (sop->count_pos == 0 || ngx_http_tent_store_fenced_op(sop)
+        || sop->req[0] != NGX_HTTP_TENT_OP_CAS
         || ngx_http_tent_store_file_name(entity, digest, name) != NGX_OK
         || ngx_http_tent_store_reserve(op, 5 + sizeof(name)) != NGX_OK)
     {
@@ -553,6 +569,8 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     sother = ngx_http_tent_sop(other);
 
     if (sop->count_pos == 0 || sother->count_pos == 0
+        || ngx_http_tent_store_fenced_op(sop)
+        || ngx_http_tent_store_fenced_op(sother)
         || sop->req[0] == NGX_HTTP_TENT_OP_MGET
         || sother->req[0] == NGX_HTTP_TENT_OP_MGET)
     {

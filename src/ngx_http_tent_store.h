@@ -91,6 +91,8 @@ ngx_int_t ngx_http_tent_store_next(ngx_http_tent_store_op_t *op,
 /* ngx_http_tent_store_fence.c: a write only into that incarnation */
 ngx_int_t ngx_http_tent_store_fence(ngx_http_tent_store_op_t *op,
     ngx_str_t *entity, uint64_t incarnation);
+ngx_int_t ngx_http_tent_store_fence_rows(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, uint64_t incarnation);
 
 ngx_int_t ngx_http_tent_store_rewind(ngx_http_tent_store_op_t *op);
 size_t ngx_http_tent_store_op_size(ngx_http_tent_store_op_t *op);

@@ -40,6 +40,9 @@
 /* registry entities of one owner: at most this many scanned at start */
 #define NGX_HTTP_TENT_FENCE_SCAN  1000000
 
+/* a pair's length: its top bit says "rows only" (fence_rows()) */
+#define NGX_HTTP_TENT_FENCE_LEN   0x7fffffff
+
 
 typedef struct {
     ngx_str_node_t                  sn;
@@ -65,6 +68,8 @@ struct ngx_http_tent_fence_s {
 };
 
 
+static ngx_int_t ngx_http_tent_fence_pair(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, uint64_t incarnation, ngx_uint_t rows);
 static ngx_int_t ngx_http_tent_fence_reset(ngx_http_tent_fence_t *fence);
 static ngx_http_tent_fence_entry_t *ngx_http_tent_fence_find(
     ngx_http_tent_fence_t *fence, ngx_str_t *entity);
@@ -75,7 +80,9 @@ static ngx_int_t ngx_http_tent_fence_trailer(ngx_http_tent_store_op_t *op,
 static const char *ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_http_tent_ldb_req_t *rq);
 static const char *ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence,
-    ngx_str_t *key);
+    ngx_str_t *pairs, ngx_str_t *key);
+static ngx_uint_t ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence,
+    ngx_str_t *pairs, ngx_str_t *entity);
 static ngx_int_t ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
     ngx_http_tent_store_op_t *op, ngx_http_tent_ldb_req_t *rq,
     ngx_str_t *pairs);
@@ -95,6 +102,34 @@ ngx_int_t
 ngx_http_tent_store_fence(ngx_http_tent_store_op_t *op, ngx_str_t *entity,
     uint64_t incarnation)
 {
+    return ngx_http_tent_fence_pair(op, entity, incarnation, 0);
+}
+
+
+/*
+ * A pair that refuses nothing: the batch's puts into "entity" are left
+ * out unless it is still at that incarnation (the delivery engine's
+ * writes of many entities' jobs: one entity deleted, or deleted and made
+ * anew, must not fail the others', nor plant the old one's rows, its
+ * jobs put back for a retry, in the new one).
+ */
+
+ngx_int_t
+ngx_http_tent_store_fence_rows(ngx_http_tent_store_op_t *op,
+    ngx_str_t *entity, uint64_t incarnation)
+{
+    if (incarnation == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_tent_fence_pair(op, entity, incarnation, 1);
+}
+
+
+static ngx_int_t
+ngx_http_tent_fence_pair(ngx_http_tent_store_op_t *op, ngx_str_t *entity,
+    uint64_t incarnation, ngx_uint_t rows)
+{
     size_t                          size, need;
     u_char                         *p;
     uint32_t                        old;
@@ -103,7 +138,9 @@ ngx_http_tent_store_fence(ngx_http_tent_store_op_t *op, ngx_str_t *entity,
 
     sop = ngx_http_tent_sop(op);
 
-    if (sop->failed_encoding || sop->req_len < 2 || entity->len == 0) {
+    if (sop->failed_encoding || sop->req_len < 2 || entity->len == 0
+        || entity->len > NGX_HTTP_TENT_FENCE_LEN)
+    {
         return NGX_ERROR;
     }
 
@@ -142,7 +179,7 @@ ngx_http_tent_store_fence(ngx_http_tent_store_op_t *op, ngx_str_t *entity,
     p = sop->req + sop->req_len;
 
     p = ngx_cpymem(p, "\0\0\0\0", 4);
-    p[-4] = (u_char) (entity->len >> 24);
+    p[-4] = (u_char) ((entity->len >> 24) | (rows ? 0x80 : 0));
     p[-3] = (u_char) (entity->len >> 16);
     p[-2] = (u_char) (entity->len >> 8);
     p[-1] = (u_char) entity->len;
@@ -480,7 +517,7 @@ ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
         return NGX_DECLINED;
     }
 
-    if (fence->n && rq.op == NGX_HTTP_TENT_OP_WRITE
+    if ((fence->n || pairs.data) && rq.op == NGX_HTTP_TENT_OP_WRITE
         && ngx_http_tent_fence_drop(fence, op, &rq, &pairs) != NGX_OK)
     {
         ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_ERROR,
@@ -545,7 +582,7 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
     uint32_t                      n, i;
     uint64_t                      incarnation;
     ngx_str_t                     entity, key, value;
-    ngx_uint_t                    kind;
+    ngx_uint_t                    kind, rows;
     const char                   *refused;
     ngx_http_tent_in_t            in;
     ngx_http_tent_fence_entry_t  *e;
@@ -554,12 +591,14 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
     last = p ? p + pairs->len : NULL;
 
     while (p && p < last) {
-        if (last - p < 4 || (n = ngx_http_tent_fence_u32(p),
-                             (size_t) (last - p - 4) < (size_t) n + 8))
+        if (last - p < 4
+            || (n = ngx_http_tent_fence_u32(p) & NGX_HTTP_TENT_FENCE_LEN,
+                (size_t) (last - p - 4) < (size_t) n + 8))
         {
             return "gone";
         }
 
+        rows = p[0] & 0x80;
         entity.len = n;
         entity.data = p + 4;
         p += 4 + n;
@@ -568,6 +607,11 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
 
         for (i = 0; i < 8; i++) {
             incarnation = (incarnation << 8) | *p++;
+        }
+
+        if (rows) {
+            /* only its rows left out (ngx_http_tent_fence_key()) */
+            continue;
         }
 
         if (!fence->loaded) {
@@ -608,7 +652,7 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
         return NULL;
     }
 
-    refused = ngx_http_tent_fence_key(fence, &rq->key);
+    refused = ngx_http_tent_fence_key(fence, pairs, &rq->key);
     if (refused) {
         return refused;
     }
@@ -624,7 +668,7 @@ ngx_http_tent_fence_check(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
             continue;
         }
 
-        refused = ngx_http_tent_fence_key(fence, &key);
+        refused = ngx_http_tent_fence_key(fence, pairs, &key);
         if (refused) {
             return refused;
         }
@@ -663,7 +707,7 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
         }
 
         if (kind == NGX_HTTP_TENT_WRITE_PUT
-            && ngx_http_tent_fence_key(fence, &key))
+            && ngx_http_tent_fence_key(fence, pairs, &key))
         {
             dropped++;
         }
@@ -693,7 +737,7 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
         (void) ngx_http_tent_in_entry(&in, &kind, &key, &value);
 
         if (kind == NGX_HTTP_TENT_WRITE_PUT
-            && ngx_http_tent_fence_key(fence, &key))
+            && ngx_http_tent_fence_key(fence, pairs, &key))
         {
             continue;
         }
@@ -721,7 +765,8 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
 
 
 static const char *
-ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence, ngx_str_t *key)
+ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
+    ngx_str_t *key)
 {
     u_char                       *z;
     ngx_str_t                     entity;
@@ -742,7 +787,76 @@ ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence, ngx_str_t *key)
         return "gone";
     }
 
+    if (pairs && pairs->data
+        && ngx_http_tent_fence_stale(fence, pairs, &entity))
+    {
+        return "gone";
+    }
+
     return NULL;
+}
+
+
+/*
+ * Is "entity" named by a rows-only pair at an incarnation it no longer
+ * is: deleted, or made anew since (an unknown name: deleted before this
+ * owner started).  Not while the table is unknown.
+ */
+
+static ngx_uint_t
+ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
+    ngx_str_t *entity)
+{
+    u_char                       *p, *last;
+    uint32_t                      n, i;
+    uint64_t                      incarnation;
+    ngx_str_t                     name;
+    ngx_http_tent_fence_entry_t  *e;
+
+    if (!fence->loaded) {
+        return 0;
+    }
+
+    p = pairs->data;
+    last = p + pairs->len;
+
+    while (last - p >= 4) {
+        n = ngx_http_tent_fence_u32(p) & NGX_HTTP_TENT_FENCE_LEN;
+
+        if ((size_t) (last - p - 4) < (size_t) n + 8) {
+            return 0;
+        }
+
+        if (!(p[0] & 0x80) || n != entity->len
+            || ngx_memcmp(p + 4, entity->data, n) != 0)
+        {
+            p += 4 + n + 8;
+            continue;
+        }
+
+        name.len = n;
+        name.data = p + 4;
+        p += 4 + n;
+
+        incarnation = 0;
+
+        for (i = 0; i < 8; i++) {
+            incarnation = (incarnation << 8) | *p++;
+        }
+
+        e = ngx_http_tent_fence_find(fence, &name);
+
+        if (e == NULL || e->state == NGX_HTTP_TENT_REG_ABSENT
+            || e->incarnation != incarnation)
+        {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "tent store fence: rows of \"%V\" at %uL left "
+                           "out", &name, incarnation);
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
