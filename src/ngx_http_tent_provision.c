@@ -33,6 +33,7 @@
 
 #define NGX_HTTP_TENT_REGISTRY_CACHED  8192    /* found, in a half */
 #define NGX_HTTP_TENT_REGISTRY_ABSENT  1024    /* not found, in a half */
+#define NGX_HTTP_TENT_REGISTRY_NAME_MAX  300   /* cached when not found */
 
 
 typedef struct {
@@ -472,6 +473,21 @@ ngx_http_tent_registry_add(ngx_str_t *entity, ngx_uint_t state,
     ngx_http_tent_quotas_t *q, ngx_log_t *log)
 {
     ngx_http_tent_registry_cache_t  *c;
+
+    /*
+     * A name not found longer than any DNS name (253) with its scheme and
+     * port is a made-up one: not cached, so 2048 of them cannot hold 16 MB
+     * of anonymous Host headers; each costs its read, as the first does.
+     */
+
+    if (state == NGX_HTTP_TENT_REG_ABSENT
+        && entity->len > NGX_HTTP_TENT_REGISTRY_NAME_MAX)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
+                       "tent registry: a name not found of %uz bytes: "
+                       "not cached", entity->len);
+        return;
+    }
 
     c = (state == NGX_HTTP_TENT_REG_ABSENT) ? &ngx_http_tent_registry_absent
                                             : &ngx_http_tent_registry_found;

@@ -255,6 +255,10 @@ for my $i (1 .. $FLOOD) {
                    == 404;
 }
 is($notfound, $FLOOD, "$FLOOD made-up host names: 404 each");
+# a name longer than any DNS name: answered, not cached (2048 of them
+# would hold the worker's memory by the Host header's size)
+my $long = ('l' x 60 . '.') x 20 . 'a.test';
+is(keepalive_get($sock, $long), 404, 'a made-up name of 1,226 bytes: 404');
 is(keepalive_get($sock, 'x.a.test'), 200, 'x.a.test after the flood');
 close $sock;
 
@@ -270,6 +274,10 @@ cmp_ok($most, '<=', 2048, 'the cache of names not found: at most 2048')
     or diag "at most $most";
 like($log, qr/the cache of names not found is full \(1024\)/,
      'its older half dropped when full');
+like($log, qr/a name not found of \d{4} bytes: not cached/,
+     'the long name is not cached');
+unlike($log, qr/cached "http:\/\/(?:l{60}\.){20}/,
+       'no cache entry holds it');
 like($log, qr/"http:\/\/x\.a\.test:$P" is \d+ \(cached\)/,
      'the entity is still cached after the flood');
 unlike($log, qr/reading "http:\/\/x\.a\.test:$P"/,
