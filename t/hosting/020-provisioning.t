@@ -25,54 +25,29 @@ use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
 use Tent::Util qw(http_request wait_for);
+use Tent::Hosting qw(provisioning_host operator_request client_of);
 
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 21200;
 my $P = $BASE + 1;
-my $token = 'op-' . join '', map { sprintf '%02x', int rand 256 } 1 .. 16;
 my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-provision';
-my $tokfile = "$root-token";
-{
-    umask 077;
-    open my $fh, '>', $tokfile or die "$tokfile: $!";
-    print {$fh} "$token\n";
-    close $fh;
-}
-
-my $host = Tent::Peer->start(
-    port => $P,
-    http_config => <<"CONF",
-    tent_store \$SERVROOT/store;
-    tent_outbound_allow 127.0.0.0/8;
+my ($host, $token, $tokfile) = provisioning_host(
+    port => $P, root => $root, names => ['*.test'],
+    http => <<'CONF', servers => <<'CONF', server => <<'CONF');
     tent_delivery_interval 200ms;
     tent_delivery_retry 1s 2s;
+CONF
     server {
-        listen 127.0.0.1:\$PORT;
-        server_name *.test;
-        tent_entity http://\$host:\$PORT;
-        tent_provisioning on;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-    }
-    server {
-        listen 127.0.0.1:\$PORT;
+        listen 127.0.0.1:$PORT;
         server_name fixed.test;
-        tent_entity http://fixed.test:\$PORT;
+        tent_entity http://fixed.test:$PORT;
         location = /tent/oauth/authorize {
             tent_owner "the owner";
         }
     }
 CONF
-    server_config => <<"CONF");
         location = /status {
             tent_status;
-        }
-        location /tent-admin {
-            tent_admin;
-            tent_admin_token_file $tokfile;
-            allow 127.0.0.1;
-            deny all;
         }
 CONF
 
@@ -82,23 +57,7 @@ my $bob = Tent::Peer->start(port => $P + 1, http_config => <<'CONF');
     tent_outbound_allow 127.0.0.0/8;
 CONF
 
-sub admin {
-    my (%o) = @_;
-    my $body = $o{body};
-    $body = encode_json($body) if ref $body;
-    my $res = http_request(
-        method => $o{method} || (defined $o{body} ? 'POST' : 'GET'),
-        path => '/tent-admin', port => $P, body => $body,
-        headers => { Host => $o{host} || 'localhost',
-                     (defined $o{token} ? ($o{token} eq '' ? ()
-                          : (Authorization => "Bearer $o{token}"))
-                      : (Authorization => "Bearer $token")),
-                     ($o{headers} ? %{ $o{headers} } : ()) });
-    $res->{json} = eval { decode_json($res->{body}) };
-    return $res;
-}
-
-sub client_of { Tent::Client->new(host => "$_[0]:$P", port => $P) }
+sub admin { operator_request(port => $P, token => $token, @_) }
 
 sub is_json_error {
     my ($res, $status, $what) = @_;
@@ -110,7 +69,7 @@ sub is_json_error {
 
 # ---- an entity never created: 404 everywhere, no Link, nothing written
 
-my $ghost = client_of('ghost.test');
+my $ghost = client_of('ghost.test', $P);
 for my $r (['GET', '/profile'], ['GET', '/posts'], ['GET', '/followers'],
            ['GET', '/apps'], ['GET', '/oauth/authorize?client_id=x'])
 {
@@ -174,7 +133,7 @@ is(admin(body => { action => 'create',
                    entity => "http://alice.test:$P" })->{status}, 409,
    'creating alice again: 409');
 
-my $alice = client_of('alice.test');
+my $alice = client_of('alice.test', $P);
 is($alice->request(GET => '/profile')->{status}, 200, 'alice has a profile');
 $res = http_request(method => 'HEAD', path => '/', port => $P,
                     headers => { Host => "alice.test:$P" });
@@ -225,7 +184,7 @@ sub local_count {
 
 $res = admin(body => { action => 'create', entity => "http://frank.test:$P" });
 is($res->{status}, 201, 'frank created') or diag $res->{body};
-my $frank = client_of('frank.test');
+my $frank = client_of('frank.test', $P);
 my (undef, $fo) = $frank->authorized_app('write_followings,read_posts',
                                          post_types => 'all');
 $res = $frank->request(POST => '/followings', cred => $fo,
@@ -298,7 +257,7 @@ is($res->{status}, 200, 'enabled: her post is back') or diag $res->{body};
 
 $res = admin(body => { action => 'create', entity => "http://carol.test:$P" });
 is($res->{status}, 201, 'carol created') or diag $res->{body};
-my $carol = client_of('carol.test');
+my $carol = client_of('carol.test', $P);
 my (undef, $co) = $carol->authorized_app('write_posts', post_types => 'all');
 is(post($carol, $co, "carol's")->{status}, 200, 'carol posts');
 
@@ -321,7 +280,7 @@ is_deeply([map { $_->{entity} } @{ admin()->{json} || [] }],
 # ---- a fixed entity of the configuration (no registry row) is no
 # leftover of a deleted one: the operator's delete does not sweep it
 
-my $fixed = client_of('fixed.test');
+my $fixed = client_of('fixed.test', $P);
 my (undef, $xo) = $fixed->authorized_app('write_posts,read_posts',
                                          post_types => 'all');
 $res = post($fixed, $xo, 'a fixed entity posts');
@@ -339,7 +298,7 @@ $res = admin(body => { action => 'create', entity => "http://erin.test:$P",
                        quotas => { posts => 2, apps => 1 } });
 is($res->{status}, 201, 'erin created with quotas') or diag $res->{body};
 is_deeply($res->{json}{quotas}, { posts => 2, apps => 1 }, 'her quotas');
-my $erin = client_of('erin.test');
+my $erin = client_of('erin.test', $P);
 my (undef, $eo) = $erin->authorized_app('write_posts,read_posts,write_apps',
                                         post_types => 'all');
 is(post($erin, $eo, "erin $_")->{status}, 200, "erin's post $_") for 1 .. 2;
@@ -370,7 +329,7 @@ $res = admin(body => { action => 'create', entity => "http://quinn.test:$P",
                        quotas => { posts => 3 } });
 is($res->{status}, 201, 'quinn created with a quota of 3 posts')
     or diag $res->{body};
-my $quinn = client_of('quinn.test');
+my $quinn = client_of('quinn.test', $P);
 my (undef, $qo) = $quinn->authorized_app('write_posts,read_posts',
                                          post_types => 'all');
 my $taken = 0;
@@ -499,7 +458,7 @@ is((stat $credfile)[2] & 07777, 0600, 'the credential file is mode 0600');
 my $dcred = eval { local $/; open my $fh, '<', $credfile or die;
                    decode_json(<$fh>) } || {};
 like($dcred->{mac_key_id} // '', qr/^u:/, 'an authorization key id');
-my $dave = client_of('dave.test');
+my $dave = client_of('dave.test', $P);
 $res = post($dave, $dcred, 'the first post of dave');
 is($res->{status}, 200, "dave posts with tent-admin's owner credential")
     or diag $res->{body};
@@ -565,7 +524,7 @@ is($vanished, 0, 'no entity created (201) was removed by a delete that '
 
 $res = admin(body => { action => 'create', entity => "http://sly.test:$P" });
 is($res->{status}, 201, 'sly created') or diag $res->{body};
-my $sly = client_of('sly.test');
+my $sly = client_of('sly.test', $P);
 my (undef, $so) = $sly->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my $planted_body = encode_json({ type => $STATUS,

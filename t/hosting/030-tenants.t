@@ -19,68 +19,24 @@ use Tent::Peer;
 use Tent::Client;
 use Tent::Receiver;
 use Tent::Util qw(http_request wait_for);
+use Tent::Hosting qw(provisioning_host operator_request delete_all client_of);
 
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 21300;
 my $P = $BASE + 3;
-my $token = 'op-' . join '', map { sprintf '%02x', int rand 256 } 1 .. 16;
 my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-tenants';
-my $tokfile = "$root-tenants-token";
-{
-    umask 077;
-    open my $fh, '>', $tokfile or die "$tokfile: $!";
-    print {$fh} "$token\n";
-    close $fh;
-}
-
-my $host = Tent::Peer->start(
-    port => $P,
-    http_config => <<"CONF",
-    tent_store \$SERVROOT/store;
-    tent_outbound_allow 127.0.0.0/8;
+my ($host, $token, $tokfile) = provisioning_host(
+    port => $P, root => $root, names => ['*.a.test', '*.b.test'],
+    http => <<'CONF');
     tent_delivery_interval 200ms;
     tent_delivery_retry 1s 2s;
     keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:\$PORT;
-        server_name *.a.test;
-        tent_entity http://\$host:\$PORT;
-        tent_provisioning on;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-    }
-    server {
-        listen 127.0.0.1:\$PORT;
-        server_name *.b.test;
-        tent_entity http://\$host:\$PORT;
-        tent_provisioning on;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-    }
-CONF
-    server_config => <<"CONF");
-        location /tent-admin {
-            tent_admin;
-            tent_admin_token_file $tokfile;
-            allow 127.0.0.1;
-            deny all;
-        }
 CONF
 
 sub admin {
-    my ($body) = @_;
-    my $res = http_request(
-        method => defined $body ? 'POST' : 'GET', path => '/tent-admin',
-        port => $P, body => defined $body ? encode_json($body) : undef,
-        headers => { Host => 'localhost',
-                     Authorization => "Bearer $token" });
-    $res->{json} = eval { decode_json($res->{body}) };
-    return $res;
+    operator_request(port => $P, token => $token, body => $_[0]);
 }
 
-sub client_of { Tent::Client->new(host => "$_[0]:$P", port => $P) }
 
 sub post {
     my ($c, $cred, $text) = @_;
@@ -94,14 +50,14 @@ sub post {
 
 my $res = admin({ action => 'create', entity => "http://x.a.test:$P" });
 is($res->{status}, 201, 'x.a.test created') or diag $res->{body};
-is(client_of('x.a.test')->request(GET => '/profile')->{status}, 200,
+is(client_of('x.a.test', $P)->request(GET => '/profile')->{status}, 200,
    'x.a.test is served on its name');
-$res = client_of('x.b.test')->request(GET => '/profile');
+$res = client_of('x.b.test', $P)->request(GET => '/profile');
 is($res->{status}, 404, 'x.b.test, the other server\'s name: not created')
     or diag $res->{body};
 $res = admin({ action => 'create', entity => "http://x.b.test:$P" });
 is($res->{status}, 201, 'x.b.test created') or diag $res->{body};
-is(client_of('x.b.test')->request(GET => '/profile')->{status}, 200,
+is(client_of('x.b.test', $P)->request(GET => '/profile')->{status}, 200,
    'x.b.test is served on its name');
 
 for my $name ('evil.c.test', 'a.test', 'x.a.test.evil', 'localhost') {
@@ -121,7 +77,7 @@ my $rx = Tent::Receiver->start;
 
 sub follow {
     my ($name) = @_;
-    my $c = client_of($name);
+    my $c = client_of($name, $P);
     my $r = $c->request(POST => '/followers',
                         body => { entity => $rx->url, types => ['all'],
                                   notification_path => "notifications/$name" });
@@ -136,7 +92,7 @@ sub got {
 
 sub owner {
     my ($name) = @_;
-    my $c = client_of($name);
+    my $c = client_of($name, $P);
     my (undef, $cred) = $c->authorized_app('write_posts,read_posts',
                                            post_types => 'all');
     return ($c, $cred);

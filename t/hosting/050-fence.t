@@ -24,67 +24,23 @@ use Tent::Peer;
 use Tent::Client;
 use Tent::Receiver;
 use Tent::Util qw(http_request wait_for);
+use Tent::Hosting qw(provisioning_host operator_request delete_all client_of);
 
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 21300;
 my $P = $BASE + 1;
-my $token = 'op-' . join '', map { sprintf '%02x', int rand 256 } 1 .. 16;
 my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-fence';
-my $tokfile = "$root-token";
-{
-    umask 077;
-    open my $fh, '>', $tokfile or die "$tokfile: $!";
-    print {$fh} "$token\n";
-    close $fh;
-}
-
-my $host = Tent::Peer->start(
-    port => $P,
-    http_config => <<"CONF",
-    tent_store \$SERVROOT/store;
-    tent_outbound_allow 127.0.0.0/8;
+my ($host, $token, $tokfile) = provisioning_host(
+    port => $P, root => $root, names => ['*.test'],
+    http => <<'CONF');
     tent_delivery_interval 200ms;
-    server {
-        listen 127.0.0.1:\$PORT;
-        server_name *.test;
-        tent_entity http://\$host:\$PORT;
-        tent_provisioning on;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-    }
-CONF
-    server_config => <<"CONF");
-        location /tent-admin {
-            tent_admin;
-            tent_admin_token_file $tokfile;
-            allow 127.0.0.1;
-            deny all;
-        }
 CONF
 
 sub admin {
-    my ($body) = @_;
-    my $res = http_request(
-        method => defined $body ? 'POST' : 'GET', path => '/tent-admin',
-        port => $P, body => defined $body ? encode_json($body) : undef,
-        headers => { Host => 'localhost',
-                     Authorization => "Bearer $token" });
-    $res->{json} = eval { decode_json($res->{body}) };
-    return $res;
+    operator_request(port => $P, token => $token, body => $_[0]);
 }
 
-sub delete_all {
-    my ($e) = @_;
-    for (1 .. 20) {
-        my $r = admin({ action => 'delete', entity => $e });
-        return 1 if $r->{status} == 200 && $r->{json}{done};
-    }
-    return 0;
-}
-
-sub client_of { Tent::Client->new(host => "$_[0]:$P", port => $P) }
 
 # a request sent but its last bytes: the registry looked up, the body
 # awaited
@@ -161,7 +117,7 @@ for my $e (qw(amy ben cid dot)) {
 
 # ---- a POST held open across a disable: 410, nothing written
 
-my $amy = client_of('amy.test');
+my $amy = client_of('amy.test', $P);
 my (undef, $ao) = $amy->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my $s = slow_open(method => 'POST', path => '/posts', host => 'amy.test',
@@ -183,7 +139,7 @@ is(scalar mine($amy, $ao, 'across a disable'), 0,
 my $reg = encode_json({ name => 'planted', url => 'http://planted.example',
                         redirect_uris => ['http://planted.example/cb'],
                         scopes => {} });
-my $ben = client_of('ben.test');
+my $ben = client_of('ben.test', $P);
 my (undef, $bo) = $ben->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my $sa = slow_open(method => 'POST', path => '/apps', host => 'ben.test',
@@ -192,7 +148,8 @@ my $sp = slow_open(method => 'POST', path => '/posts', host => 'ben.test',
                    cred => $bo, type => 'application/vnd.tent.v0+json',
                    body => status_body('planted in a re-created name'));
 select undef, undef, undef, 0.5;
-ok(delete_all("http://ben.test:$P"), 'ben deleted while two requests wait');
+ok(delete_all($P, $token, "http://ben.test:$P"),
+   'ben deleted while two requests wait');
 is(admin({ action => 'create', entity => "http://ben.test:$P" })->{status},
    201, 'the name ben made anew for somebody else');
 is_json_error(slow_finish($sa), 404, 'No such entity on this server',
@@ -211,7 +168,7 @@ ok(!grep({ ($_->{name} // '') eq 'planted' } @{ $apps->{json} || [] }),
 
 # ---- an operator's writes on other entities: an upload in flight goes on
 
-my $cid = client_of('cid.test');
+my $cid = client_of('cid.test', $P);
 my (undef, $co) = $cid->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my $su = slow_open(method => 'POST', path => '/posts', host => 'cid.test',
@@ -223,7 +180,8 @@ is(admin({ action => 'quotas', entity => "http://dot.test:$P",
    "dot's quotas changed while cid uploads");
 is(admin({ action => 'disable', entity => "http://dot.test:$P" })->{status},
    200, 'dot disabled while cid uploads');
-ok(delete_all("http://dot.test:$P"), 'dot deleted while cid uploads');
+ok(delete_all($P, $token, "http://dot.test:$P"),
+   'dot deleted while cid uploads');
 my $up = slow_finish($su);
 is($up->{status}, 200, "cid's upload: 200, whatever the operator did to "
                        . "others") or diag $up->{body};
@@ -256,7 +214,7 @@ is(admin({ action => 'enable', entity => "http://amy.test:$P" })->{status},
 is(admin({ action => 'create', entity => "http://eve.test:$P",
            quotas => { attachment_bytes => 1000 } })->{status}, 201,
    'eve created with a quota of 1000 attachment bytes');
-my $eve = client_of('eve.test');
+my $eve = client_of('eve.test', $P);
 my (undef, $eo) = $eve->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my @held = map {
@@ -315,7 +273,7 @@ $rx->rules([{ method => 'POST', path => 'notifications',
               action => { do => 'default', delay => 3 } }]);
 is(admin({ action => 'create', entity => "http://fay.test:$P" })->{status},
    201, 'fay created');
-my $fay = client_of('fay.test');
+my $fay = client_of('fay.test', $P);
 my (undef, $fo) = $fay->authorized_app('write_posts', post_types => 'all');
 my $fr = $fay->request(POST => '/followers',
                        body => { entity => $rx->url, types => ['all'],
@@ -327,7 +285,8 @@ is($fp->{status}, 200, 'fay posts') or diag $fp->{body};
 ok(wait_for(sub { scalar $rx->requests(method => 'POST',
                                        path => qr{notifications}) }, 20),
    'the engine sends it; the remote holds its answer');
-ok(delete_all("http://fay.test:$P"), 'fay deleted while it is sent');
+ok(delete_all($P, $token, "http://fay.test:$P"),
+   'fay deleted while it is sent');
 sleep 5;    # the remote answers after 3 s; the engine settles
 
 # ---- the count as stored

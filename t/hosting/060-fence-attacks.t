@@ -19,66 +19,22 @@ use Tent::Peer;
 use Tent::Client;
 use Tent::Receiver;
 use Tent::Util qw(http_request wait_for);
+use Tent::Hosting qw(provisioning_host operator_request delete_all client_of);
 
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 22400;
 my $P = $BASE + 1;
-my $token = 'op-' . join '', map { sprintf '%02x', int rand 256 } 1 .. 16;
 my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-fence-attacks';
-my $tokfile = "$root-token";
-{
-    umask 077;
-    open my $fh, '>', $tokfile or die "$tokfile: $!";
-    print {$fh} "$token\n";
-    close $fh;
-}
-
-my $host = Tent::Peer->start(
-    port => $P,
-    http_config => <<"CONF",
-    tent_store \$SERVROOT/store;
-    tent_outbound_allow 127.0.0.0/8;
+my ($host, $token, $tokfile) = provisioning_host(
+    port => $P, root => $root, names => ['*.test'],
+    http => <<'CONF');
     tent_delivery_interval 200ms;
-    server {
-        listen 127.0.0.1:\$PORT;
-        server_name *.test;
-        tent_entity http://\$host:\$PORT;
-        tent_provisioning on;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-    }
-CONF
-    server_config => <<"CONF");
-        location /tent-admin {
-            tent_admin;
-            tent_admin_token_file $tokfile;
-            allow 127.0.0.1;
-            deny all;
-        }
 CONF
 
 sub admin {
-    my ($body) = @_;
-    my $res = http_request(
-        method => defined $body ? 'POST' : 'GET', path => '/tent-admin',
-        port => $P, body => defined $body ? encode_json($body) : undef,
-        headers => { Host => 'localhost',
-                     Authorization => "Bearer $token" });
-    $res->{json} = eval { decode_json($res->{body}) };
-    return $res;
+    operator_request(port => $P, token => $token, body => $_[0]);
 }
 
-sub delete_all {
-    my ($e) = @_;
-    for (1 .. 20) {
-        my $r = admin({ action => 'delete', entity => $e });
-        return 1 if $r->{status} == 200 && $r->{json}{done};
-    }
-    return 0;
-}
-
-sub client_of { Tent::Client->new(host => "$_[0]:$P", port => $P) }
 
 # ---- a settlement's retry across a delete and a re-create: the old
 # tenant's remote follower answers slowly, then 503; the job put back
@@ -90,7 +46,7 @@ $rx->rules([{ method => 'POST', path => 'notifications',
               action => { status => 503, body => 'later', delay => 3 } }]);
 is(admin({ action => 'create', entity => "http://gus.test:$P" })->{status},
    201, 'gus created');
-my $gus = client_of('gus.test');
+my $gus = client_of('gus.test', $P);
 my (undef, $go) = $gus->authorized_app('write_posts', post_types => 'all');
 my $fr = $gus->request(POST => '/followers',
                        body => { entity => $rx->url, types => ['all'],
@@ -106,7 +62,8 @@ my $pid = $gp->{json}{id} // 'none';
 ok(wait_for(sub { scalar $rx->requests(method => 'POST',
                                        path => qr{notifications}) }, 20),
    'the engine sends it; the remote holds its answer');
-ok(delete_all("http://gus.test:$P"), 'gus deleted while it is sent');
+ok(delete_all($P, $token, "http://gus.test:$P"),
+   'gus deleted while it is sent');
 is(admin({ action => 'create', entity => "http://gus.test:$P" })->{status},
    201, 'the name gus made anew for somebody else');
 $rx->rules([]);
@@ -126,7 +83,7 @@ ok(!wait_for(sub {
 is(admin({ action => 'create', entity => "http://hal.test:$P",
            quotas => { posts => 2 } })->{status}, 201,
    'hal created with a quota of 2 posts');
-my $hal = client_of('hal.test');
+my $hal = client_of('hal.test', $P);
 my (undef, $ho) = $hal->authorized_app(
     'write_secrets,write_profile,write_followers,write_followings,'
     . 'write_groups,write_posts,import_posts,read_posts',
