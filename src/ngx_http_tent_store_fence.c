@@ -220,6 +220,37 @@ ngx_http_tent_fence_init(ngx_http_tent_store_t *store)
 }
 
 
+/*
+ * The owner's exit: the table's pool, and a scan read on the open's
+ * thread whose answer the event loop never took (an exit right after
+ * the open).
+ */
+
+void
+ngx_http_tent_fence_exit(ngx_http_tent_store_t *store)
+{
+    ngx_http_tent_fence_t  *fence;
+
+    fence = store->fence;
+
+    if (fence == NULL) {
+        return;
+    }
+
+    if (fence->scan) {
+        ngx_free(fence->scan);
+        fence->scan = NULL;
+    }
+
+    if (fence->pool) {
+        ngx_destroy_pool(fence->pool);
+        fence->pool = NULL;
+    }
+
+    store->fence = NULL;
+}
+
+
 static ngx_int_t
 ngx_http_tent_fence_reset(ngx_http_tent_fence_t *fence)
 {

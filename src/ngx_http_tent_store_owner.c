@@ -450,11 +450,13 @@ ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
 
     ldb = store->ldb;
 
+    /* the thread pool has joined its threads by now */
+
+    ngx_http_tent_fence_exit(store);
+
     if (ldb == NULL) {
         return;
     }
-
-    /* the thread pool has joined its threads by now */
 
     if (ngx_http_tent_ldb_is_open(ldb)) {
         ngx_http_tent_ldb_close(ldb);

@@ -241,6 +241,7 @@ void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
 
 /* ngx_http_tent_store_fence.c: the registry fence of writes */
 ngx_int_t ngx_http_tent_fence_init(ngx_http_tent_store_t *store);
+void ngx_http_tent_fence_exit(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_load_thread(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_loaded(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
