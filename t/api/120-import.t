@@ -80,25 +80,7 @@ my $JSON = JSON::PP->new->utf8->canonical;
 my $c = Tent::Client->new;
 
 # GET /tent/export?posts=1 of the entity of $host, dechunked, parsed
-sub export_of {
-    my ($host, $cred) = @_;
-    my $path = '/tent/export?posts=1';
-    my $r = Tent::Util::http_request(path => $path, headers => {
-        Host => $host,
-        signed_headers(cred => $cred, method => 'GET', uri => $path,
-                       host => $host, port => 80,
-                       nonce => random_nonce(8)) });
-    my $body = $r->{body} // '';
-    if (($r->{headers}{'transfer-encoding'} // '') =~ /chunked/
-        && $body =~ /^[0-9a-fA-F]+\r\n/)
-    {
-        ($body) = dechunk($body);
-    }
-    my $json = eval { $JSON->decode($body) };
-    diag "export of $host: $r->{status} " . substr($body, 0, 300)
-        unless $json && $json->{complete};
-    return $json;
-}
+sub export_of { Tent::Util::export_document(host => $_[0], cred => $_[1]) }
 
 sub import_to {
     my ($cl, $cred, $body, %o) = @_;

@@ -72,22 +72,7 @@ sub owner_of {
     return ($cl, $cred);
 }
 
-sub export_of {
-    my ($host, $cred) = @_;
-    my $path = '/tent/export?posts=1';
-    my $r = Tent::Util::http_request(path => $path, timeout => 30, headers => {
-        Host => $host,
-        signed_headers(cred => $cred, method => 'GET', uri => $path,
-                       host => $host, port => 80,
-                       nonce => random_nonce(8)) });
-    my $body = $r->{body} // '';
-    ($body) = dechunk($body)
-        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/;
-    my $json = eval { $JSON->decode($body) };
-    diag "export of $host: $r->{status} " . substr($body, 0, 300)
-        unless $json && $json->{complete};
-    return $json;
-}
+sub export_of { Tent::Util::export_document(host => $_[0], cred => $_[1]) }
 
 sub import_to {
     my ($cl, $cred, $body, %o) = @_;

@@ -106,20 +106,8 @@ my $JSON = JSON::PP->new->utf8->canonical;
 my $ROOT = $Test::Nginx::Util::ServRoot;
 
 sub export_of {
-    my ($host, $cred, $query) = @_;
-    my $path = "/tent/export?posts=1$query";
-    my $r = Tent::Util::http_request(path => $path, timeout => 30, headers => {
-        Host => $host,
-        signed_headers(cred => $cred, method => 'GET', uri => $path,
-                       host => $host, port => 80,
-                       nonce => random_nonce(8)) });
-    my $body = $r->{body} // '';
-    ($body) = dechunk($body)
-        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/;
-    my $json = eval { $JSON->decode($body) };
-    diag "export of $host: $r->{status} " . substr($body, 0, 300)
-        unless $json && $json->{complete};
-    return $json;
+    Tent::Util::export_document(host => $_[0], cred => $_[1],
+                                query => $_[2]);
 }
 
 sub import_to {

@@ -11,7 +11,7 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
-                  wait_for follower_host_config follow_many);
+                  wait_for follower_host follow_many);
 use Tent::Client;
 use Tent::Peer;
 use JSON::PP;
@@ -37,18 +37,7 @@ my $c = Tent::Client->new;
 my ($app, $owner) = $c->authorized_app(
     'write_posts,read_followers,write_followers', post_types => 'all');
 
-my $many = Tent::Peer->start(
-    worker_processes => 1,
-    log_level => 'warn',
-    http_config => <<'CONF',
-    tent_store  $SERVROOT/tent_temp;
-    log_format  notes  '$connection $connection_requests $request_method $uri';
-    keepalive_timeout  75s;
-    keepalive_requests 10000;
-CONF
-    server_config => follower_host_config(log => 'notes'));
-my $U = $many->url;
-my $notes = $many->servroot . '/logs/notes.log';
+my ($many, $U, $notes) = follower_host();
 
 my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
 is($bad, 0, "$N entities follow");

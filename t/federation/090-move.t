@@ -132,19 +132,7 @@ ok(wait_for(sub { f_has($A, $p1) }), "F receives A's post");
 
 # --- the export of A into B ----------------------------------------------
 
-sub export_of {
-    my ($port, $cred) = @_;
-    my $path = '/tent/export?posts=1';
-    my $r = Tent::Util::http_request(port => $port, path => $path,
-        headers => { Host => 'localhost',
-                     signed_headers(cred => $cred, method => 'GET',
-                                    uri => $path, host => 'localhost',
-                                    port => 80, nonce => random_nonce(8)) });
-    my $body = $r->{body} // '';
-    ($body) = dechunk($body)
-        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/;
-    return eval { $JSON->decode($body) };
-}
+sub export_of { Tent::Util::export_document(port => $_[0], cred => $_[1]) }
 
 my $doc = export_of($PORT, $aown);
 ok($doc && $doc->{complete}, "A's export") or diag $JSON->encode($doc || {});

@@ -75,17 +75,7 @@ sub cred_file {
     return $f;
 }
 
-sub export_of {
-    my ($port, $cred) = @_;
-    my $path = '/tent/export?posts=1';
-    my $r = http_request(port => $port, path => $path, headers => {
-        Host => 'localhost',
-        signed_headers(cred => $cred, method => 'GET', uri => $path,
-                       host => 'localhost', port => 80,
-                       nonce => random_nonce(8)) });
-    my ($body) = dechunk($r->{body} // '');
-    return eval { $JSON->decode($body) };
-}
+sub export_of { Tent::Util::export_document(port => $_[0], cred => $_[1]) }
 
 sub empty {
     my ($d) = @_;

@@ -16,7 +16,8 @@ use Time::HiRes qw(sleep time);
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
-                    follower_host_config follow_many dechunk);
+                    follower_host_config follower_host follow_many
+                    dechunk export_document);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -134,6 +135,52 @@ sub start_last_nginx {
     system($bin, '-p', "$root/", '-c', "$root/conf/nginx.conf") == 0
         or die "cannot start nginx again: $?";
     return wait_port();
+}
+
+# export_document(cred => CRED, host => 'localhost', port => port(),
+# query => ''): GET /tent/export?posts=1QUERY signed with the owner
+# credential CRED, the body de-chunked and parsed; undef (and a diag of
+# the answer) when it is not a complete document
+sub export_document {
+    my (%o) = @_;
+    require JSON::PP;
+    require Tent::MAC;
+    my $host = $o{host} // 'localhost';
+    my $path = '/tent/export?posts=1' . ($o{query} // '');
+    my $r = http_request(port => $o{port} || port(), path => $path,
+        timeout => 30, headers => {
+            Host => $host,
+            Tent::MAC::signed_headers(cred => $o{cred}, method => 'GET',
+                                      uri => $path, host => $host, port => 80,
+                                      nonce => Tent::MAC::random_nonce(8)) });
+    my $body = $r->{body} // '';
+    ($body) = dechunk($body)
+        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/
+           && $body =~ /^[0-9a-fA-F]+\r\n/;
+    my $json = eval { JSON::PP->new->utf8->decode($body) };
+    Test::More->builder->diag("export of $host: $r->{status} "
+                              . substr($body, 0, 300))
+        unless $json && ref $json eq 'HASH' && $json->{complete};
+    return $json;
+}
+
+# follower_host(): a Tent::Peer (one worker) playing many follower
+# entities (follower_host_config), its notification POSTs logged with
+# their connection and its request count (keep-alive is measured by them)
+# in logs/notes.log; returns the peer, its URL and that log's path
+sub follower_host {
+    require Tent::Peer;
+    my $peer = Tent::Peer->start(
+        worker_processes => 1,
+        log_level => 'warn',
+        http_config => <<'CONF',
+    tent_store  $SERVROOT/tent_temp;
+    log_format  notes  '$connection $connection_requests $request_method $uri';
+    keepalive_timeout  75s;
+    keepalive_requests 10000;
+CONF
+        server_config => follower_host_config(log => 'notes'));
+    return ($peer, $peer->url, $peer->servroot . '/logs/notes.log');
 }
 
 # follower_host_config(names => 'f[0-9]+', log => 'combined', first => ''):
