@@ -43,6 +43,8 @@ static void ngx_http_tent_store_timeout_handler(ngx_event_t *ev);
 static void ngx_http_tent_store_write_count(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_store_read_str(ngx_http_tent_store_op_t *op,
     ngx_str_t *s);
+static void ngx_http_tent_store_outbox_add(ngx_http_tent_store_op_full_t *sop,
+    ngx_uint_t hash);
 
 
 ngx_http_tent_store_t *
@@ -336,14 +338,39 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
 
     if (caches & NGX_HTTP_TENT_CACHE_OUTBOX) {
         hash = ngx_http_tent_key_entity_hash(key);
-
-        if (sop->outbox && sop->outbox_hash != hash) {
-            sop->outboxes = 1;
-        }
-
-        sop->outbox = 1;
-        sop->outbox_hash = hash;
+        ngx_http_tent_store_outbox_add(sop, hash);
     }
+}
+
+
+/*
+ * One more entity whose outbox this write adds a row to: a write of a
+ * few entities' rows (a merged group, a same-node batch) marks those
+ * few, not all (every idle outbox of the host would be scanned).
+ */
+
+static void
+ngx_http_tent_store_outbox_add(ngx_http_tent_store_op_full_t *sop,
+    ngx_uint_t hash)
+{
+    ngx_uint_t  i;
+
+    if (sop->outboxes) {
+        return;
+    }
+
+    for (i = 0; i < sop->outbox_n; i++) {
+        if (sop->outbox[i] == hash) {
+            return;
+        }
+    }
+
+    if (sop->outbox_n == NGX_HTTP_TENT_STORE_OUTBOXES) {
+        sop->outboxes = 1;
+        return;
+    }
+
+    sop->outbox[sop->outbox_n++] = hash;
 }
 
 
@@ -559,9 +586,10 @@ ngx_int_t
 ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     ngx_http_tent_store_op_t *other)
 {
-    u_char    *p;
-    size_t     start, len;
-    uint32_t   n, m;
+    u_char                         *p;
+    size_t                          start, len;
+    uint32_t                        n, m;
+    ngx_uint_t                      i;
     ngx_http_tent_store_op_full_t  *sop;
     ngx_http_tent_store_op_full_t  *sother;
 
@@ -581,14 +609,10 @@ ngx_http_tent_store_batch_append(ngx_http_tent_store_op_t *op,
     sop->replies |= sother->replies;
     sop->apps |= sother->apps;
 
-    if (sother->outbox) {
-        if (sop->outbox && sop->outbox_hash != sother->outbox_hash) {
-            sop->outboxes = 1;
-        }
+    sop->outboxes |= sother->outboxes;
 
-        sop->outboxes |= sother->outboxes;
-        sop->outbox = 1;
-        sop->outbox_hash = sother->outbox_hash;
+    for (i = 0; i < sother->outbox_n; i++) {
+        ngx_http_tent_store_outbox_add(sop, sother->outbox[i]);
     }
 
     start = sother->count_pos + 4;
@@ -954,13 +978,19 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
     /* an outbox row: the engine's next pass looks at that entity's */
 
     if (sop->outboxes) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "tent store: outbox rows of many entities: "
+                       "every outbox marked");
+
         for (kind = 0; kind < NGX_HTTP_TENT_OUTBOX_MARKS; kind++) {
             ngx_http_tent_outbox_mark((ngx_cycle_t *) ngx_cycle, kind);
         }
 
-    } else if (sop->outbox) {
-        ngx_http_tent_outbox_mark((ngx_cycle_t *) ngx_cycle,
-                                  sop->outbox_hash);
+    } else {
+        for (kind = 0; kind < sop->outbox_n; kind++) {
+            ngx_http_tent_outbox_mark((ngx_cycle_t *) ngx_cycle,
+                                      sop->outbox[kind]);
+        }
     }
 
     op->handler(op);

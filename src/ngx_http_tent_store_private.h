@@ -69,6 +69,13 @@ typedef struct ngx_http_tent_fence_s     ngx_http_tent_fence_t;
 
 
 /* a growable byte buffer on the heap: long-lived IPC connections use it */
+/*
+ * The entities whose outbox rows one write (or a group of merged writes)
+ * adds, by hash: beyond this many, every outbox is marked.
+ */
+#define NGX_HTTP_TENT_STORE_OUTBOXES  8
+
+
 typedef struct {
     u_char                         *start;
     u_char                         *pos;
@@ -103,12 +110,12 @@ typedef struct {
     unsigned                        credential:1;  /* wrote one */
     unsigned                        replies:1;     /* wrote what is cached */
     unsigned                        request:1;     /* a client waits */
-    unsigned                        outbox:1;      /* an outbox row */
-    unsigned                        outboxes:1;    /* of several entities */
+    unsigned                        outboxes:1;    /* of too many to list */
     unsigned                        apps:1;        /* a subscription */
     unsigned                        fence_counted:1;  /* owner: a write */
     unsigned                        fence_registry:1; /* of the registry */
-    ngx_uint_t                      outbox_hash;   /* its entity's */
+    ngx_uint_t                      outbox_n;      /* outbox rows of */
+    ngx_uint_t                      outbox[NGX_HTTP_TENT_STORE_OUTBOXES];
 } ngx_http_tent_store_op_full_t;
 
 

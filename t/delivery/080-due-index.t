@@ -17,6 +17,7 @@ use Tent::Util qw(start_last_nginx stop_last_nginx wait_for master_pid
 use Tent::Client;
 use JSON::PP;
 use Time::HiRes qw(sleep);
+use Compress::Raw::Zlib ();
 
 my ($K, $IDLE);
 
@@ -142,25 +143,36 @@ ok($resets >= 1, "passes that look at every entity: $resets");
 ok($a_scans > $resets, "A's due jobs scanned in the other passes too "
                        . "($a_scans scans)");
 
-my ($idle_due, $idle_outbox, $worst) = (0, 0, 0);
+# an entity's outbox mark is a bit by the CRC32 of its name (of 4,096):
+# an idle entity whose bit is A's or a follower's is looked at with it
+# (ports are random, so this happens now and then), and a write of rows
+# of more than 8 entities marks every outbox.  The others are counted.
+my %busy = map { (Compress::Raw::Zlib::crc32($_) % 4096) => 1 }
+           $A, map { "http://127.0.0.1:$_" } @F;
+my $every = () = $log =~ /tent store: outbox rows of many entities/g;
+
+my ($idle_due, $idle_outbox, $worst, $shared) = (0, 0, 0, 0);
 for my $i (1 .. $IDLE) {
     my $e = "http://idle$i.test:$ENV{TEST_NGINX_IDLE_PORT}";
     my $d = () = $log =~ /tent delivery: "\Q$e\E": due scan from/g;
     my $o = () = $log =~ /tent delivery: "\Q$e\E": outbox empty/g;
     $idle_due += $d;
-    $idle_outbox += $o;
     $worst = $d if $d > $worst;
+    if ($busy{ Compress::Raw::Zlib::crc32($e) % 4096 }) {
+        $shared++;
+        next;
+    }
+    $idle_outbox += $o;
 }
 ok($idle_due >= $IDLE, "the idle entities' jobs were scanned at first "
                        . "($idle_due scans)");
 ok($worst <= $resets, "an idle entity's jobs are scanned only in the "
                       . "passes that look at every entity (at most $worst "
                       . "times, for $resets such passes)");
-
-# the outbox marks are bits by a hash of the name: an idle entity whose
-# bit is a follower's is looked at with it, a few times at most
-ok($idle_outbox <= $resets * $IDLE + $IDLE / 4,
-   "and its outbox likewise ($idle_outbox scans for $IDLE entities)");
+ok($idle_outbox <= ($resets + $every) * ($IDLE - $shared),
+   "and its outbox likewise ($idle_outbox scans for "
+   . ($IDLE - $shared) . " entities, $resets + $every passes that mark "
+   . "every outbox, $shared sharing a busy mark)");
 unlike($log, qr/\[alert\]|exited on signal/, 'no alert, no crash');
 
 # --- kill -9 in the middle of a second fan-out ------------------------------
