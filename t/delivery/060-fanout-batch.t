@@ -176,13 +176,9 @@ unlike($log, qr/\[alert\]|exited on signal|the queue could not be updated/,
 
 # no job left in the store
 my $root = Tent::Util::servroot();
-my $helper = "$root/ldb-dump";
-my $built = system('cc', '-o', $helper, 't/helpers/ldb-dump.c',
-                   '-lleveldb') == 0;
+my $helper = Tent::Util::ldb_tool('ldb-dump');
 
-SKIP: {
-    skip 'cannot build t/helpers/ldb-dump.c (no cc or leveldb headers)', 2
-        unless $built;
+{
 
     stop_last_nginx();
 

@@ -211,13 +211,9 @@ ok(wait_for(sub {
    'the outbox pass finds the outbox empty');
 
 my $root = Tent::Util::servroot();
-my $helper = "$root/ldb-dump";
-my $built = system('cc', '-o', $helper, 't/helpers/ldb-dump.c',
-                   '-lleveldb') == 0;
+my $helper = Tent::Util::ldb_tool('ldb-dump');
 
-SKIP: {
-    skip 'cannot build t/helpers/ldb-dump.c (no cc or leveldb headers)', 1
-        unless $built;
+{
 
     stop_last_nginx();
 

@@ -571,11 +571,8 @@ for (1 .. 5) {
 
 # ---- the store: nothing of ghost, nothing of carol
 
-my $helper = "$root-ldb-dump";
-my $built = system('cc', '-o', $helper, 't/helpers/ldb-dump.c',
-                   '-lleveldb') == 0;
-SKIP: {
-    skip 'cannot build t/helpers/ldb-dump.c', 4 unless $built;
+my $helper = Tent::Util::ldb_tool('ldb-dump');
+{
     $host->stop;
     my @rows = `$helper ${\ $host->servroot}/store/db`;
     my $hex = sub { unpack 'H*', $_[0] };
@@ -595,6 +592,6 @@ unlike($host->error_log_text, qr/\[alert\]|exited on signal|runtime error/,
 
 $bob->stop;
 $host->stop;
-unlink $tokfile, $helper;
+unlink $tokfile;
 
 done_testing();

@@ -291,11 +291,8 @@ sleep 5;    # the remote answers after 3 s; the engine settles
 
 # ---- the count as stored
 
-my $helper = "$root-ldb-dump";
-my $built = system('cc', '-o', $helper, 't/helpers/ldb-dump.c',
-                   '-lleveldb') == 0;
-SKIP: {
-    skip 'cannot build t/helpers/ldb-dump.c', 3 unless $built;
+my $helper = Tent::Util::ldb_tool('ldb-dump');
+{
     $host->stop;
     my @rows = `$helper ${\ $host->servroot}/store/db`;
     my $q = unpack 'H*', "http://eve.test:$P\0Qattachment_bytes";
@@ -319,6 +316,6 @@ unlike($host->error_log_text, qr/\[alert\]|exited on signal|runtime error/,
        'no alert, no crash');
 
 $host->stop;
-unlink $tokfile, $helper;
+unlink $tokfile;
 
 done_testing();

@@ -415,11 +415,9 @@ expect('raced, held by none at the end', $W, 0);
 
 # ---- the store: which bytes are there (nginx stopped: LevelDB is one process)
 
-SKIP: {
+{
     my $root = Tent::Util::servroot();
-    my $helper = "$root/ldb-dump";
-    system('cc', '-o', $helper, 't/helpers/ldb-dump.c', '-lleveldb') == 0
-        or skip 'cannot build t/helpers/ldb-dump.c (no cc or leveldb headers)', 1;
+    my $helper = Tent::Util::ldb_tool('ldb-dump');
 
     stop_last_nginx();
     $stopped = 1;

@@ -328,12 +328,9 @@ like($res->{headers}{'content-disposition'} // '', qr/^attachment; filename\*=UT
 
 # ---- bytes stored before files: a "b" row in LevelDB, still served
 
-my $put = "$root/ldb-put";
-my $dump = "$root/ldb-dump";
-SKIP: {
-    skip 'cannot build t/helpers/ldb-put.c, ldb-dump.c', 12
-        unless system('cc', '-o', $put, 't/helpers/ldb-put.c', '-lleveldb') == 0
-            && system('cc', '-o', $dump, 't/helpers/ldb-dump.c', '-lleveldb') == 0;
+my $put = Tent::Util::ldb_tool('ldb-put');
+my $dump = Tent::Util::ldb_tool('ldb-dump');
+{
 
     my $L = bytes('legacy', 30_000);
     my $LD = sha256_hex($L);

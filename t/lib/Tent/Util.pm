@@ -17,7 +17,7 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
                     follower_host_config follower_host follow_many
-                    dechunk export_document);
+                    dechunk export_document ldb_tool);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -338,6 +338,24 @@ sub store_lock {
     my $lock = pack('s s x4 q q i x4', Fcntl::F_WRLCK(), 0, 0, 0, 0);
     fcntl($fh, Fcntl::F_SETLK(), $lock) or die "fcntl lock: $!";
     return $fh;
+}
+
+# A helper of t/helpers (ldb-dump, ldb-put: LevelDB read and written
+# directly, with nginx stopped), built once a process into a directory
+# of its own.  `make test` installs cc and libleveldb-dev: a helper that
+# cannot be built is a failure, never a skipped assertion.
+my (%ldb_tool, $ldb_dir);
+sub ldb_tool {
+    my ($name) = @_;
+    return $ldb_tool{$name} if $ldb_tool{$name};
+    require File::Temp;
+    $ldb_dir //= File::Temp::tempdir('tent-ldb-XXXXXX', TMPDIR => 1,
+                                     CLEANUP => 1);
+    my $bin = "$ldb_dir/$name";
+    system('cc', '-o', $bin, "t/helpers/$name.c", '-lleveldb') == 0
+        or die "cannot build t/helpers/$name.c (cc, libleveldb-dev: "
+               . "make test-deps)";
+    return $ldb_tool{$name} = $bin;
 }
 
 1;
