@@ -64,6 +64,8 @@ static void ngx_http_tent_quota_bytes_cleanup(void *data);
 static void ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b);
 static void ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op);
+static ngx_http_tent_store_op_t *ngx_http_tent_quota_cas(ngx_pool_t *pool,
+    ngx_log_t *log, ngx_str_t *key, ngx_str_t *old, int64_t n);
 
 
 /* a count taken by compare-and-set: tries before a 503 */
@@ -237,33 +239,28 @@ static ngx_int_t
 ngx_http_tent_quota_take(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_quotas_t *q)
 {
-    u_char                    *p;
-    ngx_str_t                  key, value;
+    ngx_str_t                  key;
     ngx_http_tent_store_op_t  *op;
 
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (p == NULL || op == NULL) {
-        return ngx_http_tent_internal_error(r, "taking the quota's count");
-    }
-
-    value.data = p;
-    value.len = ngx_sprintf(p, "%L", q->count[q->what] + 1) - p;
+    op = NULL;
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
                           &ngx_http_tent_quota_names[q->what], &key)
-        != NGX_OK
-        || ngx_http_tent_store_cas(op, &key, q->found ? &q->raw : NULL,
-                                   &value)
-           != NGX_OK)
+        == NGX_OK)
     {
+        op = ngx_http_tent_quota_cas(r->pool, r->connection->log, &key,
+                                     q->found ? &q->raw : NULL,
+                                     q->count[q->what] + 1);
+    }
+
+    if (op == NULL) {
         return ngx_http_tent_internal_error(r, "taking the quota's count");
     }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent quota: \"%V\" takes %V %V", &ctx->entity,
-                   &value, &ngx_http_tent_quota_names[q->what]);
+                   "tent quota: \"%V\" takes %L %V", &ctx->entity,
+                   q->count[q->what] + 1,
+                   &ngx_http_tent_quota_names[q->what]);
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_quota_taken);
@@ -358,9 +355,8 @@ ngx_int_t
 ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt again, ngx_int_t *rc)
 {
-    u_char                    *p;
     int64_t                    limit, bytes;
-    ngx_str_t                  key, value;
+    ngx_str_t                  key;
     ngx_uint_t                 i;
     ngx_http_tent_part_t      *part;
     ngx_http_tent_quotas_t    *q;
@@ -400,26 +396,20 @@ ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_DONE;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (p == NULL || op == NULL) {
-        *rc = ngx_http_tent_internal_error(r, "taking the bytes' count");
-        return NGX_DONE;
-    }
-
-    value.data = p;
-    value.len = ngx_sprintf(p, "%L",
-                            q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes) - p;
+    op = NULL;
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
                           &ngx_http_tent_quota_names[NGX_HTTP_TENT_QUOTA_BYTES],
                           &key)
-        != NGX_OK
-        || ngx_http_tent_store_cas(op, &key, q->bfound ? &q->braw : NULL,
-                                   &value)
-           != NGX_OK)
+        == NGX_OK)
     {
+        op = ngx_http_tent_quota_cas(r->pool, r->connection->log, &key,
+                                     q->bfound ? &q->braw : NULL,
+                                     q->count[NGX_HTTP_TENT_QUOTA_BYTES]
+                                     + bytes);
+    }
+
+    if (op == NULL) {
         *rc = ngx_http_tent_internal_error(r, "taking the bytes' count");
         return NGX_DONE;
     }
@@ -624,9 +614,8 @@ ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_quota_back_t *b = op->data;
 
-    u_char                    *p;
     int64_t                    n;
-    ngx_str_t                  value, raw;
+    ngx_str_t                  value;
     ngx_http_tent_store_op_t  *wop;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK
@@ -638,19 +627,9 @@ ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op)
     n = ngx_atoi(value.data, value.len);
     n = (n == NGX_ERROR || n < b->bytes) ? 0 : n - b->bytes;
 
-    raw.len = value.len;
-    raw.data = ngx_pstrdup(b->pool, &value);
-    p = ngx_pnalloc(b->pool, NGX_INT64_LEN);
-    wop = ngx_http_tent_store_op_create(b->pool, &b->log);
+    wop = ngx_http_tent_quota_cas(b->pool, &b->log, &b->key, &value, n);
 
-    if (raw.data == NULL || p == NULL || wop == NULL) {
-        goto failed;
-    }
-
-    value.data = p;
-    value.len = ngx_sprintf(p, "%L", n) - p;
-
-    if (ngx_http_tent_store_cas(wop, &b->key, &raw, &value) != NGX_OK) {
+    if (wop == NULL) {
         goto failed;
     }
 
@@ -746,4 +725,35 @@ ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The compare-and-set of a count: "old" as read (NULL: it must still be
+ * absent) becomes n, both written into the operation at once.
+ */
+
+static ngx_http_tent_store_op_t *
+ngx_http_tent_quota_cas(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *key,
+    ngx_str_t *old, int64_t n)
+{
+    u_char                    *p;
+    ngx_str_t                  value;
+    ngx_http_tent_store_op_t  *op;
+
+    p = ngx_pnalloc(pool, NGX_INT64_LEN);
+    op = ngx_http_tent_store_op_create(pool, log);
+
+    if (p == NULL || op == NULL) {
+        return NULL;
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "%L", n) - p;
+
+    if (ngx_http_tent_store_cas(op, key, old, &value) != NGX_OK) {
+        return NULL;
+    }
+
+    return op;
 }
