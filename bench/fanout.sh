@@ -34,14 +34,15 @@
 #   fanout: same-node: the store's own limit ... X deliveries/s, ratio R
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
-#   fanout: rss of the worker's own memory (RssAnon; ...): max ..., before ..., after ...
+#   fanout: rss of the worker's own memory (RssAnon; ... RssFile, RssShmem at the peak): max ..., before ..., after ...
 #
 # Environment (defaults): SMALL=1000 SMALL_POSTS=20 BIG=100000 LOCAL=1000
 #   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   BG_THREADS=2 (tent_store_background_threads)
 #   PORT=18181 (the module's; the receivers' are the free ones after it)
-#   TIMEOUT=300 (each phase at most) DURATION=5.  BIG=0 or LOCAL=0 skips
+#   TIMEOUT=300 (each phase at most) DURATION=5.  BIG_AGAIN=1: a second
+#   post to the BIG followers, and the RSS after it.  BIG=0 or LOCAL=0 skips
 #   that phase.  BIG_SETTLE=2: seconds between the BIG follows and the
 #   post (their "follower" posts' outbox rows are still being worked
 #   through: docs/bench.md); SMALL_SETTLE=1: the same before the SMALL
@@ -295,9 +296,23 @@ if [ "$BIG" != 0 ]; then
     p99_big=${lat#*/}
     rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$BENCH_TMP/rss")
     anon_max=$(awk '{ if ($3 > m) m = $3 } END { print m }' "$BENCH_TMP/rss")
+    # the file and shared-zone pages at the VmRSS peak
+    rss_parts=$(awk '$2 > m { m = $2; f = $4; s = $5 }
+                     END { print "RssFile " f ", RssShmem " s }' \
+                "$BENCH_TMP/rss")
     sleep 3
     rss_after=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2 } END { print m }')
     anon_after=$(bench_rss_each "$mprefix" | awk '{ if ($3 > m) m = $3 } END { print m }')
+    # BIG_AGAIN=1: a second post to them, whose "after" shows whether
+    # the first left caches filled (bounded) or memory that grows
+    if [ "${BIG_AGAIN:-0}" = 1 ]; then
+        bench_log "1 more post to $BIG followers"
+        fan "$BIG" 1
+        sleep 3
+        again=$(bench_rss_each "$mprefix" | awk '{ if ($2 > m) m = $2;
+                    if ($3 > a) a = $3 } END { print m " kB, RssAnon " a }')
+        rss_again="; after a second post VmRSS $again kB"
+    fi
 fi
 
 # --- 4. same-node -----------------------------------------------------------------
@@ -417,8 +432,9 @@ if [ "$BIG" != 0 ]; then
          "(target <= 65536), before $rss_before, after $rss_after" \
          "(target within 10%)"
     echo "fanout: rss of the worker's own memory (RssAnon; the rest is" \
-         "LevelDB's mmapped tables): max $anon_max kB, before $anon_before," \
-         "after $anon_after"
+         "LevelDB's mmapped tables and the shared zones: at the peak" \
+         "$rss_parts kB): max $anon_max kB, before $anon_before," \
+         "after $anon_after${rss_again:-}"
 fi
 if [ "$LOCAL" != 0 ]; then
     echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \

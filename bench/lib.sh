@@ -256,15 +256,17 @@ bench_workers() {
     ps -o pid= --ppid "$master" 2>/dev/null | tr -d ' '
 }
 
-# bench_rss_each PREFIX: "pid VmRSS RssAnon" (kB) for each worker.  The
-# difference is mostly file pages mapped: LevelDB mmaps its table files
-# (page cache, shared, dropped under memory pressure).
+# bench_rss_each PREFIX: "pid VmRSS RssAnon RssFile RssShmem" (kB) for
+# each worker.  VmRSS is their sum: RssFile is mostly LevelDB's table
+# files, which it mmaps (page cache, shared, dropped under memory
+# pressure), RssShmem the pages of the shared zones this worker touched.
 bench_rss_each() {
-    local w kb anon
+    local w
     for w in $(bench_workers "$1"); do
-        kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$w/status" 2>/dev/null)
-        anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$w/status" 2>/dev/null)
-        echo "$w ${kb:-0} ${anon:-0}"
+        awk '/^(VmRSS|RssAnon|RssFile|RssShmem):/ { v[$1] = $2 }
+             END { printf "%s %d %d %d %d\n", w, v["VmRSS:"], v["RssAnon:"],
+                          v["RssFile:"], v["RssShmem:"] }' \
+            w="$w" "/proc/$w/status" 2>/dev/null || echo "$w 0 0 0 0"
     done
 }
 
