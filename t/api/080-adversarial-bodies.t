@@ -230,11 +230,10 @@ sub json_error {
 # ---- the store before: nothing below may change it
 
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 sub rows {
     stop_last_nginx();
-    my $rows = join '', sort `$helper $root/tent_temp/db`;
+    my $rows = join '', sort Tent::Util::ldb_rows("$root/tent_temp/db");
     start_last_nginx();
     return $rows;
 }

@@ -50,14 +50,13 @@ my $esc = \&Tent::Client::uri_escape;
 my $JSON = JSON::PP->new->utf8->canonical;
 
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 # every key of the store (nginx stopped: LevelDB is one process)
 sub store_keys {
     stop_last_nginx();
     my @keys = map { chomp; my ($k, $v) = split /\t/;
                      [pack('H*', $k), pack('H*', $v // '')] }
-               `$helper $root/tent_temp/db`;
+               Tent::Util::ldb_rows("$root/tent_temp/db");
     start_last_nginx();
     return @keys;
 }

@@ -56,11 +56,10 @@ is($res->{status}, 200, 'and a profile change');
 # ---- the store: what the queue holds (nginx stopped: LevelDB is one process)
 
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 sub queue_rows {
     my %n = (o => 0, j => 0, x => 0);
-    for (`$helper $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         chomp;
         my ($k) = split /\t/;
         $k = pack 'H*', $k;

@@ -51,11 +51,10 @@ is(scalar $rx->requests(method => 'POST', path => qr{/notifications/n$}), 3,
    'and not again (a refusal is final; a settled job is not sent twice)');
 
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 sub dead_letters {
     my $n = 0;
-    for (`$helper $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         my ($k) = split /\t/;
         $n++ if pack('H*', $k) =~ /^\Q$ENTITY\E\0x/;
     }

@@ -176,14 +176,13 @@ unlike($log, qr/\[alert\]|exited on signal|the queue could not be updated/,
 
 # no job left in the store
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 {
 
     stop_last_nginx();
 
     my ($jobs, $dead) = (0, 0);
-    for (`$helper $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         my ($k) = split /\t/;
         my $key = pack('H*', $k);
         $jobs++ if $key =~ /^\Q$ENTITY\E\0j/;

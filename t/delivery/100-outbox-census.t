@@ -211,14 +211,13 @@ ok(wait_for(sub {
    'the outbox pass finds the outbox empty');
 
 my $root = Tent::Util::servroot();
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 
 {
 
     stop_last_nginx();
 
     my $rows = 0;
-    for (`$helper $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         my ($k) = split /\t/;
         $rows++ if pack('H*', $k) =~ /^\Q$ENTITY\E\0o/;
     }

@@ -571,10 +571,9 @@ for (1 .. 5) {
 
 # ---- the store: nothing of ghost, nothing of carol
 
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 {
     $host->stop;
-    my @rows = `$helper ${\ $host->servroot}/store/db`;
+    my @rows = Tent::Util::ldb_rows("${\ $host->servroot}/store/db");
     my $hex = sub { unpack 'H*', $_[0] };
     my ($g, $c, $a) = map { my $h = $hex->("http://$_.test:$P\0");
                             scalar grep { /^\Q$h\E/ } @rows }

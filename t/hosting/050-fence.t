@@ -291,10 +291,9 @@ sleep 5;    # the remote answers after 3 s; the engine settles
 
 # ---- the count as stored
 
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 {
     $host->stop;
-    my @rows = `$helper ${\ $host->servroot}/store/db`;
+    my @rows = Tent::Util::ldb_rows("${\ $host->servroot}/store/db");
     my $q = unpack 'H*', "http://eve.test:$P\0Qattachment_bytes";
     my ($row) = grep { /^\Q$q\E\t/ } @rows;
     my ($n) = ($row // '') =~ /\s(\S+)\s*$/;

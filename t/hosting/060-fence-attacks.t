@@ -116,10 +116,9 @@ unlike($host->error_log_text, qr/\[alert\]|exited on signal|runtime error/,
 # ---- the rows as stored: the new gus made no request, so no row of its
 # own; a job put back (j), a status (D) would be the old tenant's
 
-my $helper = Tent::Util::ldb_tool('ldb-dump');
 $host->stop;
 {
-    my @rows = `$helper ${\ $host->servroot}/store/db`;
+    my @rows = Tent::Util::ldb_rows("${\ $host->servroot}/store/db");
     my $g = unpack 'H*', "http://gus.test:$P\0";
     my @grows = grep { /^\Q$g\E/ } @rows;
     is(scalar @grows, 0, "no row of the old gus's delivery in the new gus")

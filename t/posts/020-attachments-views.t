@@ -417,13 +417,12 @@ expect('raced, held by none at the end', $W, 0);
 
 {
     my $root = Tent::Util::servroot();
-    my $helper = Tent::Util::ldb_tool('ldb-dump');
-
+    
     stop_last_nginx();
     $stopped = 1;
 
     my %rows;
-    for (`$helper $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         chomp;
         my ($k, $v) = split /\t/;
         $k = pack 'H*', $k;

@@ -329,7 +329,6 @@ like($res->{headers}{'content-disposition'} // '', qr/^attachment; filename\*=UT
 # ---- bytes stored before files: a "b" row in LevelDB, still served
 
 my $put = Tent::Util::ldb_tool('ldb-put');
-my $dump = Tent::Util::ldb_tool('ldb-dump');
 {
 
     my $L = bytes('legacy', 30_000);
@@ -366,7 +365,7 @@ my $dump = Tent::Util::ldb_tool('ldb-dump');
 
     stop_last_nginx();
     my %rows;
-    for (`$dump $root/tent_temp/db`) {
+    for (Tent::Util::ldb_rows("$root/tent_temp/db")) {
         chomp;
         my ($k, $v) = split /\t/;
         $rows{pack 'H*', $k} = 1;

@@ -215,6 +215,10 @@ sub stop {
     local ($!, $?);
     my $pid = $self->master_pid;
     if ($pid) {
+        # its workers too: a master killed after 10 s leaves them
+        # exiting, and the store's lock held, while a suite reads it
+        my @workers = grep { /^\d+$/ } map { s/\s+//gr }
+                      `ps -o pid= --ppid $pid 2>/dev/null`;
         kill 'QUIT', $pid;
         my $start = time;
         my $term;
@@ -222,6 +226,10 @@ sub stop {
             my $el = time - $start;
             if ($el > 10) { kill 'KILL', $pid; last }
             kill 'TERM', $pid if $el > 5 && !$term++;
+            sleep 0.02;
+        }
+        while (my @left = grep { _process_runs($_) } @workers) {
+            if (time - $start > 30) { kill 'KILL', @left; last }
             sleep 0.02;
         }
     }
@@ -234,6 +242,15 @@ sub stop {
         }
     }
     return;
+}
+
+# a process that still runs (not gone, not a zombie: an orphaned
+# worker is reaped by whoever is pid 1, which in a container may not)
+sub _process_runs {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    my $stat = <$fh> // '';
+    return $stat =~ /^\d+ \(.*\) ([A-Za-z])/ && $1 ne 'Z';
 }
 
 # stop() and start again on the same root, port and configuration: the

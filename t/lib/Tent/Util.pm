@@ -17,7 +17,7 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
                     follower_host_config follower_host follow_many
-                    dechunk export_document ldb_tool);
+                    dechunk export_document ldb_tool ldb_rows);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -356,6 +356,23 @@ sub ldb_tool {
         or die "cannot build t/helpers/$name.c (cc, libleveldb-dev: "
                . "make test-deps)";
     return $ldb_tool{$name} = $bin;
+}
+
+# The rows of the LevelDB in DIR, by t/helpers/ldb-dump ("key-hex TAB
+# value-hex" lines).  nginx was stopped, but a worker may still be on
+# its way out and hold the database's lock (a slow exit under ASan):
+# tried again while the lock is held, for 30 s.  Any other failure
+# dies: an empty list must mean no rows, never a dump that failed.
+sub ldb_rows {
+    my ($dir) = @_;
+    my $bin = ldb_tool('ldb-dump');
+    my $until = time + 30;
+    while (1) {
+        my $out = `$bin $dir 2>&1`;
+        return grep { /^[0-9a-f]*\t/ } split /^/, $out if $? == 0;
+        die "ldb-dump $dir: $out" unless $out =~ /lock/i && time < $until;
+        sleep 0.2;
+    }
 }
 
 1;
