@@ -251,6 +251,8 @@ ngx_int_t ngx_http_tent_fence_init(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_exit(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_load_thread(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_loaded(ngx_http_tent_store_t *store);
+
+/* ngx_http_tent_store_fence_admit.c: the fence's admission of writes */
 ngx_int_t ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
 void ngx_http_tent_fence_done(ngx_http_tent_store_t *store,
