@@ -6,8 +6,9 @@
 
 /*
  * The directives' setters and checks: what each directive's arguments
- * may be, read into the confs.  The table of directives, and the confs'
- * defaults and merging, are the module's (ngx_http_tent_module.c).
+ * may be, read into the confs.  The table of directives is the module's
+ * (ngx_http_tent_module.c), the confs' defaults and merging are
+ * ngx_http_tent_module_conf.c's.
  */
 
 

@@ -10,8 +10,9 @@
 
 /*
  * What ngx_http_tent_import.c (the route, the emptiness check, a batch a
- * section) and ngx_http_tent_import_rows.c (each section's rows) share;
- * only they include it.
+ * section), ngx_http_tent_import_rows.c and
+ * ngx_http_tent_import_relations.c (each section's rows) share; only
+ * they include it.
  */
 
 
@@ -173,8 +174,15 @@ ngx_int_t ngx_http_tent_import_keep(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, ngx_str_t *key,
     json_t *record);
 
+/* ngx_http_tent_import_rows.c: what the rows of every section use */
+void ngx_http_tent_import_taken(ngx_http_tent_import_t *im);
+ngx_int_t ngx_http_tent_import_time(json_t *row, const char *name);
+ngx_int_t ngx_http_tent_import_once(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *what, ngx_str_t *s);
+
 /*
- * ngx_http_tent_import_rows.c: a row of each section: NGX_OK (added),
+ * ngx_http_tent_import_rows.c (ngx_http_tent_import_relations.c: the
+ * followings and followers): a row of each section: NGX_OK (added),
  * NGX_DECLINED (invalid: *error says why), NGX_ERROR.  profile with row
  * NULL: our core, the batch's first row.
  */

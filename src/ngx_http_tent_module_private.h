@@ -14,9 +14,10 @@
 
 
 /*
- * What the module's own three files share, and no other file needs:
+ * What the module's own four files share, and no other file needs:
  * the module (ngx_http_tent_module.c) names the setters in its table of
- * directives and installs the router's phase handler; the setters and
+ * directives and the confs' handlers (ngx_http_tent_module_conf.c) in
+ * its context, and installs the router's phase handler; the setters and
  * the merge check URLs as the router does.
  */
 
@@ -52,6 +53,16 @@ ngx_int_t ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s,
 ngx_int_t ngx_http_tent_precontent_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
     ngx_str_t *path);
+
+/* ngx_http_tent_module_conf.c: the confs created, merged, initialized */
+void *ngx_http_tent_create_main_conf(ngx_conf_t *cf);
+char *ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf);
+void *ngx_http_tent_create_srv_conf(ngx_conf_t *cf);
+char *ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+void *ngx_http_tent_create_loc_conf(ngx_conf_t *cf);
+char *ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
 
 
 #endif /* _NGX_HTTP_TENT_MODULE_PRIVATE_H_INCLUDED_ */

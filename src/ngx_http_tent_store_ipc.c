@@ -11,6 +11,9 @@
  * an encoded operation, replies a status byte and the payload.  On a
  * reload the new owner binds the path anew; the old one answers RETRY to
  * what it can no longer serve, and clients reconnect to the new one.
+ *
+ * Here: a connection (its buffers, reads, writes and frames) and the
+ * owner's side; a worker's client is ngx_http_tent_store_ipc_client.c.
  */
 
 
@@ -18,40 +21,18 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_store_private.h"
+#include "ngx_http_tent_store_ipc.h"
 
-#include <sys/un.h>
-
-
-#define NGX_HTTP_TENT_CLIENT_NONE      0
-#define NGX_HTTP_TENT_CLIENT_READY     1
-#define NGX_HTTP_TENT_CLIENT_DRAINING  2
 
 #define NGX_HTTP_TENT_READ_CHUNK       16384
 
 
 static void ngx_http_tent_ipc_accept(ngx_event_t *ev);
-static ngx_http_tent_ipc_conn_t *ngx_http_tent_ipc_conn_create(
-    ngx_http_tent_store_t *store, ngx_socket_t s);
-static void ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn);
-static void ngx_http_tent_ipc_conn_release(ngx_http_tent_ipc_conn_t *conn);
-static ngx_int_t ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn);
-static ngx_int_t ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn);
-static ngx_int_t ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn,
-    uint32_t id, ngx_int_t status, u_char *data, size_t len);
 static void ngx_http_tent_ipc_server_read(ngx_event_t *ev);
 static void ngx_http_tent_ipc_server_write(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_ipc_server_request(
     ngx_http_tent_ipc_conn_t *conn, uint32_t id, u_char *data, size_t len);
 static void ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store);
-static void ngx_http_tent_ipc_connect_timer(ngx_event_t *ev);
-static void ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store);
-static void ngx_http_tent_ipc_client_read(ngx_event_t *ev);
-static void ngx_http_tent_ipc_client_write(ngx_event_t *ev);
-static void ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store,
-    uint32_t id, u_char *data, size_t len);
-static void ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store);
-static void ngx_http_tent_ipc_client_reconnect(ngx_http_tent_store_t *store);
 
 
 static uint32_t
@@ -131,7 +112,7 @@ ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ipc_sockaddr(ngx_http_tent_store_t *store,
     struct sockaddr_un *sun)
 {
@@ -288,7 +269,7 @@ ngx_http_tent_ipc_accept(ngx_event_t *ev)
 }
 
 
-static ngx_http_tent_ipc_conn_t *
+ngx_http_tent_ipc_conn_t *
 ngx_http_tent_ipc_conn_create(ngx_http_tent_store_t *store, ngx_socket_t s)
 {
     ngx_connection_t          *c;
@@ -321,7 +302,7 @@ ngx_http_tent_ipc_conn_create(ngx_http_tent_store_t *store, ngx_socket_t s)
 }
 
 
-static void
+void
 ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn)
 {
     if (conn->closed) {
@@ -347,7 +328,7 @@ ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn)
 
 /* operations still running hold the connection's memory, not its socket */
 
-static void
+void
 ngx_http_tent_ipc_conn_release(ngx_http_tent_ipc_conn_t *conn)
 {
     if (--conn->refs == 0) {
@@ -358,7 +339,7 @@ ngx_http_tent_ipc_conn_release(ngx_http_tent_ipc_conn_t *conn)
 
 /* NGX_OK: read what there is; NGX_DONE: the peer closed; NGX_ERROR */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn)
 {
     ssize_t            n;
@@ -396,7 +377,7 @@ ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn)
 {
     ssize_t            n;
@@ -431,7 +412,7 @@ ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn)
 
 /* a frame: u32 length of the rest, u32 id, [status byte], data */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
     ngx_int_t status, u_char *data, size_t len)
 {
@@ -469,7 +450,7 @@ ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
  * NGX_ERROR means the peer does not speak our protocol.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ipc_frames(ngx_http_tent_ipc_conn_t *conn,
     ngx_int_t (*handler)(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
     u_char *data, size_t len))
@@ -671,384 +652,6 @@ ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
         } else {
             conn->close_when_flushed = 1;
         }
-    }
-}
-
-
-/* the client side */
-
-void
-ngx_http_tent_ipc_submit(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_store_wait(store, op, NGX_HTTP_TENT_WHERE_UNSENT);
-
-    switch (store->client_state) {
-
-    case NGX_HTTP_TENT_CLIENT_READY:
-        ngx_http_tent_ipc_send_unsent(store);
-        break;
-
-    case NGX_HTTP_TENT_CLIENT_NONE:
-        if (!store->connect_timer.timer_set) {
-            ngx_http_tent_ipc_connect(store);
-        }
-        break;
-
-    default:
-        /* draining: sent once the old owner has answered everything */
-        break;
-    }
-}
-
-
-static void
-ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store)
-{
-    ngx_err_t                  err;
-    ngx_socket_t               s;
-    struct sockaddr_un         sun;
-    ngx_http_tent_ipc_conn_t  *conn;
-
-    if (ngx_queue_empty(&store->unsent)) {
-        return;
-    }
-
-    if (ngx_http_tent_ipc_sockaddr(store, &sun) != NGX_OK) {
-        return;
-    }
-
-    s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s == (ngx_socket_t) -1) {
-        goto retry;
-    }
-
-    /*
-     * A UNIX socket connects at once or not at all; ENOENT, ECONNREFUSED
-     * and EAGAIN just mean no owner listens right now (a reload or a
-     * respawn is under way): try again shortly, quietly.
-     */
-
-    if (connect(s, (struct sockaddr *) &sun, sizeof(struct sockaddr_un))
-        == -1)
-    {
-        err = ngx_socket_errno;
-
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, err,
-                       "tent store: connect to \"%V\" failed",
-                       &store->socket_path);
-
-        (void) ngx_close_socket(s);
-        goto retry;
-    }
-
-    conn = ngx_http_tent_ipc_conn_create(store, s);
-    if (conn == NULL) {
-        (void) ngx_close_socket(s);
-        goto retry;
-    }
-
-    conn->connection->read->handler = ngx_http_tent_ipc_client_read;
-    conn->connection->write->handler = ngx_http_tent_ipc_client_write;
-
-    if (ngx_handle_read_event(conn->connection->read, 0) != NGX_OK) {
-        ngx_http_tent_ipc_conn_close(conn);
-        goto retry;
-    }
-
-    store->client = conn;
-    store->client_state = NGX_HTTP_TENT_CLIENT_READY;
-    store->connect_backoff = 0;
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                   "tent store: connected to the owner at \"%V\"",
-                   &store->socket_path);
-
-    ngx_http_tent_ipc_send_unsent(store);
-
-    return;
-
-retry:
-
-    store->connect_backoff = store->connect_backoff
-                             ? ngx_min(store->connect_backoff * 2, 250) : 10;
-
-    ngx_add_timer(&store->connect_timer, store->connect_backoff);
-}
-
-
-static void
-ngx_http_tent_ipc_connect_timer(ngx_event_t *ev)
-{
-    ngx_http_tent_store_t  *store;
-
-    store = ev->data;
-
-    if (store->client_state == NGX_HTTP_TENT_CLIENT_NONE) {
-        ngx_http_tent_ipc_connect(store);
-    }
-}
-
-
-void
-ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store)
-{
-    store->connect_timer.handler = ngx_http_tent_ipc_connect_timer;
-    store->connect_timer.data = store;
-    store->connect_timer.log = store->log;
-    store->connect_timer.cancelable = 1;
-}
-
-
-static void
-ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store)
-{
-    ngx_queue_t                    *q;
-    ngx_http_tent_ipc_conn_t       *conn;
-    ngx_http_tent_store_op_t       *op;
-    ngx_http_tent_store_op_full_t  *sop;
-
-    conn = store->client;
-
-    while (!ngx_queue_empty(&store->unsent)) {
-        q = ngx_queue_head(&store->unsent);
-        op = ngx_http_tent_store_op_of(q);
-        sop = ngx_http_tent_sop(op);
-
-        ngx_http_tent_store_unwait(op);
-
-        if (++store->next_id == 0) {
-            store->next_id = 1;
-        }
-
-        if (ngx_http_tent_ipc_frame(conn, store->next_id, -1, sop->req,
-                                    sop->req_len)
-            != NGX_OK)
-        {
-            ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_ERROR,
-                                           "request too large");
-            continue;
-        }
-
-        sop->node.key = store->next_id;
-        sop->where = NGX_HTTP_TENT_WHERE_SENT;
-        ngx_rbtree_insert(&store->sent, &sop->node);
-    }
-
-    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
-        ngx_http_tent_ipc_client_lost(store);
-    }
-}
-
-
-static void
-ngx_http_tent_ipc_client_write(ngx_event_t *ev)
-{
-    ngx_connection_t          *c;
-    ngx_http_tent_ipc_conn_t  *conn;
-
-    c = ev->data;
-    conn = c->data;
-
-    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
-        ngx_http_tent_ipc_client_lost(conn->store);
-    }
-}
-
-
-static ngx_int_t
-ngx_http_tent_ipc_client_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
-    u_char *data, size_t len)
-{
-    if (len < 1) {
-        return NGX_ERROR;
-    }
-
-    ngx_http_tent_ipc_client_reply(conn->store, id, data, len);
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_tent_ipc_client_read(ngx_event_t *ev)
-{
-    ngx_int_t                  rc;
-    ngx_connection_t          *c;
-    ngx_http_tent_store_t     *store;
-    ngx_http_tent_ipc_conn_t  *conn;
-
-    c = ev->data;
-    conn = c->data;
-    store = conn->store;
-
-    rc = ngx_http_tent_ipc_read(conn);
-
-    /* a reply's handler may lose this connection: hold its memory */
-
-    conn->refs++;
-
-    if (ngx_http_tent_ipc_frames(conn, ngx_http_tent_ipc_client_frame)
-        != NGX_OK
-        || rc != NGX_OK)
-    {
-        if (!conn->closed) {
-            ngx_http_tent_ipc_client_lost(store);
-        }
-
-        ngx_http_tent_ipc_conn_release(conn);
-        return;
-    }
-
-    ngx_http_tent_ipc_conn_release(conn);
-
-    if (store->client_state == NGX_HTTP_TENT_CLIENT_DRAINING
-        && store->sent.root == store->sent.sentinel)
-    {
-        /* the old owner answered all it had: go find the new one */
-        ngx_http_tent_ipc_client_reconnect(store);
-    }
-}
-
-
-static ngx_http_tent_store_op_t *
-ngx_http_tent_ipc_lookup(ngx_http_tent_store_t *store, uint32_t id)
-{
-    ngx_rbtree_node_t  *node, *sentinel;
-
-    node = store->sent.root;
-    sentinel = store->sent.sentinel;
-
-    while (node != sentinel) {
-        if (id == node->key) {
-            return (ngx_http_tent_store_op_t *)
-                       ((u_char *) node
-                        - offsetof(ngx_http_tent_store_op_full_t, node));
-        }
-
-        node = (id < node->key) ? node->left : node->right;
-    }
-
-    return NULL;
-}
-
-
-static void
-ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
-    u_char *data, size_t len)
-{
-    u_char                         *copy;
-    ngx_uint_t                      status;
-    ngx_http_tent_store_op_t       *op;
-    ngx_http_tent_store_op_full_t  *sop;
-
-    op = ngx_http_tent_ipc_lookup(store, id);
-    sop = ngx_http_tent_sop(op);
-
-    if (op == NULL) {
-        /* it timed out already */
-        return;
-    }
-
-    ngx_rbtree_delete(&store->sent, &sop->node);
-    sop->where = NGX_HTTP_TENT_WHERE_NONE;
-
-    status = data[0];
-
-    if (status == NGX_HTTP_TENT_STORE_RETRY) {
-        /* not executed: the owner is handing over; send it again later */
-        ngx_http_tent_store_wait(store, op, NGX_HTTP_TENT_WHERE_UNSENT);
-        store->client_state = NGX_HTTP_TENT_CLIENT_DRAINING;
-        return;
-    }
-
-    copy = NULL;
-
-    if (len > 1) {
-        copy = ngx_pnalloc(op->pool, len - 1);
-        if (copy == NULL) {
-            ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_ERROR,
-                                       (u_char *) "out of memory", 13);
-            return;
-        }
-
-        ngx_memcpy(copy, data + 1, len - 1);
-    }
-
-    ngx_http_tent_store_finish(op, status, copy, len - 1);
-}
-
-
-void
-ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_main_conf_t      *mcf;
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
-
-    ngx_rbtree_delete(&mcf->store->sent, &sop->node);
-    sop->where = NGX_HTTP_TENT_WHERE_NONE;
-}
-
-
-static void
-ngx_http_tent_ipc_client_close(ngx_http_tent_store_t *store)
-{
-    if (store->client) {
-        ngx_http_tent_ipc_conn_close(store->client);
-        store->client = NULL;
-    }
-
-    store->client_state = NGX_HTTP_TENT_CLIENT_NONE;
-}
-
-
-/*
- * The owner went away with our operations in flight: they may or may not
- * have been executed, so they fail (503) rather than run twice.
- */
-
-static void
-ngx_http_tent_ipc_client_lost(ngx_http_tent_store_t *store)
-{
-    ngx_rbtree_node_t         *node;
-    ngx_http_tent_store_op_t  *op;
-
-    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                   "tent store: lost the connection to the owner");
-
-    ngx_http_tent_ipc_client_close(store);
-
-    while (store->sent.root != store->sent.sentinel) {
-        node = ngx_rbtree_min(store->sent.root, store->sent.sentinel);
-        op = (ngx_http_tent_store_op_t *)
-                 ((u_char *) node
-                  - offsetof(ngx_http_tent_store_op_full_t, node));
-
-        ngx_rbtree_delete(&store->sent, node);
-
-        /* we may be inside submit: answer from the event loop */
-
-        ngx_http_tent_store_fail_later(op, NGX_HTTP_TENT_STORE_UNAVAILABLE,
-                                     "lost the connection to the store owner");
-    }
-
-    if (!ngx_queue_empty(&store->unsent) && !store->connect_timer.timer_set) {
-        ngx_add_timer(&store->connect_timer, 10);
-    }
-}
-
-
-static void
-ngx_http_tent_ipc_client_reconnect(ngx_http_tent_store_t *store)
-{
-    ngx_http_tent_ipc_client_close(store);
-
-    if (!store->connect_timer.timer_set) {
-        ngx_http_tent_ipc_connect(store);
     }
 }
 

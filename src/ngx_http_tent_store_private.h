@@ -251,6 +251,8 @@ ngx_int_t ngx_http_tent_fence_init(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_exit(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_load_thread(ngx_http_tent_store_t *store);
 void ngx_http_tent_fence_loaded(ngx_http_tent_store_t *store);
+
+/* ngx_http_tent_store_fence_admit.c: the fence's admission of writes */
 ngx_int_t ngx_http_tent_fence_admit(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
 void ngx_http_tent_fence_done(ngx_http_tent_store_t *store,
@@ -311,12 +313,14 @@ void ngx_http_tent_files_unlink(const char *dir, ngx_str_t *name,
 /* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
 ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);
 void ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store);
+
+/* ngx_http_tent_store_ipc_client.c: a worker's side of the socket */
 void ngx_http_tent_ipc_submit(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
 void ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op);
-void ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store);
 void ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store);
-void ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store);
 
 /* ngx_http_tent_bytes.c helpers live in the IPC file */
 ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);

@@ -25,7 +25,7 @@ layer() {
             echo 2 ;;
         guard.[ch]|resolver.[ch]|fetch.[ch]|fetch_*.[ch]|remote.[ch]|remote_*.[ch])
             echo 3 ;;
-        module.c|router.[ch]|conf.[ch])
+        module.c|module_conf.c|router.[ch]|conf.[ch])
             echo 5 ;;
         *)
             echo 4 ;;
@@ -50,6 +50,7 @@ for f in src/ngx_http_tent_*.[ch]; do
                 case "$f" in
                     src/ngx_http_tent_fetch*|src/ngx_http_tent_resolver.c|\
                     src/ngx_http_tent_guard.c|src/ngx_http_tent_module.c|\
+                    src/ngx_http_tent_module_conf.c|\
                     src/ngx_http_tent_conf.c) ;;
                     *) finding "$f includes $h (the fetch's only)" ;;
                 esac ;;
