@@ -102,7 +102,6 @@ typedef enum {
     NGX_HTTP_TENT_STAT_STORE_BACKGROUND,  /* ... for background work */
     NGX_HTTP_TENT_STAT_STORE_DEFERRED, /* background ops that waited a slot */
     NGX_HTTP_TENT_STAT_STORE_WAITING,  /* a gauge: those waiting now */
-    NGX_HTTP_TENT_STAT_STORE_YIELDED,  /* ... that waited for a request's */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

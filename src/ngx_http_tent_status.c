@@ -94,10 +94,7 @@ static ngx_http_tent_status_counter_t  ngx_http_tent_status_counters[] = {
       "Background operations that waited for a thread of theirs.", 0 },
     { NGX_HTTP_TENT_STAT_STORE_WAITING, "store_threads", "waiting",
       "tent_store_background_waiting",
-      "Background operations waiting for a thread of theirs now.", 1 },
-    { NGX_HTTP_TENT_STAT_STORE_YIELDED, "store_threads", "yielded",
-      "tent_store_background_yielded_total",
-      "Background operations that waited while a request's ran.", 0 }
+      "Background operations waiting for a thread of theirs now.", 1 }
 };
 
 

@@ -44,12 +44,6 @@ static void ngx_http_tent_owner_closed(ngx_event_t *ev);
 static void ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op, ngx_uint_t background);
 static void ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store);
-static ngx_uint_t ngx_http_tent_owner_background_max(
-    ngx_http_tent_store_t *store);
-static void ngx_http_tent_owner_request_begin(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_owner_request_end(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_exec_done(ngx_event_t *ev);
 static void ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store);
@@ -486,14 +480,6 @@ ngx_http_tent_owner_exit(ngx_http_tent_store_t *store)
  * queued, a request's operation finds a free thread (the pool has more)
  * and waits for none of it.  Compare-and-sets go in groups, one group at
  * a time, whichever their class.
- *
- * And the background class yields: while a request's operation is in
- * flight here, no background one starts (but one every
- * NGX_HTTP_TENT_BACKGROUND_YIELD ms, so that requests without a pause
- * slow the engine down and do not stop it), so the request's thread (its
- * synced write above all) and the event loop share the cores with fewer
- * of the engine's; they start when the last request's operation has been
- * answered and its handler has submitted what comes next.
  */
 
 void
@@ -523,10 +509,6 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
         store->inflight++;
 
-        if (!background) {
-            ngx_http_tent_owner_request_begin(store, op);
-        }
-
         if (!store->cas_running) {
             ngx_http_tent_owner_cas_start(store);
         }
@@ -535,25 +517,12 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     }
 
     if (background
-        && (store->background_running
-            >= ngx_http_tent_owner_background_max(store)
+        && (store->background_running >= store->background_max
             || !ngx_queue_empty(&store->background)))
     {
         ngx_queue_insert_tail(&store->background, &sop->queue);
         sop->where = NGX_HTTP_TENT_WHERE_BACKGROUND;
         store->nbackground++;
-
-        if (store->background_running < store->background_max) {
-
-            /* a thread of its class is free: it waits for a request's */
-
-            ngx_http_tent_count(NGX_HTTP_TENT_STAT_STORE_YIELDED, 1);
-
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                           "tent store owner: a background operation "
-                           "yields to %ui of a request's, %ui running",
-                           store->requests, store->background_running);
-        }
 
         ngx_http_tent_count(NGX_HTTP_TENT_STAT_STORE_DEFERRED, 1);
         ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_WAITING,
@@ -563,10 +532,6 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
                        "tent store owner: a background operation waits, "
                        "%ui running, %ui waiting",
                        store->background_running, store->nbackground);
-
-        /* its turn may have come: the yield is over for one */
-
-        ngx_http_tent_owner_next_background(store);
         return;
     }
 
@@ -617,10 +582,6 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
 
     if (background) {
         store->background_running++;
-        store->background_started = ngx_current_msec;
-
-    } else {
-        ngx_http_tent_owner_request_begin(store, op);
     }
 
     ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
@@ -637,8 +598,7 @@ ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store)
     ngx_http_tent_store_op_t  *op;
 
     while (store->state == NGX_HTTP_TENT_OWNER_OPEN
-           && store->background_running
-              < ngx_http_tent_owner_background_max(store)
+           && store->background_running < store->background_max
            && !ngx_queue_empty(&store->background))
     {
         q = ngx_queue_head(&store->background);
@@ -649,55 +609,6 @@ ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store)
         if (ngx_http_tent_fence_admit(store, op) == NGX_OK) {
             ngx_http_tent_owner_run(store, op, 1);
         }
-    }
-}
-
-
-/* the background threads that may run now: fewer while a request's runs */
-
-static ngx_uint_t
-ngx_http_tent_owner_background_max(ngx_http_tent_store_t *store)
-{
-    if (store->requests == 0) {
-        return store->background_max;
-    }
-
-    if ((ngx_msec_int_t) (ngx_current_msec - store->background_started)
-        < NGX_HTTP_TENT_BACKGROUND_YIELD)
-    {
-        return 0;
-    }
-
-    return 1;
-}
-
-
-static void
-ngx_http_tent_owner_request_begin(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_sop(op)->yielded_to = 1;
-    store->requests++;
-}
-
-
-/*
- * Counted out before its handler runs; the background operations held
- * for it start after the handler (ngx_http_tent_owner_after()), so a
- * request's next step, submitted by the handler, keeps them held.
- */
-
-static void
-ngx_http_tent_owner_request_end(ngx_http_tent_store_t *store,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_store_op_full_t  *sop;
-
-    sop = ngx_http_tent_sop(op);
-
-    if (sop->yielded_to) {
-        sop->yielded_to = 0;
-        store->requests--;
     }
 }
 
@@ -755,7 +666,6 @@ ngx_http_tent_owner_exec_done(ngx_event_t *ev)
     store = ctx->store;
 
     store->inflight--;
-    ngx_http_tent_owner_request_end(store, op);
 
     if (ctx->background) {
         store->background_running--;
@@ -813,10 +723,6 @@ done:
 static void
 ngx_http_tent_owner_after(ngx_http_tent_store_t *store)
 {
-    if (store->nbackground) {
-        ngx_http_tent_owner_next_background(store);
-    }
-
     if (store->state == NGX_HTTP_TENT_OWNER_CLOSING && store->inflight == 0) {
         ngx_http_tent_owner_close(store);
         return;
@@ -889,7 +795,6 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         op = ngx_http_tent_store_op_of(q);
 
         store->inflight--;
-        ngx_http_tent_owner_request_end(store, op);
         ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
         ngx_http_tent_owner_reject(op);
     }
@@ -937,7 +842,6 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     for (i = 0; i < g->ran; i++) {
         op = g->ops[i];
         store->inflight--;
-        ngx_http_tent_owner_request_end(store, op);
 
         ngx_http_tent_fence_done(store, op, g->res[i] ? g->res[i][0]
                                             : NGX_HTTP_TENT_STORE_ERROR);

@@ -114,7 +114,6 @@ typedef struct {
     unsigned                        apps:1;        /* a subscription */
     unsigned                        fence_counted:1;  /* owner: a write */
     unsigned                        fence_registry:1; /* of the registry */
-    unsigned                        yielded_to:1;  /* owner: in requests */
     ngx_uint_t                      outbox_n;      /* outbox rows of */
     ngx_uint_t                      outbox[NGX_HTTP_TENT_STORE_OUTBOXES];
 } ngx_http_tent_store_op_full_t;
@@ -168,8 +167,6 @@ struct ngx_http_tent_store_s {
     ngx_uint_t                      background_running;
     ngx_queue_t                     background;
     ngx_uint_t                      nbackground;
-    ngx_uint_t                      requests;    /* a request's, in flight */
-    ngx_msec_t                      background_started;  /* the last */
 
     /* giving freed memory back after background work (store_memory.c) */
     ngx_thread_task_t              *trim_task;
@@ -274,13 +271,6 @@ void ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store);
  */
 
 #define NGX_HTTP_TENT_CAS_GROUP  256
-
-/*
- * While a request's operation is in flight, a background one starts
- * only if none started for this long (ms): the engine yields, and goes
- * on, slower, under requests that never pause.
- */
-#define NGX_HTTP_TENT_BACKGROUND_YIELD  10
 
 typedef struct {
     ngx_thread_task_t               task;
