@@ -40,6 +40,7 @@
 #   LOCAL_POSTS=20
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   BG_THREADS=2 (tent_store_background_threads)
+#   THREAD_NICE=0 (tent_store_thread_nice)
 #   PORT=18181 (the module's; the receivers' are the free ones after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG_AGAIN=1: a second
 #   post to the BIG followers, and the RSS after it.  BIG=0 or LOCAL=0 skips
@@ -65,6 +66,7 @@ HOSTS=${HOSTS:-4}
 WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-64}
 BG_THREADS=${BG_THREADS:-2}
+THREAD_NICE=${THREAD_NICE:-0}
 TIMEOUT=${TIMEOUT:-300}
 DURATION=${DURATION:-5}
 
@@ -128,6 +130,7 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     tent_delivery_interval            50ms;
     tent_delivery_concurrency         $CONCURRENCY;
     tent_store_background_threads     $BG_THREADS;
+    tent_store_thread_nice            $THREAD_NICE;
     # the latency client signs a POST every 1-2 ms for as long as a
     # fan-out lasts: the default 4m holds the owner's nonces of about 30
     # s of it (2 x tent_mac_skew), a 100,000-follower fan-out lasts more
@@ -361,6 +364,7 @@ if [ "$LOCAL" != 0 ]; then
     tent_delivery_interval            50ms;
     tent_delivery_concurrency         $CONCURRENCY;
     tent_store_background_threads     $BG_THREADS;
+    tent_store_thread_nice            $THREAD_NICE;
     log_format  notes  '\$request_method \$uri';
 $blocks"
     bench_nginx_start "$sprefix" "$surl/tent/profile"

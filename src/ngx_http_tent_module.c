@@ -42,6 +42,10 @@ static ngx_conf_num_bounds_t  ngx_http_tent_store_background_bounds = {
     ngx_conf_check_num_bounds, 1, 64
 };
 
+static ngx_conf_num_bounds_t  ngx_http_tent_store_nice_bounds = {
+    ngx_conf_check_num_bounds, 0, 19
+};
+
 
 static ngx_command_t  ngx_http_tent_commands[] = {
 
@@ -330,6 +334,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_tent_main_conf_t, store_background),
       &ngx_http_tent_store_background_bounds },
+
+    { ngx_string("tent_store_thread_nice"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, store_thread_nice),
+      &ngx_http_tent_store_nice_bounds },
 
     { ngx_string("tent_provisioning"),
       NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,

@@ -152,6 +152,7 @@ struct ngx_http_tent_main_conf_s {
 
     /* the store owner's threads for background operations, at most */
     ngx_uint_t                      store_background;
+    ngx_uint_t                      store_thread_nice;
 
     /* provisioning: the servers with it on (srv confs), any of them */
     ngx_array_t                     provision_confs;

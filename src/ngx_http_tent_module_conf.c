@@ -46,6 +46,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->store_timeout = NGX_CONF_UNSET_MSEC;
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
     mcf->store_background = NGX_CONF_UNSET_UINT;
+    mcf->store_thread_nice = NGX_CONF_UNSET_UINT;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
     mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
@@ -214,6 +215,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(mcf->store_timeout, 5000);
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
     ngx_conf_init_uint_value(mcf->store_background, 2);
+    ngx_conf_init_uint_value(mcf->store_thread_nice, 0);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 

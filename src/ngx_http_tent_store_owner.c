@@ -642,6 +642,8 @@ ngx_http_tent_owner_exec_thread(void *data, ngx_log_t *log)
     op = ctx->op;
     sop = ngx_http_tent_sop(op);
 
+    ngx_http_tent_owner_thread_nice(ctx->store, log);
+
     if (ngx_http_tent_ldb_exec(ctx->store->ldb, sop->req, sop->req_len,
                                &ctx->res, &ctx->res_len)
         != NGX_OK)
@@ -806,6 +808,7 @@ ngx_http_tent_owner_cas_thread(void *data, ngx_log_t *log)
 {
     ngx_http_tent_cas_group_t *g = data;
 
+    ngx_http_tent_owner_thread_nice(g->store, log);
     ngx_http_tent_ldb_cas_group(g->store->ldb, g, log);
 }
 

@@ -164,6 +164,7 @@ struct ngx_http_tent_store_s {
 
     /* background operations: those running, those waiting for a slot */
     ngx_uint_t                      background_max;
+    ngx_uint_t                      thread_nice;
     ngx_uint_t                      background_running;
     ngx_queue_t                     background;
     ngx_uint_t                      nbackground;
@@ -261,6 +262,8 @@ void ngx_http_tent_fence_done(ngx_http_tent_store_t *store,
 /* ngx_http_tent_store_memory.c: malloc arenas, free pages given back */
 ngx_int_t ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_thread_nice(ngx_http_tent_store_t *store,
+    ngx_log_t *log);
 
 
 /*
