@@ -41,7 +41,9 @@
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   BG_THREADS=2 (tent_store_background_threads)
 #   THREAD_NICE=0 (tent_store_thread_nice)
-#   PORT=18181 (the module's; the receivers' are the free ones after it)
+#   PORT=18181 (the module's; the receivers' are the free ones after it;
+#   the same-node nginx's the first free one from PORT + 100, its
+#   entities the LOCAL ports after it)
 #   TIMEOUT=300 (each phase at most) DURATION=5.  BIG_AGAIN=1: a second
 #   post to the BIG followers, and the RSS after it.  BIG=0 or LOCAL=0 skips
 #   that phase.  BIG_SETTLE=2: seconds between the BIG follows and the
@@ -322,7 +324,7 @@ fi
 if [ "$LOCAL" != 0 ]; then
     # its own nginx: LOCAL + 1 server blocks sharing one tent_store, each
     # entity on its own port (Tent::Client connects to 127.0.0.1)
-    sport=$(bench_free_port 18281)
+    sport=$(bench_free_port $((${PORT:-18181} + 100)))
     lbase=$((sport + 1))
     ss -Htln | awk '{ print $4 }' | sed 's/.*://' | sort -u \
         | awk -v a="$lbase" -v b="$((lbase + LOCAL))" '$1 >= a && $1 < b' \

@@ -109,6 +109,7 @@ ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
 
     batch->pool = pool;
     batch->read = read;
+    batch->dl = dl;
     batch->refs = 1;            /* the read, until its answer */
     batch->free.handler = ngx_http_tent_batch_free;
     batch->free.data = batch;
@@ -116,6 +117,16 @@ ngx_http_tent_batch_create(ngx_http_tent_delivery_t *dl)
     batch->more.handler = ngx_http_tent_batch_run;
     batch->more.data = batch;
     batch->more.log = dl->log;
+
+    /*
+     * Counted until its read is answered and its jobs started (16 a
+     * turn): the same-node jobs wait for the rest of them, so that one
+     * synced write takes a due batch's, or several, not a turn's 16
+     * (ngx_http_tent_local_batch.c).
+     */
+
+    batch->handing = 1;
+    dl->handing++;
 
     return batch;
 
@@ -526,6 +537,12 @@ ngx_http_tent_batch_run(ngx_event_t *ev)
 static void
 ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch)
 {
+    if (batch->handing) {
+        batch->handing = 0;
+        batch->dl->handing--;
+        ngx_http_tent_local_batch_kick(batch->dl);
+    }
+
     ngx_post_event(&batch->free, &ngx_posted_events);
 }
 

@@ -116,6 +116,8 @@ typedef struct {
     ngx_uint_t                      next;        /* the job to start */
     ngx_event_t                     more;        /* the next jobs' turn */
     ngx_event_t                     free;        /* the read's pool */
+    ngx_http_tent_delivery_t       *dl;
+    unsigned                        handing:1;   /* in dl->handing */
 } ngx_http_tent_batch_t;
 
 
@@ -129,6 +131,7 @@ struct ngx_http_tent_delivery_s {
     ngx_queue_t                     tasks;
     ngx_uint_t                      inflight;
     ngx_uint_t                      settling;    /* slots given back */
+    ngx_uint_t                      handing;     /* batches starting jobs */
     ngx_uint_t                      next_entity;
     ngx_array_t                     rows;        /* key, value: outbox */
     ngx_rbtree_t                   *done;        /* keys ended this step */
@@ -372,6 +375,7 @@ ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
 /* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
 ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
+void ngx_http_tent_local_batch_kick(ngx_http_tent_delivery_t *dl);
 
 /* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
 ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,

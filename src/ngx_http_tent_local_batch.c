@@ -55,6 +55,13 @@
 /* local jobs that give their slot back, waiting or in the batch */
 #define NGX_HTTP_TENT_LOCAL_HELD    1024
 
+/*
+ * Due batches whose end a waiting job sees go by before it goes anyway:
+ * other entities' due batches (over HTTP) may follow one another without
+ * a gap, and a job does not wait for the bound of jobs indefinitely.
+ */
+#define NGX_HTTP_TENT_LOCAL_WAITS   16
+
 
 /* the engine's same-node jobs: those waiting, and the batch in flight */
 typedef struct {
@@ -62,6 +69,7 @@ typedef struct {
     ngx_queue_t                     pending;
     ngx_uint_t                      npending;
     ngx_uint_t                      released;   /* slots given back */
+    ngx_uint_t                      waited;     /* due batches ended */
     ngx_event_t                     flush;
     ngx_queue_t                     batches;    /* in flight */
     ngx_uint_t                      nbatches;
@@ -235,6 +243,25 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
     if (lj->nbatches >= NGX_HTTP_TENT_LOCAL_BATCHES || lj->npending == 0) {
         return;
     }
+
+    /*
+     * A due batch still read or starting its jobs (16 a turn): their
+     * same-node ones join this batch, and its end posts the flush again
+     * (ngx_http_tent_local_batch_kick).  One synced write for up to
+     * NGX_HTTP_TENT_LOCAL_MAX jobs, not one for each turn's 16.
+     */
+
+    if (lj->dl->handing && lj->npending < NGX_HTTP_TENT_LOCAL_MAX
+        && lj->waited < NGX_HTTP_TENT_LOCAL_WAITS)
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, lj->dl->log, 0,
+                       "tent local batch: %ui jobs wait for the %ui due "
+                       "batches read or starting theirs", lj->npending,
+                       lj->dl->handing);
+        return;
+    }
+
+    lj->waited = 0;
 
     pool = ngx_create_pool(16384, lj->dl->log);
     if (pool == NULL) {
@@ -959,6 +986,27 @@ ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl)
     lj = dl->local;
 
     return lj ? lj->released : 0;
+}
+
+
+/* a due batch started its last jobs (or none): the waiting ones go */
+
+void
+ngx_http_tent_local_batch_kick(ngx_http_tent_delivery_t *dl)
+{
+    ngx_http_tent_local_jobs_t  *lj;
+
+    lj = dl->local;
+
+    if (lj == NULL || lj->npending == 0) {
+        return;
+    }
+
+    lj->waited++;
+
+    if (lj->nbatches < NGX_HTTP_TENT_LOCAL_BATCHES && !lj->flush.posted) {
+        ngx_post_event(&lj->flush, &ngx_posted_events);
+    }
 }
 
 
