@@ -9,11 +9,12 @@ use warnings;
 use Test::More;
 use File::Path qw(make_path remove_tree);
 use File::Spec;
+use Tent::Util ();
 
 my $nginx = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my @mods = split ' ', $ENV{TEST_NGINX_LOAD_MODULES} || '';
 my $port = ($ENV{TEST_NGINX_PORT} || 21300) + 7;
-my $root = ($ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-admin-token') . '-token';
+my $root = Tent::Util::own_root('/tmp/sr-admin-token') . '-token';
 
 remove_tree($root);
 make_path("$root/conf", "$root/logs");

@@ -30,7 +30,7 @@ my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 21300;
 my $P = $BASE + 1;
-my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-fence';
+my $root = Tent::Util::own_root('/tmp/sr-fence');
 my ($host, $token, $tokfile) = provisioning_host(
     port => $P, root => $root, names => ['*.test'],
     http => <<'CONF');

@@ -24,7 +24,7 @@ use Tent::Hosting qw(provisioning_host operator_request delete_all client_of);
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $BASE = $ENV{TEST_NGINX_PORT} || 22400;
 my $P = $BASE + 1;
-my $root = $ENV{TEST_NGINX_SERVROOT} || '/tmp/sr-fence-attacks';
+my $root = Tent::Util::own_root('/tmp/sr-fence-attacks');
 my ($host, $token, $tokfile) = provisioning_host(
     port => $P, root => $root, names => ['*.test'],
     http => <<'CONF');

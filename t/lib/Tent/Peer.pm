@@ -42,7 +42,8 @@ sub _base_servroot {
     $r =~ s{/+$}{};
     # files side by side (TEST_NGINX_RANDOMIZE) that did not load the
     # harness, which makes the server root its own: one of their own too
-    $r .= "-$$" if !$ENV{TEST_NGINX_SERVROOT} && $ENV{TEST_NGINX_RANDOMIZE};
+    # (util/run-asan.sh gives every file the same TEST_NGINX_SERVROOT)
+    $r .= "-$$" if $ENV{TEST_NGINX_RANDOMIZE} && !$INC{'Test/Nginx/Util.pm'};
     return $r;
 }
 

@@ -340,6 +340,21 @@ sub store_lock {
     return $fh;
 }
 
+# The root of a suite that does not load the harness (its files, its
+# peers' roots beside it): TEST_NGINX_SERVROOT or DEFAULT, and its own
+# when files run side by side (TEST_NGINX_RANDOMIZE), as the harness
+# makes its own: two such suites must not share a token file or a peer.
+sub own_root {
+    my ($default) = @_;
+    my $r = $ENV{TEST_NGINX_SERVROOT} || $default;
+    $r =~ s{/+$}{};
+    $r .= "-$$" if $ENV{TEST_NGINX_RANDOMIZE} && !$INC{'Test/Nginx/Util.pm'};
+    require File::Basename;
+    require File::Path;
+    File::Path::make_path(File::Basename::dirname($r));
+    return $r;
+}
+
 # A helper of t/helpers (ldb-dump, ldb-put: LevelDB read and written
 # directly, with nginx stopped), built once a process into a directory
 # of its own.  `make test` installs cc and libleveldb-dev: a helper that
