@@ -7,7 +7,9 @@
  * ldb-dump DIR: every key of the LevelDB in DIR, hex, a tab, and the
  * value in hex when it is shorter than 64 KB ("-" otherwise).  For
  * suites that check rows no route shows, with nginx stopped (LevelDB
- * allows one process).  Built by the suite that needs it:
+ * allows one process).  A dump that could not read every row (a
+ * damaged table, a read error) exits 1: part of the rows is never
+ * given as all of them.  Built by the suite that needs it:
  *
  *     cc -o ldb-dump t/helpers/ldb-dump.c -lleveldb
  */
@@ -57,6 +59,7 @@ main(int argc, char **argv)
     }
 
     ropt = leveldb_readoptions_create();
+    leveldb_readoptions_set_verify_checksums(ropt, 1);
     it = leveldb_create_iterator(db, ropt);
 
     for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it);
@@ -76,6 +79,20 @@ main(int argc, char **argv)
         }
 
         printf("\n");
+    }
+
+    /* the iteration ends at an error as at the last row: which was it */
+
+    leveldb_iter_get_error(it, &err);
+
+    if (err != NULL) {
+        fprintf(stderr, "ldb-dump: %s\n", err);
+        return 1;
+    }
+
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "ldb-dump: writing the rows failed\n");
+        return 1;
     }
 
     leveldb_iter_destroy(it);
