@@ -385,7 +385,10 @@ sub ldb_rows {
     while (1) {
         my $out = `$bin $dir 2>&1`;
         return grep { /^[0-9a-f]*\t/ } split /^/, $out if $? == 0;
-        die "ldb-dump $dir: $out" unless $out =~ /lock/i && time < $until;
+        # LevelDB's own words for the lock (not "block checksum mismatch")
+        die "ldb-dump $dir: $out"
+            unless $out =~ m{IO error: lock \S*/LOCK\b|already held by process}
+                   && time < $until;
         sleep 0.2;
     }
 }
