@@ -26,6 +26,7 @@
 #include "../src/ngx_http_tent_store_ipc.c"
 #include "../src/ngx_http_tent_store_ipc_client.c"
 #include "../src/ngx_http_tent_store_owner.c"
+#include "../src/ngx_http_tent_store_owner_exec.c"
 
 #include "fuzz.h"
 

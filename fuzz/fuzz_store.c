@@ -6,7 +6,7 @@
 
 /*
  * The store's executor, fed as the owner feeds it
- * (ngx_http_tent_store_owner.c): compare-and-sets in groups, through
+ * (ngx_http_tent_store_owner_exec.c): compare-and-sets in groups, through
  * ngx_http_tent_ldb_cas_group(), the one way they run; every other
  * operation through ngx_http_tent_ldb_exec().  Both decode what the
  * socket delivers with one decoder (docs/store.md: "u8 op, u8 flags,

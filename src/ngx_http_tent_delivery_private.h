@@ -14,8 +14,9 @@
  * the fan-out (ngx_http_tent_fanout.c, _fanout_told.c), the due jobs'
  * scan (ngx_http_tent_queue.c) and read (ngx_http_tent_delivery_load.c),
  * sending (ngx_http_tent_send.c), same-node delivery
- * (ngx_http_tent_local.c), settling (ngx_http_tent_settle.c) and
- * the hosts' slots and breakers (ngx_http_tent_hosts.c).  Only they
+ * (ngx_http_tent_local.c, its batches _local_batch.c, _local_write.c),
+ * settling (ngx_http_tent_settle.c) and the hosts' slots and breakers
+ * (ngx_http_tent_hosts.c).  Only they
  * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
  * that does fails to compile.
  */

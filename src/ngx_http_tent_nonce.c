@@ -508,7 +508,7 @@ ngx_http_tent_credential_bump(ngx_cycle_t *cycle)
 /*
  * App subscriptions: moved by a write of one, so that the delivery
  * engine may trust "no app of this entity is subscribed" until then
- * (ngx_http_tent_local_batch.c).
+ * (ngx_http_tent_local_write.c).
  */
 
 ngx_atomic_uint_t

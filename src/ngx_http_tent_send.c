@@ -581,7 +581,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 /*
  * The job's settlement as a write, not submitted: NULL when building it
  * failed (the task is over then, logged).  Same-node batches append it
- * to their own write (ngx_http_tent_local_batch.c).
+ * to their own write (ngx_http_tent_local_write.c).
  */
 
 ngx_http_tent_store_op_t *

@@ -9,7 +9,7 @@
  * closing the database, and the executor: every operation decoded from
  * its bytes and run (a read, a write batch, a scan, a multi-get), and the
  * compare-and-sets of a group.  All of it runs on a pool thread; when it
- * runs is the owner's business (ngx_http_tent_store_owner.c).
+ * runs is the owner's business (ngx_http_tent_store_owner.c, _exec.c).
  */
 
 

@@ -229,7 +229,7 @@ void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
 #define NGX_HTTP_TENT_WHERE_FAILED     5
 #define NGX_HTTP_TENT_WHERE_BACKGROUND 6     /* waits for a background slot */
 
-/* ngx_http_tent_store_owner.c: when and where LevelDB runs */
+/* ngx_http_tent_store_owner.c: the database opened, handed over, reopened */
 #define NGX_HTTP_TENT_OWNER_NONE       0
 #define NGX_HTTP_TENT_OWNER_OPENING    1
 #define NGX_HTTP_TENT_OWNER_OPEN       2
@@ -242,10 +242,15 @@ void ngx_http_tent_owner_submit(ngx_http_tent_store_t *store,
 void ngx_http_tent_owner_resign(ngx_http_tent_store_t *store);
 void ngx_http_tent_owner_exit(ngx_http_tent_store_t *store);
 ngx_int_t ngx_http_tent_owner_accepts(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_after(ngx_http_tent_store_t *store);
+void ngx_http_tent_owner_reject(ngx_http_tent_store_op_t *op);
+
+/* ngx_http_tent_store_owner_exec.c: the pool's two classes, cas groups */
 void ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
 void ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op);
+void ngx_http_tent_owner_next_background(ngx_http_tent_store_t *store);
 
 /* ngx_http_tent_store_fence.c: the registry fence of writes */
 ngx_int_t ngx_http_tent_fence_init(ngx_http_tent_store_t *store);
