@@ -54,14 +54,22 @@ sub _running {
     return $pid =~ /^\s*(\d+)/ && kill(0, $1) ? 1 : 0;
 }
 
-sub _free_port {
-    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
-                                Listen => 1, ReuseAddr => 1)
-        or die "Tent::Peer: no free port: $@\n";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
+# a free port on 127.0.0.1, never one this process was given before: a
+# port a suite took for a server it starts later (free_port()) is free
+# until then, and the kernel may offer it again
+my %given;
+sub free_port {
+    for (1 .. 100) {
+        my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                    Listen => 1, ReuseAddr => 1)
+            or die "Tent::Peer: no free port: $@\n";
+        my $p = $s->sockport;
+        close $s;
+        return $p if !$given{$p}++;
+    }
+    die "Tent::Peer: no free port not given before\n";
 }
+sub _free_port { free_port() }
 
 # start(http_config => TEXT, server_config => TEXT, main_config => TEXT,
 #       worker_processes => 2, port => N, log_level => 'debug',
