@@ -64,6 +64,10 @@ static void ngx_http_tent_quota_bytes_cleanup(void *data);
 static void ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b);
 static void ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_quota_back_send(ngx_http_tent_quota_back_t *b,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
+static void ngx_http_tent_quota_back_failed(ngx_http_tent_quota_back_t *b,
+    ngx_uint_t status);
 static ngx_http_tent_store_op_t *ngx_http_tent_quota_cas(ngx_pool_t *pool,
     ngx_log_t *log, ngx_str_t *key, ngx_str_t *old, int64_t n);
 
@@ -589,23 +593,11 @@ ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b)
 
     op = ngx_http_tent_store_op_create(b->pool, &b->log);
 
-    if (op == NULL || ngx_http_tent_store_get(op, &b->key) != NGX_OK) {
-        goto failed;
+    if (op != NULL && ngx_http_tent_store_get(op, &b->key) != NGX_OK) {
+        op = NULL;
     }
 
-    op->handler = ngx_http_tent_quota_back_write;
-    op->data = b;
-
-    if (ngx_http_tent_store_submit(op) == NGX_OK) {
-        return;
-    }
-
-failed:
-
-    ngx_log_error(NGX_LOG_WARN, &b->log, 0,
-                  "tent quota: giving back %L attachment bytes failed",
-                  b->bytes);
-    ngx_destroy_pool(b->pool);
+    ngx_http_tent_quota_back_send(b, op, ngx_http_tent_quota_back_write);
 }
 
 
@@ -614,39 +606,23 @@ ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_quota_back_t *b = op->data;
 
-    int64_t                    n;
-    ngx_str_t                  value;
-    ngx_http_tent_store_op_t  *wop;
+    int64_t     n;
+    ngx_str_t   value;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK
         || ngx_http_tent_store_value(op, &value) != NGX_OK)
     {
-        goto failed;
+        ngx_http_tent_quota_back_failed(b, op->status);
+        return;
     }
 
     n = ngx_atoi(value.data, value.len);
     n = (n == NGX_ERROR || n < b->bytes) ? 0 : n - b->bytes;
 
-    wop = ngx_http_tent_quota_cas(b->pool, &b->log, &b->key, &value, n);
-
-    if (wop == NULL) {
-        goto failed;
-    }
-
-    wop->handler = ngx_http_tent_quota_back_done;
-    wop->data = b;
-
-    if (ngx_http_tent_store_submit(wop) == NGX_OK) {
-        return;
-    }
-
-failed:
-
-    ngx_log_error(NGX_LOG_WARN, &b->log, 0,
-                  "tent quota: giving back %L attachment bytes failed "
-                  "(store status %ui): the count keeps them", b->bytes,
-                  op->status);
-    ngx_destroy_pool(b->pool);
+    ngx_http_tent_quota_back_send(b, ngx_http_tent_quota_cas(b->pool, &b->log,
+                                                             &b->key, &value,
+                                                             n),
+                                  ngx_http_tent_quota_back_done);
 }
 
 
@@ -663,12 +639,41 @@ ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op)
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_error(NGX_LOG_WARN, &b->log, 0,
-                      "tent quota: giving back %L attachment bytes failed "
-                      "(store status %ui): the count keeps them", b->bytes,
-                      op->status);
+        ngx_http_tent_quota_back_failed(b, op->status);
+        return;
     }
 
+    ngx_destroy_pool(b->pool);
+}
+
+
+/* the give-back's next operation; none (NULL) or not sent: it ends */
+
+static void
+ngx_http_tent_quota_back_send(ngx_http_tent_quota_back_t *b,
+    ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler)
+{
+    if (op != NULL) {
+        op->handler = handler;
+        op->data = b;
+
+        if (ngx_http_tent_store_submit(op) == NGX_OK) {
+            return;
+        }
+    }
+
+    ngx_http_tent_quota_back_failed(b, NGX_HTTP_TENT_STORE_ERROR);
+}
+
+
+static void
+ngx_http_tent_quota_back_failed(ngx_http_tent_quota_back_t *b,
+    ngx_uint_t status)
+{
+    ngx_log_error(NGX_LOG_WARN, &b->log, 0,
+                  "tent quota: giving back %L attachment bytes failed "
+                  "(store status %ui): the count keeps them", b->bytes,
+                  status);
     ngx_destroy_pool(b->pool);
 }
 

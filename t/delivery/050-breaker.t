@@ -81,11 +81,7 @@ sub wait_all {
     return 0;
 }
 
-sub status {
-    my $res = $c->request(GET => '//status');
-    die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return decode_json($res->{body});
-}
+sub status { Tent::Util::tent_status($c) }
 
 my $A = Tent::Receiver->start;
 my $B = Tent::Receiver->start;

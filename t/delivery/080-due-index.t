@@ -85,11 +85,7 @@ for my $p (@F) {
     push @fcred, $cred;
 }
 
-sub status {
-    my $res = $a->request(GET => '//status');
-    die "status: $res->{status}" unless $res->{status} == 200;
-    return decode_json($res->{body})->{deliveries};
-}
+sub status { Tent::Util::tent_status($a)->{deliveries} }
 
 sub post {
     my ($text) = @_;

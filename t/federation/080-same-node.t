@@ -48,11 +48,7 @@ my (undef, $acred) = $a->authorized_app($SCOPES, post_types => 'all');
 my (undef, $bcred) = $b->authorized_app($SCOPES, post_types => 'all');
 my (undef, $ccred) = $cc->authorized_app($SCOPES, post_types => 'all');
 
-sub status {
-    my $res = $a->request(GET => '//status');
-    die "status: $res->{status}" unless $res->{status} == 200;
-    return decode_json($res->{body})->{deliveries};
-}
+sub status { Tent::Util::tent_status($a)->{deliveries} }
 
 # the POSTs to the notification paths the access log has seen
 sub notification_posts {

@@ -58,21 +58,14 @@ for my $n (sort keys %port) {
 
 sub dumped { JSON::PP->new->canonical->allow_nonref->encode($_[0]) }
 
-sub status {
-    my $res = $a->request(GET => '//status');
-    die "status: $res->{status}" unless $res->{status} == 200;
-    return decode_json($res->{body})->{deliveries};
-}
+sub status { Tent::Util::tent_status($a)->{deliveries} }
 
 sub access_log {
     open my $fh, '<', Tent::Util::servroot() . '/logs/access.log' or return ();
     return <$fh>;
 }
 
-sub error_log {
-    open my $fh, '<', Tent::Util::servroot() . '/logs/error.log' or return ();
-    return <$fh>;
-}
+sub error_log { Tent::Util::error_log_lines() }
 
 # the POSTs to a notification path of the server on "port"
 sub notification_posts {

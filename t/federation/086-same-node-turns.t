@@ -53,16 +53,9 @@ my (undef, $acred) = $a->authorized_app($SCOPES, post_types => 'all');
 
 sub dumped { JSON::PP->new->canonical->allow_nonref->encode($_[0]) }
 
-sub status {
-    my $res = $a->request(GET => '//status');
-    die "status: $res->{status}" unless $res->{status} == 200;
-    return decode_json($res->{body})->{deliveries};
-}
+sub status { Tent::Util::tent_status($a)->{deliveries} }
 
-sub error_log {
-    open my $fh, '<', Tent::Util::servroot() . '/logs/error.log' or return ();
-    return <$fh>;
-}
+sub error_log { Tent::Util::error_log_lines() }
 
 sub notification_posts {
     open my $fh, '<', Tent::Util::servroot() . '/logs/access.log' or return 0;

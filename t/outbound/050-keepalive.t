@@ -29,11 +29,7 @@ my ($wapp, $owner) = $c->authorized_app(
     'write_posts,read_posts,read_followers,write_followers',
     post_types => 'all');
 
-sub status {
-    my $res = $c->request(GET => '//status');
-    die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return decode_json($res->{body});
-}
+sub status { Tent::Util::tent_status($c) }
 
 sub follow {
     my ($rx) = @_;

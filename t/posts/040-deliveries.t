@@ -32,11 +32,7 @@ my $c = Tent::Client->new;
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
 
-sub status {
-    my $res = $c->request(GET => '//status');
-    die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return decode_json($res->{body});
-}
+sub status { Tent::Util::tent_status($c) }
 
 sub cred_of {
     my ($j) = @_;

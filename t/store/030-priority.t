@@ -38,11 +38,7 @@ my (undef, $owner) = $c->authorized_app('write_posts,read_posts',
                                        post_types => 'all');
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 
-sub status {
-    my $res = $c->request(GET => '//status');
-    die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return decode_json($res->{body})->{store_threads};
-}
+sub status { Tent::Util::tent_status($c)->{store_threads} }
 
 my $rx = Tent::Peer->start(worker_processes => 1,
                            http_config => <<HTTP,

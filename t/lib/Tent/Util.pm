@@ -17,7 +17,8 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
                     follower_host_config follower_host follow_many
-                    dechunk export_document ldb_tool ldb_rows);
+                    dechunk export_document ldb_tool ldb_rows
+                    tent_status error_log_lines);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -312,6 +313,19 @@ sub error_log_text {
     my $t = <$fh>;
     close $fh;
     return $t;
+}
+
+# the error log as a list of lines
+sub error_log_lines { split /^/, error_log_text() }
+
+# the tent_status location's JSON (at //status: the client's API root is
+# /tent) through CLIENT, a Tent::Client; dies unless it answers 200
+sub tent_status {
+    my ($c) = @_;
+    my $res = $c->request(GET => '//status');
+    die "status: $res->{status} $res->{body}" unless $res->{status} == 200;
+    require JSON::PP;
+    return JSON::PP::decode_json($res->{body});
 }
 
 # wait until the error log matches $re, at most $seconds
