@@ -29,6 +29,7 @@ static const char *ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_str_t *key);
 static ngx_uint_t ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_str_t *entity);
+static ngx_uint_t ngx_http_tent_fence_rows_only(ngx_str_t *pairs);
 static ngx_int_t ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
     ngx_http_tent_store_op_t *op, ngx_http_tent_ldb_req_t *rq,
     ngx_str_t *pairs);
@@ -295,11 +296,25 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
     u_char                         *req, *p, *start;
     uint32_t                        i, n, dropped;
     ngx_str_t                       key, value;
+    ngx_str_t                      *rows;
     ngx_uint_t                      kind;
     ngx_http_tent_in_t              in;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
+
+    /*
+     * Only a rows-only pair makes a put stale: without one, each key
+     * need not walk every pair (a same-node batch has one a recipient,
+     * and a put of each of its rows); without one and with no registry
+     * entity, nothing can be left out at all.
+     */
+
+    rows = ngx_http_tent_fence_rows_only(pairs) ? pairs : NULL;
+
+    if (rows == NULL && fence->n == 0) {
+        return NGX_OK;
+    }
 
     dropped = 0;
     in = rq->items;
@@ -310,7 +325,7 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
         }
 
         if (kind == NGX_HTTP_TENT_WRITE_PUT
-            && ngx_http_tent_fence_key(fence, pairs, &key))
+            && ngx_http_tent_fence_key(fence, rows, &key))
         {
             dropped++;
         }
@@ -340,7 +355,7 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
         (void) ngx_http_tent_in_entry(&in, &kind, &key, &value);
 
         if (kind == NGX_HTTP_TENT_WRITE_PUT
-            && ngx_http_tent_fence_key(fence, pairs, &key))
+            && ngx_http_tent_fence_key(fence, rows, &key))
         {
             continue;
         }
@@ -457,6 +472,39 @@ ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
                            "out", &name, incarnation);
             return 1;
         }
+    }
+
+    return 0;
+}
+
+
+/* is any of the pairs a rows-only one (ngx_http_tent_store_fence_rows()) */
+
+static ngx_uint_t
+ngx_http_tent_fence_rows_only(ngx_str_t *pairs)
+{
+    u_char    *p, *last;
+    uint32_t   n;
+
+    if (pairs->data == NULL) {
+        return 0;
+    }
+
+    p = pairs->data;
+    last = p + pairs->len;
+
+    while (last - p >= 4) {
+        if (p[0] & 0x80) {
+            return 1;
+        }
+
+        n = ngx_http_tent_fence_u32(p) & NGX_HTTP_TENT_FENCE_LEN;
+
+        if ((size_t) (last - p - 4) < (size_t) n + 8) {
+            return 0;
+        }
+
+        p += 4 + n + 8;
     }
 
     return 0;
