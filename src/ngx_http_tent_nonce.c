@@ -53,7 +53,8 @@ typedef struct {
     ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
     ngx_atomic_t                    registry;    /* its generation */
     ngx_atomic_t                    subscriptions; /* their generation */
-    ngx_http_tent_census_t          census[NGX_HTTP_TENT_CENSUS_SLOTS];
+    ngx_http_tent_census_t         *census;
+    ngx_uint_t                      ncensus;     /* a power of two */
 } ngx_http_tent_nonce_sh_t;
 
 
@@ -159,6 +160,25 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
     ctx->sh = sh;
     ctx->shpool->data = sh;
 
+    /* the census: a slot a KB of the zone, before the nonces take it */
+
+    sh->ncensus = NGX_HTTP_TENT_CENSUS_MIN;
+
+    while (sh->ncensus < NGX_HTTP_TENT_CENSUS_MAX
+           && sh->ncensus * 2 * 1024 <= zone->shm.size)
+    {
+        sh->ncensus *= 2;
+    }
+
+    sh->census = ngx_slab_calloc(ctx->shpool,
+                                 sh->ncensus * sizeof(ngx_http_tent_census_t));
+    if (sh->census == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent: tent_mac_nonce_cache of %uzk has no room for "
+                      "the census of apps", zone->shm.size >> 10);
+        return NGX_ERROR;
+    }
+
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_http_tent_nonce_insert);
 
     for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
@@ -195,8 +215,9 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
 
     ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
                   "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
-                  "%ui each for app and for follower keys",
-                  zone->shm.size >> 10, sh->capacity, sh->capacity / 4);
+                  "%ui each for app and for follower keys, and %ui census "
+                  "slots", zone->shm.size >> 10, sh->capacity,
+                  sh->capacity / 4, sh->ncensus);
 
     return NGX_OK;
 }
@@ -559,7 +580,7 @@ ngx_http_tent_census_slot(ngx_cycle_t *cycle, ngx_str_t *entity,
            (((uint64_t) ngx_crc32_long(entity->data, entity->len) << 32)
             | ngx_hash_key(entity->data, entity->len));
 
-    return &sh->census[h % NGX_HTTP_TENT_CENSUS_SLOTS];
+    return &sh->census[h & (sh->ncensus - 1)];
 }
 
 

@@ -45,8 +45,13 @@ void ngx_http_tent_subscription_bump(ngx_cycle_t *cycle);
  * write of a post only its apps could get skips its outbox row while
  * it holds (ngx_http_tent_outbox.c).  A slot by a hash of the name,
  * tagged with two more: another entity's census only takes the slot.
+ * The slots are the zone's size / 1 KB, a power of two from 256 to
+ * 16,384 (32 bytes each: 128 KB of the default 4m): with fewer slots
+ * than the entities a fan-out reaches, their censuses take each other's
+ * slots and every copy gets an outbox row again.
  */
-#define NGX_HTTP_TENT_CENSUS_SLOTS      256
+#define NGX_HTTP_TENT_CENSUS_MIN        256
+#define NGX_HTTP_TENT_CENSUS_MAX        16384
 #define NGX_HTTP_TENT_CENSUS_TIME       60
 
 void ngx_http_tent_apps_census(ngx_cycle_t *cycle, ngx_str_t *entity,
