@@ -17,9 +17,13 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_mac.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+
+
+static EVP_MAC_CTX *ngx_http_tent_mac_ctx(ngx_uint_t sha1);
 
 
 /*
@@ -175,8 +179,10 @@ ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
     ngx_str_t *text, u_char *out, size_t *out_len)
 {
     u_char         digest[EVP_MAX_MD_SIZE];
+    size_t         dlen;
     unsigned int   len;
     ngx_str_t      src, dst;
+    EVP_MAC_CTX   *ctx;
     const EVP_MD  *md;
 
     if (algorithm->len == sizeof("hmac-sha-256") - 1
@@ -194,9 +200,23 @@ ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
         return NGX_ERROR;
     }
 
-    if (HMAC(md, key->data, (int) key->len, text->data, text->len, digest,
-             &len)
-        == NULL)
+    /*
+     * A key of no bytes is never keyed again on the kept context (a NULL
+     * or empty key there means "the previous key"): HMAC() it is.
+     */
+
+    ctx = key->len ? ngx_http_tent_mac_ctx(md == EVP_sha1()) : NULL;
+
+    if (ctx != NULL
+        && EVP_MAC_init(ctx, key->data, key->len, NULL) == 1
+        && EVP_MAC_update(ctx, text->data, text->len) == 1
+        && EVP_MAC_final(ctx, digest, &dlen, sizeof(digest)) == 1)
+    {
+        len = (unsigned int) dlen;
+
+    } else if (HMAC(md, key->data, (int) key->len, text->data, text->len,
+                    digest, &len)
+               == NULL)
     {
         return NGX_ERROR;
     }
@@ -210,6 +230,55 @@ ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
     *out_len = dst.len;
 
     return NGX_OK;
+}
+
+
+/*
+ * The process's HMAC context of SHA-256 (or SHA-1), made once and keyed
+ * again for each MAC: HMAC() fetches the algorithm and the digest by
+ * name at every call (OpenSSL 3), a twentieth of a delivery's event loop
+ * in perf.  Only the event loop signs and checks (no pool thread), so
+ * one context each is enough.  NULL: HMAC() does it.
+ */
+
+static EVP_MAC_CTX *
+ngx_http_tent_mac_ctx(ngx_uint_t sha1)
+{
+    EVP_MAC_CTX         *c;
+    OSSL_PARAM           params[2];
+
+    static EVP_MAC      *mac;
+    static EVP_MAC_CTX  *ctx[2];
+
+    if (ctx[sha1]) {
+        return ctx[sha1];
+    }
+
+    if (mac == NULL) {
+        mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (mac == NULL) {
+            return NULL;
+        }
+    }
+
+    c = EVP_MAC_CTX_new(mac);
+    if (c == NULL) {
+        return NULL;
+    }
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 sha1 ? "SHA1" : "SHA256",
+                                                 0);
+    params[1] = OSSL_PARAM_construct_end();
+
+    if (EVP_MAC_CTX_set_params(c, params) != 1) {
+        EVP_MAC_CTX_free(c);
+        return NULL;
+    }
+
+    ctx[sha1] = c;
+
+    return c;
 }
 
 
