@@ -101,6 +101,12 @@ ngx_http_tent_delivery_entities_init(ngx_http_tent_delivery_t *dl,
         s->active = 1;
     }
 
+    /* the same-node lookup of them by origin: they stay as they are */
+
+    if (ngx_http_tent_local_index(dl, cycle->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "tent delivery: %ui fixed entities, %ui chunks",
                    dl->nentities, dl->nchunks);

@@ -146,6 +146,7 @@ struct ngx_http_tent_delivery_s {
     ngx_rbtree_node_t               names_sentinel;
     ngx_http_tent_settle_t         *settle;      /* being filled */
     void                           *local;       /* same-node batches */
+    void                           *local_index; /* fixed ones by origin */
     ngx_atomic_uint_t               census_apps; /* subscriptions' gen. */
     void                           *apps_batch;  /* fanout_apps.c's */
 
@@ -367,6 +368,8 @@ typedef struct {
     unsigned                        released:1; /* its slot given back */
 } ngx_http_tent_local_t;
 
+ngx_int_t ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl,
+    ngx_pool_t *pool);
 ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
 ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
     json_t *cred, ngx_str_t *sender);

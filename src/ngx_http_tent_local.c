@@ -46,6 +46,36 @@
 #include "ngx_http_tent_store.h"
 
 
+/*
+ * The fixed entities by the origin of each server they can be matched
+ * by: a job's URL is tried against those of its own origin only, not
+ * against every fixed entity (a thousand server blocks: strncmp was a
+ * tenth of the owner's time in same-node delivery).  Built once, at the
+ * engine's start: the fixed entities are the configuration's.
+ */
+typedef struct {
+    ngx_str_node_t                  sn;         /* the origin */
+    ngx_array_t                     slots;      /* _slot_t *, by place */
+} ngx_http_tent_local_origin_t;
+
+typedef struct {
+    ngx_rbtree_t                    origins;
+    ngx_rbtree_node_t               sentinel;
+    ngx_array_t                     walk;       /* no origin: always */
+    ngx_uint_t                      norigins;
+} ngx_http_tent_local_index_t;
+
+
+static ngx_int_t ngx_http_tent_local_index_add(ngx_pool_t *pool,
+    ngx_http_tent_local_index_t *idx, ngx_http_tent_slot_t *s,
+    ngx_str_t *base);
+static ngx_int_t ngx_http_tent_local_push(ngx_array_t *a,
+    ngx_http_tent_slot_t *s);
+static ngx_int_t ngx_http_tent_local_origin(ngx_str_t *url,
+    ngx_str_t *origin);
+static ngx_http_tent_entity_conf_t *ngx_http_tent_local_fixed(
+    ngx_http_tent_delivery_t *dl, ngx_str_t *url, ngx_str_t *origin,
+    ngx_str_t *rest);
 static ngx_http_tent_entity_conf_t *ngx_http_tent_local_entity(
     ngx_http_tent_task_t *t, ngx_str_t *url, ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_local_match(ngx_http_tent_entity_conf_t *ent,
@@ -149,41 +179,250 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
 
 /*
+ * At the engine's start, once its fixed slots are there: the index of
+ * them by origin.  Each base an entity is matched by (its tent_servers
+ * values, or its origin and API root when it has none) goes under the
+ * origin of that base, as ngx_http_tent_local_origin() takes a URL's: a
+ * URL ngx_http_tent_local_prefix() finds under a base has the base's
+ * origin, so the entities of a URL's origin are all it can match.  An
+ * entity with a variable in tent_servers is never matched: not indexed.
+ * A base with no "://" has no origin to go under: tried for every URL.
+ */
+
+ngx_int_t
+ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
+{
+    u_char                       *p;
+    ngx_str_t                     base;
+    ngx_uint_t                    i, j, nfixed;
+    ngx_http_tent_slot_t         *s;
+    ngx_http_complex_value_t     *cv;
+    ngx_http_tent_srv_conf_t     *scf;
+    ngx_http_tent_local_index_t  *idx;
+
+    idx = ngx_pcalloc(pool, sizeof(ngx_http_tent_local_index_t));
+    if (idx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_rbtree_init(&idx->origins, &idx->sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    if (ngx_array_init(&idx->walk, pool, 1, sizeof(ngx_http_tent_slot_t *))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    nfixed = 0;
+
+    for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
+        if (!s->fixed) {
+            break;      /* the fixed ones come first */
+        }
+
+        nfixed++;
+        scf = s->conf.scf;
+
+        if (scf == NULL) {
+            continue;
+        }
+
+        if (scf->servers == NULL) {
+            if (scf->fixed == NULL || scf->fixed->origin.len == 0) {
+                continue;
+            }
+
+            base.len = scf->fixed->origin.len + scf->api_root.len;
+            base.data = ngx_pnalloc(pool, base.len);
+            if (base.data == NULL) {
+                return NGX_ERROR;
+            }
+
+            p = ngx_cpymem(base.data, scf->fixed->origin.data,
+                           scf->fixed->origin.len);
+            ngx_memcpy(p, scf->api_root.data, scf->api_root.len);
+
+            if (ngx_http_tent_local_index_add(pool, idx, s, &base)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        cv = scf->servers->elts;
+
+        for (j = 0; j < scf->servers->nelts; j++) {
+            if (cv[j].lengths) {
+                break;
+            }
+        }
+
+        if (j < scf->servers->nelts) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                           "tent local: \"%V\" has a server with variables: "
+                           "never matched", &s->conf.entity);
+            continue;
+        }
+
+        for (j = 0; j < scf->servers->nelts; j++) {
+            if (ngx_http_tent_local_index_add(pool, idx, s, &cv[j].value)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    dl->local_index = idx;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent local: %ui fixed entities under %ui origins, %ui "
+                   "tried always", nfixed, idx->norigins, idx->walk.nelts);
+
+    return NGX_OK;
+}
+
+
+/* "s" under the origin of "base", which the index keeps pointing at */
+
+static ngx_int_t
+ngx_http_tent_local_index_add(ngx_pool_t *pool,
+    ngx_http_tent_local_index_t *idx, ngx_http_tent_slot_t *s,
+    ngx_str_t *base)
+{
+    uint32_t                       hash;
+    ngx_str_t                      trimmed, origin;
+    ngx_str_node_t                *sn;
+    ngx_http_tent_local_origin_t  *o;
+
+    /* as ngx_http_tent_local_prefix() sees it: its trailing slashes aside */
+
+    trimmed = *base;
+
+    while (trimmed.len && trimmed.data[trimmed.len - 1] == '/') {
+        trimmed.len--;
+    }
+
+    if (trimmed.len == 0) {
+        return NGX_OK;      /* matches no URL */
+    }
+
+    if (ngx_http_tent_local_origin(&trimmed, &origin) != NGX_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "tent local: \"%V\" of \"%V\" has no origin: tried "
+                       "for every URL", base, &s->conf.entity);
+
+        return ngx_http_tent_local_push(&idx->walk, s);
+    }
+
+    hash = ngx_crc32_long(origin.data, origin.len);
+
+    sn = ngx_str_rbtree_lookup(&idx->origins, &origin, hash);
+
+    if (sn) {
+        o = (ngx_http_tent_local_origin_t *) sn;
+
+    } else {
+        o = ngx_palloc(pool, sizeof(ngx_http_tent_local_origin_t));
+        if (o == NULL
+            || ngx_array_init(&o->slots, pool, 1,
+                              sizeof(ngx_http_tent_slot_t *))
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        o->sn.str = origin;
+        o->sn.node.key = hash;
+        ngx_rbtree_insert(&idx->origins, &o->sn.node);
+        idx->norigins++;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "tent local: \"%V\" under \"%V\"", &s->conf.entity,
+                   &origin);
+
+    return ngx_http_tent_local_push(&o->slots, s);
+}
+
+
+/* "s" at the end of "a", once: the slots come in place order */
+
+static ngx_int_t
+ngx_http_tent_local_push(ngx_array_t *a, ngx_http_tent_slot_t *s)
+{
+    ngx_http_tent_slot_t  **sp;
+
+    sp = a->elts;
+
+    if (a->nelts && sp[a->nelts - 1] == s) {
+        return NGX_OK;      /* another server of it, same origin */
+    }
+
+    sp = ngx_array_push(a);
+    if (sp == NULL) {
+        return NGX_ERROR;
+    }
+
+    *sp = s;
+
+    return NGX_OK;
+}
+
+
+/* "scheme://host[:port]": up to the first "/" after "://" */
+
+static ngx_int_t
+ngx_http_tent_local_origin(ngx_str_t *url, ngx_str_t *origin)
+{
+    u_char  *p, *last;
+
+    p = ngx_strlcasestrn(url->data, url->data + url->len,
+                         (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return NGX_DECLINED;
+    }
+
+    last = ngx_strlchr(p + 3, url->data + url->len, '/');
+
+    origin->data = url->data;
+    origin->len = (last ? last : url->data + url->len) - url->data;
+
+    return NGX_OK;
+}
+
+
+/*
  * The entity whose server "url" starts with, and the path after it: a
- * fixed one (few, each tried), or the registry's entity named by the
- * URL's origin (looked up by name: a hosting's thousands are not
- * walked for each job).
+ * fixed one of the URL's origin (looked up in the index, then each of
+ * them tried, in place order, with those tried always), or the
+ * registry's entity named by the URL's origin (looked up by name: a
+ * hosting's thousands are not walked for each job).
  */
 
 static ngx_http_tent_entity_conf_t *
 ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
     ngx_str_t *rest)
 {
-    u_char                *p, *last;
-    ngx_str_t              origin;
-    ngx_uint_t             i;
-    ngx_http_tent_slot_t  *s;
+    ngx_str_t                     origin;
+    ngx_http_tent_slot_t         *s;
+    ngx_http_tent_entity_conf_t  *ent;
 
-    for (i = 0; (s = ngx_http_tent_delivery_slot(t->dl, i)) != NULL; i++) {
-        if (!s->fixed) {
-            break;      /* the fixed ones come first */
-        }
-
-        if (ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK) {
-            return &s->conf;
-        }
+    if (ngx_http_tent_local_origin(url, &origin) != NGX_OK) {
+        ngx_str_null(&origin);
     }
 
-    p = ngx_strlcasestrn(url->data, url->data + url->len,
-                         (u_char *) "://", 3 - 1);
-    if (p == NULL) {
+    ent = ngx_http_tent_local_fixed(t->dl, url, &origin, rest);
+    if (ent) {
+        return ent;
+    }
+
+    if (origin.len == 0) {
         return NULL;
     }
-
-    last = ngx_strlchr(p + 3, url->data + url->len, '/');
-
-    origin.data = url->data;
-    origin.len = (last ? last : url->data + url->len) - url->data;
 
     s = ngx_http_tent_delivery_slot_named(t->dl, &origin);
 
@@ -191,6 +430,72 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
         && ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK)
     {
         return &s->conf;
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The fixed entities of "origin" (none: of no origin) and those tried
+ * always, merged in place order: the first that "url" matches, as a walk
+ * of every fixed slot would find it.
+ */
+
+static ngx_http_tent_entity_conf_t *
+ngx_http_tent_local_fixed(ngx_http_tent_delivery_t *dl, ngx_str_t *url,
+    ngx_str_t *origin, ngx_str_t *rest)
+{
+    ngx_uint_t                     i, j, n, m;
+    ngx_str_node_t                *sn;
+    ngx_http_tent_slot_t          *s, **list, **walk;
+    ngx_http_tent_local_index_t   *idx;
+    ngx_http_tent_local_origin_t  *o;
+
+    idx = dl->local_index;
+
+    if (idx == NULL) {
+        return NULL;
+    }
+
+    list = NULL;
+    n = 0;
+
+    if (origin->len) {
+        sn = ngx_str_rbtree_lookup(&idx->origins, origin,
+                                   ngx_crc32_long(origin->data, origin->len));
+        if (sn) {
+            o = (ngx_http_tent_local_origin_t *) sn;
+            list = o->slots.elts;
+            n = o->slots.nelts;
+        }
+    }
+
+    walk = idx->walk.elts;
+    m = idx->walk.nelts;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent local: origin \"%V\": %ui fixed entities, %ui "
+                   "tried always", origin, n, m);
+
+    i = 0;
+    j = 0;
+
+    while (i < n || j < m) {
+        if (j == m || (i < n && list[i]->place <= walk[j]->place)) {
+            s = list[i++];
+
+            if (j < m && walk[j] == s) {
+                j++;
+            }
+
+        } else {
+            s = walk[j++];
+        }
+
+        if (ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK) {
+            return &s->conf;
+        }
     }
 
     return NULL;
