@@ -492,7 +492,8 @@ if [ "$LOCAL" != 0 ]; then
     limit=
     if cc -O2 -o "$BENCH_TMP/store-limit" "$BENCH_TOP/bench/store-limit.c" \
           -lleveldb 2>/dev/null; then
-        limit=$("$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
+        limit=$(LDB_WRITE_BUFFER=${WRITE_BUFFER:-${LDB_WRITE_BUFFER:-}} \
+                "$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
                 "$((LOCAL * LOCAL_POSTS))" \
                 | awk '{ print $7 }')
         rm -rf "$BENCH_TMP/store-limit.db"

@@ -31,7 +31,7 @@
  * LevelDB options default to the module's, and can be set for a scan by
  * the environment (sizes in bytes, or with k or m):
  *
- *   LDB_WRITE_BUFFER  write_buffer_size (4m)
+ *   LDB_WRITE_BUFFER  write_buffer_size (16m: tent_store_write_buffer)
  *   LDB_MAX_FILE      max_file_size (2m)
  *   LDB_COMPRESSION   snappy or none (snappy)
  *   LDB_BLOCK_SIZE    block_size (4k)
@@ -259,7 +259,7 @@ main(int argc, char **argv)
         return 2;
     }
 
-    wbuf = size_env("LDB_WRITE_BUFFER", 4 << 20);
+    wbuf = size_env("LDB_WRITE_BUFFER", 16 << 20);
     mfile = size_env("LDB_MAX_FILE", 2 << 20);
     bsize = size_env("LDB_BLOCK_SIZE", 4096);
     cache = size_env("LDB_CACHE", 8 << 20);
