@@ -31,6 +31,7 @@
 #   fanout: 1000 followers: module D deliveries/s, receiver B POST/s, ratio R (target ...)
 #   fanout: 100000 followers: ...
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
+#   fanout: same-node: the worker, a delivery: B bytes written, C us of CPU ...; RssAnon max M kB
 #   fanout: same-node: the store's own limit ... X deliveries/s, ratio R
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
@@ -41,6 +42,8 @@
 #   HOSTS=4 WORKERS=1 CONCURRENCY=64 (tent_delivery_concurrency)
 #   BG_THREADS=2 (tent_store_background_threads)
 #   THREAD_NICE=0 (tent_store_thread_nice)
+#   WRITE_BUFFER= (tent_store_write_buffer; empty: the directive is not
+#   written, the module's default holds)
 #   PORT=18181 (the module's; the receivers' are the free ones after it;
 #   the same-node nginx's the first free one from PORT + 100, its
 #   entities the LOCAL ports after it)
@@ -69,6 +72,10 @@ WORKERS=${WORKERS:-1}
 CONCURRENCY=${CONCURRENCY:-64}
 BG_THREADS=${BG_THREADS:-2}
 THREAD_NICE=${THREAD_NICE:-0}
+WRITE_BUFFER=${WRITE_BUFFER:-}
+wbuf_conf=
+[ -z "$WRITE_BUFFER" ] \
+    || wbuf_conf="tent_store_write_buffer           $WRITE_BUFFER;"
 TIMEOUT=${TIMEOUT:-300}
 DURATION=${DURATION:-5}
 
@@ -133,6 +140,7 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     tent_delivery_concurrency         $CONCURRENCY;
     tent_store_background_threads     $BG_THREADS;
     tent_store_thread_nice            $THREAD_NICE;
+    $wbuf_conf
     # the latency client signs a POST every 1-2 ms for as long as a
     # fan-out lasts: the default 4m holds the owner's nonces of about 30
     # s of it (2 x tent_mac_skew), a 100,000-follower fan-out lasts more
@@ -367,6 +375,7 @@ if [ "$LOCAL" != 0 ]; then
     tent_delivery_concurrency         $CONCURRENCY;
     tent_store_background_threads     $BG_THREADS;
     tent_store_thread_nice            $THREAD_NICE;
+    $wbuf_conf
     log_format  notes  '\$request_method \$uri';
 $blocks"
     bench_nginx_start "$sprefix" "$surl/tent/profile"
@@ -386,6 +395,22 @@ $blocks"
     }
     lbefore=$(local_count)
     notes_before=$(grep -c '^POST' "$sprefix/logs/local.log" || true)
+    # the worker's bytes written (wchar: LevelDB's log and tables) and
+    # CPU (all its threads: LevelDB's compaction thread too), and its
+    # memory sampled every 0.2 s, over the phase
+    lw=$(bench_workers "$sprefix" | head -n 1)
+    lio() {
+        awk '/^wchar:/ { print $2 }' "/proc/$lw/io" 2>/dev/null || echo 0
+    }
+    lcpu() {
+        sed 's/.*) //' "/proc/$lw/stat" 2>/dev/null \
+            | awk '{ print $12 + $13 }' || echo 0
+    }
+    lio_before=$(lio)
+    lcpu_before=$(lcpu)
+    ( while :; do bench_rss_each "$sprefix"; sleep 0.2; done ) \
+        > "$BENCH_TMP/rss-local" &
+    lrsspid=$!
     perf_start "$sprefix" local
     start=$(date +%s.%N)
     mport_save=$mport cred_save=$cred
@@ -395,6 +420,19 @@ $blocks"
     got=$(wait_for local_count $((lbefore + LOCAL * LOCAL_POSTS)))
     end=$(date +%s.%N)
     perf_stop
+    kill "$lrsspid" 2>/dev/null || true
+    wait "$lrsspid" 2>/dev/null || true
+    lio_after=$(lio)
+    lcpu_after=$(lcpu)
+    ldone=$((got - lbefore))
+    [ "$ldone" -gt 0 ] || ldone=1
+    ltick=$(getconf CLK_TCK)
+    lwork=$(awk -v w="$((lio_after - lio_before))" -v n="$ldone" \
+                -v c="$((lcpu_after - lcpu_before))" -v t="$ltick" \
+                'BEGIN { printf "%d bytes written, %.1f us of CPU", w / n,
+                         c / t * 1e6 / n }')
+    lanon=$(awk '{ if ($3 > m) m = $3 } END { print m + 0 }' \
+            "$BENCH_TMP/rss-local")
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
     rate_local=$(awk -v n="$((got - lbefore))" -v s="$secs" \
                  'BEGIN { printf "%d", n / s }')
@@ -446,12 +484,16 @@ if [ "$LOCAL" != 0 ]; then
     echo "fanout: same-node: $LOCAL entities, $rate_local deliveries/s," \
          "$http_local HTTP requests to them ($LOCAL_POSTS posts; target 100000" \
          "deliveries/s, 0 requests)"
+    echo "fanout: same-node: the worker, a delivery: $lwork (all its" \
+         "threads, the first post to the last delivery); RssAnon max" \
+         "$lanon kB"
     # the physical limit: LevelDB alone doing each delivery's store work
     # (bench/store-limit.c), as many deliveries, on the same disk
     limit=
     if cc -O2 -o "$BENCH_TMP/store-limit" "$BENCH_TOP/bench/store-limit.c" \
           -lleveldb 2>/dev/null; then
-        limit=$("$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
+        limit=$(LDB_WRITE_BUFFER=${WRITE_BUFFER:-${LDB_WRITE_BUFFER:-}} \
+                "$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
                 "$((LOCAL * LOCAL_POSTS))" \
                 | awk '{ print $7 }')
         rm -rf "$BENCH_TMP/store-limit.db"

@@ -46,6 +46,11 @@ static ngx_conf_num_bounds_t  ngx_http_tent_store_nice_bounds = {
     ngx_conf_check_num_bounds, 0, 19
 };
 
+/* LevelDB's own range for write_buffer_size: it clips anything else */
+static ngx_conf_num_bounds_t  ngx_http_tent_store_write_buffer_bounds = {
+    ngx_conf_check_num_bounds, 64 * 1024, 1024 * 1024 * 1024
+};
+
 
 static ngx_command_t  ngx_http_tent_commands[] = {
 
@@ -341,6 +346,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_tent_main_conf_t, store_thread_nice),
       &ngx_http_tent_store_nice_bounds },
+
+    { ngx_string("tent_store_write_buffer"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, store_write_buffer),
+      &ngx_http_tent_store_write_buffer_bounds },
 
     { ngx_string("tent_provisioning"),
       NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,

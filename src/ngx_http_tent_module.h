@@ -154,6 +154,9 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      store_background;
     ngx_uint_t                      store_thread_nice;
 
+    /* LevelDB's write_buffer_size: a memtable's bytes (docs/store.md) */
+    size_t                          store_write_buffer;
+
     /* provisioning: the servers with it on (srv confs), any of them */
     ngx_array_t                     provision_confs;
     ngx_flag_t                      provisioning;

@@ -47,6 +47,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->store_max_waiting = NGX_CONF_UNSET_UINT;
     mcf->store_background = NGX_CONF_UNSET_UINT;
     mcf->store_thread_nice = NGX_CONF_UNSET_UINT;
+    mcf->store_write_buffer = NGX_CONF_UNSET_SIZE;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
     mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
@@ -216,6 +217,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(mcf->store_max_waiting, 4096);
     ngx_conf_init_uint_value(mcf->store_background, 2);
     ngx_conf_init_uint_value(mcf->store_thread_nice, 0);
+    ngx_conf_init_size_value(mcf->store_write_buffer, 16 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 

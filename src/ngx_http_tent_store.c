@@ -53,6 +53,7 @@ ngx_http_tent_store_create(ngx_cycle_t *cycle, ngx_http_tent_main_conf_t *mcf)
     store->max_waiting = mcf->store_max_waiting;
     store->background_max = mcf->store_background;
     store->thread_nice = mcf->store_thread_nice;
+    store->write_buffer = mcf->store_write_buffer;
     store->log = cycle->log;
 
     ngx_queue_init(&store->waiting);

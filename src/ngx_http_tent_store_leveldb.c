@@ -134,6 +134,21 @@ ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir)
 }
 
 
+/*
+ * tent_store_write_buffer: the bytes of a memtable, before open.  A
+ * fan-out's rows are spread over the whole key space (each recipient's
+ * keys start with its entity), so every table flushed from a memtable
+ * overlaps all of level 1, and each compaction of level 0 rewrites that
+ * level: the bigger the memtable, the fewer of them (docs/store.md).
+ */
+
+void
+ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size)
+{
+    leveldb_options_set_write_buffer_size(ldb->options, size);
+}
+
+
 ngx_uint_t
 ngx_http_tent_ldb_is_open(ngx_http_tent_ldb_t *ldb)
 {

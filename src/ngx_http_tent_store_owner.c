@@ -65,6 +65,10 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
     (void) ngx_sprintf(files, "%V/attachments%Z", &store->path);
 
     ngx_http_tent_ldb_files(ldb, (char *) files);
+    ngx_http_tent_ldb_write_buffer(ldb, store->write_buffer);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: write buffer %uz", store->write_buffer);
 
     if (ngx_http_tent_owner_memory_init(store) != NGX_OK
         || ngx_http_tent_fence_init(store) != NGX_OK)

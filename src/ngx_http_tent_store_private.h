@@ -165,6 +165,7 @@ struct ngx_http_tent_store_s {
     /* background operations: those running, those waiting for a slot */
     ngx_uint_t                      background_max;
     ngx_uint_t                      thread_nice;
+    size_t                          write_buffer;   /* LevelDB's */
     ngx_uint_t                      background_running;
     ngx_queue_t                     background;
     ngx_uint_t                      nbackground;
@@ -307,6 +308,7 @@ ngx_uint_t ngx_http_tent_ldb_write_failed(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_close(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir);
+void ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size);
 ngx_int_t ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req,
     size_t len, u_char **res, size_t *res_len);
 void ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
