@@ -68,7 +68,6 @@ start_last_nginx();
 my $stopped;
 END { stop_last_nginx() unless $stopped }
 
-my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $PA = Tent::Util::port();
 my $A = "http://127.0.0.1:$PA";
 my @F = map { $ENV{"TEST_NGINX_F${_}_PORT"} } 1 .. $K;
@@ -87,15 +86,7 @@ for my $p (@F) {
 
 sub status { Tent::Util::tent_status($a)->{deliveries} }
 
-sub post {
-    my ($text) = @_;
-    my $res = $a->request(POST => '/posts', cred => $acred,
-                          body => { type => $STATUS,
-                                    content => { text => $text },
-                                    permissions => { public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { $a->post_status($acred, $_[0]) }
 
 # the followers that have A's post "id"
 sub copies {

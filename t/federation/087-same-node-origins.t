@@ -35,7 +35,6 @@ run_tests();
 start_last_nginx();
 END { stop_last_nginx() }
 
-my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $PA = Tent::Util::port();
 my %port = map { $_ => $ENV{"TEST_NGINX_${_}_PORT"} } qw(F B C E V G);
 my $A = "http://127.0.0.1:$PA";
@@ -70,15 +69,7 @@ sub notification_posts {
 
 sub status { Tent::Util::tent_status($a)->{deliveries} }
 
-sub post {
-    my ($text) = @_;
-    my $res = $a->request(POST => '/posts', cred => $acred,
-                          body => { type => $STATUS,
-                                    content => { text => $text },
-                                    permissions => { public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { $a->post_status($acred, $_[0]) }
 
 # the copy of A's post "id" in the feed of follower "n"
 sub copy {

@@ -135,4 +135,17 @@ sub authorized_app {
     return ($app, $ex->{json});
 }
 
+# a public status post of ours, signed with $cred: its id (else dies)
+sub post_status {
+    my ($self, $cred, $text) = @_;
+    my $res = $self->request(POST => '/posts', cred => $cred,
+                             body => { type => 'https://tent.io/types/post/'
+                                               . 'status/v0.1.0',
+                                       content => { text => $text },
+                                       permissions => {
+                                           public => JSON::PP::true } });
+    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
+    return $res->{json}{id};
+}
+
 1;
