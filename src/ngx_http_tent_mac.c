@@ -201,11 +201,13 @@ ngx_http_tent_mac_compute(ngx_str_t *algorithm, ngx_str_t *key,
     }
 
     /*
-     * A key of no bytes is never keyed again on the kept context (a NULL
-     * or empty key there means "the previous key"): HMAC() it is.
+     * A key of no bytes (or no pointer) is never keyed again on the kept
+     * context (a NULL or empty key there means "the previous key"):
+     * HMAC() it is.
      */
 
-    ctx = key->len ? ngx_http_tent_mac_ctx(md == EVP_sha1()) : NULL;
+    ctx = (key->len && key->data) ? ngx_http_tent_mac_ctx(md == EVP_sha1())
+                                  : NULL;
 
     if (ctx != NULL
         && EVP_MAC_init(ctx, key->data, key->len, NULL) == 1

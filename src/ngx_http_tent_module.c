@@ -591,6 +591,10 @@ ngx_http_tent_init_process(ngx_cycle_t *cycle)
 {
     ngx_http_tent_main_conf_t  *mcf;
 
+    /* no random bytes a parent left in the buffer (util.c) */
+
+    ngx_http_tent_random_reset();
+
     mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
 
     if (mcf == NULL || mcf->store_path.len == 0) {

@@ -269,6 +269,7 @@ ngx_int_t ngx_http_tent_entity_canonical(ngx_pool_t *pool, ngx_str_t *url,
     ngx_str_t *out);
 ngx_int_t ngx_http_tent_entity_eq(ngx_str_t *a, ngx_str_t *b);
 uint64_t ngx_http_tent_now_us(void);
+void ngx_http_tent_random_reset(void);
 ngx_int_t ngx_http_tent_random_id(ngx_pool_t *pool, const char *prefix,
     size_t bytes, ngx_str_t *id);
 ngx_int_t ngx_http_tent_random_hex(ngx_pool_t *pool, size_t bytes,

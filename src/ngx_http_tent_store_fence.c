@@ -207,14 +207,20 @@ ngx_http_tent_fence_exit(ngx_http_tent_store_t *store)
 static ngx_int_t
 ngx_http_tent_fence_reset(ngx_http_tent_fence_t *fence)
 {
+    ngx_pool_t  *pool;
+
+    /* the new pool first: a failure keeps the old table whole */
+
+    pool = ngx_create_pool(4096, ngx_cycle->log);
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
     if (fence->pool) {
         ngx_destroy_pool(fence->pool);
     }
 
-    fence->pool = ngx_create_pool(4096, ngx_cycle->log);
-    if (fence->pool == NULL) {
-        return NGX_ERROR;
-    }
+    fence->pool = pool;
 
     ngx_rbtree_init(&fence->tree, &fence->sentinel,
                     ngx_str_rbtree_insert_value);

@@ -453,40 +453,57 @@ ngx_http_tent_now_us(void)
  * Random bytes from a buffer the process fills 4 KB at a time: a
  * RAND_bytes() call for each id and nonce (every delivery signs with a
  * new nonce) costs a getpid() and the DRBG's locks, a twenty-fifth of a
- * delivery's event loop in perf.  Refilled in a new process (ngx_pid),
- * so workers never share bytes; the bytes given out are zeroed in it.
+ * delivery's event loop in perf.  Emptied when a process starts
+ * (init_process) and refilled whenever the pid is not the filler's, so
+ * processes never share bytes; the bytes given out are zeroed in it.
  * The event loop's only, as its callers are.
  */
+
+static u_char     ngx_http_tent_random_buf[4096];
+static size_t     ngx_http_tent_random_left;
+static ngx_pid_t  ngx_http_tent_random_pid;
+
+
+/* a new process: none of the bytes it was given by fork (init_process) */
+
+void
+ngx_http_tent_random_reset(void)
+{
+    ngx_explicit_memzero(ngx_http_tent_random_buf,
+                         sizeof(ngx_http_tent_random_buf));
+    ngx_http_tent_random_left = 0;
+}
+
 
 static ngx_int_t
 ngx_http_tent_random_bytes(u_char *out, size_t n)
 {
-    u_char  *p;
+    u_char  *p, *buf;
+    size_t   left;
 
-    static u_char     buf[4096];
-    static size_t     left;
-    static ngx_pid_t  pid;
+    buf = ngx_http_tent_random_buf;
+    left = ngx_http_tent_random_left;
 
-    if (n > sizeof(buf)) {
+    if (n > sizeof(ngx_http_tent_random_buf)) {
         return RAND_bytes(out, (int) n) == 1 ? NGX_OK : NGX_ERROR;
     }
 
-    if (pid != ngx_pid || left < n) {
-        if (RAND_bytes(buf, sizeof(buf)) != 1) {
-            left = 0;
+    if (ngx_http_tent_random_pid != ngx_pid || left < n) {
+        if (RAND_bytes(buf, sizeof(ngx_http_tent_random_buf)) != 1) {
+            ngx_http_tent_random_left = 0;
             return NGX_ERROR;
         }
 
-        left = sizeof(buf);
-        pid = ngx_pid;
+        left = sizeof(ngx_http_tent_random_buf);
+        ngx_http_tent_random_pid = ngx_pid;
     }
 
-    p = buf + sizeof(buf) - left;
+    p = buf + sizeof(ngx_http_tent_random_buf) - left;
 
     ngx_memcpy(out, p, n);
     ngx_explicit_memzero(p, n);
 
-    left -= n;
+    ngx_http_tent_random_left = left - n;
 
     return NGX_OK;
 }
