@@ -29,7 +29,6 @@ static const char *ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_str_t *key);
 static ngx_uint_t ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence,
     ngx_str_t *pairs, ngx_str_t *entity);
-static ngx_uint_t ngx_http_tent_fence_rows_only(ngx_str_t *pairs);
 static ngx_int_t ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
     ngx_http_tent_store_op_t *op, ngx_http_tent_ldb_req_t *rq,
     ngx_str_t *pairs);
@@ -304,13 +303,14 @@ ngx_http_tent_fence_drop(ngx_http_tent_fence_t *fence,
     sop = ngx_http_tent_sop(op);
 
     /*
-     * Only a rows-only pair makes a put stale: without one, each key
-     * need not walk every pair (a same-node batch has one a recipient,
-     * and a put of each of its rows); without one and with no registry
-     * entity, nothing can be left out at all.
+     * Only a stale rows-only pair makes a put stale: without one (the
+     * pairs walked once), each key need not walk every pair (a batch of
+     * the engine has one a recipient, and a put of each of its rows);
+     * without one and with no registry entity, nothing can be left out
+     * at all.
      */
 
-    rows = ngx_http_tent_fence_rows_only(pairs) ? pairs : NULL;
+    rows = ngx_http_tent_fence_stale(fence, pairs, NULL) ? pairs : NULL;
 
     if (rows == NULL && fence->n == 0) {
         return NGX_OK;
@@ -418,7 +418,8 @@ ngx_http_tent_fence_key(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
 /*
  * Is "entity" named by a rows-only pair at an incarnation it no longer
  * is: deleted, or made anew since (an unknown name: deleted before this
- * owner started).  Not while the table is unknown.
+ * owner started).  Not while the table is unknown.  A NULL entity: is
+ * any rows-only pair so.
  */
 
 static ngx_uint_t
@@ -431,7 +432,7 @@ ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
     ngx_str_t                     name;
     ngx_http_tent_fence_entry_t  *e;
 
-    if (!fence->loaded) {
+    if (!fence->loaded || pairs->data == NULL) {
         return 0;
     }
 
@@ -445,8 +446,10 @@ ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
             return 0;
         }
 
-        if (!(p[0] & 0x80) || n != entity->len
-            || ngx_memcmp(p + 4, entity->data, n) != 0)
+        if (!(p[0] & 0x80)
+            || (entity
+                && (n != entity->len
+                    || ngx_memcmp(p + 4, entity->data, n) != 0)))
         {
             p += 4 + n + 8;
             continue;
@@ -472,39 +475,6 @@ ngx_http_tent_fence_stale(ngx_http_tent_fence_t *fence, ngx_str_t *pairs,
                            "out", &name, incarnation);
             return 1;
         }
-    }
-
-    return 0;
-}
-
-
-/* is any of the pairs a rows-only one (ngx_http_tent_store_fence_rows()) */
-
-static ngx_uint_t
-ngx_http_tent_fence_rows_only(ngx_str_t *pairs)
-{
-    u_char    *p, *last;
-    uint32_t   n;
-
-    if (pairs->data == NULL) {
-        return 0;
-    }
-
-    p = pairs->data;
-    last = p + pairs->len;
-
-    while (last - p >= 4) {
-        if (p[0] & 0x80) {
-            return 1;
-        }
-
-        n = ngx_http_tent_fence_u32(p) & NGX_HTTP_TENT_FENCE_LEN;
-
-        if ((size_t) (last - p - 4) < (size_t) n + 8) {
-            return 0;
-        }
-
-        p += 4 + n + 8;
     }
 
     return 0;
