@@ -53,8 +53,9 @@ BEGIN {
 
     if ($ENV{TENT_T012_NS} eq 'inside') {
         # 24 MB: the store, and a filler file the test removes later that
-        # leaves it some 5 MB (more than LevelDB's 4 MB memtable, which a
-        # reopen writes out as a table)
+        # leaves it some 5 MB (more than LevelDB's 4 MB memtable, set so
+        # below with tent_store_write_buffer, which a reopen writes out as
+        # a table)
         if (system('mount', '-t', 'tmpfs', '-o', 'size=24m,mode=0755',
                    'tent-t012', $DISK) != 0
             || system('mount', '--bind', $RO, $RO) != 0
@@ -467,6 +468,7 @@ qr/\[emerg\].*chown\(".*store"\) failed \(30: Read-only file system\)/
     $TEST_NGINX_RLIMIT
 --- http_config
     tent_store $TEST_NGINX_DISK/store;
+    tent_store_write_buffer 4m;
     tent_store_socket $TEST_NGINX_SERVER_ROOT/store.sock;
     tent_store_timeout 2s;
 

@@ -58,9 +58,10 @@ sub marks {
     return \%m;
 }
 
-# $pad bytes of content: enough of them fill LevelDB's 4 MB write buffer,
-# so that the store has tables (linked) besides its log (copied), and
-# tables are written and compacted while the backup runs
+# $pad bytes of content: enough of them fill LevelDB's write buffer, set
+# to 4 MB here (tent_store_write_buffer; 16m by default), so that the
+# store has tables (linked) besides its log (copied), and tables are
+# written and compacted while the backup runs
 sub post {
     my ($c, $cred, $mark, $pad) = @_;
     return $c->request(POST => '/posts', cred => $cred,
@@ -81,6 +82,8 @@ my $server = <<"CONF";
 CONF
 
 my $a = Tent::Peer->start(port => peer_port(1), worker_processes => 2,
+                          http_config => 'tent_store $SERVROOT/tent_temp;'
+                                         . ' tent_store_write_buffer 4m;',
                           server_config => $server);
 my $store = $a->servroot . '/tent_temp';
 my $c = $a->client;
