@@ -24,6 +24,11 @@
 
 
 static EVP_MAC_CTX *ngx_http_tent_mac_ctx(ngx_uint_t sha1);
+static void ngx_http_tent_mac_free(void *data);
+
+
+static EVP_MAC      *ngx_http_tent_hmac;
+static EVP_MAC_CTX  *ngx_http_tent_hmac_ctx[2];
 
 
 /*
@@ -248,22 +253,38 @@ ngx_http_tent_mac_ctx(ngx_uint_t sha1)
 {
     EVP_MAC_CTX         *c;
     OSSL_PARAM           params[2];
+    ngx_pool_cleanup_t  *cln;
 
-    static EVP_MAC      *mac;
-    static EVP_MAC_CTX  *ctx[2];
-
-    if (ctx[sha1]) {
-        return ctx[sha1];
+    if (ngx_http_tent_hmac_ctx[sha1]) {
+        return ngx_http_tent_hmac_ctx[sha1];
     }
 
-    if (mac == NULL) {
-        mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-        if (mac == NULL) {
+    if (ngx_http_tent_hmac == NULL) {
+
+        /*
+         * Freed with the cycle's pool, before the module is unloaded (its
+         * cleanup came first): nothing left behind at exit or on a
+         * reload of a single process.  No pool: HMAC() each time.
+         */
+
+        if (ngx_cycle->pool == NULL) {
             return NULL;
         }
+
+        cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
+        if (cln == NULL) {
+            return NULL;
+        }
+
+        ngx_http_tent_hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (ngx_http_tent_hmac == NULL) {
+            return NULL;
+        }
+
+        cln->handler = ngx_http_tent_mac_free;
     }
 
-    c = EVP_MAC_CTX_new(mac);
+    c = EVP_MAC_CTX_new(ngx_http_tent_hmac);
     if (c == NULL) {
         return NULL;
     }
@@ -278,9 +299,24 @@ ngx_http_tent_mac_ctx(ngx_uint_t sha1)
         return NULL;
     }
 
-    ctx[sha1] = c;
+    ngx_http_tent_hmac_ctx[sha1] = c;
 
     return c;
+}
+
+
+static void
+ngx_http_tent_mac_free(void *data)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < 2; i++) {
+        EVP_MAC_CTX_free(ngx_http_tent_hmac_ctx[i]);
+        ngx_http_tent_hmac_ctx[i] = NULL;
+    }
+
+    EVP_MAC_free(ngx_http_tent_hmac);
+    ngx_http_tent_hmac = NULL;
 }
 
 
