@@ -61,7 +61,6 @@ typedef struct {
 typedef struct {
     ngx_rbtree_t                    origins;
     ngx_rbtree_node_t               sentinel;
-    ngx_array_t                     walk;       /* no origin: always */
     ngx_uint_t                      norigins;
 } ngx_http_tent_local_index_t;
 
@@ -186,7 +185,8 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
  * URL ngx_http_tent_local_prefix() finds under a base has the base's
  * origin, so the entities of a URL's origin are all it can match.  An
  * entity with a variable in tent_servers is never matched: not indexed.
- * A base with no "://" has no origin to go under: tried for every URL.
+ * Every base has an origin: tent_servers takes absolute http(s) URLs
+ * only, and an entity's own origin is one.
  */
 
 ngx_int_t
@@ -207,12 +207,6 @@ ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
 
     ngx_rbtree_init(&idx->origins, &idx->sentinel,
                     ngx_str_rbtree_insert_value);
-
-    if (ngx_array_init(&idx->walk, pool, 1, sizeof(ngx_http_tent_slot_t *))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
 
     nfixed = 0;
 
@@ -278,9 +272,9 @@ ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl, ngx_pool_t *pool)
 
     dl->local_index = idx;
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent local: %ui fixed entities under %ui origins, %ui "
-                   "tried always", nfixed, idx->norigins, idx->walk.nelts);
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent local: %ui fixed entities under %ui origins",
+                   nfixed, idx->norigins);
 
     return NGX_OK;
 }
@@ -312,10 +306,10 @@ ngx_http_tent_local_index_add(ngx_pool_t *pool,
 
     if (ngx_http_tent_local_origin(&trimmed, &origin) != NGX_OK) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                       "tent local: \"%V\" of \"%V\" has no origin: tried "
-                       "for every URL", base, &s->conf.entity);
+                       "tent local: \"%V\" of \"%V\" has no origin: never "
+                       "matched", base, &s->conf.entity);
 
-        return ngx_http_tent_local_push(&idx->walk, s);
+        return NGX_OK;
     }
 
     hash = ngx_crc32_long(origin.data, origin.len);
@@ -398,7 +392,7 @@ ngx_http_tent_local_origin(ngx_str_t *url, ngx_str_t *origin)
 /*
  * The entity whose server "url" starts with, and the path after it: a
  * fixed one of the URL's origin (looked up in the index, then each of
- * them tried, in place order, with those tried always), or the
+ * them tried, in place order), or the
  * registry's entity named by the URL's origin (looked up by name: a
  * hosting's thousands are not walked for each job).
  */
@@ -437,18 +431,17 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
 
 
 /*
- * The fixed entities of "origin" (none: of no origin) and those tried
- * always, merged in place order: the first that "url" matches, as a walk
- * of every fixed slot would find it.
+ * The fixed entities of "origin", in place order: the first that "url"
+ * matches, as a walk of every fixed slot would find it.
  */
 
 static ngx_http_tent_entity_conf_t *
 ngx_http_tent_local_fixed(ngx_http_tent_delivery_t *dl, ngx_str_t *url,
     ngx_str_t *origin, ngx_str_t *rest)
 {
-    ngx_uint_t                     i, j, n, m;
+    ngx_uint_t                     i, n;
     ngx_str_node_t                *sn;
-    ngx_http_tent_slot_t          *s, **list, **walk;
+    ngx_http_tent_slot_t         **list;
     ngx_http_tent_local_index_t   *idx;
     ngx_http_tent_local_origin_t  *o;
 
@@ -471,30 +464,13 @@ ngx_http_tent_local_fixed(ngx_http_tent_delivery_t *dl, ngx_str_t *url,
         }
     }
 
-    walk = idx->walk.elts;
-    m = idx->walk.nelts;
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent local: origin \"%V\": %ui fixed entities", origin,
+                   n);
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                   "tent local: origin \"%V\": %ui fixed entities, %ui "
-                   "tried always", origin, n, m);
-
-    i = 0;
-    j = 0;
-
-    while (i < n || j < m) {
-        if (j == m || (i < n && list[i]->place <= walk[j]->place)) {
-            s = list[i++];
-
-            if (j < m && walk[j] == s) {
-                j++;
-            }
-
-        } else {
-            s = walk[j++];
-        }
-
-        if (ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK) {
-            return &s->conf;
+    for (i = 0; i < n; i++) {
+        if (ngx_http_tent_local_match(&list[i]->conf, url, rest) == NGX_OK) {
+            return &list[i]->conf;
         }
     }
 
