@@ -28,11 +28,14 @@
 
 
 static void ngx_http_tent_ipc_accept(ngx_event_t *ev);
+static void ngx_http_tent_ipc_accept_all(ngx_http_tent_store_t *store);
 static void ngx_http_tent_ipc_server_read(ngx_event_t *ev);
 static void ngx_http_tent_ipc_server_write(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_ipc_server_request(
     ngx_http_tent_ipc_conn_t *conn, uint32_t id, u_char *data, size_t len);
 static void ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_ipc_handover_timer(ngx_event_t *ev);
+static void ngx_http_tent_ipc_handover_check(ngx_http_tent_store_t *store);
 
 
 static uint32_t
@@ -212,11 +215,8 @@ ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store)
 static void
 ngx_http_tent_ipc_accept(ngx_event_t *ev)
 {
-    ngx_err_t                  err;
-    ngx_socket_t               s;
-    ngx_connection_t          *c;
-    ngx_http_tent_store_t     *store;
-    ngx_http_tent_ipc_conn_t  *conn;
+    ngx_connection_t       *c;
+    ngx_http_tent_store_t  *store;
 
     c = ev->data;
     store = c->data;
@@ -225,6 +225,22 @@ ngx_http_tent_ipc_accept(ngx_event_t *ev)
         ngx_http_tent_owner_resign(store);
         return;
     }
+
+    ngx_http_tent_ipc_accept_all(store);
+}
+
+
+/* every connection waiting in the backlog */
+
+static void
+ngx_http_tent_ipc_accept_all(ngx_http_tent_store_t *store)
+{
+    ngx_err_t                  err;
+    ngx_socket_t               s;
+    ngx_connection_t          *c;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    c = store->listening;
 
     for ( ;; ) {
         s = accept4(c->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -318,8 +334,11 @@ ngx_http_tent_ipc_conn_close(ngx_http_tent_ipc_conn_t *conn)
     ngx_http_tent_bytes_free(&conn->out);
 
     if (!ngx_queue_empty(&conn->queue)) {
+        /* a worker's connection to us, the owner */
         ngx_queue_remove(&conn->queue);
         ngx_queue_init(&conn->queue);
+
+        ngx_http_tent_ipc_handover_check(conn->store);
     }
 
     ngx_http_tent_ipc_conn_release(conn);
@@ -529,9 +548,7 @@ ngx_http_tent_ipc_server_write(ngx_event_t *ev)
     c = ev->data;
     conn = c->data;
 
-    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR
-        || (conn->close_when_flushed && conn->out.pos == conn->out.last))
-    {
+    if (ngx_http_tent_ipc_flush(conn) == NGX_ERROR) {
         ngx_http_tent_ipc_conn_close(conn);
     }
 }
@@ -627,7 +644,39 @@ ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op)
 }
 
 
-/* the owner closed its database: let its clients go to the new owner */
+/*
+ * Graceful shutdown began and we own the database: no new connection;
+ * stay alive (a timer that is not cancelable) until every worker left
+ * ours, so that an operation one sent just now is read and answered
+ * "retry" rather than lost with the socket when this process exits.
+ */
+
+void
+ngx_http_tent_ipc_resign(ngx_http_tent_store_t *store)
+{
+    /* a worker that connected a moment ago is told as well */
+
+    if (store->listening) {
+        ngx_http_tent_ipc_accept_all(store);
+    }
+
+    ngx_http_tent_ipc_stop_listening(store);
+
+    store->handover_timer.handler = ngx_http_tent_ipc_handover_timer;
+    store->handover_timer.data = store;
+    store->handover_timer.log = store->log;
+
+    ngx_add_timer(&store->handover_timer, store->timeout);
+}
+
+
+/*
+ * The owner closed its database: every operation it read is answered.
+ * Each worker is told so with a "retry" of id 0 (no operation has it):
+ * what it sent and has no answer for was not executed, and is answered
+ * "retry" too as it arrives; the worker then goes to the new owner and
+ * closes this connection.
+ */
 
 void
 ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
@@ -636,8 +685,7 @@ ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
     ngx_http_tent_ipc_conn_t  *conn;
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                   "tent store owner: handed over, closing the workers' "
-                   "connections");
+                   "tent store owner: handed over, telling the workers");
 
     for (q = ngx_queue_head(&store->conns);
          q != ngx_queue_sentinel(&store->conns);
@@ -646,12 +694,57 @@ ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store)
         next = ngx_queue_next(q);
         conn = ngx_queue_data(q, ngx_http_tent_ipc_conn_t, queue);
 
-        if (conn->out.pos == conn->out.last) {
+        if (ngx_http_tent_ipc_frame(conn, 0, NGX_HTTP_TENT_STORE_RETRY,
+                                    NULL, 0)
+            != NGX_OK
+            || ngx_http_tent_ipc_flush(conn) == NGX_ERROR)
+        {
             ngx_http_tent_ipc_conn_close(conn);
-
-        } else {
-            conn->close_when_flushed = 1;
         }
+    }
+
+    ngx_http_tent_ipc_handover_check(store);
+}
+
+
+/* handed over and every worker gone: this process may exit */
+
+static void
+ngx_http_tent_ipc_handover_check(ngx_http_tent_store_t *store)
+{
+    if (store->handover_timer.timer_set
+        && store->state == NGX_HTTP_TENT_OWNER_CLOSED
+        && ngx_queue_empty(&store->conns))
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: every worker went to the new "
+                       "owner");
+
+        ngx_del_timer(&store->handover_timer);
+    }
+}
+
+
+/* a worker that never left (an older module's): close as before */
+
+static void
+ngx_http_tent_ipc_handover_timer(ngx_event_t *ev)
+{
+    ngx_queue_t               *q;
+    ngx_http_tent_store_t     *store;
+    ngx_http_tent_ipc_conn_t  *conn;
+
+    store = ev->data;
+
+    ngx_log_error(NGX_LOG_INFO, store->log, 0,
+                  "tent store: workers still connected at the end of the "
+                  "handover, closing their connections");
+
+    while (!ngx_queue_empty(&store->conns)) {
+        q = ngx_queue_head(&store->conns);
+        conn = ngx_queue_data(q, ngx_http_tent_ipc_conn_t, queue);
+
+        ngx_http_tent_ipc_conn_close(conn);
     }
 }
 

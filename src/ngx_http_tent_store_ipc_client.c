@@ -303,6 +303,20 @@ ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
     ngx_http_tent_store_op_t       *op;
     ngx_http_tent_store_op_full_t  *sop;
 
+    if (id == 0) {
+        /*
+         * The old owner handed the database over: whatever we sent it
+         * and have no answer for was not executed and comes back as
+         * "retry"; then we go to the new owner.
+         */
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store: the owner handed over");
+
+        store->client_state = NGX_HTTP_TENT_CLIENT_DRAINING;
+        return;
+    }
+
     op = ngx_http_tent_ipc_lookup(store, id);
     sop = ngx_http_tent_sop(op);
 

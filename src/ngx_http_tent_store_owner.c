@@ -355,7 +355,7 @@ ngx_http_tent_owner_resign(ngx_http_tent_store_t *store)
         ngx_del_timer(&store->reopen_timer);
     }
 
-    ngx_http_tent_ipc_stop_listening(store);
+    ngx_http_tent_ipc_resign(store);
 
     while (!ngx_queue_empty(&store->waiting)) {
         q = ngx_queue_head(&store->waiting);

@@ -134,7 +134,6 @@ struct ngx_http_tent_ipc_conn_s {
     ngx_queue_t                     queue;
     ngx_uint_t                      refs;
     unsigned                        closed:1;
-    unsigned                        close_when_flushed:1;
 };
 
 
@@ -190,6 +189,9 @@ struct ngx_http_tent_store_s {
 
     ngx_connection_t               *listening;
     ngx_queue_t                     conns;
+    /* keeps a resigning owner alive until its workers left (not
+     * cancelable): what they sent meanwhile is answered "retry" */
+    ngx_event_t                     handover_timer;
 
     /* client side: every worker, the owner too once it has resigned */
     ngx_http_tent_ipc_conn_t       *client;
@@ -323,6 +325,7 @@ void ngx_http_tent_files_unlink(const char *dir, ngx_str_t *name,
 /* ngx_http_tent_store_ipc.c: the socket between workers and the owner */
 ngx_int_t ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store);
 void ngx_http_tent_ipc_stop_listening(ngx_http_tent_store_t *store);
+void ngx_http_tent_ipc_resign(ngx_http_tent_store_t *store);
 void ngx_http_tent_ipc_drained(ngx_http_tent_store_t *store);
 void ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store);
 

@@ -413,15 +413,22 @@ ok(!(grep { $_ > 100 * 1024 } @bytes),
     # the reload once the export's first bytes came (a reload before the
     # request was read would close its connection as idle: ASan's -j2 CI)
     my $line = <$rd> // '';
+    my $at = -s Tent::Util::servroot() . '/logs/error.log';
     if ($line eq "started\n") {
         Tent::Util::reload_nginx();
         $line = <$rd> // '';
     }
     waitpid $pid, 0;
     like($line, qr/^ended complete (\d+)$/,
-         'an export across a reload ends whole') or diag $line;
+         'an export across a reload ends whole')
+        or diag $line, grep { /tent (store|export)|exit/ && !/\[debug\]/ }
+                        split /^/, log_since($at);
     my ($n) = $line =~ /(\d+)$/;
     ok(($n // 0) > $N, 'with every post');
+
+    # the next block stops the new owner: it must have opened by then
+    Tent::Util::wait_for(sub {
+        log_since($at) =~ /tent store: opened/ }, 10);
 }
 
 # --- the store silent mid-stream: the document ends unfinished -------------
@@ -484,7 +491,10 @@ sub log_since {
         skip 'no export landed on the worker that is not the owner', 3
             unless defined $cut;
         is($cut, "cut incomplete\n",
-           'the store silent mid-stream: no last chunk, no "complete"');
+           'the store silent mid-stream: no last chunk, no "complete"')
+            or diag "owner $owner", grep { /tent store|exit/
+                                           && !/\[debug\]/ }
+                                    split /^/, log_since($from);
         like(log_since($from),
              qr/tent export: the scan of "\w+" failed .*ends unfinished/,
              'logged: the document ends unfinished');
