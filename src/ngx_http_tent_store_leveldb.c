@@ -149,6 +149,27 @@ ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size)
 }
 
 
+/*
+ * The memtable to a table now, the work that filled it being over: its
+ * memory goes back, and the next open (a reload, a restart) replays a
+ * short log.  LevelDB's C API has no flush; compacting a range that no
+ * key of ours is in does it (CompactRange() writes the memtable first)
+ * and compacts nothing else.  On a pool thread: it waits for the write.
+ */
+
+void
+ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb)
+{
+    static const char  from[] = "\xff\xff\xff\xff\xff\xff\xff\xfe";
+    static const char  to[] = "\xff\xff\xff\xff\xff\xff\xff\xff";
+
+    if (ldb->db) {
+        leveldb_compact_range(ldb->db, from, sizeof(from) - 1,
+                              to, sizeof(to) - 1);
+    }
+}
+
+
 ngx_uint_t
 ngx_http_tent_ldb_is_open(ngx_http_tent_ldb_t *ldb)
 {

@@ -11,7 +11,11 @@
  * chunks stay in the worker's RSS.  The owner caps the arenas, and once
  * background work (a fan-out's loads and settlements) has run, gives
  * the free pages back to the kernel with malloc_trim(), on a pool
- * thread, at most once a second.  Without glibc both do nothing.
+ * thread, at most once a second.  Without glibc both do nothing.  Once
+ * the work is over (no background operation for a second) the memtable
+ * it filled is written to a table first, if a megabyte or more went
+ * since the last time: up to two write buffers (16 MB each) would stay
+ * in the RSS until the next writes filled them.
  */
 
 
@@ -30,6 +34,9 @@
 
 /* after background work, the trim waits this long, and so at most once */
 #define NGX_HTTP_TENT_TRIM_AFTER  1000
+
+/* written since the last flush, below which the memtable stays */
+#define NGX_HTTP_TENT_FLUSH_MIN   (1024 * 1024)
 
 
 static void ngx_http_tent_memory_timer(ngx_event_t *ev);
@@ -81,6 +88,8 @@ ngx_http_tent_owner_memory_init(ngx_http_tent_store_t *store)
 void
 ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store)
 {
+    store->background_ended = ngx_current_msec;
+
     if (store->trim_task == NULL || store->trimming
         || store->trim_timer.timer_set)
     {
@@ -94,6 +103,7 @@ ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store)
 static void
 ngx_http_tent_memory_timer(ngx_event_t *ev)
 {
+    ngx_uint_t              idle;
     ngx_http_tent_store_t  *store;
 
     store = ev->data;
@@ -102,16 +112,45 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
         return;
     }
 
+    idle = (ngx_current_msec - store->background_ended
+            >= NGX_HTTP_TENT_TRIM_AFTER);
+
+    if (store->trimming) {
+        ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
+        return;
+    }
+
+    store->flushing = (idle && store->written >= NGX_HTTP_TENT_FLUSH_MIN);
+
     /* a busy pool: the next background operation to end tries again */
 
     if (ngx_thread_task_post(store->thread_pool, store->trim_task) != NGX_OK)
     {
+        store->flushing = 0;
         return;
     }
 
-    /* not in "inflight": a close or a reopen need not wait for it */
+    /*
+     * A trim alone is not in "inflight": a close or a reopen need not
+     * wait for it.  A flush uses the database: they do.
+     */
 
     store->trimming = 1;
+
+    if (store->flushing) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: background work over, %uz bytes "
+                       "written: the memtable to a table", store->written);
+
+        store->written = 0;
+        store->inflight++;
+    }
+
+    /* work goes on: look again a second later, for its end */
+
+    if (!idle) {
+        ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
+    }
 }
 
 
@@ -119,6 +158,10 @@ static void
 ngx_http_tent_memory_trim_thread(void *data, ngx_log_t *log)
 {
     ngx_http_tent_store_t *store = data;
+
+    if (store->flushing) {
+        ngx_http_tent_ldb_flush(store->ldb);
+    }
 
 #if (__GLIBC__)
     store->trimmed = malloc_trim(0);
@@ -139,7 +182,17 @@ ngx_http_tent_memory_trimmed(ngx_event_t *ev)
 
     store->trimming = 0;
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                   "tent store owner: malloc_trim() after background work: %s",
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: malloc_trim() after background work%s: "
+                   "%s", store->flushing ? " and the memtable's flush" : "",
                    store->trimmed ? "memory given back" : "nothing to give");
+
+    if (store->flushing) {
+        store->flushing = 0;
+        store->inflight--;
+
+        /* a close waiting for it */
+
+        ngx_http_tent_owner_after(store);
+    }
 }

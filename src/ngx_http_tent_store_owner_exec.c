@@ -63,6 +63,14 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     background = (sop->req_len > 1
                   && (sop->req[1] & NGX_HTTP_TENT_OP_BACKGROUND));
 
+    /* what may be in the memtable: flushed once the work is over */
+
+    if (sop->req_len > 2 && (sop->req[0] == NGX_HTTP_TENT_OP_WRITE
+                             || sop->req[0] == NGX_HTTP_TENT_OP_CAS))
+    {
+        store->written += sop->req_len;
+    }
+
     if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
 
         /* a write waits for a registry write, or is refused (the fence) */

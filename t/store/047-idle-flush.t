@@ -1,0 +1,155 @@
+# The memtable written to a table once background work is over (issue
+# #13, docs/store.md "Memory of the owner"): a fan-out fills up to two
+# write buffers (16 MB each by default) that stayed in the owner's RSS
+# until later writes filled them, and made the next open (a reload, a
+# restart) replay them from the log.  A second after the engine's last
+# operation, if a megabyte or more was written since the last flush, the
+# owner flushes it on a pool thread (LevelDB's log: a manual compaction
+# of a range no key is in; the log file starts anew and small).  A few
+# writes with no background work flush nothing; neither does a fan-out
+# of less than a megabyte; requests are answered meanwhile; the database
+# reopens after it with every row.
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
+                  follower_host_config follow_many);
+use Tent::Client;
+use Tent::Peer;
+use JSON::PP;
+use Time::HiRes qw(sleep time);
+
+master_on();
+workers(1);
+log_level('debug');
+no_shuffle();
+run_tests();
+
+if ($ENV{TEST_NGINX_USE_VALGRIND}) {
+    pass('the many-followers part is skipped under valgrind');
+    exit 0;
+}
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $N = 300;
+my $c = Tent::Client->new;
+my (undef, $owner) = $c->authorized_app('write_posts,read_posts',
+                                       post_types => 'all');
+my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
+my $DB = Tent::Util::servroot() . '/tent_temp/db';
+my $FLUSHED = qr/background work over, (\d+) bytes written: the memtable/;
+
+sub manual { open my $fh, '<', "$DB/LOG" or return 0;
+             scalar grep { /Manual compaction/ } <$fh> }
+sub log_bytes { my $t = 0; $t += -s $_ for glob "$DB/*.log"; $t }
+sub flushes { my @b = error_log_text() =~ /$FLUSHED/g; scalar @b }
+
+my $rx = Tent::Peer->start(worker_processes => 1,
+                           http_config => <<HTTP,
+    tent_store  \$SERVROOT/tent_temp;
+    log_format  notes  '\$request_method \$uri \$status';
+HTTP
+                           server_config => follower_host_config(
+                               log => 'notes'));
+my $U = $rx->url;
+my $notes = $rx->servroot . '/logs/notes.log';
+
+sub delivered {
+    open(my $fh, '<', $notes) or return 0;
+    return scalar grep { m{^POST /f\d+/tent/notifications/n 200} } <$fh>;
+}
+
+# --- private posts: writes, no background work: no flush -------------------
+
+for my $i (1 .. 5) {
+    my $r = $c->request(POST => '/posts', cred => $owner,
+                        body => { type => $STATUS,
+                                  content => { text => "private $i" },
+                                  permissions => { public => JSON::PP::false } });
+    is($r->{status}, 200, "private post $i");
+}
+sleep 2.5;
+is(flushes(), 0, 'a few writes and no background work: no flush');
+is(manual(), 0, 'LevelDB compacted nothing by hand');
+
+# --- followers, then one post to all of them --------------------------------
+
+my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
+is($bad, 0, "$N entities follow");
+
+sleep 2.5;
+my $n0 = flushes();
+my $text = 'x' x 200;
+for my $i (1 .. 4) {
+    my $res = $c->request(POST => '/posts', cred => $owner,
+                          body => { type => $STATUS,
+                                    content => { text => "$i $text" },
+                                    permissions => {
+                                        public => JSON::PP::true } });
+    is($res->{status}, 200, "public post $i to every follower");
+}
+
+# a read while it goes: answered
+my $res = $c->request(GET => '/posts?limit=1', cred => $owner);
+is($res->{status}, 200, 'a read during the fan-out');
+
+ok(wait_for(sub { delivered() >= 4 * $N }, 90),
+   "all $N followers got the 4 posts") or diag(delivered() . " of " . 4 * $N);
+
+ok(wait_for(sub { flushes() > $n0 }, 10),
+   'a flush once the work was over');
+my @bytes = error_log_text() =~ /$FLUSHED/g;
+ok($bytes[-1] >= 1024 * 1024, "after $bytes[-1] bytes written (>= 1 MB)");
+ok(wait_for(sub { manual() >= 1 }, 5),
+   'LevelDB wrote the memtable (a manual compaction in its LOG)');
+# (without the flush every byte since the open would be in the log: 16 MB
+# never filled here)
+ok(wait_for(sub { log_bytes() < 256 * 1024 }, 5),
+   'the log started anew: ' . log_bytes() . ' bytes');
+like(error_log_text(),
+     qr/malloc_trim\(\) after background work and the memtable's flush/,
+     'and the trim after it');
+
+# idle now: the timer stops, no second flush of nothing
+my $n1 = flushes();
+sleep 3;
+is(flushes(), $n1, 'idle: no further flush');
+
+# --- everything is there after a restart ------------------------------------
+
+stop_last_nginx();
+start_last_nginx();
+$res = $c->request(GET => '/posts?limit=20&post_types='
+                          . Tent::Client::uri_escape($STATUS), cred => $owner);
+my @texts = map { $_->{content}{text} // '' } @{ $res->{json} || [] };
+is(scalar(grep { /^[1-4] x/ } @texts), 4, 'the 4 posts read back after a restart');
+is(scalar(grep { /^private/ } @texts), 5, 'and the private ones')
+    or diag join ' / ', map { substr($_, 0, 12) } @texts;
+$res = $c->request(GET => '/followers/count', cred => $owner);
+is($res->{body}, $N, "and the $N followers");
+
+unlike(error_log_text(), qr/\[alert\]|exited on signal/,
+       'no alert, no crash');
+
+$rx->stop;
+
+__DATA__
+
+=== TEST 1: the entity
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+    tent_delivery_interval 100ms;
+    tent_delivery_concurrency 32;
+    tent_delivery_host_concurrency 32;
+    tent_delivery_breaker off;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+--- request
+GET /tent/followers/count
+--- error_code: 200
+--- response_body: 0
