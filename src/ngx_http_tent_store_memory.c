@@ -120,7 +120,10 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
         return;
     }
 
-    store->flushing = (idle && store->written >= NGX_HTTP_TENT_FLUSH_MIN);
+    /* (not after a failed write: the disk is full, the owner reopens) */
+
+    store->flushing = (idle && store->written >= NGX_HTTP_TENT_FLUSH_MIN
+                       && !ngx_http_tent_ldb_write_failed(store->ldb));
 
     /* a busy pool: the next background operation to end tries again */
 
