@@ -716,9 +716,9 @@ ngx_http_tent_ipc_handover_check(ngx_http_tent_store_t *store)
         && store->state == NGX_HTTP_TENT_OWNER_CLOSED
         && ngx_queue_empty(&store->conns))
     {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                       "tent store owner: every worker went to the new "
-                       "owner");
+        ngx_log_error(NGX_LOG_NOTICE, store->log, 0,
+                      "tent store: handed \"%V\" over, every worker went "
+                      "to the new owner", &store->db_path);
 
         ngx_del_timer(&store->handover_timer);
     }

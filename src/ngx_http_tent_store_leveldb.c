@@ -44,6 +44,7 @@ struct ngx_http_tent_ldb_s {
 };
 
 
+static ngx_uint_t ngx_http_tent_ldb_compaction_due(ngx_http_tent_ldb_t *ldb);
 static void ngx_http_tent_out_write_failed(ngx_http_tent_ldb_t *ldb,
     ngx_http_tent_out_t *out, const char *message);
 static ngx_int_t ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
@@ -154,19 +155,86 @@ ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size)
  * memory goes back, and the next open (a reload, a restart) replays a
  * short log.  LevelDB's C API has no flush; compacting a range that no
  * key of ours is in does it (CompactRange() writes the memtable first)
- * and compacts nothing else.  On a pool thread: it waits for the write.
+ * and compacts nothing else, but it waits for a compaction LevelDB has
+ * under way or due, which a close (a reload) would have cut short: so
+ * none is done while one is due (NGX_DECLINED: later).  On a pool
+ * thread: it waits for the write.
  */
 
-void
+ngx_int_t
 ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb)
 {
     static const char  from[] = "\xff\xff\xff\xff\xff\xff\xff\xfe";
     static const char  to[] = "\xff\xff\xff\xff\xff\xff\xff\xff";
 
-    if (ldb->db) {
-        leveldb_compact_range(ldb->db, from, sizeof(from) - 1,
-                              to, sizeof(to) - 1);
+    if (ldb->db == NULL) {
+        return NGX_DECLINED;
     }
+
+    if (ngx_http_tent_ldb_compaction_due(ldb)) {
+        return NGX_DECLINED;
+    }
+
+    leveldb_compact_range(ldb->db, from, sizeof(from) - 1, to, sizeof(to) - 1);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Would LevelDB compact now?  Its rule (1.23, version_set.cc): level 0
+ * at 4 files, level 1 at 10 MB, each level after at 10 times the one
+ * before; a compaction under way keeps its level over the mark until it
+ * ends.  Read from "leveldb.stats" (sizes in whole MB, rounded: a level
+ * a little under its mark may look due; the owner stops asking after a
+ * while).  With 3 files at level 0 the flush makes the fourth, and waits
+ * for that one compaction of level 0 into level 1 (at most 4 tables and
+ * 10 MB).
+ */
+
+static ngx_uint_t
+ngx_http_tent_ldb_compaction_due(ngx_http_tent_ldb_t *ldb)
+{
+    int      level, files;
+    char    *stats, *p;
+    double   mb, max;
+
+    stats = leveldb_property_value(ldb->db, "leveldb.stats");
+    if (stats == NULL) {
+        return 1;
+    }
+
+    for (p = strchr(stats, '\n'); p; p = strchr(p + 1, '\n')) {
+        if (sscanf(p + 1, "%d %d %lf", &level, &files, &mb) != 3) {
+            continue;
+        }
+
+        if (level == 0) {
+            if (files >= 4) {
+                goto due;
+            }
+
+            continue;
+        }
+
+        for (max = 10.0; level > 1; level--) {
+            max *= 10.0;
+        }
+
+        if (mb >= max) {
+            goto due;
+        }
+    }
+
+    leveldb_free(stats);
+
+    return 0;
+
+due:
+
+    leveldb_free(stats);
+
+    return 1;
 }
 
 

@@ -13,9 +13,10 @@
  * the free pages back to the kernel with malloc_trim(), on a pool
  * thread, at most once a second.  Without glibc both do nothing.  Once
  * the work is over (no background operation for a second) the memtable
- * it filled is written to a table first, if a megabyte or more went
- * since the last time: up to two write buffers (16 MB each) would stay
- * in the RSS until the next writes filled them.
+ * it filled is written to a table first, if a quarter of the write
+ * buffer or more went since the last time and LevelDB has no compaction
+ * due: up to two write buffers (16 MB each) would stay in the RSS until
+ * the next writes filled them.
  */
 
 
@@ -35,8 +36,8 @@
 /* after background work, the trim waits this long, and so at most once */
 #define NGX_HTTP_TENT_TRIM_AFTER  1000
 
-/* written since the last flush, below which the memtable stays */
-#define NGX_HTTP_TENT_FLUSH_MIN   (1024 * 1024)
+/* a flush put off while LevelDB compacts: asked again this many times */
+#define NGX_HTTP_TENT_FLUSH_TRIES  30
 
 
 static void ngx_http_tent_memory_timer(ngx_event_t *ev);
@@ -89,6 +90,7 @@ void
 ngx_http_tent_owner_memory_used(ngx_http_tent_store_t *store)
 {
     store->background_ended = ngx_current_msec;
+    store->flush_declined = 0;
 
     if (store->trim_task == NULL || store->trimming
         || store->trim_timer.timer_set)
@@ -120,9 +122,15 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
         return;
     }
 
-    /* (not after a failed write: the disk is full, the owner reopens) */
+    /*
+     * A quarter of the write buffer at least (LevelDB's own default
+     * buffer for our 16 MB): no more tables than that default would
+     * make, however the writes and the pauses come.  Not after a failed
+     * write: the disk is full, the owner reopens.
+     */
 
-    store->flushing = (idle && store->written >= NGX_HTTP_TENT_FLUSH_MIN
+    store->flushing = (idle
+                       && store->written >= store->write_buffer / 4
                        && !ngx_http_tent_ldb_write_failed(store->ldb));
 
     /* a busy pool: the next background operation to end tries again */
@@ -139,13 +147,9 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
      */
 
     store->trimming = 1;
+    store->trim_posted = ngx_current_msec;
 
     if (store->flushing) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                       "tent store owner: background work over, %uz bytes "
-                       "written: the memtable to a table", store->written);
-
-        store->written = 0;
         store->inflight++;
     }
 
@@ -162,9 +166,8 @@ ngx_http_tent_memory_trim_thread(void *data, ngx_log_t *log)
 {
     ngx_http_tent_store_t *store = data;
 
-    if (store->flushing) {
-        ngx_http_tent_ldb_flush(store->ldb);
-    }
+    store->flushed = store->flushing ? ngx_http_tent_ldb_flush(store->ldb)
+                                     : NGX_DECLINED;
 
 #if (__GLIBC__)
     store->trimmed = malloc_trim(0);
@@ -185,17 +188,46 @@ ngx_http_tent_memory_trimmed(ngx_event_t *ev)
 
     store->trimming = 0;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
-                   "tent store owner: malloc_trim() after background work%s: "
-                   "%s", store->flushing ? " and the memtable's flush" : "",
-                   store->trimmed ? "memory given back" : "nothing to give");
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store owner: malloc_trim() after background work: "
+                   "%s", store->trimmed ? "memory given back"
+                                        : "nothing to give");
 
     if (store->flushing) {
         store->flushing = 0;
         store->inflight--;
 
+        if (store->flushed == NGX_OK) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                           "tent store owner: background work over, %uz "
+                           "bytes written: the memtable to a table",
+                           store->written);
+
+            store->written = 0;
+
+        } else if (++store->flush_declined < NGX_HTTP_TENT_FLUSH_TRIES) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                           "tent store owner: background work over, %uz "
+                           "bytes written: a compaction is due, the "
+                           "memtable's flush later", store->written);
+
+            /* idle still, in a second: asked again then */
+
+            store->background_ended = ngx_current_msec
+                                      - NGX_HTTP_TENT_TRIM_AFTER;
+            ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
+        }
+
         /* a close waiting for it */
 
         ngx_http_tent_owner_after(store);
+    }
+
+    /* background work that ended meanwhile: its trim, its flush */
+
+    if (!store->trim_timer.timer_set
+        && store->background_ended >= store->trim_posted)
+    {
+        ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
     }
 }

@@ -174,9 +174,12 @@ struct ngx_http_tent_store_s {
     ngx_event_t                     trim_timer;
     ngx_int_t                       trimmed;     /* set by the thread */
     ngx_msec_t                      background_ended;
+    ngx_msec_t                      trim_posted;
     size_t                          written;     /* since the last flush */
+    ngx_uint_t                      flushing;    /* read by the thread */
+    ngx_int_t                       flushed;     /* set by the thread */
+    ngx_uint_t                      flush_declined;
     unsigned                        trimming:1;
-    unsigned                        flushing:1;
     ngx_event_t                     open_timer;
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;
@@ -314,7 +317,7 @@ void ngx_http_tent_ldb_close(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir);
 void ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size);
-void ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb);
+ngx_int_t ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb);
 ngx_int_t ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req,
     size_t len, u_char **res, size_t *res_len);
 void ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,

@@ -427,8 +427,9 @@ ok(!(grep { $_ > 100 * 1024 } @bytes),
     ok(($n // 0) > $N, 'with every post');
 
     # the next block stops the new owner: it must have opened by then
-    Tent::Util::wait_for(sub {
-        log_since($at) =~ /tent store: opened/ }, 10);
+    ok(Tent::Util::wait_for(sub {
+        log_since($at) =~ /tent store: opened/ }, 10),
+       'the new owner opened the store after the reload');
 }
 
 # --- the store silent mid-stream: the document ends unfinished -------------

@@ -80,14 +80,24 @@ my $log = error_log_text();
 my $handed = () = $log =~ /tent store: shutting down, handing/g;
 ok($handed >= $RELOADS / 2, "the database handed over $handed times");
 
-# each old owner closed the database itself, then waited for its workers
-# to go (it used to exit at once, dropping what they had just sent)
-my @resigned = $log =~ /\] (\d+)#\d+: tent store: shutting down, handing/g;
+# each old owner that had opened the database closed it itself, then
+# waited for its workers to go (it used to exit at once, dropping what
+# they had just sent); one that resigned while still opening has nothing
+# to close
+my %opened = map { $_ => 1 } $log =~ /\] (\d+)#\d+: tent store: opened/g;
+my @resigned = grep { $opened{$_} }
+               $log =~ /\] (\d+)#\d+: tent store: shutting down, handing/g;
 my @closed = grep {
     $log =~ /\] $_#\d+: tent store: closed "[^"]+" for the next owner/
 } @resigned;
+my @left = grep {
+    $log =~ /\] $_#\d+: tent store: handed "[^"]+" over, every worker went/
+} @resigned;
+ok(@resigned >= $RELOADS / 2, scalar(@resigned) . ' owners resigned');
 is(scalar @closed, scalar @resigned,
    'every old owner closed the database for the next one before exiting');
+is(scalar @left, scalar @resigned,
+   'and stayed until every worker had gone to the new owner');
 unlike($log, qr/still connected at the end of the handover/,
        'every worker left the old owner in time');
 unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert in the error log');
