@@ -181,60 +181,24 @@ ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb)
 }
 
 
-/*
- * Would LevelDB compact now?  Its rule (1.23, version_set.cc): level 0
- * at 4 files, level 1 at 10 MB, each level after at 10 times the one
- * before; a compaction under way keeps its level over the mark until it
- * ends.  Read from "leveldb.stats" (sizes in whole MB, rounded: a level
- * a little under its mark may look due; the owner stops asking after a
- * while).  With 3 files at level 0 the flush makes the fourth, and waits
- * for that one compaction of level 0 into level 1 (at most 4 tables and
- * 10 MB).
- */
+/* would LevelDB compact now (ngx_http_tent_store_stats.c) */
 
 static ngx_uint_t
 ngx_http_tent_ldb_compaction_due(ngx_http_tent_ldb_t *ldb)
 {
-    int      level, files;
-    char    *stats, *p;
-    double   mb, max;
+    char        *stats;
+    ngx_uint_t   due;
 
     stats = leveldb_property_value(ldb->db, "leveldb.stats");
     if (stats == NULL) {
         return 1;
     }
 
-    for (p = strchr(stats, '\n'); p; p = strchr(p + 1, '\n')) {
-        if (sscanf(p + 1, "%d %d %lf", &level, &files, &mb) != 3) {
-            continue;
-        }
-
-        if (level == 0) {
-            if (files >= 4) {
-                goto due;
-            }
-
-            continue;
-        }
-
-        for (max = 10.0; level > 1; level--) {
-            max *= 10.0;
-        }
-
-        if (mb >= max) {
-            goto due;
-        }
-    }
+    due = ngx_http_tent_ldb_stats_due(stats);
 
     leveldb_free(stats);
 
-    return 0;
-
-due:
-
-    leveldb_free(stats);
-
-    return 1;
+    return due;
 }
 
 

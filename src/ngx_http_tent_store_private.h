@@ -195,9 +195,7 @@ struct ngx_http_tent_store_s {
 
     ngx_connection_t               *listening;
     ngx_queue_t                     conns;
-    /* keeps a resigning owner alive until its workers left (not
-     * cancelable): what they sent meanwhile is answered "retry" */
-    ngx_event_t                     handover_timer;
+    ngx_event_t                     handover_timer;  /* ipc_resign() */
 
     /* client side: every worker, the owner too once it has resigned */
     ngx_http_tent_ipc_conn_t       *client;
@@ -318,6 +316,8 @@ void ngx_http_tent_ldb_destroy(ngx_http_tent_ldb_t *ldb);
 void ngx_http_tent_ldb_files(ngx_http_tent_ldb_t *ldb, char *dir);
 void ngx_http_tent_ldb_write_buffer(ngx_http_tent_ldb_t *ldb, size_t size);
 ngx_int_t ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb);
+/* ngx_http_tent_store_stats.c: LevelDB's "leveldb.stats", read */
+ngx_uint_t ngx_http_tent_ldb_stats_due(const char *stats);
 ngx_int_t ngx_http_tent_ldb_exec(ngx_http_tent_ldb_t *ldb, u_char *req,
     size_t len, u_char **res, size_t *res_len);
 void ngx_http_tent_ldb_cas_group(ngx_http_tent_ldb_t *ldb,
