@@ -150,6 +150,7 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
     store->trim_posted = ngx_current_msec;
 
     if (store->flushing) {
+        store->flush_written = store->written;
         store->inflight++;
     }
 
@@ -201,9 +202,11 @@ ngx_http_tent_memory_trimmed(ngx_event_t *ev)
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
                            "tent store owner: background work over, %uz "
                            "bytes written: the memtable to a table",
-                           store->written);
+                           store->flush_written);
 
-            store->written = 0;
+            /* what came during the flush is in the next memtable */
+
+            store->written -= ngx_min(store->written, store->flush_written);
 
         } else if (++store->flush_declined < NGX_HTTP_TENT_FLUSH_TRIES) {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
@@ -211,10 +214,8 @@ ngx_http_tent_memory_trimmed(ngx_event_t *ev)
                            "bytes written: a compaction is due, the "
                            "memtable's flush later", store->written);
 
-            /* idle still, in a second: asked again then */
+            /* idle still (it was at the post), asked again in a second */
 
-            store->background_ended = ngx_current_msec
-                                      - NGX_HTTP_TENT_TRIM_AFTER;
             ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
         }
 
@@ -226,7 +227,8 @@ ngx_http_tent_memory_trimmed(ngx_event_t *ev)
     /* background work that ended meanwhile: its trim, its flush */
 
     if (!store->trim_timer.timer_set
-        && store->background_ended >= store->trim_posted)
+        && (ngx_msec_int_t) (store->background_ended - store->trim_posted)
+           >= 0)
     {
         ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
     }

@@ -175,11 +175,11 @@ struct ngx_http_tent_store_s {
     ngx_int_t                       trimmed;     /* set by the thread */
     ngx_msec_t                      background_ended;
     ngx_msec_t                      trim_posted;
-    size_t                          written;     /* since the last flush */
+    size_t                          written, flush_written;  /* bytes */
     ngx_uint_t                      flushing;    /* read by the thread */
     ngx_int_t                       flushed;     /* set by the thread */
-    ngx_uint_t                      flush_declined;
     unsigned                        trimming:1;
+    unsigned                        flush_declined:5;   /* < 32 */
     ngx_event_t                     open_timer;
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;

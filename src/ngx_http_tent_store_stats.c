@@ -34,6 +34,11 @@
  * cannot read is due: no flush.
  */
 
+/*
+ * (A compaction LevelDB starts for a table read too often is not in
+ * these figures: a flush may still wait for one of those, a table's.)
+ */
+
 ngx_uint_t
 ngx_http_tent_ldb_stats_due(const char *stats)
 {
@@ -41,15 +46,19 @@ ngx_http_tent_ldb_stats_due(const char *stats)
     double       mb, mark;
     const char  *p;
 
-    if (ngx_strstr(stats, "Level  Files Size(MB)") == NULL) {
+    /* the rows come after the header's line of dashes */
+
+    p = ngx_strstr(stats, "Level  Files Size(MB)");
+    if (p == NULL || (p = ngx_strstr(p, "---")) == NULL) {
         return 1;
     }
 
-    for (p = strchr(stats, '\n'); p; p = strchr(p + 1, '\n')) {
+    for (p = strchr(p, '\n'); p && p[1] != '\0'; p = strchr(p + 1, '\n')) {
         if (sscanf(p + 1, "%d %d %lf", &level, &files, &mb) != 3
-            || level < 0 || files < 0 || mb < 0)
+            || level < 0 || level > 6 || files < 0 || mb < 0)
         {
-            continue;
+            /* another format: a LevelDB we do not know */
+            return 1;
         }
 
         if (level == 0) {

@@ -73,7 +73,9 @@ main(void)
     /* what it cannot read is due: no flush */
     check(__LINE__, "", 1);
     check(__LINE__, "no such property", 1);
-    check(__LINE__, HEAD "  x        y\n", 0);
+    check(__LINE__, HEAD "  x        y\n", 1);
+    check(__LINE__, HEAD "  9        1        0         0        0         0\n", 1);
+    check(__LINE__, "Level  Files Size(MB)\n  0 1 0 0 0 0\n", 1);
 
     printf("store_stats_test: %d checks, %d failures\n", checks, failures);
 
