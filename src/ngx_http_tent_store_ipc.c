@@ -36,6 +36,7 @@ static ngx_int_t ngx_http_tent_ipc_server_request(
 static void ngx_http_tent_ipc_reply(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_ipc_handover_timer(ngx_event_t *ev);
 static void ngx_http_tent_ipc_handover_check(ngx_http_tent_store_t *store);
+static void ngx_http_tent_ipc_close_workers(ngx_http_tent_store_t *store);
 
 
 static uint32_t
@@ -730,15 +731,23 @@ ngx_http_tent_ipc_handover_check(ngx_http_tent_store_t *store)
 static void
 ngx_http_tent_ipc_handover_timer(ngx_event_t *ev)
 {
-    ngx_queue_t               *q;
-    ngx_http_tent_store_t     *store;
-    ngx_http_tent_ipc_conn_t  *conn;
+    ngx_http_tent_store_t  *store;
 
     store = ev->data;
 
     ngx_log_error(NGX_LOG_INFO, store->log, 0,
                   "tent store: workers still connected at the end of the "
                   "handover, closing their connections");
+
+    ngx_http_tent_ipc_close_workers(store);
+}
+
+
+static void
+ngx_http_tent_ipc_close_workers(ngx_http_tent_store_t *store)
+{
+    ngx_queue_t               *q;
+    ngx_http_tent_ipc_conn_t  *conn;
 
     while (!ngx_queue_empty(&store->conns)) {
         q = ngx_queue_head(&store->conns);
@@ -754,17 +763,7 @@ ngx_http_tent_ipc_handover_timer(ngx_event_t *ev)
 void
 ngx_http_tent_ipc_exit(ngx_http_tent_store_t *store)
 {
-    ngx_queue_t               *q;
-    ngx_http_tent_ipc_conn_t  *conn;
-
     ngx_http_tent_ipc_stop_listening(store);
-
-    while (!ngx_queue_empty(&store->conns)) {
-        q = ngx_queue_head(&store->conns);
-        conn = ngx_queue_data(q, ngx_http_tent_ipc_conn_t, queue);
-
-        ngx_http_tent_ipc_conn_close(conn);
-    }
-
+    ngx_http_tent_ipc_close_workers(store);
     ngx_http_tent_ipc_client_close(store);
 }

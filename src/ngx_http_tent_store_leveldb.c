@@ -44,7 +44,6 @@ struct ngx_http_tent_ldb_s {
 };
 
 
-static ngx_uint_t ngx_http_tent_ldb_compaction_due(ngx_http_tent_ldb_t *ldb);
 static void ngx_http_tent_out_write_failed(ngx_http_tent_ldb_t *ldb,
     ngx_http_tent_out_t *out, const char *message);
 static ngx_int_t ngx_http_tent_ldb_batch(ngx_http_tent_ldb_req_t *rq,
@@ -167,38 +166,26 @@ ngx_http_tent_ldb_flush(ngx_http_tent_ldb_t *ldb)
     static const char  from[] = "\xff\xff\xff\xff\xff\xff\xff\xfe";
     static const char  to[] = "\xff\xff\xff\xff\xff\xff\xff\xff";
 
+    char        *stats;
+    ngx_uint_t   due;
+
     if (ldb->db == NULL) {
         return NGX_DECLINED;
     }
 
-    if (ngx_http_tent_ldb_compaction_due(ldb)) {
+    /* would LevelDB compact now (ngx_http_tent_store_stats.c) */
+
+    stats = leveldb_property_value(ldb->db, "leveldb.stats");
+    due = (stats == NULL || ngx_http_tent_ldb_stats_due(stats));
+    leveldb_free(stats);
+
+    if (due) {
         return NGX_DECLINED;
     }
 
     leveldb_compact_range(ldb->db, from, sizeof(from) - 1, to, sizeof(to) - 1);
 
     return NGX_OK;
-}
-
-
-/* would LevelDB compact now (ngx_http_tent_store_stats.c) */
-
-static ngx_uint_t
-ngx_http_tent_ldb_compaction_due(ngx_http_tent_ldb_t *ldb)
-{
-    char        *stats;
-    ngx_uint_t   due;
-
-    stats = leveldb_property_value(ldb->db, "leveldb.stats");
-    if (stats == NULL) {
-        return 1;
-    }
-
-    due = ngx_http_tent_ldb_stats_due(stats);
-
-    leveldb_free(stats);
-
-    return due;
 }
 
 

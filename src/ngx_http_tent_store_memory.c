@@ -114,13 +114,13 @@ ngx_http_tent_memory_timer(ngx_event_t *ev)
         return;
     }
 
-    idle = (ngx_current_msec - store->background_ended
-            >= NGX_HTTP_TENT_TRIM_AFTER);
-
     if (store->trimming) {
         ngx_add_timer(&store->trim_timer, NGX_HTTP_TENT_TRIM_AFTER);
         return;
     }
+
+    idle = (ngx_current_msec - store->background_ended
+            >= NGX_HTTP_TENT_TRIM_AFTER);
 
     /*
      * A quarter of the write buffer at least (LevelDB's own default

@@ -48,11 +48,8 @@ HTTP
                            server_config => follower_host_config(
                                log => 'notes'));
 my $U = $rx->url;
-my $notes = $rx->servroot . '/logs/notes.log';
-
 sub delivered {
-    open(my $fh, '<', $notes) or return 0;
-    return scalar grep { m{^POST /f\d+/tent/notifications/n 200} } <$fh>;
+    $rx->log_count(notes => qr{^POST /f\d+/tent/notifications/n 200});
 }
 
 my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);

@@ -53,11 +53,8 @@ HTTP
                            server_config => follower_host_config(
                                log => 'notes'));
 my $U = $rx->url;
-my $notes = $rx->servroot . '/logs/notes.log';
-
 sub delivered {
-    open(my $fh, '<', $notes) or return 0;
-    return scalar grep { m{^POST /f\d+/tent/notifications/n 200} } <$fh>;
+    $rx->log_count(notes => qr{^POST /f\d+/tent/notifications/n 200});
 }
 
 sub trims { my @t = error_log_text() =~ /malloc_trim\(\) after background/g;
