@@ -44,7 +44,7 @@ test: test-deps $(MODULE)
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	TEST_NGINX_RANDOMIZE=$(RANDOMIZE) \
-	    prove -j$(PROVE_JOBS) -It/lib -r $(TESTS)
+	    util/prove.sh -j$(PROVE_JOBS) -It/lib -r $(TESTS)
 
 # the suites again, with the module built with AddressSanitizer
 test-asan: test-deps
@@ -57,14 +57,14 @@ test-valgrind: test-deps $(MODULE)
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	TEST_NGINX_USE_VALGRIND=1 \
-	    prove -It/lib -r $(TESTS)
+	    util/prove.sh -It/lib -r $(TESTS)
 
 # every block run through "nginx -s reload" instead of restarts
 test-hup: test-deps $(MODULE)
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
 	TEST_NGINX_USE_HUP=1 \
-	    prove -It/lib -r $(TESTS)
+	    util/prove.sh -It/lib -r $(TESTS)
 
 lint:
 	@util/lint.sh

@@ -37,4 +37,4 @@ chmod +x "$wrapper"
 cd "$top"
 TEST_NGINX_BINARY=$wrapper TEST_NGINX_LOAD_MODULES=$so \
 TEST_NGINX_SERVROOT=$servroot TEST_NGINX_SLEEP=${TEST_NGINX_SLEEP:-0.2} \
-    prove -j"${PROVE_JOBS:-1}" -It/lib -r "$@"
+    util/prove.sh -j"${PROVE_JOBS:-1}" -It/lib -r "$@"
