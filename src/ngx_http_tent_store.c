@@ -200,6 +200,24 @@ ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
         return;
     }
 
+    /*
+     * A worker's operation we did not run, as we resigned: back to the
+     * worker as "retry" (not executed), as the "handed over" frame that
+     * follows promises; the worker sends it to the new owner itself.
+     * Relayed by us, its answer would come back under the id of our own
+     * connection, which the worker does not know: it would wait for its
+     * timeout.
+     */
+
+    if (ngx_http_tent_sop(op)->conn) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                       "tent store owner: handing over, a worker's "
+                       "operation is sent back to retry");
+
+        ngx_http_tent_store_finish(op, NGX_HTTP_TENT_STORE_RETRY, NULL, 0);
+        return;
+    }
+
     ngx_http_tent_ipc_submit(store, op);
 }
 

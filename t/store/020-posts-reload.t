@@ -46,7 +46,7 @@ my @lines = parallel_clients(4, 4, sub {
                               body => { type => $TYPE,
                                         content => { mark => $mark } });
         return "ok $mark $res->{json}{id}" if $res->{status} == 200;
-        return "bad $mark $res->{status} $res->{body}"
+        return "bad $mark $res->{status} " . ($res->{error} // $res->{body})
             unless $res->{status} == 503;
         sleep 0.1;
     }
