@@ -193,7 +193,7 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 {
     ngx_thread_task_t *task = ev->data;
 
-    ngx_uint_t                 lock, level;
+    ngx_uint_t                 n, lock, level;
     ngx_msec_t                 elapsed;
     const char                *error;
     ngx_queue_t               *q;
@@ -264,7 +264,13 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 
     store->state = NGX_HTTP_TENT_OWNER_OPEN;
 
-    while (!ngx_queue_empty(&store->waiting)) {
+    /*
+     * Those there now, once each: a write the registry fence parks goes
+     * back to the tail (behind a registry write that runs), and waits
+     * for the fence's release, not for this loop to take it again.
+     */
+
+    for (n = store->nwaiting; n && !ngx_queue_empty(&store->waiting); n--) {
         q = ngx_queue_head(&store->waiting);
         op = ngx_http_tent_store_op_of(q);
 
