@@ -357,15 +357,28 @@ ngx_http_tent_ipc_client_reply(ngx_http_tent_store_t *store, uint32_t id,
 void
 ngx_http_tent_ipc_cancel(ngx_http_tent_store_op_t *op)
 {
+    ngx_http_tent_store_t          *store;
     ngx_http_tent_main_conf_t      *mcf;
     ngx_http_tent_store_op_full_t  *sop;
 
     sop = ngx_http_tent_sop(op);
 
     mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
+    store = mcf->store;
 
-    ngx_rbtree_delete(&mcf->store->sent, &sop->node);
+    ngx_rbtree_delete(&store->sent, &sop->node);
     sop->where = NGX_HTTP_TENT_WHERE_NONE;
+
+    /*
+     * The last answer a resigned owner owed us timed out: the new owner
+     * now, rather than when the old one closes our connection.
+     */
+
+    if (store->client_state == NGX_HTTP_TENT_CLIENT_DRAINING
+        && store->sent.root == store->sent.sentinel)
+    {
+        ngx_http_tent_ipc_client_reconnect(store);
+    }
 }
 
 
