@@ -235,7 +235,11 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
     switch (sop->where) {
 
     case NGX_HTTP_TENT_WHERE_RUNNING:
-        /* a thread has it; its answer always comes back */
+        /*
+         * A thread has it; its answer always comes back.  The timer again,
+         * not cancelable: a worker shutting down waits for that answer.
+         */
+        ngx_add_timer(&sop->timer, 1000);
         return;
 
     case NGX_HTTP_TENT_WHERE_OPENING:
@@ -248,6 +252,7 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
         break;
 
     case NGX_HTTP_TENT_WHERE_BACKGROUND:
+    case NGX_HTTP_TENT_WHERE_CAS:
         mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                                   ngx_http_tent_module);
         ngx_http_tent_owner_unqueue(mcf->store, op);

@@ -83,7 +83,7 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
                                        : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
 
         ngx_queue_insert_tail(&store->cas_queue, &sop->queue);
-        sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
+        sop->where = NGX_HTTP_TENT_WHERE_CAS;
         store->inflight++;
 
         if (!store->cas_running) {
@@ -201,6 +201,18 @@ ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
     sop = ngx_http_tent_sop(op);
 
     ngx_queue_remove(&sop->queue);
+
+    if (sop->where == NGX_HTTP_TENT_WHERE_CAS) {
+
+        /* its deadline came before its group: not run, not counted */
+
+        sop->where = NGX_HTTP_TENT_WHERE_NONE;
+        store->inflight--;
+        ngx_http_tent_fence_done(store, op, NGX_HTTP_TENT_STORE_UNAVAILABLE);
+        ngx_http_tent_owner_after(store);
+        return;
+    }
+
     sop->where = NGX_HTTP_TENT_WHERE_NONE;
     store->nbackground--;
 
@@ -321,7 +333,9 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         {
             q = ngx_queue_head(&store->cas_queue);
             ngx_queue_remove(q);
-            g->ops[g->n++] = ngx_http_tent_store_op_of(q);
+            op = ngx_http_tent_store_op_of(q);
+            ngx_http_tent_sop(op)->where = NGX_HTTP_TENT_WHERE_RUNNING;
+            g->ops[g->n++] = op;
         }
 
         if (ngx_thread_task_post(store->thread_pool, &g->task) == NGX_OK) {
@@ -338,6 +352,7 @@ ngx_http_tent_owner_cas_start(ngx_http_tent_store_t *store)
         for (i = 0; i < g->n; i++) {
             ngx_queue_insert_tail(&store->cas_queue,
                                   &ngx_http_tent_sop(g->ops[i])->queue);
+            ngx_http_tent_sop(g->ops[i])->where = NGX_HTTP_TENT_WHERE_CAS;
         }
 
         ngx_free(g);
@@ -392,6 +407,7 @@ ngx_http_tent_owner_cas_done(ngx_event_t *ev)
     for (i = g->n; i > g->ran; i--) {
         ngx_queue_insert_head(&store->cas_queue,
                               &ngx_http_tent_sop(g->ops[i - 1])->queue);
+        ngx_http_tent_sop(g->ops[i - 1])->where = NGX_HTTP_TENT_WHERE_CAS;
     }
 
     for (i = 0; i < g->ran; i++) {

@@ -235,6 +235,7 @@ void ngx_http_tent_store_debug(ngx_http_tent_store_op_t *op,
 #define NGX_HTTP_TENT_WHERE_RUNNING    4
 #define NGX_HTTP_TENT_WHERE_FAILED     5
 #define NGX_HTTP_TENT_WHERE_BACKGROUND 6     /* waits for a background slot */
+#define NGX_HTTP_TENT_WHERE_CAS        7     /* waits for a group, not run */
 
 /* ngx_http_tent_store_owner.c: the database opened, handed over, reopened */
 #define NGX_HTTP_TENT_OWNER_NONE       0
@@ -345,7 +346,6 @@ void ngx_http_tent_ipc_init_client(ngx_http_tent_store_t *store);
 /* ngx_http_tent_bytes.c helpers live in the IPC file */
 ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);
 void ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b);
-
 
 /* ngx_http_tent_store_codec.c: the executor's bytes, in and out */
 
