@@ -25,6 +25,8 @@
 
 
 #define NGX_HTTP_TENT_READ_CHUNK       16384
+/* a connection's buffer bigger than this is freed once it is empty */
+#define NGX_HTTP_TENT_IPC_KEEP         (1024 * 1024)
 
 
 static void ngx_http_tent_ipc_accept(ngx_event_t *ev);
@@ -76,14 +78,7 @@ ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n)
         return NGX_OK;
     }
 
-    /*
-     * A whole frame (its 8-byte header and up to MAX_FRAME more) plus one
-     * read's worth of room: the reader always asks for a full chunk.
-     */
-
-    if (used + n > NGX_HTTP_TENT_MAX_FRAME + 8 + NGX_HTTP_TENT_READ_CHUNK) {
-        return NGX_ERROR;
-    }
+    /* the bounds are the callers': a frame, and a frame's worth read */
 
     size = ngx_max((size_t) (b->end - b->start) * 2, used + n);
     size = ngx_max(size, NGX_HTTP_TENT_READ_CHUNK);
@@ -368,6 +363,25 @@ ngx_http_tent_ipc_read(ngx_http_tent_ipc_conn_t *conn)
     c = conn->connection;
 
     for ( ;; ) {
+
+        /*
+         * More than a frame's worth (a frame is at most MAX_FRAME): the
+         * frames read so far are parsed first, and we come back for the
+         * rest.  The bound is on one frame, not on what the peer sent
+         * behind it: big answers to many operations at once are no
+         * reason to drop the connection with all of them.
+         */
+
+        if ((size_t) (conn->in.last - conn->in.pos)
+            > NGX_HTTP_TENT_MAX_FRAME + 8)
+        {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, conn->store->log, 0,
+                           "tent store: a frame's worth read, parsed first");
+
+            ngx_post_event(c->read, &ngx_posted_events);
+            return NGX_OK;
+        }
+
         if (ngx_http_tent_bytes_reserve(&conn->in, NGX_HTTP_TENT_READ_CHUNK)
             != NGX_OK)
         {
@@ -423,6 +437,15 @@ ngx_http_tent_ipc_flush(ngx_http_tent_ipc_conn_t *conn)
         conn->out.pos += n;
     }
 
+    /* a burst of big answers does not keep its buffer for good */
+
+    if ((size_t) (conn->out.end - conn->out.start)
+        > NGX_HTTP_TENT_IPC_KEEP)
+    {
+        ngx_http_tent_bytes_free(&conn->out);
+        return NGX_OK;
+    }
+
     conn->out.pos = conn->out.start;
     conn->out.last = conn->out.start;
 
@@ -441,7 +464,14 @@ ngx_http_tent_ipc_frame(ngx_http_tent_ipc_conn_t *conn, uint32_t id,
 
     n = 4 + (status >= 0 ? 1 : 0) + len;
 
-    if (ngx_http_tent_bytes_reserve(&conn->out, 4 + n) != NGX_OK) {
+    /*
+     * One frame is bounded; what waits to be sent behind it is not here:
+     * it is the answers of operations in flight, each bounded.
+     */
+
+    if (n > NGX_HTTP_TENT_MAX_FRAME
+        || ngx_http_tent_bytes_reserve(&conn->out, 4 + n) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -502,8 +532,15 @@ ngx_http_tent_ipc_frames(ngx_http_tent_ipc_conn_t *conn,
     }
 
     if (!conn->closed && conn->in.pos == conn->in.last) {
-        conn->in.pos = conn->in.start;
-        conn->in.last = conn->in.start;
+        if ((size_t) (conn->in.end - conn->in.start)
+            > NGX_HTTP_TENT_IPC_KEEP)
+        {
+            ngx_http_tent_bytes_free(&conn->in);
+
+        } else {
+            conn->in.pos = conn->in.start;
+            conn->in.last = conn->in.start;
+        }
     }
 
     return NGX_OK;
