@@ -400,8 +400,14 @@ ngx_http_tent_owner_close(ngx_http_tent_store_t *store)
 
     if (ngx_thread_task_post(store->thread_pool, store->close_task) != NGX_OK)
     {
-        /* exit_process closes it then */
+        /*
+         * Again shortly, while the handover holds the process (else the
+         * workers would wait for its timer, and the next owner with
+         * them); exit_process closes it at the latest.
+         */
+
         store->inflight--;
+        ngx_add_timer(&store->reopen_timer, 100);
     }
 }
 
@@ -504,6 +510,17 @@ ngx_http_tent_owner_reopen_timer(ngx_event_t *ev)
     ngx_http_tent_store_t  *store;
 
     store = ev->data;
+
+    if (store->state == NGX_HTTP_TENT_OWNER_CLOSING) {
+
+        /* a close the pool refused */
+
+        if (store->inflight == 0) {
+            ngx_http_tent_owner_close(store);
+        }
+
+        return;
+    }
 
     if (store->state == NGX_HTTP_TENT_OWNER_OPENING && store->reopen_pending)
     {
