@@ -121,16 +121,24 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
         return;
     }
 
-    /* a mention goes only where the post may be read, as it is now */
+    /*
+     * A relationship's job goes only where the post may be read as it is
+     * now: the job reads the post's latest version, and a post made
+     * private, or a group left, after its fan-out is not sent to an
+     * entity it no longer names.  (An app's subscription sees what its
+     * authorization lets it.)
+     */
 
-    if (json_is_true(json_object_get(t->job, "mention"))
+    if (json_object_get(t->job, "subscription") == NULL
         && (!ngx_http_tent_delivery_permitted(t->post, t->follower)
-            || (json_object_get(t->job, "following")
-                && !json_is_true(json_object_get(t->follower, "confirmed")))))
+            || (json_is_true(json_object_get(t->job, "mention"))
+                && json_object_get(t->job, "following")
+                && !json_is_true(json_object_get(t->follower,
+                                                 "confirmed")))))
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": a mention the entity "
-                       "may not read now", &t->post_id);
+                       "tent delivery: post \"%V\": not for this entity "
+                       "as it is now: nothing sent", &t->post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
