@@ -817,13 +817,23 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 /*
  * A follower's notification path, which goes into the request line of
  * every delivery to it: no scheme, no "..", visible ASCII only, no '#'
- * or '\\'.  For POST /followers and for an imported follower.
+ * or '\\'.  Nor their escapes: the server decodes "%2e%2e/" into a
+ * segment that climbs out of the follower's path (to another entity's
+ * under the same origin, whose unconfirmed following would answer the
+ * challenge).  For POST /followers and for an imported follower.
  */
+
+static ngx_str_t  ngx_http_tent_path_escapes[] = {
+    ngx_string("%2e"), ngx_string("%2f"), ngx_string("%5c"),
+    ngx_string("%23"), ngx_string("%00")
+};
+
 
 ngx_int_t
 ngx_http_tent_notification_path_valid(ngx_str_t *path)
 {
-    u_char  *p;
+    u_char      *p;
+    ngx_uint_t   i;
 
     if (path->len == 0 || path->len > NGX_HTTP_TENT_PATH_MAX
         || ngx_strlcasestrn(path->data, path->data + path->len,
@@ -836,6 +846,16 @@ ngx_http_tent_notification_path_valid(ngx_str_t *path)
 
     for (p = path->data; p < path->data + path->len; p++) {
         if (*p <= ' ' || *p >= 0x7f || *p == '#' || *p == '\\') {
+            return NGX_ERROR;
+        }
+    }
+
+    for (i = 0; i < sizeof(ngx_http_tent_path_escapes) / sizeof(ngx_str_t);
+         i++)
+    {
+        if (ngx_strlcasestrn(path->data, path->data + path->len,
+                             ngx_http_tent_path_escapes[i].data, 3 - 1))
+        {
             return NGX_ERROR;
         }
     }

@@ -194,6 +194,42 @@ Content-Type: application/vnd.tent.v0+json
 
 
 
+=== TEST 2b: notification paths that climb out with escapes: each 422
+(the server decodes "%2e%2e/" into ".." and resolves it: under one
+origin, another entity's path; found by review)
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request eval
+[map { "POST /tent/followers\n{\"entity\":\"http://127.0.0.1:1\",\"notification_path\":\"$_\"}" }
+ '%2e%2e/%2e%2e/b/tent/notifications/F1', '.%2E/b/notifications/x',
+ 'n/%2F/x', 'n%5c..%5cx', 'n/%23x', 'n/%00']
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code eval
+[422, 422, 422, 422, 422, 422]
+--- response_body_like eval
+[("Invalid notification path") x 6]
+
+
+
+=== TEST 2c: an escape that is not one of those is a path like any (the
+follow goes on to discovery, which the SSRF guard refuses: 403)
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/followers
+{"entity":"http://127.0.0.1:1","notification_path":"notifications/a%20b"}
+--- more_headers
+Content-Type: application/vnd.tent.v0+json
+--- error_code: 403
+--- response_body_unlike: Invalid notification path
+
+
+
 === TEST 3: a follow request for a non-http entity
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
