@@ -204,7 +204,7 @@ ngx_http_tent_owner_unqueue(ngx_http_tent_store_t *store,
 
     if (sop->where == NGX_HTTP_TENT_WHERE_CAS) {
 
-        /* its deadline came before its group: not run, not counted */
+        /* its deadline came before its group: not run, in flight no more */
 
         sop->where = NGX_HTTP_TENT_WHERE_NONE;
         store->inflight--;
