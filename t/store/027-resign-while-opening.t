@@ -12,10 +12,9 @@
 
 use Test::Nginx::Socket 'no_plan';
 use File::Temp qw(tempdir);
-use IO::Socket::IP;
-use Tent::Util qw(http_request parallel_clients reload_nginx
-                  error_log_text store_lock start_last_nginx
-                  stop_last_nginx);
+use Tent::Util qw(http_request parallel_clients reload_nginx wait_for_log
+                  error_log_text error_log_since store_lock free_port
+                  start_last_nginx stop_last_nginx);
 use Time::HiRes qw(sleep);
 
 our $LOCK;
@@ -27,10 +26,7 @@ BEGIN {
     $LOCK = store_lock("$dir/locked");
 
     # a reuseport listener spreads the connections over both workers
-    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
-                                Listen => 1) or die "no free port: $!";
-    $ENV{TEST_NGINX_SPREAD_PORT} = $s->sockport;
-    close $s;
+    $ENV{TEST_NGINX_SPREAD_PORT} = free_port();
 }
 
 master_on();
@@ -48,12 +44,7 @@ my $CLIENTS = 16;
 # what the first run logged (it resigned while opening too, at its stop)
 # is not this one's
 my $from = length error_log_text();
-sub log_now { substr(error_log_text(), $from) }
-sub wait_log {
-    my ($re) = @_;
-    for (1 .. 100) { return 1 if log_now() =~ $re; sleep 0.1 }
-    return 0;
-}
+sub wait_log { wait_for_log($_[0], 10, $from) }
 
 ok(wait_log(qr/tent store: opening "[^"]*locked\/db" failed/),
    'the owner cannot open the locked database');
@@ -105,7 +96,7 @@ is(scalar @bad, 0, 'every request answered 200, its own entity, once the '
                    . 'lock is gone')
     or diag(join "\n", @bad);
 
-my $log = log_now();
+my $log = error_log_since($from);
 like($log, qr/a worker's operation is sent back to retry/,
      "the waiting operations of the other worker went back to it");
 like($log, qr/opened "[^"]*locked\/db"/, 'the new owner opened it');

@@ -10,10 +10,10 @@
 
 use Test::Nginx::Socket 'no_plan';
 use File::Temp qw(tempdir);
-use IO::Socket::IP;
 use JSON::PP;
 use Tent::Util qw(http_request parallel_clients wait_for_log error_log_text
-                  store_lock start_last_nginx stop_last_nginx);
+                  error_log_since store_lock free_port start_last_nginx
+                  stop_last_nginx);
 use Tent::Hosting qw(operator_token);
 
 our ($LOCK, $TOKEN);
@@ -26,10 +26,7 @@ BEGIN {
     $TOKEN = operator_token("$dir/token");
 
     # the provisioned entities' server
-    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
-                                Listen => 1) or die "no free port: $!";
-    $ENV{TEST_NGINX_HOSTED_PORT} = $s->sockport;
-    close $s;
+    $ENV{TEST_NGINX_HOSTED_PORT} = free_port();
 }
 
 master_on();
@@ -42,12 +39,8 @@ END { stop_last_nginx() }
 
 # what the first run logged is not this one's
 my $from = length error_log_text();
-sub log_now { substr(error_log_text(), $from) }
-sub wait_log {
-    my ($re) = @_;
-    for (1 .. 100) { return 1 if log_now() =~ $re; Time::HiRes::sleep(0.1) }
-    return 0;
-}
+sub log_now { error_log_since($from) }
+sub wait_log { wait_for_log($_[0], 10, $from) }
 
 ok(wait_log(qr/tent store: opening "[^"]*locked\/db" failed/),
    'the owner cannot open the locked database');

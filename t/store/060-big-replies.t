@@ -10,17 +10,11 @@
 # ("lost the connection to the store owner").
 
 use Test::Nginx::Socket 'no_plan';
-use IO::Socket::IP;
-use Tent::Util qw(http_request parallel_clients error_log_text
+use Tent::Util qw(http_request parallel_clients error_log_text free_port
                   start_last_nginx stop_last_nginx);
 use Tent::Client;
 
-BEGIN {
-    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
-                                Listen => 1) or die "no free port: $!";
-    $ENV{TEST_NGINX_SPREAD_PORT} = $s->sockport;
-    close $s;
-}
+BEGIN { $ENV{TEST_NGINX_SPREAD_PORT} = free_port() }
 
 master_on();
 workers(2);

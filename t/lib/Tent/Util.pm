@@ -18,7 +18,8 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     start_last_nginx stop_last_nginx wait_for
                     follower_host_config follower_host follow_many
                     dechunk export_document ldb_tool ldb_rows
-                    tent_status error_log_lines);
+                    tent_status error_log_lines error_log_since
+                    free_port);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -328,15 +329,34 @@ sub tent_status {
     return JSON::PP::decode_json($res->{body});
 }
 
-# wait until the error log matches $re, at most $seconds
+# the error log from byte FROM on: what a run logged, not the one before
+# it in the same file (FROM: length(error_log_text()) taken at its start)
+sub error_log_since {
+    my ($from) = @_;
+    return substr(error_log_text(), $from || 0);
+}
+
+# wait until the error log (from byte FROM on) matches $re, at most
+# $seconds
 sub wait_for_log {
-    my ($re, $seconds) = @_;
+    my ($re, $seconds, $from) = @_;
     my $end = time + ($seconds || 5);
     while (time < $end) {
-        return 1 if error_log_text() =~ $re;
+        return 1 if error_log_since($from) =~ $re;
         sleep 0.1;
     }
     return 0;
+}
+
+# a TCP port on 127.0.0.1 that nothing listens on now (for a second
+# server block or a peer; the kernel does not give it out again at once)
+sub free_port {
+    require IO::Socket::IP;
+    my $s = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                Listen => 1) or die "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
 }
 
 # Take LevelDB's own lock on a store's db directory, as another process
