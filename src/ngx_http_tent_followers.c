@@ -823,9 +823,10 @@ ngx_http_tent_follower_update(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
  * challenge).  For POST /followers and for an imported follower.
  */
 
-static ngx_str_t  ngx_http_tent_path_escapes[] = {
-    ngx_string("%2e"), ngx_string("%2f"), ngx_string("%5c"),
-    ngx_string("%23"), ngx_string("%00")
+static ngx_str_t  ngx_http_tent_path_refused[] = {
+    ngx_string("://"), ngx_string(".."), ngx_string("%2e"),
+    ngx_string("%2f"), ngx_string("%5c"), ngx_string("%23"),
+    ngx_string("%00")
 };
 
 
@@ -835,12 +836,7 @@ ngx_http_tent_notification_path_valid(ngx_str_t *path)
     u_char      *p;
     ngx_uint_t   i;
 
-    if (path->len == 0 || path->len > NGX_HTTP_TENT_PATH_MAX
-        || ngx_strlcasestrn(path->data, path->data + path->len,
-                            (u_char *) "://", 3 - 1)
-        || ngx_strlcasestrn(path->data, path->data + path->len,
-                            (u_char *) "..", 2 - 1))
-    {
+    if (path->len == 0 || path->len > NGX_HTTP_TENT_PATH_MAX) {
         return NGX_ERROR;
     }
 
@@ -850,11 +846,12 @@ ngx_http_tent_notification_path_valid(ngx_str_t *path)
         }
     }
 
-    for (i = 0; i < sizeof(ngx_http_tent_path_escapes) / sizeof(ngx_str_t);
+    for (i = 0; i < sizeof(ngx_http_tent_path_refused) / sizeof(ngx_str_t);
          i++)
     {
         if (ngx_strlcasestrn(path->data, path->data + path->len,
-                             ngx_http_tent_path_escapes[i].data, 3 - 1))
+                             ngx_http_tent_path_refused[i].data,
+                             ngx_http_tent_path_refused[i].len - 1))
         {
             return NGX_ERROR;
         }

@@ -63,14 +63,6 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
     background = (sop->req_len > 1
                   && (sop->req[1] & NGX_HTTP_TENT_OP_BACKGROUND));
 
-    /* what may be in the memtable: flushed once the work is over */
-
-    if (sop->req_len > 2 && (sop->req[0] == NGX_HTTP_TENT_OP_WRITE
-                             || sop->req[0] == NGX_HTTP_TENT_OP_CAS))
-    {
-        store->written += sop->req_len;
-    }
-
     if (sop->req_len > 2 && sop->req[0] == NGX_HTTP_TENT_OP_CAS) {
 
         /* a write waits for a registry write, or is refused (the fence) */
@@ -78,6 +70,10 @@ ngx_http_tent_owner_exec(ngx_http_tent_store_t *store,
         if (ngx_http_tent_fence_admit(store, op) != NGX_OK) {
             return;
         }
+
+        /* what may be in the memtable: flushed once the work is over */
+
+        store->written += sop->req_len;
 
         ngx_http_tent_count(background ? NGX_HTTP_TENT_STAT_STORE_BACKGROUND
                                        : NGX_HTTP_TENT_STAT_STORE_REQUEST, 1);
@@ -156,6 +152,10 @@ ngx_http_tent_owner_run(ngx_http_tent_store_t *store,
 
     sop->where = NGX_HTTP_TENT_WHERE_RUNNING;
     store->inflight++;
+
+    if (sop->req[0] == NGX_HTTP_TENT_OP_WRITE) {
+        store->written += sop->req_len;     /* as a compare-and-set's */
+    }
 
     if (background) {
         store->background_running++;

@@ -57,7 +57,7 @@ sub posts_by_entity {
     my %got;
     open my $fh, '<', $notes or return \%got;
     while (<$fh>) {
-        $got{$1}++ if m{ POST /(f\d+)/tent/notifications/n$};
+        $got{$1}++ if m{ POST /(f\d+)/tent/notifications/n 200$};
     }
     return \%got;
 }

@@ -11,7 +11,7 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
-                  wait_for follower_host follow_many);
+                  wait_for follower_host notes_delivered follow_many);
 use Tent::Client;
 use Tent::Peer;
 use JSON::PP;
@@ -42,14 +42,7 @@ my ($many, $U, $notes) = follower_host();
 my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
 is($bad, 0, "$N entities follow");
 
-sub delivered {
-    my $n = 0;
-    open my $fh, '<', $notes or return 0;
-    while (<$fh>) {
-        $n++ if m{ POST /f\d+/tent/notifications/n$};
-    }
-    return $n;
-}
+sub delivered { notes_delivered($notes) }
 
 sub post {
     my ($text, $public) = @_;

@@ -12,9 +12,8 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
-                  follower_host_config follow_many);
+                  follower_host notes_delivered follow_many);
 use Tent::Client;
-use Tent::Peer;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 
@@ -40,17 +39,8 @@ my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 
 sub status { Tent::Util::tent_status($c)->{store_threads} }
 
-my $rx = Tent::Peer->start(worker_processes => 1,
-                           http_config => <<HTTP,
-    tent_store  \$SERVROOT/tent_temp;
-    log_format  notes  '\$request_method \$uri \$status';
-HTTP
-                           server_config => follower_host_config(
-                               log => 'notes'));
-my $U = $rx->url;
-sub delivered {
-    $rx->log_count(notes => qr{^POST /f\d+/tent/notifications/n 200});
-}
+my ($rx, $U, $notes) = follower_host();
+sub delivered { notes_delivered($notes) }
 
 my ($bad) = follow_many($c, $U, [map { "f$_" } 1 .. $N]);
 is($bad, 0, "$N entities follow");

@@ -12,9 +12,8 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text wait_for
-                  follower_host_config follow_many);
+                  follower_host notes_delivered follow_many);
 use Tent::Client;
-use Tent::Peer;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 
@@ -45,17 +44,8 @@ sub manual { open my $fh, '<', "$DB/LOG" or return 0;
 sub log_bytes { my $t = 0; $t += -s $_ for glob "$DB/*.log"; $t }
 sub flushes { my @b = error_log_text() =~ /$FLUSHED/g; scalar @b }
 
-my $rx = Tent::Peer->start(worker_processes => 1,
-                           http_config => <<HTTP,
-    tent_store  \$SERVROOT/tent_temp;
-    log_format  notes  '\$request_method \$uri \$status';
-HTTP
-                           server_config => follower_host_config(
-                               log => 'notes'));
-my $U = $rx->url;
-sub delivered {
-    $rx->log_count(notes => qr{^POST /f\d+/tent/notifications/n 200});
-}
+my ($rx, $U, $notes) = follower_host();
+sub delivered { notes_delivered($notes) }
 
 sub trims { my @t = error_log_text() =~ /malloc_trim\(\) after background/g;
             scalar @t }

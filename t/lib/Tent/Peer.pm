@@ -134,14 +134,6 @@ sub error_log_text {
     return $t // '';
 }
 
-# how many lines of the peer's logs/NAME match $re (0 while it is not
-# there): an access log of its own, as follower_host_config(log => NAME)
-sub log_count {
-    my ($self, $name, $re) = @_;
-    open my $fh, '<', "$self->{servroot}/logs/$name.log" or return 0;
-    return scalar grep { $_ =~ $re } <$fh>;
-}
-
 # wait until the peer's error log matches $re, at most $seconds
 sub wait_for_log {
     my ($self, $re, $seconds) = @_;

@@ -19,7 +19,7 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     follower_host_config follower_host follow_many
                     dechunk export_document ldb_tool ldb_rows
                     tent_status error_log_lines error_log_since
-                    free_port);
+                    free_port notes_delivered);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -169,7 +169,8 @@ sub export_document {
 # follower_host(): a Tent::Peer (one worker) playing many follower
 # entities (follower_host_config), its notification POSTs logged with
 # their connection and its request count (keep-alive is measured by them)
-# in logs/notes.log; returns the peer, its URL and that log's path
+# and the status answered in logs/notes.log; returns the peer, its URL
+# and that log's path
 sub follower_host {
     require Tent::Peer;
     my $peer = Tent::Peer->start(
@@ -177,12 +178,19 @@ sub follower_host {
         log_level => 'warn',
         http_config => <<'CONF',
     tent_store  $SERVROOT/tent_temp;
-    log_format  notes  '$connection $connection_requests $request_method $uri';
+    log_format  notes  '$connection $connection_requests $request_method $uri $status';
     keepalive_timeout  75s;
     keepalive_requests 10000;
 CONF
         server_config => follower_host_config(log => 'notes'));
     return ($peer, $peer->url, $peer->servroot . '/logs/notes.log');
+}
+
+# the notifications a follower_host() answered 200, from its notes log
+sub notes_delivered {
+    my ($notes) = @_;
+    open my $fh, '<', $notes or return 0;
+    return scalar grep { m{ POST /f\d+/tent/notifications/n 200$} } <$fh>;
 }
 
 # follower_host_config(names => 'f[0-9]+', log => 'combined', first => ''):
