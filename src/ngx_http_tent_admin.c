@@ -15,6 +15,7 @@
  *     {"action": "disable" | "enable" | "delete", "entity": URL}
  *     {"action": "quotas", "entity": URL, "quotas": {...}}
  *     {"action": "authorize", "entity": URL, "app": APP ID}
+ *     {"action": "password", "entity": URL, "password": "..." | null}
  *
  * "authorize" gives an app the entity's owner authorization, every scope
  * and type (bin/tent-admin registers the app on the entity, POST /apps,
@@ -38,6 +39,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_shm.h"
+#include "ngx_http_tent_signin.h"
 #include "ngx_http_tent_store.h"
 
 #include <openssl/crypto.h>
@@ -57,6 +59,8 @@ static ngx_int_t ngx_http_tent_admin_listed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_password(ngx_http_request_t *r,
+    ngx_http_tent_admin_t *a);
 
 
 char *
@@ -363,6 +367,14 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     quotas = json_object_get(a->body, "quotas");
 
+    /* a password: hashed here, never kept nor logged as sent */
+
+    if (ngx_http_tent_admin_password(r, a) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
+                   "\"password\" must be a string of 8 to 1024 bytes, or "
+                   "null (no sign-in)");
+    }
+
     if (quotas && !json_is_object(quotas)) {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                                         "\"quotas\" must be an object");
@@ -441,6 +453,14 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
             return ngx_http_tent_internal_error(r, "making the row");
         }
 
+        if (a->hash.len
+            && json_object_set_new(row, "password",
+                                   ngx_http_tent_json_string(&a->hash))
+               != 0)
+        {
+            return ngx_http_tent_internal_error(r, "adding the password");
+        }
+
         if (quotas && ngx_http_tent_admin_quotas(row, quotas) != NGX_OK) {
             return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                        "quotas are \"posts\", \"apps\", \"attachment_bytes\": "
@@ -485,6 +505,9 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     if (!((a->action.len == 7
            && (ngx_strncmp(a->action.data, "disable", 7) == 0))
+          || (a->action.len == 8
+              && ngx_strncmp(a->action.data, "password", 8) == 0
+              && a->password_given)
           || (a->action.len == 6
               && (ngx_strncmp(a->action.data, "enable", 6) == 0
                   || ngx_strncmp(a->action.data, "delete", 6) == 0
@@ -492,7 +515,7 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                    "\"action\" must be create, disable, enable, delete, "
-                   "quotas or authorize");
+                   "quotas, password (with \"password\") or authorize");
     }
 
     if (ngx_http_tent_store_get(op, &a->key) != NGX_OK) {
@@ -573,6 +596,7 @@ ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
 
         json_object_set_new(row, "entity", ngx_http_tent_json_string(&entity));
+        ngx_http_tent_admin_hide(row);
         json_array_append_new(list, row);
     }
 
@@ -605,6 +629,7 @@ ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     json_object_set_new(a->row, "entity",
                         ngx_http_tent_json_string(&a->entity));
+    ngx_http_tent_admin_hide(a->row);
 
     return ngx_http_tent_send_json(r, 201, a->row);
 }
@@ -620,3 +645,69 @@ ngx_http_tent_admin_get(ngx_http_request_t *r)
     return ctx->state;
 }
 
+
+
+/*
+ * "password" of the body: a string hashed into a->hash (the plain text
+ * wiped from the body), null: none.  NGX_ERROR: not one of these.
+ */
+
+static ngx_int_t
+ngx_http_tent_admin_password(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
+{
+    json_t     *pw;
+    ngx_str_t   plain;
+
+    pw = json_object_get(a->body, "password");
+
+    if (pw == NULL) {
+        return NGX_OK;
+    }
+
+    a->password_given = 1;
+
+    if (json_is_null(pw)) {
+        return NGX_OK;
+    }
+
+    if (!json_is_string(pw)) {
+        return NGX_ERROR;
+    }
+
+    plain.data = (u_char *) json_string_value(pw);
+    plain.len = json_string_length(pw);
+
+    if (plain.len < NGX_HTTP_TENT_PASSWORD_MIN
+        || plain.len > NGX_HTTP_TENT_PASSWORD_MAX
+        || ngx_strlchr(plain.data, plain.data + plain.len, '\0'))
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_password_hash(r->pool, r->connection->log, &plain,
+                                    &a->hash)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_explicit_memzero(plain.data, plain.len);
+    json_object_del(a->body, "password");
+
+    return NGX_OK;
+}
+
+
+/* a row as the operator sees it: whether a password is set, not its hash */
+
+void
+ngx_http_tent_admin_hide(json_t *row)
+{
+    json_t  *pw;
+
+    pw = json_object_get(row, "password");
+
+    json_object_set_new(row, "password_set",
+                        json_boolean(json_is_string(pw)));
+    json_object_del(row, "password");
+}

@@ -34,6 +34,8 @@ typedef struct {
     ngx_str_t                       app_key;
     json_t                         *auth;
     ngx_str_t                       raw;        /* the row as read */
+    ngx_str_t                       hash;       /* a password's */
+    unsigned                        password_given:1;
     unsigned                        finished:1;
     unsigned                        cas:1;
     unsigned                        no_row:1;
@@ -43,6 +45,7 @@ typedef struct {
 /* ngx_http_tent_admin.c */
 ngx_http_tent_admin_t *ngx_http_tent_admin_get(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_admin_quotas(json_t *row, json_t *quotas);
+void ngx_http_tent_admin_hide(json_t *row);
 
 /* ngx_http_tent_admin_write.c */
 ngx_int_t ngx_http_tent_admin_loaded(ngx_http_request_t *r,

@@ -7,7 +7,8 @@
 /*
  * The operator's actions on a registry row read (docs/admin.md), for
  * ngx_http_tent_admin.c: "disable", "enable", "quotas" and "delete"
- * written with a compare-and-set of the row read, and "authorize", the
+ * written with a compare-and-set of the row read ("password" too: the
+ * hash ngx_http_tent_admin.c made), and "authorize", the
  * owner authorization of an app.  A delete first marks the row
  * "deleting", then removes the entity's rows NGX_HTTP_TENT_ADMIN_BATCH
  * at a time, one batch a request, and the registry row last.  Every
@@ -108,7 +109,19 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_internal_error(r, "creating the write");
     }
 
-    if (a->action.data[0] == 'q') {
+    if (a->action.data[0] == 'p') {
+
+        /* a new password: every session of the old one ends with it */
+
+        if (a->hash.len) {
+            json_object_set_new(row, "password",
+                                ngx_http_tent_json_string(&a->hash));
+
+        } else {
+            json_object_del(row, "password");
+        }
+
+    } else if (a->action.data[0] == 'q') {
         if (ngx_http_tent_admin_quotas(row,
                                        json_object_get(a->body, "quotas"))
             != NGX_OK)
@@ -287,6 +300,7 @@ ngx_http_tent_admin_written(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         out = json_incref(a->row);
         json_object_set_new(out, "entity",
                             ngx_http_tent_json_string(&a->entity));
+        ngx_http_tent_admin_hide(out);
     }
 
     if (out == NULL || ngx_http_tent_json_cleanup(r->pool, out) != NGX_OK) {

@@ -24,6 +24,7 @@
 #include "ngx_http_tent_profile.h"
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_resolver.h"
+#include "ngx_http_tent_signin.h"
 #include "ngx_http_tent_status.h"
 #include "ngx_http_tent_store.h"
 
@@ -115,6 +116,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       ngx_http_set_complex_value_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_tent_loc_conf_t, owner),
+      NULL },
+
+    { ngx_string("tent_password_scrypt"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE3,
+      ngx_http_tent_password_scrypt_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("tent_mac_skew"),
@@ -469,6 +477,10 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
                                .handlers.nelts - 1) * sizeof(*h));
 
     h[0] = ngx_http_tent_root_handler;
+
+    if (ngx_http_tent_signin_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_http_tent_discovery_init(cf);
 }

@@ -160,6 +160,12 @@ struct ngx_http_tent_main_conf_s {
     /* provisioning: the servers with it on (srv confs), any of them */
     ngx_array_t                     provision_confs;
     ngx_flag_t                      provisioning;
+
+    /* the owners' sign-in: tent_password_scrypt, the throttle's zone */
+    ngx_uint_t                      scrypt_n;
+    ngx_uint_t                      scrypt_r;
+    ngx_uint_t                      scrypt_p;
+    ngx_shm_zone_t                 *signin_zone;
 };
 
 

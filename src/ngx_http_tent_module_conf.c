@@ -541,9 +541,28 @@ ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_tent_loc_conf_t *prev = parent;
     ngx_http_tent_loc_conf_t *conf = child;
 
+    ngx_http_tent_srv_conf_t  *scf;
+
     ngx_conf_merge_uint_value(conf->link, prev->link,
                               NGX_HTTP_TENT_LINK_ABSOLUTE);
     ngx_conf_merge_ptr_value(conf->owner, prev->owner, NULL);
+
+    /*
+     * One tent_owner for every tenant of a provisioning server would let
+     * any tenant's owner approve apps of all of them: there each owner
+     * signs in with the entity's own password (docs/auth.md)
+     */
+
+    scf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_tent_module);
+
+    if (conf->owner && scf->entity && scf->provisioning == 1) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"tent_owner\" in a server with \"tent_provisioning "
+                      "on\" in %V:%ui: its tenants' owners sign in with "
+                      "their own password (tent-admin password ENTITY), "
+                      "not with one owner for all", &scf->file, scf->line);
+        return NGX_CONF_ERROR;
+    }
     ngx_conf_merge_value(conf->mac_skew, prev->mac_skew, 300);
     ngx_conf_merge_size_value(conf->attachment_max, prev->attachment_max,
                               10 * 1024 * 1024);

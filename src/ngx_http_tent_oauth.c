@@ -15,6 +15,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_oauth_private.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
@@ -26,36 +27,12 @@
 #include <openssl/hmac.h>
 
 
-#define NGX_HTTP_TENT_CSRF_TTL  900
-
-
-typedef struct {
-    ngx_str_t                       client_id;
-    ngx_str_t                       redirect_uri;
-    ngx_str_t                       scope;
-    ngx_str_t                       state;
-    ngx_str_t                       post_types;
-    ngx_str_t                       info_types;
-    ngx_str_t                       notification_url;
-    ngx_str_t                       csrf;
-    ngx_str_t                       decision;
-    ngx_str_t                       owner;
-    ngx_str_t                       secret;
-    ngx_str_t                       app_raw;
-    json_t                         *app;
-} ngx_http_tent_oauth_t;
-
-
 static ngx_int_t ngx_http_tent_oauth_start(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_oauth_page(ngx_http_request_t *r,
-    ngx_http_tent_oauth_t *oa);
-static ngx_int_t ngx_http_tent_oauth_decide(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_oauth_t *oa);
 static ngx_int_t ngx_http_tent_oauth_approved(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -65,7 +42,7 @@ static ngx_int_t ngx_http_tent_oauth_approved(ngx_http_request_t *r,
  * space).  NGX_DECLINED when absent.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_form_arg(ngx_pool_t *pool, ngx_str_t *src, const char *name,
     ngx_str_t *out)
 {
@@ -168,12 +145,23 @@ ngx_http_tent_oauth_authorize(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_str_t                  owner;
     ngx_http_tent_oauth_t     *oa;
     ngx_http_tent_loc_conf_t  *lcf;
+    ngx_http_tent_srv_conf_t  *scf;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_tent_module);
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
     ngx_str_null(&owner);
 
-    if (lcf->owner
+    /*
+     * A provisioned entity's owner signs in with the entity's own
+     * password (ngx_http_tent_oauth_signin.c); tent_owner, one for every
+     * tenant of the server, is refused there at "nginx -t".
+     */
+
+    if (scf->provisioning) {
+        owner = ctx->entity;
+
+    } else if (lcf->owner
         && ngx_http_complex_value(r, lcf->owner, &owner) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "evaluating tent_owner");
@@ -342,7 +330,7 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
 
 /* the token: "<issued>.<base64url HMAC of everything the form carries>" */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_oauth_token(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
     time_t issued, ngx_str_t *token)
 {
@@ -354,17 +342,19 @@ ngx_http_tent_oauth_token(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
     text.len = NGX_TIME_T_LEN + oa->owner.len + oa->client_id.len
                + oa->redirect_uri.len + oa->scope.len + oa->state.len
                + oa->post_types.len + oa->info_types.len
-               + oa->notification_url.len + 16;
+               + oa->notification_url.len + oa->session.len + 16;
 
     text.data = ngx_pnalloc(r->pool, text.len);
     if (text.data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(text.data, "%T\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V",
+    /* a provisioned owner's: bound to the session, or to the sign-in */
+
+    p = ngx_sprintf(text.data, "%T\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V",
                     issued, &oa->owner, &oa->client_id, &oa->redirect_uri,
                     &oa->scope, &oa->state, &oa->post_types, &oa->info_types,
-                    &oa->notification_url);
+                    &oa->notification_url, &oa->session);
     text.len = p - text.data;
 
     if (HMAC(EVP_sha256(), oa->secret.data, (int) oa->secret.len, text.data,
@@ -398,12 +388,10 @@ static ngx_int_t
 ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    time_t                  issued;
-    u_char                 *dot;
-    ngx_int_t               status;
-    ngx_str_t               token;
-    ngx_http_tent_ctx_t    *ctx;
-    ngx_http_tent_oauth_t  *oa;
+    ngx_int_t                  status;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_oauth_t     *oa;
+    ngx_http_tent_srv_conf_t  *scf;
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
@@ -418,6 +406,12 @@ ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
         ngx_http_tent_store_value(op, &oa->secret);
     }
 
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (scf->provisioning) {
+        return ngx_http_tent_oauth_signin(r, ctx, oa);
+    }
+
     if (r->method != NGX_HTTP_POST) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent oauth: the page for app \"%V\"",
@@ -425,6 +419,25 @@ ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
 
         return ngx_http_tent_oauth_page(r, oa);
     }
+
+    if (ngx_http_tent_oauth_csrf_ok(r, oa) != NGX_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The confirmation form expired or was not ours: "
+                   "start the authorization again");
+    }
+
+    return ngx_http_tent_oauth_decide(r, ctx, oa);
+}
+
+
+/* the form's token: ours, for these parameters, not expired */
+
+ngx_int_t
+ngx_http_tent_oauth_csrf_ok(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
+{
+    time_t      issued;
+    u_char     *dot;
+    ngx_str_t   token;
 
     dot = ngx_strlchr(oa->csrf.data, oa->csrf.data + oa->csrf.len, '.');
     issued = dot ? ngx_atotm(oa->csrf.data, dot - oa->csrf.data) : NGX_ERROR;
@@ -435,12 +448,10 @@ ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
         || token.len != oa->csrf.len
         || CRYPTO_memcmp(token.data, oa->csrf.data, token.len) != 0)
     {
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                   "The confirmation form expired or was not ours: "
-                   "start the authorization again");
+        return NGX_DECLINED;
     }
 
-    return ngx_http_tent_oauth_decide(r, ctx, oa);
+    return NGX_OK;
 }
 
 
@@ -487,7 +498,7 @@ ngx_http_tent_html(ngx_pool_t *pool, ngx_str_t *src, ngx_str_t *dst)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_page_add(ngx_http_request_t *r, ngx_chain_t ***last,
     ngx_str_t *s, ngx_uint_t escape)
 {
@@ -524,20 +535,6 @@ ngx_http_tent_page_add(ngx_http_request_t *r, ngx_chain_t ***last,
 
     return NGX_OK;
 }
-
-
-#define ngx_http_tent_lit(r, last, text)                                     \
-    do {                                                                     \
-        static ngx_str_t  lit_ = ngx_string(text);                           \
-        if (ngx_http_tent_page_add(r, last, &lit_, 0) != NGX_OK) {           \
-            return ngx_http_tent_internal_error(r, "building the page");     \
-        }                                                                    \
-    } while (0)
-
-#define ngx_http_tent_esc(r, last, s)                                        \
-    if (ngx_http_tent_page_add(r, last, s, 1) != NGX_OK) {                   \
-        return ngx_http_tent_internal_error(r, "building the page");         \
-    }
 
 
 static ngx_int_t
@@ -591,19 +588,11 @@ ngx_http_tent_oauth_list(ngx_http_request_t *r, ngx_chain_t ***last,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
 {
-    off_t                 len;
-    ngx_int_t             rc;
-    ngx_str_t             name, url, token;
-    ngx_chain_t          *out, **last, *cl;
-    ngx_table_elt_t      *h;
-    ngx_http_tent_ctx_t  *ctx;
-
-    if (ngx_http_tent_oauth_token(r, oa, ngx_time(), &token) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "signing the form");
-    }
+    ngx_str_t     name, url;
+    ngx_chain_t  *out, **last;
 
     (void) ngx_http_tent_json_str(oa->app, "name", &name);
     (void) ngx_http_tent_json_str(oa->app, "url", &url);
@@ -632,35 +621,71 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
         return ngx_http_tent_internal_error(r, "listing the scopes and types");
     }
 
-    ngx_http_tent_lit(r, &last, "<form method=\"post\" action=\"");
-    ngx_http_tent_esc(r, &last, &r->uri);
-    ngx_http_tent_lit(r, &last, "\">\n");
-
-    if (ngx_http_tent_oauth_hidden(r, &last, "client_id", &oa->client_id)
-        != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "redirect_uri",
-                                      &oa->redirect_uri)
-           != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "scope", &oa->scope) != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "state", &oa->state) != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "tent_post_types",
-                                      &oa->post_types)
-           != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "tent_profile_info_types",
-                                      &oa->info_types)
-           != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "tent_notification_url",
-                                      &oa->notification_url)
-           != NGX_OK
-        || ngx_http_tent_oauth_hidden(r, &last, "csrf", &token) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "adding the form's fields");
+    if (ngx_http_tent_oauth_fields(r, &last, oa) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ngx_http_tent_lit(r, &last,
         "<button name=\"decision\" value=\"approve\">Approve</button>\n"
         "<button name=\"decision\" value=\"deny\">Deny</button>\n"
         "</form>\n</body></html>\n");
+
+    return ngx_http_tent_oauth_send(r, out, NGX_HTTP_OK);
+}
+
+
+/* "<form ...>" and its hidden fields: the parameters and a new token */
+
+ngx_int_t
+ngx_http_tent_oauth_fields(ngx_http_request_t *r, ngx_chain_t ***last,
+    ngx_http_tent_oauth_t *oa)
+{
+    ngx_str_t  token;
+
+    if (ngx_http_tent_oauth_token(r, oa, ngx_time(), &token) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "signing the form");
+    }
+
+    ngx_http_tent_lit(r, last, "<form method=\"post\" action=\"");
+    ngx_http_tent_esc(r, last, &r->uri);
+    ngx_http_tent_lit(r, last, "\">\n");
+
+    if (ngx_http_tent_oauth_hidden(r, last, "client_id", &oa->client_id)
+        != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "redirect_uri",
+                                      &oa->redirect_uri)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "scope", &oa->scope) != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "state", &oa->state) != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "tent_post_types",
+                                      &oa->post_types)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "tent_profile_info_types",
+                                      &oa->info_types)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "tent_notification_url",
+                                      &oa->notification_url)
+           != NGX_OK
+        || ngx_http_tent_oauth_hidden(r, last, "csrf", &token) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "adding the form's fields");
+    }
+
+    return NGX_OK;
+}
+
+
+/* a page of ours, not to be framed nor cached */
+
+ngx_int_t
+ngx_http_tent_oauth_send(ngx_http_request_t *r, ngx_chain_t *out,
+    ngx_uint_t status)
+{
+    off_t                 len;
+    ngx_int_t             rc;
+    ngx_chain_t          *cl;
+    ngx_table_elt_t      *h;
+    ngx_http_tent_ctx_t  *ctx;
 
     len = 0;
 
@@ -693,10 +718,19 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
     ngx_str_set(&h->key, "Cache-Control");
     ngx_str_set(&h->value, "no-store");
 
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return ngx_http_tent_internal_error(r, "adding X-Frame-Options");
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "X-Frame-Options");
+    ngx_str_set(&h->value, "DENY");
+
     ctx = ngx_http_tent_get_ctx(r);
     ctx->own_reply = 1;
 
-    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.status = status;
     r->headers_out.content_length_n = len;
     ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
@@ -797,7 +831,7 @@ ngx_http_tent_comma_list(ngx_str_t *s)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_oauth_t *oa)
 {

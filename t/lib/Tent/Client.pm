@@ -50,7 +50,9 @@ sub request {
 
     my $res = http_request(method => $method, path => $path, headers => \%h,
                            body => $body, port => $o{port} || $self->{port},
-                           ($o{timeout} ? (timeout => $o{timeout}) : ()));
+                           ($o{timeout} ? (timeout => $o{timeout}) : ()),
+                           ($o{local_addr}
+                            ? (local_addr => $o{local_addr}) : ()));
     $res->{json} = eval { $JSON->decode($res->{body}) }
         if defined $res->{body} && length $res->{body};
     return $res;
@@ -87,15 +89,9 @@ sub authorize_query {
     return join '&', map { "$_=" . uri_escape($q{$_}) } sort keys %q;
 }
 
-# The owner's page: GET it, read the form, POST it back with "decision".
-# Returns the final response (a 302 to the app when all went well).
-sub authorize {
-    my ($self, $app, %o) = @_;
-    my $q = $self->authorize_query($app, %o);
-    my $page = $self->request(GET => "/oauth/authorize?$q",
-                              headers => $o{headers});
-    return $page unless $page->{status} == 200;
-
+# the hidden fields of a page's form
+sub form_of {
+    my ($page) = @_;
     my %form;
     while ($page->{body} =~ /<input type="hidden" name="([^"]+)" value="([^"]*)">/g) {
         my ($n, $v) = ($1, $2);
@@ -103,13 +99,61 @@ sub authorize {
         $v =~ s/&#x27;/'/g; $v =~ s/&amp;/&/g;
         $form{$n} = $v;
     }
-    %form = (%form, %{ $o{tamper} || {} });
-    $form{decision} = $o{decision} || 'approve';
+    return %form;
+}
 
-    my $body = join '&', map { "$_=" . uri_escape($form{$_}) } sort keys %form;
+# the password a provisioned entity of the suites has unless told
+# otherwise (Tent::Hosting's operator_request sets it at a create)
+sub test_password { "test password of $_[0]" }
+
+sub post_form {
+    my ($self, $form, %o) = @_;
+    my $body = join '&', map { "$_=" . uri_escape($form->{$_}) }
+                             sort keys %$form;
     return $self->request(POST => '/oauth/authorize', body => $body,
         headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
-                     %{ $o{headers} || {} } });
+                     %{ $o{headers} || {} } },
+        ($o{local_addr} ? (local_addr => $o{local_addr}) : ()));
+}
+
+# A provisioned entity's sign-in form (a page with a password field):
+# POST it with the password (o{password}, else the client's, else
+# test_password of its host); the answer, and the session cookie it set
+sub sign_in {
+    my ($self, $page, %o) = @_;
+    my %form = (form_of($page), %{ $o{signin_tamper} || {} });
+    $form{password} = $o{password} // $self->{password}
+                      // test_password($self->{host});
+    my $res = $self->post_form(\%form, %o);
+    my ($cookie) = ($res->{headers}{'set-cookie'} || '')
+                   =~ /^(tent_session=[^;]*)/;
+    return ($res, $cookie);
+}
+
+# The owner's page: GET it, read the form, POST it back with "decision".
+# Returns the final response (a 302 to the app when all went well).  On
+# a provisioned entity the page first asks for the owner's password:
+# signed in, the answer is the page, with the session cookie.
+sub authorize {
+    my ($self, $app, %o) = @_;
+    my $q = $self->authorize_query($app, %o);
+    my $page = $self->request(GET => "/oauth/authorize?$q",
+                              headers => $o{headers});
+    return $page unless $page->{status} == 200;
+
+    my %h = %{ $o{headers} || {} };
+
+    if ($page->{body} =~ /name="password"/) {
+        my $cookie;
+        ($page, $cookie) = $self->sign_in($page, %o);
+        return $page unless $page->{status} == 200 && $cookie;
+        $h{Cookie} = $cookie;
+    }
+
+    my %form = (form_of($page), %{ $o{tamper} || {} });
+    $form{decision} = $o{decision} || 'approve';
+
+    return $self->post_form(\%form, %o, headers => \%h);
 }
 
 sub code_from {

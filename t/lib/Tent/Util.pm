@@ -26,7 +26,7 @@ sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 sub servroot { $ENV{TEST_NGINX_SERVER_ROOT} or die "no TEST_NGINX_SERVER_ROOT" }
 
 # http_request(method => 'GET', path => '/', headers => {...}, body => '',
-#              port => N, timeout => 5)
+#              port => N, timeout => 5, local_addr => '127.0.0.2')
 # returns { status => N, headers => { lc name => value }, body => '' },
 # or { status => 0, error => '...' } when the connection failed.
 sub http_request {
@@ -35,6 +35,7 @@ sub http_request {
         PeerHost => '127.0.0.1',
         PeerPort => $a{port} || port(),
         Timeout  => $a{timeout} || 5,
+        ($a{local_addr} ? (LocalHost => $a{local_addr}) : ()),
     ) or return { status => 0, error => "connect: $!" };
 
     my $method = $a{method} || 'GET';

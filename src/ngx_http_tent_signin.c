@@ -1,0 +1,789 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The owner's sign-in on a provisioning server (docs/auth.md, "Sign-in
+ * per tenant"): the parts with no page of their own.
+ *
+ * The password: scrypt (OpenSSL's EVP_PBE_scrypt) with a random 16-byte
+ * salt, stored as "scrypt$N$r$p$<salt>$<key>" (base64url) in the entity's
+ * registry row: the cost travels with the hash, so a change of
+ * tent_password_scrypt keeps the old hashes verifiable.  A check runs on
+ * the thread pool (it costs tens of milliseconds and 16 MB by default),
+ * the derived keys compared with CRYPTO_memcmp.
+ *
+ * The throttle: failures counted by entity and by client address in a
+ * shared zone of its own ("tent_signin"), two tables of fixed size, so a
+ * flood of client addresses only pushes other addresses out, never an
+ * entity's count.  An attempt is counted before its check (the checks
+ * of many attempts at once are bounded as well) and a success clears the
+ * entity's and the address's counts.
+ *
+ * The session: a cookie "tent_session=<expiry>.<HMAC>", the HMAC keyed
+ * with the entity's own secret (the authorize page's) over the entity,
+ * the expiry and the stored hash: another entity's cookie is not valid
+ * here, and a new password ends every session.
+ */
+
+
+#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_signin.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+
+#define NGX_HTTP_TENT_SALT_LEN          16
+#define NGX_HTTP_TENT_KEY_LEN           32
+
+/* what a stored hash may ask for at most (a row written by hand) */
+#define NGX_HTTP_TENT_SCRYPT_N_MAX      (1 << 20)
+#define NGX_HTTP_TENT_SCRYPT_R_MAX      32
+#define NGX_HTTP_TENT_SCRYPT_P_MAX      16
+#define NGX_HTTP_TENT_SCRYPT_MEM_MAX    (256 * 1024 * 1024)
+
+/* the throttle: slots, ways, failures before a wait, the waits */
+#define NGX_HTTP_TENT_THROTTLE_ENTITIES   4096
+#define NGX_HTTP_TENT_THROTTLE_ADDRESSES  8192
+#define NGX_HTTP_TENT_THROTTLE_WAYS       4
+#define NGX_HTTP_TENT_THROTTLE_WINDOW     900
+#define NGX_HTTP_TENT_THROTTLE_ADDR_FAILS 5
+#define NGX_HTTP_TENT_THROTTLE_ENT_FAILS  20
+#define NGX_HTTP_TENT_THROTTLE_WAIT       60
+#define NGX_HTTP_TENT_THROTTLE_ADDR_MAX   3600
+#define NGX_HTTP_TENT_THROTTLE_ENT_MAX    900
+
+#define NGX_HTTP_TENT_SIGNIN_ZONE       (512 * 1024)
+
+
+typedef struct {
+    uint64_t                        id;
+    time_t                          last;       /* the last attempt */
+    time_t                          until;      /* refused until */
+    ngx_uint_t                      failures;
+} ngx_http_tent_throttle_slot_t;
+
+
+typedef struct {
+    ngx_http_tent_throttle_slot_t   entities[NGX_HTTP_TENT_THROTTLE_ENTITIES];
+    ngx_http_tent_throttle_slot_t   addresses[
+                                        NGX_HTTP_TENT_THROTTLE_ADDRESSES];
+} ngx_http_tent_throttle_t;
+
+
+/* a stored hash, parsed */
+typedef struct {
+    uint64_t                        n;
+    uint64_t                        r;
+    uint64_t                        p;
+    u_char                          salt[64];
+    size_t                          salt_len;
+    u_char                          key[64];
+    size_t                          key_len;
+} ngx_http_tent_scrypt_t;
+
+
+/* a check on the thread pool */
+typedef struct {
+    ngx_http_request_t             *request;
+    ngx_http_tent_scrypt_t          hash;
+    u_char                         *password;
+    size_t                          password_len;
+    ngx_uint_t                      match;
+    ngx_http_tent_verified_pt       done;
+} ngx_http_tent_verify_t;
+
+
+static ngx_int_t ngx_http_tent_signin_zone_init(ngx_shm_zone_t *zone,
+    void *data);
+static void ngx_http_tent_verify_thread(void *data, ngx_log_t *log);
+static void ngx_http_tent_verify_done(ngx_event_t *ev);
+
+
+/* tent_password_scrypt N r p; */
+
+char *
+ngx_http_tent_password_scrypt_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_tent_main_conf_t *mcf = conf;
+
+    ngx_int_t   n, r, p;
+    ngx_str_t  *value;
+
+    if (mcf->scrypt_n) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+    r = ngx_atoi(value[2].data, value[2].len);
+    p = ngx_atoi(value[3].data, value[3].len);
+
+    if (n < 1024 || n > NGX_HTTP_TENT_SCRYPT_N_MAX || (n & (n - 1))
+        || r < 1 || r > NGX_HTTP_TENT_SCRYPT_R_MAX
+        || p < 1 || p > NGX_HTTP_TENT_SCRYPT_P_MAX
+        || (uint64_t) 128 * n * r > NGX_HTTP_TENT_SCRYPT_MEM_MAX)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_password_scrypt\" takes N (a power of 2 "
+                           "from 1024 to 1048576), r (1 to 32) and p (1 to "
+                           "16), with 128 * N * r at most 256 MB");
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->scrypt_n = n;
+    mcf->scrypt_r = r;
+    mcf->scrypt_p = p;
+
+    return NGX_CONF_OK;
+}
+
+
+/* in postconfiguration: the cost's default, the throttle's zone */
+
+ngx_int_t
+ngx_http_tent_signin_init(ngx_conf_t *cf)
+{
+    ngx_str_t                   name;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);
+
+    if (mcf->scrypt_n == 0) {
+        mcf->scrypt_n = NGX_HTTP_TENT_SCRYPT_N;
+        mcf->scrypt_r = NGX_HTTP_TENT_SCRYPT_R;
+        mcf->scrypt_p = NGX_HTTP_TENT_SCRYPT_P;
+    }
+
+    if (!mcf->provisioning) {
+        return NGX_OK;
+    }
+
+    ngx_str_set(&name, "tent_signin");
+
+    mcf->signin_zone = ngx_shared_memory_add(cf, &name,
+                                             NGX_HTTP_TENT_SIGNIN_ZONE,
+                                             &ngx_http_tent_module);
+    if (mcf->signin_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    mcf->signin_zone->init = ngx_http_tent_signin_zone_init;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_signin_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_slab_pool_t           *shpool;
+    ngx_http_tent_throttle_t  *t;
+
+    if (data) {
+        /* a reload: the counts go on */
+        zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    t = ngx_slab_calloc(shpool, sizeof(ngx_http_tent_throttle_t));
+    if (t == NULL) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = t;
+    zone->data = t;
+
+    return NGX_OK;
+}
+
+
+/* "scrypt$N$r$p$<salt>$<key>" */
+
+static ngx_int_t
+ngx_http_tent_scrypt_parse(ngx_str_t *stored, ngx_http_tent_scrypt_t *h)
+{
+    u_char      *p, *last, *f[6];
+    ngx_int_t    v[3];
+    ngx_str_t    src, dst;
+    ngx_uint_t   i;
+
+    p = stored->data;
+    last = p + stored->len;
+
+    for (i = 0; i < 6; i++) {
+        f[i] = p;
+        p = ngx_strlchr(p, last, '$');
+
+        if ((p == NULL) != (i == 5)) {
+            return NGX_ERROR;
+        }
+
+        if (p == NULL) {
+            p = last;
+        }
+
+        p++;
+    }
+
+    if (f[1] - f[0] != 7 || ngx_strncmp(f[0], "scrypt$", 7) != 0) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < 3; i++) {
+        v[i] = ngx_atoi(f[i + 1], f[i + 2] - f[i + 1] - 1);
+    }
+
+    if (v[0] < 2 || v[0] > NGX_HTTP_TENT_SCRYPT_N_MAX || (v[0] & (v[0] - 1))
+        || v[1] < 1 || v[1] > NGX_HTTP_TENT_SCRYPT_R_MAX
+        || v[2] < 1 || v[2] > NGX_HTTP_TENT_SCRYPT_P_MAX
+        || (uint64_t) 128 * v[0] * v[1] > NGX_HTTP_TENT_SCRYPT_MEM_MAX)
+    {
+        return NGX_ERROR;
+    }
+
+    h->n = v[0];
+    h->r = v[1];
+    h->p = v[2];
+
+    src.data = f[4];
+    src.len = f[5] - f[4] - 1;
+
+    if (ngx_base64_decoded_length(src.len) > sizeof(h->salt)) {
+        return NGX_ERROR;
+    }
+
+    dst.data = h->salt;
+
+    if (ngx_decode_base64url(&dst, &src) != NGX_OK || dst.len == 0) {
+        return NGX_ERROR;
+    }
+
+    h->salt_len = dst.len;
+
+    src.data = f[5];
+    src.len = last - f[5];
+
+    if (ngx_base64_decoded_length(src.len) > sizeof(h->key)) {
+        return NGX_ERROR;
+    }
+
+    dst.data = h->key;
+
+    if (ngx_decode_base64url(&dst, &src) != NGX_OK || dst.len < 16) {
+        return NGX_ERROR;
+    }
+
+    h->key_len = dst.len;
+
+    return NGX_OK;
+}
+
+
+static int
+ngx_http_tent_scrypt(ngx_http_tent_scrypt_t *h, u_char *password,
+    size_t len, u_char *key, size_t key_len)
+{
+    uint64_t  maxmem;
+
+    /* what OpenSSL needs: 128 r (N + 2) and 128 r p, and some */
+    maxmem = 128 * h->r * (h->n + 2) + 128 * h->r * h->p + 4096;
+
+    return EVP_PBE_scrypt((const char *) password, len, h->salt,
+                          h->salt_len, h->n, h->r, h->p, maxmem, key,
+                          key_len);
+}
+
+
+ngx_int_t
+ngx_http_tent_password_hash(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_str_t *password, ngx_str_t *stored)
+{
+    u_char                     *p, key[NGX_HTTP_TENT_KEY_LEN];
+    ngx_str_t                   src, dst;
+    ngx_http_tent_scrypt_t      h;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_tent_module);
+
+    ngx_memzero(&h, sizeof(ngx_http_tent_scrypt_t));
+
+    h.n = mcf->scrypt_n;
+    h.r = mcf->scrypt_r;
+    h.p = mcf->scrypt_p;
+    h.salt_len = NGX_HTTP_TENT_SALT_LEN;
+
+    if (RAND_bytes(h.salt, NGX_HTTP_TENT_SALT_LEN) != 1
+        || ngx_http_tent_scrypt(&h, password->data, password->len, key,
+                                sizeof(key))
+           != 1)
+    {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "tent sign-in: EVP_PBE_scrypt() failed");
+        return NGX_ERROR;
+    }
+
+    stored->data = ngx_pnalloc(pool, sizeof("scrypt$$$$$") - 1
+                                     + 3 * NGX_INT64_LEN
+                                     + ngx_base64_encoded_length(
+                                           NGX_HTTP_TENT_SALT_LEN)
+                                     + ngx_base64_encoded_length(
+                                           sizeof(key)));
+    if (stored->data == NULL) {
+        OPENSSL_cleanse(key, sizeof(key));
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(stored->data, "scrypt$%uL$%uL$%uL$", h.n, h.r, h.p);
+
+    src.data = h.salt;
+    src.len = h.salt_len;
+    dst.data = p;
+    ngx_encode_base64url(&dst, &src);
+    p += dst.len;
+    *p++ = '$';
+
+    src.data = key;
+    src.len = sizeof(key);
+    dst.data = p;
+    ngx_encode_base64url(&dst, &src);
+    p += dst.len;
+
+    stored->len = p - stored->data;
+
+    OPENSSL_cleanse(key, sizeof(key));
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
+    ngx_str_t *password, ngx_http_tent_verified_pt done)
+{
+    ngx_thread_task_t          *task;
+    ngx_http_tent_verify_t     *v;
+    ngx_http_tent_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    task = ngx_thread_task_alloc(r->pool, sizeof(ngx_http_tent_verify_t));
+    if (task == NULL) {
+        return NGX_ERROR;
+    }
+
+    v = task->ctx;
+    v->request = r;
+    v->done = done;
+    v->password = password->data;
+    v->password_len = password->len;
+
+    if (ngx_http_tent_scrypt_parse(stored, &v->hash) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent sign-in: the stored password of this entity "
+                      "is not \"scrypt$N$r$p$salt$key\": set it again");
+        return NGX_ERROR;
+    }
+
+    task->handler = ngx_http_tent_verify_thread;
+    task->event.handler = ngx_http_tent_verify_done;
+    task->event.data = v;
+
+    if (ngx_thread_task_post(mcf->thread_pool, task) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent sign-in: checking the password");
+
+    /* the request waits: its pool is not freed under the thread */
+
+    r->main->blocked++;
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_tent_verify_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_tent_verify_t *v = data;
+
+    u_char  key[64];
+
+    v->match = ngx_http_tent_scrypt(&v->hash, v->password, v->password_len,
+                                    key, v->hash.key_len) == 1
+               && CRYPTO_memcmp(key, v->hash.key, v->hash.key_len) == 0;
+
+    OPENSSL_cleanse(key, sizeof(key));
+}
+
+
+static void
+ngx_http_tent_verify_done(ngx_event_t *ev)
+{
+    ngx_int_t                rc;
+    ngx_connection_t        *c;
+    ngx_http_request_t      *r;
+    ngx_http_tent_verify_t  *v;
+
+    v = ev->data;
+    r = v->request;
+    c = r->connection;
+
+    r->main->blocked--;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "tent sign-in: the password %s",
+                   v->match ? "matches" : "does not match");
+
+    if (c->error) {
+        rc = NGX_HTTP_CLIENT_CLOSED_REQUEST;
+
+    } else {
+        rc = v->done(r, v->match);
+    }
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the throttle's slot of an id in its set, or NULL; "take": one made */
+
+static ngx_http_tent_throttle_slot_t *
+ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
+    ngx_uint_t size, uint64_t id, ngx_uint_t take)
+{
+    ngx_uint_t                      i, set;
+    ngx_http_tent_throttle_slot_t  *s, *oldest;
+
+    set = (ngx_uint_t) (id % (size / NGX_HTTP_TENT_THROTTLE_WAYS))
+          * NGX_HTTP_TENT_THROTTLE_WAYS;
+    oldest = NULL;
+
+    for (i = 0; i < NGX_HTTP_TENT_THROTTLE_WAYS; i++) {
+        s = &table[set + i];
+
+        if (s->id == id) {
+            return s;
+        }
+
+        if (oldest == NULL || s->last < oldest->last) {
+            oldest = s;
+        }
+    }
+
+    if (!take) {
+        return NULL;
+    }
+
+    /* the one least recently tried goes */
+
+    ngx_memzero(oldest, sizeof(ngx_http_tent_throttle_slot_t));
+    oldest->id = id;
+
+    return oldest;
+}
+
+
+static uint64_t
+ngx_http_tent_throttle_id(u_char kind, ngx_str_t *s)
+{
+    uint64_t  id;
+
+    id = ((uint64_t) ngx_crc32_long(s->data, s->len) << 32)
+         | ngx_murmur_hash2(s->data, s->len);
+
+    return (id ^ kind) | 1;      /* never 0, a slot unused */
+}
+
+
+/* counted; the wait it now has, 0 when none */
+
+static time_t
+ngx_http_tent_throttle_count(ngx_http_tent_throttle_slot_t *s,
+    ngx_uint_t limit, time_t max)
+{
+    time_t  now, wait;
+
+    now = ngx_time();
+
+    if (s->failures && s->until <= now
+        && s->last + NGX_HTTP_TENT_THROTTLE_WINDOW < now)
+    {
+        s->failures = 0;
+    }
+
+    s->failures++;
+    s->last = now;
+
+    if (s->failures < limit) {
+        return 0;
+    }
+
+    wait = NGX_HTTP_TENT_THROTTLE_WAIT
+           << ngx_min(s->failures - limit, 10);
+
+    s->until = now + ngx_min(wait, max);
+
+    return s->until - now;
+}
+
+
+time_t
+ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
+{
+    time_t                          now, wait;
+    ngx_slab_pool_t                *shpool;
+    ngx_http_tent_throttle_t       *t;
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_tent_throttle_slot_t  *e, *a;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    if (mcf->signin_zone == NULL) {
+        return 0;
+    }
+
+    shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
+    t = mcf->signin_zone->data;
+    now = ngx_time();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    e = ngx_http_tent_throttle_slot(t->entities,
+                                    NGX_HTTP_TENT_THROTTLE_ENTITIES,
+                                    ngx_http_tent_throttle_id('e', entity), 1);
+    a = ngx_http_tent_throttle_slot(t->addresses,
+                                    NGX_HTTP_TENT_THROTTLE_ADDRESSES,
+                                    ngx_http_tent_throttle_id('a',
+                                        &r->connection->addr_text), 1);
+
+    wait = ngx_max(e->until - now, a->until - now);
+
+    if (wait <= 0) {
+        /* counted before the check: a success takes it back */
+        (void) ngx_http_tent_throttle_count(e,
+                                    NGX_HTTP_TENT_THROTTLE_ENT_FAILS,
+                                    NGX_HTTP_TENT_THROTTLE_ENT_MAX);
+        (void) ngx_http_tent_throttle_count(a,
+                                    NGX_HTTP_TENT_THROTTLE_ADDR_FAILS,
+                                    NGX_HTTP_TENT_THROTTLE_ADDR_MAX);
+        wait = 0;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent sign-in: \"%V\" from %V: wait %T",
+                   entity, &r->connection->addr_text, wait);
+
+    return wait;
+}
+
+
+void
+ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_uint_t ok)
+{
+    ngx_slab_pool_t                *shpool;
+    ngx_http_tent_throttle_t       *t;
+    ngx_http_tent_main_conf_t      *mcf;
+    ngx_http_tent_throttle_slot_t  *e, *a;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
+
+    if (!ok) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent sign-in: a wrong password for \"%V\"", entity);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "tent sign-in: the owner of \"%V\" signed in", entity);
+
+    if (mcf->signin_zone == NULL) {
+        return;
+    }
+
+    shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
+    t = mcf->signin_zone->data;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    e = ngx_http_tent_throttle_slot(t->entities,
+                                    NGX_HTTP_TENT_THROTTLE_ENTITIES,
+                                    ngx_http_tent_throttle_id('e', entity), 0);
+    a = ngx_http_tent_throttle_slot(t->addresses,
+                                    NGX_HTTP_TENT_THROTTLE_ADDRESSES,
+                                    ngx_http_tent_throttle_id('a',
+                                        &r->connection->addr_text), 0);
+    if (e) {
+        e->failures = 0;
+        e->until = 0;
+    }
+
+    if (a) {
+        a->failures = 0;
+        a->until = 0;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+/* "<expiry>.<base64url HMAC-SHA256>" of the session */
+
+static ngx_int_t
+ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_str_t *secret,
+    ngx_str_t *entity, ngx_str_t *stored, time_t expiry, ngx_str_t *out)
+{
+    u_char        *p, digest[EVP_MAX_MD_SIZE];
+    unsigned int   dlen;
+    ngx_str_t      text, src, dst;
+
+    text.len = sizeof("tent session\n\n\n") - 1 + entity->len + NGX_TIME_T_LEN
+               + stored->len;
+    text.data = ngx_pnalloc(pool, text.len);
+    if (text.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(text.data, "tent session\n%V\n%T\n%V", entity, expiry,
+                    stored);
+    text.len = p - text.data;
+
+    if (HMAC(EVP_sha256(), secret->data, (int) secret->len, text.data,
+             text.len, digest, &dlen)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    out->data = ngx_pnalloc(pool, NGX_TIME_T_LEN + 1
+                                  + ngx_base64_encoded_length(dlen));
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(out->data, "%T.", expiry);
+
+    src.data = digest;
+    src.len = dlen;
+    dst.data = p;
+    ngx_encode_base64url(&dst, &src);
+
+    out->len = p - out->data + dst.len;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_session_valid(ngx_http_request_t *r, ngx_str_t *secret,
+    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
+{
+    u_char     *dot;
+    time_t      expiry;
+    ngx_str_t   name, given, mac;
+
+    ngx_str_set(&name, "tent_session");
+
+    if (ngx_http_parse_multi_header_lines(&r->headers_in.cookies, &name,
+                                          &given)
+        == NGX_DECLINED
+        || given.len > 128)
+    {
+        return NGX_DECLINED;
+    }
+
+    dot = ngx_strlchr(given.data, given.data + given.len, '.');
+    expiry = dot ? ngx_atotm(given.data, dot - given.data) : NGX_ERROR;
+
+    if (expiry == NGX_ERROR || expiry < ngx_time()
+        || expiry > ngx_time() + NGX_HTTP_TENT_SESSION_TIME
+        || ngx_http_tent_session_mac(r->pool, secret, entity, stored, expiry,
+                                     &mac)
+           != NGX_OK
+        || mac.len != given.len
+        || CRYPTO_memcmp(mac.data, given.data, mac.len) != 0)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent sign-in: no valid session for \"%V\"", entity);
+        return NGX_DECLINED;
+    }
+
+    *value = given;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_tent_session_set(ngx_http_request_t *r, ngx_str_t *secret,
+    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
+{
+    u_char           *p;
+    size_t            len;
+    ngx_uint_t        secure;
+    ngx_table_elt_t  *h;
+
+    if (ngx_http_tent_session_mac(r->pool, secret, entity, stored,
+                                  ngx_time() + NGX_HTTP_TENT_SESSION_TIME,
+                                  value)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    secure = (entity->len > 8 && ngx_strncmp(entity->data, "https://", 8) == 0)
+#if (NGX_HTTP_SSL)
+             || r->connection->ssl
+#endif
+             ;
+
+    len = sizeof("tent_session=; Path=; Max-Age=; HttpOnly; "
+                 "SameSite=Strict; Secure") - 1
+          + value->len + r->uri.len + NGX_TIME_T_LEN;
+
+    p = ngx_pnalloc(r->pool, len);
+    h = ngx_list_push(&r->headers_out.headers);
+
+    if (p == NULL || h == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the cookie goes to this page only, of this host only */
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Set-Cookie");
+    h->value.data = p;
+
+    p = ngx_sprintf(p, "tent_session=%V; Path=%V; Max-Age=%T; HttpOnly; "
+                    "SameSite=Strict", value, &r->uri,
+                    (time_t) NGX_HTTP_TENT_SESSION_TIME);
+
+    if (secure) {
+        p = ngx_cpymem(p, "; Secure", sizeof("; Secure") - 1);
+    }
+
+    h->value.len = p - h->value.data;
+
+    return NGX_OK;
+}
