@@ -58,7 +58,7 @@ sub new {
             '--disable-background-networking', '--disable-sync',
             '--password-store=basic', '--use-mock-keychain',
             '--lang=en-US', "--user-data-dir=$o{dir}/profile",
-            "about:blank" };
+            @{ $o{args} || [] }, "about:blank" };
         POSIX::_exit(127);
     }
     close $cmd_r;
