@@ -106,11 +106,14 @@ ngx_http_tent_oauth_header(ngx_http_request_t *r, const char *name)
 static ngx_uint_t
 ngx_http_tent_oauth_same_origin(ngx_http_request_t *r, ngx_str_t *entity)
 {
-    ngx_str_t  *v;
+    ngx_str_t   *v;
+    ngx_uint_t   same;
 
     v = ngx_http_tent_oauth_header(r, "Sec-Fetch-Site");
 
-    if (v && !(v->len == 11 && ngx_strncmp(v->data, "same-origin", 11) == 0)
+    same = v && v->len == 11 && ngx_strncmp(v->data, "same-origin", 11) == 0;
+
+    if (v && !same
         && !(v->len == 4 && ngx_strncmp(v->data, "none", 4) == 0))
     {
         return 0;
@@ -119,6 +122,12 @@ ngx_http_tent_oauth_same_origin(ngx_http_request_t *r, ngx_str_t *entity)
     v = ngx_http_tent_oauth_header(r, "Origin");
 
     if (v == NULL) {
+        return 1;
+    }
+
+    /* "null": a page with "Referrer-Policy: no-referrer" posting */
+
+    if (same && v->len == 4 && ngx_strncmp(v->data, "null", 4) == 0) {
         return 1;
     }
 

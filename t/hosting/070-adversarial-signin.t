@@ -106,6 +106,12 @@ is($res->{status}, 403, 'from another Origin: 403');
 $res = $amy->post_form(\%approve, headers => { Cookie => $cookie,
                                                'Sec-Fetch-Site' => 'cross-site' });
 is($res->{status}, 403, 'Sec-Fetch-Site: cross-site: 403');
+$res = $amy->post_form(\%approve, headers => { Cookie => $cookie,
+                                               Origin => 'null' });
+is($res->{status}, 403, 'Origin: null alone: 403');
+$res = $amy->post_form(\%approve, headers => { Cookie => $cookie,
+                                               Origin => "http://amy.test:$P.evil.test" });
+is($res->{status}, 403, 'an Origin the entity is a prefix of: 403');
 $res = $amy->post_form(\%approve, headers => {
     Cookie => $cookie, Origin => "http://amy.test:$P",
     'Sec-Fetch-Site' => 'same-origin' });
