@@ -30,6 +30,12 @@ my ($host, $token, $tokfile) = provisioning_host(
     servers => <<'CONF');
     server {
         listen 127.0.0.1:$PORT;
+        server_name *.tls.example;
+        tent_entity https://$host:$PORT;
+        tent_provisioning on;
+    }
+    server {
+        listen 127.0.0.1:$PORT;
         server_name fixed.example;
         tent_entity http://fixed.example:$PORT;
         location = /tent/oauth/authorize {
@@ -326,6 +332,22 @@ for my $round (1 .. 2) {
     $out = `$ta --password-file $pwf list 2>&1`;
     is($? >> 8, 2, '--password-file with list: a usage error');
     unlink $pwf, "$root-gus.json";
+}
+
+# ---- an https:// entity's cookie is Secure (TLS ended before nginx)
+
+{
+    is(admin({ action => 'create', entity => "https://hal.tls.example:$P" })
+           ->{status}, 201, 'an https:// entity created');
+    my $hal = client_of('hal.tls.example', $P);
+    my $hform = page($hal, $hal->authorize_query($hal->register_app));
+    ($res, $cookie) = $hal->sign_in($hform);
+    is($res->{status}, 200, 'its owner signs in');
+    like($res->{headers}{'set-cookie'} || '', qr/; Secure$/,
+         'the session cookie is Secure');
+    ($res) = $hal->sign_in($hform, headers => {
+        Origin => "http://hal.tls.example:$P" });
+    is($res->{status}, 403, 'a form posted from its http:// origin: 403');
 }
 
 # ---- a fixed entity keeps nginx's access control (tent_owner)
