@@ -245,6 +245,14 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
             return ngx_http_tent_internal_error(r, "checking the password");
         }
 
+        if (rc == NGX_BUSY) {
+            oa->retry = 1;
+            return ngx_http_tent_oauth_signin_form(r, oa,
+                       NGX_HTTP_SERVICE_UNAVAILABLE,
+                       "The server is busy with other sign-ins: try again "
+                       "in a moment.");
+        }
+
         return rc;
     }
 
@@ -343,7 +351,7 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
         "autocomplete=\"current-password\" required autofocus></label>\n"
         "<button>Sign in</button>\n</form>\n</body></html>\n");
 
-    if (status == NGX_HTTP_TOO_MANY_REQUESTS) {
+    if (oa->retry) {
         p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
         h = ngx_list_push(&r->headers_out.headers);
 

@@ -60,6 +60,9 @@
 
 #define NGX_HTTP_TENT_SIGNIN_ZONE       (512 * 1024)
 
+/* checks in flight in a worker: each holds 128 N r bytes */
+#define NGX_HTTP_TENT_SIGNIN_CHECKS     4
+
 
 typedef struct {
     uint64_t                        id;
@@ -97,6 +100,9 @@ typedef struct {
     ngx_uint_t                      match;
     ngx_http_tent_verified_pt       done;
 } ngx_http_tent_verify_t;
+
+
+static ngx_uint_t  ngx_http_tent_signin_checks;
 
 
 static ngx_int_t ngx_http_tent_signin_zone_init(ngx_shm_zone_t *zone,
@@ -381,6 +387,15 @@ ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
+    /* the memory and threads a flood of sign-ins can take: bounded */
+
+    if (ngx_http_tent_signin_checks >= NGX_HTTP_TENT_SIGNIN_CHECKS) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent sign-in: %ui checks in flight already: "
+                      "this one is refused", ngx_http_tent_signin_checks);
+        return NGX_BUSY;
+    }
+
     task = ngx_thread_task_alloc(r->pool, sizeof(ngx_http_tent_verify_t));
     if (task == NULL) {
         return NGX_ERROR;
@@ -414,6 +429,7 @@ ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
 
     r->main->blocked++;
     r->main->count++;
+    ngx_http_tent_signin_checks++;
 
     return NGX_DONE;
 }
@@ -447,6 +463,7 @@ ngx_http_tent_verify_done(ngx_event_t *ev)
     c = r->connection;
 
     r->main->blocked--;
+    ngx_http_tent_signin_checks--;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
                    "tent sign-in: the password %s",
