@@ -11,6 +11,8 @@
  * owner.  GET shows the confirmation page; its form POSTs back with a
  * token bound to the owner and every parameter (HMAC with a per-entity
  * secret from the store), so another site cannot make the owner approve.
+ * On a provisioning server the owner is the one who signs in with the
+ * entity's own password first (ngx_http_tent_oauth_signin.c).
  */
 
 
