@@ -332,6 +332,12 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     body = json_loadb((char *) bytes.data, bytes.len, JSON_REJECT_DUPLICATES,
                       NULL);
 
+    /* a password as sent stays nowhere: its copy in the body read too */
+
+    if (json_object_get(body, "password")) {
+        ngx_http_tent_signin_wipe(r, &bytes);
+    }
+
     if (body == NULL || ngx_http_tent_json_cleanup(r->pool, body) != NGX_OK) {
         json_decref(body);
         rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,

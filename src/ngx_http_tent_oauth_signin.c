@@ -213,6 +213,10 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
     if (rc == NGX_OK) {
 
+        /* the body read is wiped: the password's one copy is checked */
+
+        ngx_http_tent_signin_wipe(r, &ctx->form);
+
         /* a sign-in: its form's token, the throttle, then the check */
 
         ngx_str_set(&oa->session, "sign-in");

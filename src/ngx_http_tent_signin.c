@@ -481,6 +481,28 @@ ngx_http_tent_verify_done(ngx_event_t *ev)
 }
 
 
+void
+ngx_http_tent_signin_wipe(ngx_http_request_t *r, ngx_str_t *copy)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    ngx_explicit_memzero(copy->data, copy->len);
+
+    if (r->request_body == NULL) {
+        return;
+    }
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!b->in_file && b->pos && b->last > b->pos) {
+            ngx_explicit_memzero(b->pos, b->last - b->pos);
+        }
+    }
+}
+
+
 /* the throttle's slot of an id in its set, or NULL; "take": one made */
 
 static ngx_http_tent_throttle_slot_t *
