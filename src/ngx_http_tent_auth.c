@@ -392,7 +392,7 @@ ngx_http_tent_auth_verify(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
      * ts >= now - skew here: so 2 * skew from now is long enough.
      */
 
-    switch (ngx_http_tent_nonce_check(r, &nonce_key, budget,
+    switch (ngx_http_tent_nonce_check(r, &ctx->entity, &nonce_key, budget,
                                       skew ? 2 * skew : 600, &retry))
     {
     case NGX_OK:

@@ -29,7 +29,10 @@
  * anyone with a web server a follower's key (POST /followers), so each
  * of these two kinds may hold at most a quarter of the cache; the rest
  * is for the keys the owner approved: authorizations, and the servers
- * the owner follows.  A full share is refused, never forgotten.
+ * the owner follows.  Each entity may hold at most tent_mac_nonce_share
+ * of the cache, and each of those kinds a quarter of that, so one
+ * tenant's keys never fill it for another.  A full share is refused,
+ * never forgotten.
  */
 
 #define NGX_HTTP_TENT_NONCE_APP       0
@@ -40,8 +43,9 @@
 
 
 /* ngx_http_tent_nonce.c */
-ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
-    ngx_uint_t budget, time_t lifetime, time_t *retry);
+ngx_int_t ngx_http_tent_nonce_check(ngx_http_request_t *r,
+    ngx_str_t *entity, ngx_str_t *key, ngx_uint_t budget, time_t lifetime,
+    time_t *retry);
 
 /* ngx_http_tent_credentials.c: by the credential row's key */
 json_t *ngx_http_tent_credential_cached(ngx_str_t *key,

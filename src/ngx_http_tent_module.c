@@ -139,6 +139,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_main_conf_t, nonce_zone_size),
       NULL },
 
+    { ngx_string("tent_mac_nonce_share"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, nonce_share),
+      NULL },
+
     { ngx_string("tent_anonymous_cache"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_tent_anonymous_cache_directive,

@@ -114,6 +114,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_http_tent_store_t          *store;
     ngx_uint_t                      entities;
     size_t                          nonce_zone_size;
+    ngx_uint_t                      nonce_share; /* percent an entity */
     size_t                          anonymous_cache; /* bytes a worker */
     ngx_shm_zone_t                 *nonce_zone;
 

@@ -49,6 +49,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->store_thread_nice = NGX_CONF_UNSET_UINT;
     mcf->store_write_buffer = NGX_CONF_UNSET_SIZE;
     mcf->nonce_zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->nonce_share = NGX_CONF_UNSET_UINT;
     mcf->anonymous_cache = NGX_CONF_UNSET_SIZE;
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
@@ -219,6 +220,7 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(mcf->store_thread_nice, 0);
     ngx_conf_init_size_value(mcf->store_write_buffer, 16 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
+    ngx_conf_init_uint_value(mcf->nonce_share, 25);
     ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 
     if (mcf->store_path.len == 0) {
@@ -236,6 +238,13 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (mcf->nonce_share < 1 || mcf->nonce_share > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_mac_nonce_share\" must be between 1 and "
+                           "100 (percent)");
+        return NGX_CONF_ERROR;
+    }
+
     /* the seen MAC nonces, shared by all workers */
 
     ngx_str_set(&name, "tent_mac_nonces");
@@ -248,7 +257,8 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     mcf->nonce_zone->init = ngx_http_tent_nonce_zone_init;
-    mcf->nonce_zone->data = ngx_pcalloc(cf->pool, 2 * sizeof(void *));
+    mcf->nonce_zone->data = ngx_http_tent_nonce_zone_ctx(cf->pool,
+                                                         mcf->nonce_share);
     if (mcf->nonce_zone->data == NULL) {
         return NGX_CONF_ERROR;
     }

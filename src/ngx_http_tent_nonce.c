@@ -7,8 +7,9 @@
 /*
  * The shared memory zone tent_mac_nonce_cache: the nonces of signed
  * requests, each kept until its timestamp is too old to be accepted,
- * within budgets by the kind of key, so a replay through any worker is
- * caught and a flood of one kind never crowds out the owner's; the
+ * within budgets by the entity and by the kind of key, so a replay
+ * through any worker is caught, a flood of one kind never crowds out
+ * the owner's and one entity never crowds out another's; the
  * two generation counters every worker reads (the anonymous replies',
  * the credentials') and the counters of tent_status, which live in the
  * zone every worker maps anyway.
@@ -39,6 +40,18 @@ typedef struct {
 } ngx_http_tent_census_t;
 
 
+/*
+ * An entity's share: the nonces it holds by budget, in a slot found by
+ * a hash of its name and told from another's by a tag; a slot whose
+ * counts are all 0 is free.  A nonce remembers its slot.
+ */
+typedef struct {
+    uint64_t                        tag;
+    uint32_t                        used[NGX_HTTP_TENT_NONCE_BUDGETS];
+    uint32_t                        warned[NGX_HTTP_TENT_NONCE_BUDGETS];
+} ngx_http_tent_nonce_entity_t;
+
+
 typedef struct {
     ngx_rbtree_t                    rbtree;
     ngx_rbtree_node_t               sentinel;
@@ -55,13 +68,22 @@ typedef struct {
     ngx_atomic_t                    subscriptions; /* their generation */
     ngx_http_tent_census_t         *census;
     ngx_uint_t                      ncensus;     /* a power of two */
+    ngx_http_tent_nonce_entity_t   *entities;
+    ngx_uint_t                      nentities;   /* a power of two */
 } ngx_http_tent_nonce_sh_t;
 
 
 typedef struct {
     ngx_http_tent_nonce_sh_t       *sh;
     ngx_slab_pool_t                *shpool;
+    ngx_uint_t                      share;       /* percent, an entity */
 } ngx_http_tent_nonce_ctx_t;
+
+
+/* an entity's slot: looked for among so many after its hash's */
+#define NGX_HTTP_TENT_NONCE_PROBES     8
+#define NGX_HTTP_TENT_NONCE_SLOTS_MIN  64
+#define NGX_HTTP_TENT_NONCE_SLOTS_MAX  16384
 
 
 /*
@@ -73,7 +95,7 @@ typedef struct {
 typedef struct {
     u_char                          color;
     u_char                          dummy;
-    u_short                         dummy2;
+    u_short                         entity;      /* its slot */
     uint32_t                        expires;
     ngx_queue_t                     queue;
     uint64_t                        digest;
@@ -122,6 +144,40 @@ ngx_http_tent_nonce_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
     node->left = sentinel;
     node->right = sentinel;
     ngx_rbt_red(node);
+}
+
+
+void *
+ngx_http_tent_nonce_zone_ctx(ngx_pool_t *pool, ngx_uint_t share)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(pool, sizeof(ngx_http_tent_nonce_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ctx->share = share;
+
+    return ctx;
+}
+
+
+/* the nonces one entity may hold: 4 at least, so each kind has one */
+
+static ngx_uint_t
+ngx_http_tent_nonce_share(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t share)
+{
+    return ngx_max(sh->capacity * share / 100, 4);
+}
+
+
+/* what one kind of key may hold, of the whole zone or of one share */
+
+static ngx_uint_t
+ngx_http_tent_nonce_limit(ngx_uint_t budget, ngx_uint_t of)
+{
+    return (budget == NGX_HTTP_TENT_NONCE_OWNER) ? of : of / 4;
 }
 
 
@@ -179,6 +235,25 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
         return NGX_ERROR;
     }
 
+    /* the entities' shares: a slot a KB too, from 64 to 16,384 */
+
+    sh->nentities = NGX_HTTP_TENT_NONCE_SLOTS_MIN;
+
+    while (sh->nentities < NGX_HTTP_TENT_NONCE_SLOTS_MAX
+           && sh->nentities * 2 * 1024 <= zone->shm.size)
+    {
+        sh->nentities *= 2;
+    }
+
+    sh->entities = ngx_slab_calloc(ctx->shpool, sh->nentities
+                                   * sizeof(ngx_http_tent_nonce_entity_t));
+    if (sh->entities == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent: tent_mac_nonce_cache of %uzk has no room for "
+                      "the entities' shares", zone->shm.size >> 10);
+        return NGX_ERROR;
+    }
+
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_http_tent_nonce_insert);
 
     for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
@@ -215,9 +290,12 @@ ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data)
 
     ngx_log_error(NGX_LOG_NOTICE, zone->shm.log, 0,
                   "tent: tent_mac_nonce_cache of %uzk holds %ui nonces, "
-                  "%ui each for app and for follower keys, and %ui census "
-                  "slots", zone->shm.size >> 10, sh->capacity,
-                  sh->capacity / 4, sh->ncensus);
+                  "%ui each for app and for follower keys, %ui for one "
+                  "entity (tent_mac_nonce_share %ui%%), %ui entity slots "
+                  "and %ui census slots", zone->shm.size >> 10,
+                  sh->capacity, sh->capacity / 4,
+                  ngx_http_tent_nonce_share(sh, ctx->share), ctx->share,
+                  sh->nentities, sh->ncensus);
 
     return NGX_OK;
 }
@@ -259,6 +337,7 @@ ngx_http_tent_nonce_expire(ngx_http_tent_nonce_ctx_t *ctx, time_t now,
             ngx_rbtree_delete(&ctx->sh->rbtree, node);
             ngx_queue_insert_head(&ctx->sh->free, q);
             ctx->sh->used[b]--;
+            ctx->sh->entities[nc->entity].used[b]--;
         }
     }
 }
@@ -295,6 +374,91 @@ ngx_http_tent_nonce_wait(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t budget,
 }
 
 
+static const char *
+ngx_http_tent_nonce_kind(ngx_uint_t budget)
+{
+    return budget == NGX_HTTP_TENT_NONCE_APP ? "app"
+           : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
+           : budget == NGX_HTTP_TENT_NONCE_FOLLOWING ? "following"
+           : "owner";
+}
+
+
+/* no room: the entity's share, its kind's in it or in the zone, or all */
+
+static ngx_uint_t
+ngx_http_tent_nonce_full(ngx_http_tent_nonce_entity_t *e, ngx_uint_t budget,
+    ngx_uint_t limit, ngx_uint_t share, ngx_http_tent_nonce_sh_t *sh)
+{
+    ngx_uint_t  b, total;
+
+    total = 0;
+
+    for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+        total += e->used[b];
+    }
+
+    return total >= share
+           || e->used[budget] >= ngx_http_tent_nonce_limit(budget, share)
+           || sh->used[budget] >= limit
+           || ngx_queue_empty(&sh->free);
+}
+
+
+/*
+ * The slot of an entity's share: its own among the probes after its
+ * hash's, else the first free one.  With every probe another entity's,
+ * it shares its hash's slot (and its share) with that one: more
+ * entities signing within 2 x tent_mac_skew than the zone has slots.
+ */
+
+static ngx_uint_t
+ngx_http_tent_nonce_entity(ngx_http_tent_nonce_sh_t *sh, ngx_str_t *entity)
+{
+    uint64_t                       tag;
+    uint32_t                       h;
+    ngx_uint_t                     i, b, slot, free;
+    ngx_http_tent_nonce_entity_t  *e;
+
+    h = ngx_murmur_hash2(entity->data, entity->len);
+    tag = ((uint64_t) ngx_crc32_long(entity->data, entity->len) << 32)
+          | ngx_hash_key(entity->data, entity->len);
+
+    free = sh->nentities;
+
+    for (i = 0; i < NGX_HTTP_TENT_NONCE_PROBES; i++) {
+        slot = (h + i) & (sh->nentities - 1);
+        e = &sh->entities[slot];
+
+        for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+            if (e->used[b]) {
+                break;
+            }
+        }
+
+        if (b == NGX_HTTP_TENT_NONCE_BUDGETS) {
+            if (free == sh->nentities) {
+                free = slot;
+            }
+
+            continue;
+        }
+
+        if (e->tag == tag) {
+            return slot;
+        }
+    }
+
+    if (free == sh->nentities) {
+        return h & (sh->nentities - 1);
+    }
+
+    sh->entities[free].tag = tag;
+
+    return free;
+}
+
+
 /*
  * NGX_OK: a new nonce, now remembered; NGX_DECLINED: seen before;
  * NGX_BUSY: no room for this budget, "retry" says for how long.  A
@@ -302,13 +466,13 @@ ngx_http_tent_nonce_wait(ngx_http_tent_nonce_sh_t *sh, ngx_uint_t budget,
  */
 
 ngx_int_t
-ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
-    ngx_uint_t budget, time_t lifetime, time_t *retry)
+ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_str_t *key, ngx_uint_t budget, time_t lifetime, time_t *retry)
 {
     u_char                      md[EVP_MAX_MD_SIZE];
     time_t                      now;
     uint64_t                    d[2];
-    ngx_uint_t                  limit, full, warn;
+    ngx_uint_t                  b, limit, share, total, slot, full, warn;
     unsigned int                md_len;
     ngx_queue_t                *q;
     ngx_rbtree_key_t            hash;
@@ -317,6 +481,7 @@ ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
     ngx_http_tent_nonce_sh_t   *sh;
     ngx_http_tent_nonce_ctx_t  *ctx;
     ngx_http_tent_main_conf_t  *mcf;
+    ngx_http_tent_nonce_entity_t  *e;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
@@ -362,15 +527,36 @@ ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
         node = (d[1] < nc->digest) ? node->left : node->right;
     }
 
-    limit = (budget == NGX_HTTP_TENT_NONCE_OWNER) ? sh->capacity
-                                                  : sh->capacity / 4;
+    limit = ngx_http_tent_nonce_limit(budget, sh->capacity);
+    share = ngx_http_tent_nonce_share(sh, ctx->share);
 
-    full = sh->used[budget] >= limit || ngx_queue_empty(&sh->free);
+    slot = ngx_http_tent_nonce_entity(sh, entity);
+    e = &sh->entities[slot];
+
+    full = ngx_http_tent_nonce_full(e, budget, limit, share, sh);
 
     if (full) {
         /* the bounded pass may have left expired ones: all of them now */
 
         ngx_http_tent_nonce_expire(ctx, now, 0);
+
+        /* the entity's share first: it is the one to wait, not others */
+
+        total = 0;
+
+        for (b = 0; b < NGX_HTTP_TENT_NONCE_BUDGETS; b++) {
+            total += e->used[b];
+        }
+
+        if (total >= share
+            || e->used[budget] >= ngx_http_tent_nonce_limit(budget, share))
+        {
+            /* at least until the oldest nonce of its kind expires */
+
+            *retry = ngx_http_tent_nonce_wait(sh, NGX_HTTP_TENT_NONCE_BUDGETS,
+                                              now, lifetime);
+            goto share;
+        }
 
         if (sh->used[budget] >= limit) {
             *retry = ngx_http_tent_nonce_wait(sh, budget, now, lifetime);
@@ -397,12 +583,36 @@ ngx_http_tent_nonce_check(ngx_http_request_t *r, ngx_str_t *key,
     nc->digest = d[1];
 
     ngx_rbtree_insert(&sh->rbtree, node);
+    nc->entity = (u_short) slot;
+
     ngx_queue_insert_tail(&sh->queue[budget], &nc->queue);
     sh->used[budget]++;
+    e->used[budget]++;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return NGX_OK;
+
+share:
+
+    /* once in 10 seconds per entity and kind */
+
+    warn = ((uint32_t) now - e->warned[budget] >= 10);
+    if (warn) {
+        e->warned[budget] = (uint32_t) now;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (warn) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: the MAC nonce cache is full for %s keys of "
+                      "\"%V\" (its share of %ui, tent_mac_nonce_share), "
+                      "refused for %T s", ngx_http_tent_nonce_kind(budget),
+                      entity, share, *retry);
+    }
+
+    return NGX_BUSY;
 
 busy:
 
@@ -420,10 +630,7 @@ busy:
                       "tent: the MAC nonce cache is full for %s keys, "
                       "refused for %T s; increase tent_mac_nonce_cache "
                       "if this is not an attack",
-                      budget == NGX_HTTP_TENT_NONCE_APP ? "app"
-                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWER ? "follower"
-                      : budget == NGX_HTTP_TENT_NONCE_FOLLOWING ? "following"
-                      : "owner", *retry);
+                      ngx_http_tent_nonce_kind(budget), *retry);
     }
 
     return NGX_BUSY;
@@ -793,8 +1000,7 @@ ngx_http_tent_stats(ngx_cycle_t *cycle, ngx_http_tent_stats_t *st)
 
     for (i = 0; i < NGX_HTTP_TENT_NONCE_BUDGETS; i++) {
         st->used[i] = ctx->sh->used[i];
-        st->limit[i] = (i == NGX_HTTP_TENT_NONCE_OWNER)
-                       ? ctx->sh->capacity : ctx->sh->capacity / 4;
+        st->limit[i] = ngx_http_tent_nonce_limit(i, ctx->sh->capacity);
     }
 
     st->capacity = ctx->sh->capacity;

@@ -299,11 +299,13 @@ all_are(qr/^200 /, "and bob's app key still works at bob",
                                               cred => $bob_app) }));
 
 # ---- 5. the nonce cache flooded with app keys (a second nginx, 32k zone)
+# one entity, which may hold all of it (the kinds' budgets, not the
+# entities' shares: those are t/auth/050)
 
 my $peer = Tent::Peer->start(
     http_config => 'tent_store $SERVROOT/tent_temp;'
                    . ' tent_outbound_allow 127.0.0.0/8;'
-                   . ' tent_mac_nonce_cache 32k;',
+                   . ' tent_mac_nonce_cache 32k; tent_mac_nonce_share 100;',
     worker_processes => 2);
 my $pc = $peer->client;
 my ($papp, $powner) = $peer->authorized_app(
