@@ -71,6 +71,8 @@ ngx_int_t ngx_http_tent_quota_bytes(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what);
 ngx_uint_t ngx_http_tent_quota_limited(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_uint_t what);
+ngx_uint_t ngx_http_tent_quota_pending(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t what);
 ngx_int_t ngx_http_tent_quota_count(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, void *op);
 

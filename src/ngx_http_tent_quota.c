@@ -8,6 +8,10 @@
  * Quotas of provisioned entities (docs/admin.md#quotas): how many posts
  * and apps an entity may create and how many attachment bytes it may
  * upload, from its registry row or the server's tent_quota_* directives.
+ * Every way in counts: a post's create, its new versions and PUT
+ * /profile's profile post count as posts; an app registered by the
+ * owner's apps, or unsigned and then authorized (the authorize page, an
+ * owner's app: ngx_http_tent_authorization_quota()), as an app.
  * A create of an entity of a provisioning server reads its counts
  * ("<entity> 0x00 'Q' posts", "apps", "attachment_bytes": decimal
  * numbers; a post's create reads "posts" and "attachment_bytes" in one
@@ -340,6 +344,31 @@ ngx_http_tent_quota_limited(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     return ngx_http_tent_quota_limit(r, ctx->quotas, what) >= 0;
+}
+
+
+/*
+ * Must a check of "what" run first (ngx_http_tent_quota_check())?  On a
+ * provisioning server, once a request: a write that is not a route of
+ * its own (the first authorization of an app) calls the check with
+ * itself as "next", and is called again with this answering 0.
+ */
+
+ngx_uint_t
+ngx_http_tent_quota_pending(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_uint_t what)
+{
+    ngx_http_tent_quotas_t    *q;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    q = ctx->quotas;
+
+    if (!scf->provisioning || q == NULL) {
+        return 0;
+    }
+
+    return !(q->counted & (1 << what));
 }
 
 
