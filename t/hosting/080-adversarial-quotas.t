@@ -11,13 +11,15 @@ use strict;
 use warnings;
 
 my @NAMES;
-BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test) }
+BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test fay.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
 use Test::More;
 use JSON::PP;
 use POSIX ();
+use Digest::SHA qw(sha256_hex);
+use MIME::Base64 qw(encode_base64);
 use Tent::Peer;
 use Tent::Client;
 use Tent::Util qw(http_request);
@@ -227,6 +229,94 @@ is($ok, 1, '6 uploads of 500 bytes at once, 800 left: exactly one taken')
 is(scalar @over, 5, 'the other five: 403 quota exceeded: attachment_bytes')
     or diag join ' ', map { "$_->{status} $_->{body}" } @up;
 
+# ---- imports: their post versions and attachment bytes count; over a
+# quota the posts' section is not written, the report names the quota
+
+is(admin({ action => 'create', entity => "http://dan.test:$P",
+           quotas => { posts => 3, attachment_bytes => 1000 } })->{status},
+   201, 'dan created with {"posts":3,"attachment_bytes":1000}');
+my $dan = client_of('dan.test', $P);
+my (undef, $do) = $dan->authorized_app($all, post_types => 'all',
+                                       info_types => 'all');
+is(status_post($dan, $do, 'own')->{status}, 200, "dan's post: 1 of 3");
+my $FROM = 'http://old-dan.test';
+my $n = 0;
+sub doc_post {
+    my (%o) = @_;
+    my $id = sprintf 'imported%05d', ++$n;
+    my @v = map {
+        { id => $id, entity => $FROM, type => $o{type} // $STATUS,
+          version => $_, content => $o{content} // { text => "$id v$_" },
+          permissions => { public => JSON::PP::true },
+          published_at => 1700000000 + $n, received_at => 1700000000 + $n,
+          updated_at => 1700000000 + $n + $_,
+          ($o{data} ? (attachments => [{
+              category => 'photos', type => 'image/png', name => 'a.png',
+              size => length $o{data}, digest => sha256_hex($o{data}),
+              data => encode_base64($o{data}, '') }]) : ()) }
+    } 1 .. ($o{versions} // 1);
+    return { id => $id, versions => \@v };
+}
+sub import_doc {
+    my (@posts) = @_;
+    return $dan->request(POST => '/import?merge=1', cred => $do,
+                         body => { version => 0, entity => $FROM,
+                                   complete => JSON::PP::true,
+                                   groups => [{ id => "g$n", name => 'g',
+                                                created_at => 1700000000,
+                                                updated_at => 1700000000 }],
+                                   posts => \@posts });
+}
+$res = import_doc(doc_post(versions => 2), doc_post());
+is($res->{status}, 200, 'an import of 3 post versions, 2 places left: 200')
+    or diag $res->{body};
+is($res->{json}{posts}{error} // '', 'quota exceeded: posts',
+   'its report: the posts not written, the quota named')
+    or diag $res->{body};
+ok(!$res->{json}{posts}{written}, 'posts: written false');
+ok($res->{json}{groups}{written}, 'the other sections written');
+$res = import_doc(doc_post(), doc_post());
+ok($res->{status} == 200 && $res->{json}{posts}{written}
+   && ($res->{json}{posts}{taken} // 0) == 2,
+   'an import of 2 posts: written, 3 of 3') or diag $res->{body};
+is_quota(status_post($dan, $do, 'after the import'), 'posts',
+         'POST /posts after it: the import counted');
+is(admin({ action => 'quotas', entity => "http://dan.test:$P",
+           quotas => { posts => 100 } })->{status}, 200,
+   "dan's quota of posts raised to 100");
+$res = import_doc(doc_post(type => $PHOTO, content => {},
+                           data => 'q' x 1200));
+is($res->{json}{posts}{error} // '', 'quota exceeded: attachment_bytes',
+   'an import of 1200 bytes of photo under 1000: posts not written')
+    or diag $res->{body};
+$res = import_doc(doc_post(type => $PHOTO, content => {},
+                           data => 'r' x 600));
+ok($res->{status} == 200 && $res->{json}{posts}{written},
+   'an import of 600 bytes of photo: written') or diag $res->{body};
+$res = $dan->request(POST => '/posts', cred => $do,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" },
+    body => mp({ type => $PHOTO, content => {} }, 's' x 600));
+is_quota($res, 'attachment_bytes', 'a photo of 600 bytes after it');
+
+# where no quota is set, an import counts all the same: a quota set
+# later holds against what it brought
+is(admin({ action => 'create', entity => "http://fay.test:$P" })->{status},
+   201, 'fay created without quotas');
+my $fay = client_of('fay.test', $P);
+my (undef, $fo) = $fay->authorized_app($all, post_types => 'all',
+                                       info_types => 'all');
+$res = $fay->request(POST => '/import?merge=1', cred => $fo,
+                         body => { version => 0, entity => $FROM,
+                                   complete => JSON::PP::true,
+                                   posts => [doc_post(), doc_post()] });
+ok($res->{status} == 200 && $res->{json}{posts}{written},
+   'fay, without a quota of posts, imports 2 posts') or diag $res->{body};
+is(admin({ action => 'quotas', entity => "http://fay.test:$P",
+           quotas => { posts => 2 } })->{status}, 200,
+   "fay's quota of posts set to 2");
+is_quota(status_post($fay, $fo, 'fay'), 'posts',
+         'her first POST /posts: the 2 imported counted');
+
 # ---- unconfirmed apps: not counted, bounded by tent_apps_unconfirmed
 
 is(admin({ action => 'create', entity => "http://eli.test:$P",
@@ -274,6 +364,17 @@ cmp_ok(scalar(rows_of('bea', 'v')), '<=', 2,
 my $qk = unpack 'H*', "http://cat.test:$P\0Qattachment_bytes";
 my ($qb) = grep { /^\Q$qk\E\t/ } @rows;
 cmp_ok(value_of($qb // "x\t"), '<=', 1000, "cat's count of bytes: in the quota");
+is(scalar(rows_of('dan', 'v')), 4,
+   "dan's store: 4 own post versions (1 posted, 2 + 1 imported)");
+sub count_of {
+    my ($name, $what) = @_;
+    my $k = unpack 'H*', "http://$name.test:$P\0Q$what";
+    my ($row) = grep { /^\Q$k\E\t/ } @rows;
+    return $row ? value_of($row) : 0;
+}
+is(count_of('dan', 'posts'), 4,
+   "dan's count of posts: 4 (the refused imports' given back)");
+is(count_of('dan', 'attachment_bytes'), 600, "dan's count of bytes: 600");
 cmp_ok(scalar(rows_of('eli', 'a')), '<=', 4,
        "eli's store: no more than 4 unconfirmed apps");
 
