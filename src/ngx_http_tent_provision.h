@@ -34,7 +34,6 @@ typedef struct {
 
     /* the counts a create read (ngx_http_tent_quota_check()), the new */
     int64_t                         count[NGX_HTTP_TENT_QUOTAS];
-    int64_t                         adds[NGX_HTTP_TENT_QUOTAS];
     ngx_uint_t                      counted;     /* 1 << what */
     ngx_uint_t                      taken;       /* 1 << what: by CAS */
     ngx_uint_t                      tries;

@@ -14,19 +14,18 @@
  * owner's app: ngx_http_tent_authorization_quota()), as an app.
  * A create of an entity of a provisioning server reads its counts
  * ("<entity> 0x00 'Q' posts", "apps", "attachment_bytes": decimal
- * numbers; a post's create reads "posts" and "attachment_bytes" in one
- * MGET, a PUT of a post the bytes) before it reads the body: at a quota
- * it answers 403 {"error": "quota exceeded: posts"} and writes nothing;
- * below it the create's own batch writes the new counts, so a create
- * and its counts are never apart.  Deleting does not lower a count: it
- * counts creates and uploads.  Where a quota of posts or apps is set,
- * the create takes its one first, by a compare-and-set of the count as
- * read (read again and retried when another create moved it), so that
- * creates at the same time cannot both pass the last one; a create
- * refused after that (a bad body) keeps it taken.  The bytes, known
- * only once the body is read, are taken the same way then, where a
- * quota of them is set, and given back if the create does not reach
- * its batch (ngx_http_tent_quota_bytes()).
+ * numbers; a post's create or new version reads "posts" and
+ * "attachment_bytes" in one MGET) before it reads the body: at a quota
+ * it answers 403 {"error": "quota exceeded: posts"} and writes nothing.
+ * Below it, the create takes its one first, by a compare-and-set of the
+ * count as read (read again and retried when another create moved it),
+ * so that creates at the same time cannot both pass the last one, and
+ * no count is lost where no quota is set (one set later finds it
+ * whole).  The bytes, known only once the body is read, are taken the
+ * same way then (ngx_http_tent_quota_bytes()), an import's n at once
+ * (ngx_http_tent_quota_take_n()).  What a request took and did not
+ * write goes back when it ends (ngx_http_tent_quota_return()).
+ * Deleting does not lower a count: it counts creates and uploads.
  */
 
 
@@ -37,7 +36,7 @@
 #include "ngx_http_tent_store.h"
 
 
-/* bytes taken, given back in the background (the request is gone) */
+/* a count taken and not written, given back in the background */
 typedef struct {
     ngx_str_t                       key;
     int64_t                         bytes;       /* or posts, apps */
@@ -205,7 +204,6 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         n = found ? ngx_atoi(value.data, value.len) : 0;
         q->count[i] = n == NGX_ERROR ? 0 : n;
-        q->adds[i] = 0;
 
         if (i == q->what) {
             q->found = found;
@@ -234,9 +232,9 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
     }
 
-    if (q->what != NGX_HTTP_TENT_QUOTA_BYTES
-        && ngx_http_tent_quota_limit(r, q, q->what) >= 0)
-    {
+    /* a quota set or not: the count is taken at the store, exact */
+
+    if (q->what != NGX_HTTP_TENT_QUOTA_BYTES) {
         return ngx_http_tent_quota_take(r, ctx, q);
     }
 
@@ -245,9 +243,9 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
 
 /*
- * Below a quota of posts or apps: the count as read, plus one, by
- * compare-and-set (absent: must still be absent), so that of two
- * creates at the same moment only one gets the last place.
+ * Below a quota of posts or apps (or none set): the count as read, plus
+ * one, by compare-and-set (absent: must still be absent), so that of
+ * two creates at the same moment only one gets the last place.
  */
 
 static ngx_int_t
@@ -364,12 +362,12 @@ ngx_http_tent_quota_pending(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
 /*
  * Once the body is read: the bytes this create or change uploads (its
- * files, as received) against the quota.  Where a quota of bytes is
- * set they are taken before anything is written, by a compare-and-set
- * of the count as read (read again when another upload moved it), so
- * that uploads at the same time cannot together pass the quota; then
- * "again" runs once more, and finds them taken.  Given back when the
- * request ends before its create's batch (ngx_http_tent_quota_count()).
+ * files, as received) against the quota.  They are taken before
+ * anything is written, by a compare-and-set of the count as read (read
+ * again when another upload moved it), so that uploads at the same time
+ * cannot together pass the quota (nor lose a count where none is set);
+ * then "again" runs once more, and finds them taken.  Given back when
+ * the request ends before its create's batch (quota_count()).
  * NGX_OK: go on; NGX_DONE: the caller returns *rc (the 403 sent, or the
  * compare-and-set submitted).
  */
@@ -408,13 +406,7 @@ ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                    "quota %L", bytes, q->count[NGX_HTTP_TENT_QUOTA_BYTES],
                    limit);
 
-    if (limit < 0) {
-        /* no quota: counted in the create's batch */
-        q->adds[NGX_HTTP_TENT_QUOTA_BYTES] = bytes;
-        return NGX_OK;
-    }
-
-    if (q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit) {
+    if (limit >= 0 && q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit) {
         *rc = ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
         return NGX_DONE;
     }
@@ -732,12 +724,10 @@ ngx_http_tent_quota_back_failed(ngx_http_tent_quota_back_t *b,
 
 /*
  * n of "what" at once (an import's post versions, its attachment bytes),
- * then "next".  Where a quota of it is set: the count read, and n taken
- * by compare-and-set of it as read (read again while another write
- * moves it); over the quota nothing is taken and q->over says so (the
- * caller refuses and writes nothing).  Where none is set: the count read
- * is written plus n in the caller's batch (ngx_http_tent_quota_count()).
- * What was taken is in q->took[], for ngx_http_tent_quota_give().
+ * then "next": the count read, and n taken by compare-and-set of it as
+ * read (read again while another write moves it); over a quota nothing
+ * is taken and q->over says so (the caller refuses and writes nothing).
+ * What was taken is in q->took[], for ngx_http_tent_quota_return().
  */
 
 ngx_int_t
@@ -816,15 +806,7 @@ ngx_http_tent_quota_n_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                    &ctx->entity, (int64_t) c,
                    &ngx_http_tent_quota_names[what], n, limit);
 
-    if (limit < 0) {
-        /* no quota: written with the caller's batch */
-        q->counted |= 1 << what;
-        q->count[what] = c;
-        q->adds[what] = n;
-        return ((ngx_http_tent_route_pt) q->next)(r, ctx);
-    }
-
-    if (c + n > limit) {
+    if (limit >= 0 && c + n > limit) {
         q->over |= 1 << what;
         return ((ngx_http_tent_route_pt) q->next)(r, ctx);
     }
@@ -918,56 +900,22 @@ ngx_http_tent_quota_return(ngx_http_tent_ctx_t *ctx)
 }
 
 
-/* in the create's own batch: the new counts */
+/*
+ * The write's batch is built: what was taken is its from now on, not
+ * given back (a batch the store then refuses keeps it: the count errs
+ * on the side of the quota).
+ */
 
 ngx_int_t
 ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     void *op)
 {
-    u_char                  *p;
-    ngx_str_t                key, value;
-    ngx_uint_t               i;
     ngx_http_tent_quotas_t  *q;
 
     q = ctx->quotas;
 
-    if (q == NULL) {
-        return NGX_OK;
-    }
-
-    /* what was taken is the write's from now on, not given back */
-
-    q->bwritten = 1;
-
-    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
-        if (!(q->counted & (1 << i)) || (q->taken & (1 << i))) {
-            continue;
-        }
-
-        if (i != NGX_HTTP_TENT_QUOTA_BYTES && q->adds[i] == 0) {
-            /* a create: one (an import: its n, quota_take_n()) */
-            q->adds[i] = 1;
-
-        } else if (q->adds[i] == 0) {
-            continue;
-        }
-
-        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        value.data = p;
-        value.len = ngx_sprintf(p, "%L", q->count[i] + q->adds[i]) - p;
-
-        if (ngx_http_tent_key(r->pool, &ctx->entity,
-                              NGX_HTTP_TENT_TABLE_QUOTA,
-                              &ngx_http_tent_quota_names[i], &key)
-            != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
+    if (q != NULL) {
+        q->bwritten = 1;
     }
 
     return NGX_OK;

@@ -11,7 +11,8 @@ use strict;
 use warnings;
 
 my @NAMES;
-BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test fay.test) }
+BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test fay.test
+                       gus.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -317,6 +318,22 @@ is(admin({ action => 'quotas', entity => "http://fay.test:$P",
 is_quota(status_post($fay, $fo, 'fay'), 'posts',
          'her first POST /posts: the 2 imported counted');
 
+# ---- no quota set: the counts are taken at the store all the same, so
+# that a quota set later finds them whole (read and written back plus
+# one, 12 creates at once would have counted 1)
+
+is(admin({ action => 'create', entity => "http://gus.test:$P" })->{status},
+   201, 'gus created without quotas');
+my $gus = client_of('gus.test', $P);
+my (undef, $go) = $gus->authorized_app($all, post_types => 'all');
+my ($gok) = at_once(12, sub {
+    $gus->request(POST => '/posts', cred => $go,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" },
+        body => mp({ type => $PHOTO, content => {} },
+                   chr(ord('a') + $_[0]) x 100));
+});
+is($gok, 12, "12 of gus's photos at once: all taken");
+
 # ---- unconfirmed apps: not counted, bounded by tent_apps_unconfirmed
 
 is(admin({ action => 'create', entity => "http://eli.test:$P",
@@ -375,6 +392,9 @@ sub count_of {
 is(count_of('dan', 'posts'), 4,
    "dan's count of posts: 4 (the refused imports' given back)");
 is(count_of('dan', 'attachment_bytes'), 600, "dan's count of bytes: 600");
+is(count_of('gus', 'posts'), 12, "gus's count of posts: 12, none lost");
+is(count_of('gus', 'attachment_bytes'), 1200, "gus's count of bytes: 1200");
+is(count_of('gus', 'apps'), 1, "gus's count of apps: his owner app");
 cmp_ok(scalar(rows_of('eli', 'a')), '<=', 4,
        "eli's store: no more than 4 unconfirmed apps");
 
