@@ -51,6 +51,8 @@ ngx_int_t ngx_http_tent_authorization_new(ngx_http_request_t *r,
     json_t **result);
 ngx_int_t ngx_http_tent_key_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_authorization_quota(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *app, ngx_http_tent_route_pt next);
 
 /* ngx_http_tent_oauth.c */
 ngx_int_t ngx_http_tent_oauth_authorize(ngx_http_request_t *r,

@@ -22,6 +22,7 @@
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_store.h"
 
@@ -413,12 +414,19 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /*
+     * and it becomes one of the entity's apps: counted, in this batch
+     * where no quota of apps is set (ngx_http_tent_authorization_quota()
+     * took its place before, where one is)
+     */
+
     if (json_is_integer(slot)
         && (ngx_http_tent_slot_key(r->pool, &ctx->entity,
                                    NGX_HTTP_TENT_TABLE_UNCONFIRMED,
                                    (uint32_t) json_integer_value(slot), &key)
             != NGX_OK
-            || ngx_http_tent_store_write_del(op, &key) != NGX_OK))
+            || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+            || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK))
     {
         return NGX_ERROR;
     }
@@ -455,6 +463,34 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
 }
 
 
+/*
+ * An app that no one authorized yet (registered unsigned: it holds an
+ * "unconfirmed_slot") becomes one of the entity's apps by its first
+ * authorization, however it comes (the owner's page, an owner's app):
+ * on a provisioning server it takes its place in the quota of apps
+ * first (403 at the quota), then "next" runs again.  NGX_DECLINED:
+ * nothing to take, go on.  The unconfirmed apps themselves are bounded
+ * by tent_apps_unconfirmed, not by the quota.
+ */
+
+ngx_int_t
+ngx_http_tent_authorization_quota(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *app, ngx_http_tent_route_pt next)
+{
+    if (!json_is_integer(json_object_get(app, "unconfirmed_slot"))
+        || !ngx_http_tent_quota_pending(r, ctx, NGX_HTTP_TENT_QUOTA_APPS))
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent apps: an unconfirmed app of \"%V\" authorized: "
+                   "counted against its apps", &ctx->entity);
+
+    return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_APPS, next);
+}
+
+
 ngx_int_t
 ngx_http_tent_authorization_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
@@ -465,6 +501,12 @@ ngx_http_tent_authorization_create(ngx_http_request_t *r,
     ngx_http_tent_apps_state_t  *st;
 
     st = ctx->state;
+
+    rc = ngx_http_tent_authorization_quota(r, ctx, st->app,
+                                           ngx_http_tent_authorization_create);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
     if (op == NULL) {

@@ -45,6 +45,10 @@ static ngx_int_t ngx_http_tent_import_section(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_uint_t s);
 static ngx_int_t ngx_http_tent_import_skip_row(ngx_http_tent_import_t *im,
     size_t i, const char *reason);
+static ngx_int_t ngx_http_tent_import_bytes(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_import_counted(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_import_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -125,23 +129,6 @@ ngx_http_tent_import_post_route(ngx_http_request_t *r,
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                                         "merge must be 0 or 1");
-    }
-
-    /*
-     * Provisioning: an import's posts and attachment bytes are not
-     * counted (100,000 posts a document, ?merge=1 again and again): where
-     * the operator set a quota of them, a tenant may not pass it so
-     */
-
-    if (ngx_http_tent_quota_limited(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS)
-        || ngx_http_tent_quota_limited(r, ctx, NGX_HTTP_TENT_QUOTA_BYTES))
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "tent import: refused, \"%V\" has a quota of posts "
-                      "or attachment bytes", &ctx->entity);
-        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
-                   "quota: no import into an entity with a quota of posts "
-                   "or attachment bytes");
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -524,11 +511,21 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
 
     im->refs = ngx_array_create(r->pool, 8, sizeof(ngx_http_tent_blob_ref_t));
     im->sources = json_object();
+    im->quota_digests = json_object();
 
     if (im->refs == NULL || im->sources == NULL
         || ngx_http_tent_json_cleanup(r->pool, im->sources) != NGX_OK)
     {
         json_decref(im->sources);
+        json_decref(im->quota_digests);
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    if (im->quota_digests == NULL
+        || ngx_http_tent_json_cleanup(r->pool, im->quota_digests) != NGX_OK)
+    {
+        json_decref(im->quota_digests);
         return ngx_http_tent_import_finish(r, im,
                    NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
     }
@@ -813,6 +810,81 @@ ngx_http_tent_import_section(ngx_http_request_t *r,
 }
 
 
+/* the posts' versions counted: their attachments' bytes */
+
+static ngx_int_t
+ngx_http_tent_import_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_quotas_t  *q;
+    ngx_http_tent_import_t  *im;
+
+    im = ctx->state;
+    q = ctx->quotas;
+
+    if (q != NULL && q->over) {
+        return ngx_http_tent_import_counted(r, ctx);
+    }
+
+    return ngx_http_tent_quota_take_n(r, ctx, NGX_HTTP_TENT_QUOTA_BYTES,
+                                      im->quota_bytes,
+                                      ngx_http_tent_import_counted);
+}
+
+
+/*
+ * Over a quota: the posts' section is not written (all or nothing, as
+ * for an invalid row), the report names the quota, what was taken goes
+ * back.  Below: the counts not taken by compare-and-set (no quota set)
+ * go with the posts' batch.
+ */
+
+static ngx_int_t
+ngx_http_tent_import_counted(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                  *entry;
+    ngx_http_tent_quotas_t  *q;
+    ngx_http_tent_import_t  *im;
+
+    im = ctx->state;
+    q = ctx->quotas;
+    entry = im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS];
+
+    if (q != NULL && q->over) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent import: \"%V\": %L post versions, %L "
+                      "attachment bytes over its quota: posts not written",
+                      &ctx->entity, im->quota_versions, im->quota_bytes);
+
+        ngx_http_tent_quota_return(ctx);
+
+        im->ops[NGX_HTTP_TENT_IMPORT_SECTION_POSTS] = NULL;
+
+        json_object_set_new(entry, "taken", json_integer(0));
+        json_object_set_new(entry, "written", json_false());
+        json_object_set_new(entry, "error",
+                            json_string(q->over
+                                        & (1 << NGX_HTTP_TENT_QUOTA_POSTS)
+                                        ? "quota exceeded: posts"
+                                        : "quota exceeded: "
+                                          "attachment_bytes"));
+
+        /* no posts: neither their attachments' counts (skipped) */
+
+        return ngx_http_tent_import_next(r, im);
+    }
+
+    if (ngx_http_tent_quota_count(r, ctx,
+                                  im->ops[NGX_HTTP_TENT_IMPORT_SECTION_POSTS])
+        != NGX_OK)
+    {
+        return ngx_http_tent_import_finish(r, im,
+                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+    }
+
+    return ngx_http_tent_import_next(r, im);
+}
+
+
 /* the next section's batch to the store, in order */
 
 ngx_int_t
@@ -828,6 +900,17 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
         }
 
         im->entry = im->entries[s];
+
+        /* provisioning: the posts' versions and bytes under the quotas */
+
+        if (s == NGX_HTTP_TENT_IMPORT_SECTION_POSTS && !im->quota_done) {
+            im->quota_done = 1;
+            im->section--;
+            return ngx_http_tent_quota_take_n(r, ngx_http_tent_get_ctx(r),
+                                              NGX_HTTP_TENT_QUOTA_POSTS,
+                                              im->quota_versions,
+                                              ngx_http_tent_import_bytes);
+        }
 
         /* the attachments' counts (and bytes) before the posts' batch */
 
@@ -887,7 +970,13 @@ ngx_http_tent_import_written(ngx_http_request_t *r,
                                           " none written"
                                         : "the store failed: none written"));
 
-        /* the posts not written: their attachments' counts go back */
+        /* the posts not written: their quotas' counts go back, and */
+
+        if (im->entry == im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS]) {
+            ngx_http_tent_quota_return(ngx_http_tent_get_ctx(r));
+        }
+
+        /* their attachments' counts */
 
         if (im->entry == im->entries[NGX_HTTP_TENT_IMPORT_SECTION_POSTS]
             && im->refs_taken)

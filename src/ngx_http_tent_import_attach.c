@@ -210,6 +210,21 @@ ngx_http_tent_import_attachments(ngx_http_request_t *r,
 
     keep:
 
+        /* each distinct digest's bytes once, against the quota of bytes */
+
+        ngx_memcpy(key, digest.data, digest.len);
+        key[digest.len] = '\0';
+
+        if (!im->probe && json_object_get(im->quota_digests, key) == NULL) {
+            if (json_object_set_new(im->quota_digests, key, json_true())
+                != 0)
+            {
+                return NGX_ERROR;
+            }
+
+            im->quota_bytes += size;
+        }
+
         a = json_pack("{s:s%, s:s%, s:s%, s:I, s:s%}",
                       "category", category.data, category.len,
                       "type", type.data, type.len,

@@ -125,6 +125,12 @@ typedef struct {
     ngx_uint_t                  fetches;    /* distinct digests by URL */
     off_t                       fetch_bytes;
     off_t                       fetch_got;
+
+    /* what the posts' batch counts against the quotas (admin.md) */
+    int64_t                     quota_versions;
+    int64_t                     quota_bytes;
+    json_t                     *quota_digests; /* digest: counted once */
+    ngx_uint_t                  quota_done;
 } ngx_http_tent_import_t;
 
 

@@ -608,6 +608,12 @@ ngx_http_tent_import_post(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
+        /* each version one of the quota of posts, as PUT /posts/:id */
+
+        if (!im->probe) {
+            im->quota_versions++;
+        }
+
         current = post;
     }
 

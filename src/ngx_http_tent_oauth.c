@@ -35,6 +35,8 @@ static ngx_int_t ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_oauth_decided(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_oauth_approved(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -853,6 +855,14 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_oauth_redirect(r, oa, "error", &s);
     }
 
+    /* an app's first authorization: under the quota of apps (403) */
+
+    rc = ngx_http_tent_authorization_quota(r, ctx, oa->app,
+                                           ngx_http_tent_oauth_decided);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
     /* the scopes asked for that exist; unknown names are dropped */
 
     scopes = ngx_http_tent_comma_list(&oa->scope);
@@ -914,6 +924,15 @@ ngx_http_tent_oauth_decide(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_oauth_approved);
+}
+
+
+/* the decision again, once the app's place in the quota is taken */
+
+static ngx_int_t
+ngx_http_tent_oauth_decided(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_oauth_decide(r, ctx, ctx->state);
 }
 
 

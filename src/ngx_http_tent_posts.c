@@ -728,8 +728,11 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     if (r->method == NGX_HTTP_PUT) {
         /* with attachments, the new version comes as multipart */
         ctx->multipart = 1;
-        /* provisioning: the entity's count of attachment bytes first */
-        return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_BYTES,
+        /*
+         * provisioning: a new version is one of the entity's quota of
+         * posts (its files counted against the bytes once read), first
+         */
+        return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
                                          ngx_http_tent_post_update_read);
     }
 

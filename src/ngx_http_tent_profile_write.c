@@ -20,12 +20,15 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_profile.h"
 #include "ngx_http_tent_profile_private.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_store.h"
 
 
 /* PUT and DELETE /profile/:type: write_profile and the type */
 
+static ngx_int_t ngx_http_tent_profile_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_profile_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_profile_write(ngx_http_request_t *r,
@@ -66,6 +69,27 @@ ngx_http_tent_profile_change(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "The core profile cannot be deleted");
     }
+
+    /*
+     * Provisioning: a PUT writes a profile post of ours (and keeps the
+     * section's version): one of the entity's quota of posts, first
+     */
+
+    if (r->method == NGX_HTTP_PUT) {
+        return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
+                                         ngx_http_tent_profile_read);
+    }
+
+    return ngx_http_tent_profile_read(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_read(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_profile_t  *pr;
+
+    pr = ctx->state;
 
     return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_PROFILE,
                                            &pr->base,
@@ -280,7 +304,8 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
             ngx_http_tent_is_core(&pr->base)
             || json_is_true(json_object_get(
                    json_object_get(record, "permissions"), "public")))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, cas) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "adding the profile post");
     }

@@ -34,7 +34,6 @@ typedef struct {
 
     /* the counts a create read (ngx_http_tent_quota_check()), the new */
     int64_t                         count[NGX_HTTP_TENT_QUOTAS];
-    int64_t                         adds[NGX_HTTP_TENT_QUOTAS];
     ngx_uint_t                      counted;     /* 1 << what */
     ngx_uint_t                      taken;       /* 1 << what: by CAS */
     ngx_uint_t                      tries;
@@ -49,6 +48,12 @@ typedef struct {
     ngx_uint_t                      btries;
     int64_t                         bytes;       /* taken */
     unsigned                        bwritten:1;  /* the create's batch */
+
+    /* n at once (an import: ngx_http_tent_quota_take_n()) */
+    int64_t                         want;
+    int64_t                         took[NGX_HTTP_TENT_QUOTAS]; /* by CAS */
+    ngx_uint_t                      over;        /* 1 << what */
+    unsigned                        kept:1;      /* the give-back's */
 } ngx_http_tent_quotas_t;
 
 
@@ -69,8 +74,14 @@ ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_quota_bytes(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt again, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what);
-ngx_uint_t ngx_http_tent_quota_limited(ngx_http_request_t *r,
+ngx_uint_t ngx_http_tent_quota_pending(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_uint_t what);
+ngx_int_t ngx_http_tent_quota_take_n(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t what, int64_t n,
+    ngx_http_tent_route_pt next);
+void ngx_http_tent_quota_return(ngx_http_tent_ctx_t *ctx);
+void ngx_http_tent_quota_give(ngx_str_t *entity, ngx_uint_t what,
+    int64_t n);
 ngx_int_t ngx_http_tent_quota_count(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, void *op);
 

@@ -8,21 +8,24 @@
  * Quotas of provisioned entities (docs/admin.md#quotas): how many posts
  * and apps an entity may create and how many attachment bytes it may
  * upload, from its registry row or the server's tent_quota_* directives.
+ * Every way in counts: a post's create, its new versions and PUT
+ * /profile's profile post count as posts; an app registered by the
+ * owner's apps, or unsigned and then authorized (the authorize page, an
+ * owner's app: ngx_http_tent_authorization_quota()), as an app.
  * A create of an entity of a provisioning server reads its counts
  * ("<entity> 0x00 'Q' posts", "apps", "attachment_bytes": decimal
- * numbers; a post's create reads "posts" and "attachment_bytes" in one
- * MGET, a PUT of a post the bytes) before it reads the body: at a quota
- * it answers 403 {"error": "quota exceeded: posts"} and writes nothing;
- * below it the create's own batch writes the new counts, so a create
- * and its counts are never apart.  Deleting does not lower a count: it
- * counts creates and uploads.  Where a quota of posts or apps is set,
- * the create takes its one first, by a compare-and-set of the count as
- * read (read again and retried when another create moved it), so that
- * creates at the same time cannot both pass the last one; a create
- * refused after that (a bad body) keeps it taken.  The bytes, known
- * only once the body is read, are taken the same way then, where a
- * quota of them is set, and given back if the create does not reach
- * its batch (ngx_http_tent_quota_bytes()).
+ * numbers; a post's create or new version reads "posts" and
+ * "attachment_bytes" in one MGET) before it reads the body: at a quota
+ * it answers 403 {"error": "quota exceeded: posts"} and writes nothing.
+ * Below it, the create takes its one first, by a compare-and-set of the
+ * count as read (read again and retried when another create moved it),
+ * so that creates at the same time cannot both pass the last one, and
+ * no count is lost where no quota is set (one set later finds it
+ * whole).  The bytes, known only once the body is read, are taken the
+ * same way then (ngx_http_tent_quota_bytes()), an import's n at once
+ * (ngx_http_tent_quota_take_n()).  What a request took and did not
+ * write goes back when it ends (ngx_http_tent_quota_return()).
+ * Deleting does not lower a count: it counts creates and uploads.
  */
 
 
@@ -33,10 +36,11 @@
 #include "ngx_http_tent_store.h"
 
 
-/* bytes taken, given back in the background (the request is gone) */
+/* a count taken and not written, given back in the background */
 typedef struct {
     ngx_str_t                       key;
-    int64_t                         bytes;
+    int64_t                         bytes;       /* or posts, apps */
+    ngx_uint_t                      what;
     ngx_uint_t                      tries;
     ngx_pool_t                     *pool;
     ngx_log_t                       log;
@@ -60,7 +64,9 @@ static ngx_int_t ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_quota_bytes_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_quota_bytes_cleanup(void *data);
+static ngx_int_t ngx_http_tent_quota_keep(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static void ngx_http_tent_quota_cleanup(void *data);
 static void ngx_http_tent_quota_back_read(ngx_http_tent_quota_back_t *b);
 static void ngx_http_tent_quota_back_write(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_quota_back_done(ngx_http_tent_store_op_t *op);
@@ -68,6 +74,10 @@ static void ngx_http_tent_quota_back_send(ngx_http_tent_quota_back_t *b,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 static void ngx_http_tent_quota_back_failed(ngx_http_tent_quota_back_t *b,
     ngx_uint_t status);
+static ngx_int_t ngx_http_tent_quota_n_read(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_quota_n_taken(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 static ngx_http_tent_store_op_t *ngx_http_tent_quota_cas(ngx_pool_t *pool,
     ngx_log_t *log, ngx_str_t *key, ngx_str_t *old, int64_t n);
 
@@ -194,7 +204,6 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         n = found ? ngx_atoi(value.data, value.len) : 0;
         q->count[i] = n == NGX_ERROR ? 0 : n;
-        q->adds[i] = 0;
 
         if (i == q->what) {
             q->found = found;
@@ -223,9 +232,9 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
     }
 
-    if (q->what != NGX_HTTP_TENT_QUOTA_BYTES
-        && ngx_http_tent_quota_limit(r, q, q->what) >= 0)
-    {
+    /* a quota set or not: the count is taken at the store, exact */
+
+    if (q->what != NGX_HTTP_TENT_QUOTA_BYTES) {
         return ngx_http_tent_quota_take(r, ctx, q);
     }
 
@@ -234,9 +243,9 @@ ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
 
 /*
- * Below a quota of posts or apps: the count as read, plus one, by
- * compare-and-set (absent: must still be absent), so that of two
- * creates at the same moment only one gets the last place.
+ * Below a quota of posts or apps (or none set): the count as read, plus
+ * one, by compare-and-set (absent: must still be absent), so that of
+ * two creates at the same moment only one gets the last place.
  */
 
 static ngx_int_t
@@ -304,7 +313,12 @@ ngx_http_tent_quota_taken(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
+    if (ngx_http_tent_quota_keep(r, ctx) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "keeping the place taken");
+    }
+
     q->taken = 1 << q->what;
+    q->took[q->what] = 1;
 
     return ((ngx_http_tent_route_pt) q->next)(r, ctx);
 }
@@ -322,35 +336,38 @@ ngx_http_tent_quota_refuse(ngx_http_request_t *r, ngx_uint_t what)
 
 
 /*
- * Is a quota of "what" set for the request's entity (a provisioning
- * server's, by its registry row or the server's directive)?  What writes
- * without counting (an import) is refused there.
+ * Must a check of "what" run first (ngx_http_tent_quota_check())?  On a
+ * provisioning server, once a request: a write that is not a route of
+ * its own (the first authorization of an app) calls the check with
+ * itself as "next", and is called again with this answering 0.
  */
 
 ngx_uint_t
-ngx_http_tent_quota_limited(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+ngx_http_tent_quota_pending(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_uint_t what)
 {
+    ngx_http_tent_quotas_t    *q;
     ngx_http_tent_srv_conf_t  *scf;
 
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    q = ctx->quotas;
 
-    if (!scf->provisioning || ctx->quotas == NULL) {
+    if (!scf->provisioning || q == NULL) {
         return 0;
     }
 
-    return ngx_http_tent_quota_limit(r, ctx->quotas, what) >= 0;
+    return !(q->counted & (1 << what));
 }
 
 
 /*
  * Once the body is read: the bytes this create or change uploads (its
- * files, as received) against the quota.  Where a quota of bytes is
- * set they are taken before anything is written, by a compare-and-set
- * of the count as read (read again when another upload moved it), so
- * that uploads at the same time cannot together pass the quota; then
- * "again" runs once more, and finds them taken.  Given back when the
- * request ends before its create's batch (ngx_http_tent_quota_count()).
+ * files, as received) against the quota.  They are taken before
+ * anything is written, by a compare-and-set of the count as read (read
+ * again when another upload moved it), so that uploads at the same time
+ * cannot together pass the quota (nor lose a count where none is set);
+ * then "again" runs once more, and finds them taken.  Given back when
+ * the request ends before its create's batch (quota_count()).
  * NGX_OK: go on; NGX_DONE: the caller returns *rc (the 403 sent, or the
  * compare-and-set submitted).
  */
@@ -389,13 +406,7 @@ ngx_http_tent_quota_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                    "quota %L", bytes, q->count[NGX_HTTP_TENT_QUOTA_BYTES],
                    limit);
 
-    if (limit < 0) {
-        /* no quota: counted in the create's batch */
-        q->adds[NGX_HTTP_TENT_QUOTA_BYTES] = bytes;
-        return NGX_OK;
-    }
-
-    if (q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit) {
+    if (limit >= 0 && q->count[NGX_HTTP_TENT_QUOTA_BYTES] + bytes > limit) {
         *rc = ngx_http_tent_quota_refuse(r, NGX_HTTP_TENT_QUOTA_BYTES);
         return NGX_DONE;
     }
@@ -434,7 +445,6 @@ ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
     ngx_int_t                status;
     ngx_str_t                key;
     ngx_http_tent_ctx_t     *ctx;
-    ngx_pool_cleanup_t      *cln;
     ngx_http_tent_quotas_t  *q;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -474,14 +484,11 @@ ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
 
     /* taken: given back if the request ends before the create's batch */
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
+    if (ngx_http_tent_quota_keep(r, ctx) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "keeping the bytes taken");
     }
 
-    cln->handler = ngx_http_tent_quota_bytes_cleanup;
-    cln->data = ctx;
-
+    q->took[NGX_HTTP_TENT_QUOTA_BYTES] += q->bytes;
     q->taken |= 1 << NGX_HTTP_TENT_QUOTA_BYTES;
     q->count[NGX_HTTP_TENT_QUOTA_BYTES] += q->bytes;
 
@@ -537,25 +544,62 @@ ngx_http_tent_quota_bytes_read(ngx_http_request_t *r,
 
 
 /*
- * The request ends: bytes taken for a create that never reached its
- * batch (refused, failed, the client gone) go back, in the background:
- * a read and a compare-and-set of the count, again while it moves.
+ * What a request took by compare-and-set (a post's or an app's place,
+ * bytes, an import's n) goes back when it ends before its write's batch
+ * (refused after, failed, the client gone): ngx_http_tent_quota_return().
  */
 
-static void
-ngx_http_tent_quota_bytes_cleanup(void *data)
+static ngx_int_t
+ngx_http_tent_quota_keep(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    ngx_http_tent_ctx_t *ctx = data;
-
-    ngx_pool_t                  *pool;
-    ngx_http_tent_quotas_t      *q;
-    ngx_http_tent_quota_back_t  *b;
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_tent_quotas_t  *q;
 
     q = ctx->quotas;
 
-    if (q == NULL || q->bwritten || q->bytes == 0) {
-        return;
+    if (q->kept) {
+        return NGX_OK;
     }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_quota_cleanup;
+    cln->data = ctx;
+    q->kept = 1;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_quota_cleanup(void *data)
+{
+    ngx_http_tent_ctx_t *ctx = data;
+
+    ngx_http_tent_quotas_t  *q;
+
+    q = ctx->quotas;
+
+    if (q != NULL && !q->bwritten) {
+        ngx_http_tent_quota_return(ctx);
+    }
+}
+
+
+/*
+ * n of "what" taken for a write that was not made go back, in the
+ * background (the request may be gone): a read and a compare-and-set of
+ * the count, again while it moves; a failure keeps them counted.
+ */
+
+void
+ngx_http_tent_quota_give(ngx_str_t *entity, ngx_uint_t what, int64_t n)
+{
+    ngx_pool_t                  *pool;
+    ngx_http_tent_quota_back_t  *b;
 
     pool = ngx_create_pool(1024, ngx_cycle->log);
     if (pool == NULL) {
@@ -565,9 +609,8 @@ ngx_http_tent_quota_bytes_cleanup(void *data)
     b = ngx_pcalloc(pool, sizeof(ngx_http_tent_quota_back_t));
 
     if (b == NULL
-        || ngx_http_tent_key(pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
-                             &ngx_http_tent_quota_names[
-                                 NGX_HTTP_TENT_QUOTA_BYTES], &b->key)
+        || ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                             &ngx_http_tent_quota_names[what], &b->key)
            != NGX_OK)
     {
         ngx_destroy_pool(pool);
@@ -575,12 +618,13 @@ ngx_http_tent_quota_bytes_cleanup(void *data)
     }
 
     b->pool = pool;
-    b->bytes = q->bytes;
+    b->bytes = n;
+    b->what = what;
     b->log = *ngx_cycle->log;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "tent quota: %L attachment bytes of \"%V\" given back",
-                   b->bytes, &ctx->entity);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "tent quota: %L %V of \"%V\" given back", n,
+                   &ngx_http_tent_quota_names[what], entity);
 
     ngx_http_tent_quota_back_read(b);
 }
@@ -671,62 +715,207 @@ ngx_http_tent_quota_back_failed(ngx_http_tent_quota_back_t *b,
     ngx_uint_t status)
 {
     ngx_log_error(NGX_LOG_WARN, &b->log, 0,
-                  "tent quota: giving back %L attachment bytes failed "
+                  "tent quota: giving back %L %V failed "
                   "(store status %ui): the count keeps them", b->bytes,
-                  status);
+                  &ngx_http_tent_quota_names[b->what], status);
     ngx_destroy_pool(b->pool);
 }
 
 
-/* in the create's own batch: the new counts */
+/*
+ * n of "what" at once (an import's post versions, its attachment bytes),
+ * then "next": the count read, and n taken by compare-and-set of it as
+ * read (read again while another write moves it); over a quota nothing
+ * is taken and q->over says so (the caller refuses and writes nothing).
+ * What was taken is in q->took[], for ngx_http_tent_quota_return().
+ */
 
 ngx_int_t
-ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    void *op)
+ngx_http_tent_quota_take_n(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_uint_t what, int64_t n, ngx_http_tent_route_pt next)
 {
-    u_char                  *p;
-    ngx_str_t                key, value;
+    ngx_str_t                  key;
+    ngx_http_tent_quotas_t    *q;
+    ngx_http_tent_store_op_t  *op;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+    q = ctx->quotas;
+
+    if (!scf->provisioning || q == NULL || n <= 0) {
+        return next(r, ctx);
+    }
+
+    q->what = what;
+    q->want = n;
+    q->next = (void *) next;
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                             &ngx_http_tent_quota_names[what], &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "reading the quota's count");
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_quota_n_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_n_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    int64_t                    limit, n;
+    ngx_int_t                  status, c;
+    ngx_str_t                  key, value;
+    ngx_uint_t                 what;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_quotas_t    *q;
+    ngx_http_tent_store_op_t  *cas;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+    what = q->what;
+    n = q->want;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ngx_str_null(&value);
+    c = 0;
+
+    if (op->status == NGX_HTTP_TENT_STORE_OK) {
+        if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "reading the count");
+        }
+
+        c = ngx_atoi(value.data, value.len);
+        c = (c == NGX_ERROR) ? 0 : c;
+    }
+
+    limit = ngx_http_tent_quota_limit(r, q, what);
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent quota: \"%V\" has %L %V, takes %L, quota %L",
+                   &ctx->entity, (int64_t) c,
+                   &ngx_http_tent_quota_names[what], n, limit);
+
+    if (limit >= 0 && c + n > limit) {
+        q->over |= 1 << what;
+        return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+    }
+
+    cas = NULL;
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                          &ngx_http_tent_quota_names[what], &key)
+        == NGX_OK)
+    {
+        cas = ngx_http_tent_quota_cas(r->pool, r->connection->log, &key,
+                                      value.data ? &value : NULL, c + n);
+    }
+
+    if (cas == NULL) {
+        return ngx_http_tent_internal_error(r, "taking the quota's count");
+    }
+
+    return ngx_http_tent_store_submit_request(r, cas,
+                                              ngx_http_tent_quota_n_taken);
+}
+
+
+static ngx_int_t
+ngx_http_tent_quota_n_taken(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                status;
+    ngx_http_tent_ctx_t     *ctx;
+    ngx_http_tent_quotas_t  *q;
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->quotas;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+
+        /* another write moved the count: read it again */
+
+        if (++q->tries >= NGX_HTTP_TENT_QUOTA_TRIES) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                            "the quota's count is busy: "
+                                            "send the request again");
+        }
+
+        return ngx_http_tent_quota_take_n(r, ctx, q->what, q->want,
+                                          (ngx_http_tent_route_pt) q->next);
+    }
+
+    if (ngx_http_tent_quota_keep(r, ctx) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "keeping the count taken");
+    }
+
+    q->taken |= 1 << q->what;
+    q->counted |= 1 << q->what;
+    q->took[q->what] = q->want;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent quota: \"%V\" took %L %V", &ctx->entity, q->want,
+                   &ngx_http_tent_quota_names[q->what]);
+
+    return ((ngx_http_tent_route_pt) q->next)(r, ctx);
+}
+
+
+/* what quota_take_n() took goes back: the write it was for not made */
+
+void
+ngx_http_tent_quota_return(ngx_http_tent_ctx_t *ctx)
+{
     ngx_uint_t               i;
     ngx_http_tent_quotas_t  *q;
 
     q = ctx->quotas;
 
     if (q == NULL) {
-        return NGX_OK;
+        return;
     }
 
-    /* the bytes taken are the create's from now on, not given back */
-
-    q->bwritten = 1;
-
     for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
-        if (!(q->counted & (1 << i)) || (q->taken & (1 << i))) {
-            continue;
+        if (q->took[i]) {
+            ngx_http_tent_quota_give(&ctx->entity, i, q->took[i]);
+            q->took[i] = 0;
+            q->taken &= ~(1 << i);
         }
+    }
+}
 
-        if (i != NGX_HTTP_TENT_QUOTA_BYTES) {
-            q->adds[i] = 1;
 
-        } else if (q->adds[i] == 0) {
-            continue;
-        }
+/*
+ * The write's batch is built: what was taken is its from now on, not
+ * given back (a batch the store then refuses keeps it: the count errs
+ * on the side of the quota).
+ */
 
-        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
+ngx_int_t
+ngx_http_tent_quota_count(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    void *op)
+{
+    ngx_http_tent_quotas_t  *q;
 
-        value.data = p;
-        value.len = ngx_sprintf(p, "%L", q->count[i] + q->adds[i]) - p;
+    q = ctx->quotas;
 
-        if (ngx_http_tent_key(r->pool, &ctx->entity,
-                              NGX_HTTP_TENT_TABLE_QUOTA,
-                              &ngx_http_tent_quota_names[i], &key)
-            != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
+    if (q != NULL) {
+        q->bwritten = 1;
     }
 
     return NGX_OK;

@@ -295,9 +295,9 @@ is($res->{status}, 200, "the fixed entity's post is still there")
 # ---- quotas: posts and apps; the create refused writes nothing
 
 $res = admin(body => { action => 'create', entity => "http://erin.test:$P",
-                       quotas => { posts => 2, apps => 1 } });
+                       quotas => { posts => 2, apps => 2 } });
 is($res->{status}, 201, 'erin created with quotas') or diag $res->{body};
-is_deeply($res->{json}{quotas}, { posts => 2, apps => 1 }, 'her quotas');
+is_deeply($res->{json}{quotas}, { posts => 2, apps => 2 }, 'her quotas');
 my $erin = client_of('erin.test', $P);
 my (undef, $eo) = $erin->authorized_app('write_posts,read_posts,write_apps',
                                         post_types => 'all');
@@ -309,13 +309,14 @@ $res = $erin->request(GET => '/posts', cred => $eo);
 is(scalar @{ $res->{json} || [] }, 2, 'the refused post was not written');
 my $app = { name => 'a', url => 'http://a.example',
             redirect_uris => ['http://a.example/cb'], scopes => {} };
+# her owner app, approved on the authorize page, is the first of 2
 is($erin->request(POST => '/apps', cred => $eo, body => $app)->{status}, 200,
-   "the owner's first app");
+   "the owner's second app");
 $res = $erin->request(POST => '/apps', cred => $eo, body => $app);
-is_json_error($res, 403, "the owner's second app: over the quota");
+is_json_error($res, 403, "the owner's third app: over the quota");
 is($res->{json}{error}, 'quota exceeded: apps', 'the error names it');
 is($erin->request(POST => '/apps', body => $app)->{status}, 200,
-   'an anonymous registration is not counted against the owner');
+   'an anonymous registration is not counted before it is authorized');
 $res = admin(body => { action => 'quotas', entity => "http://erin.test:$P",
                        quotas => { posts => undef } });
 is($res->{status}, 200, 'her quota of posts lifted') or diag $res->{body};

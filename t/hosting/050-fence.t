@@ -24,7 +24,8 @@ use Tent::Peer;
 use Tent::Client;
 use Tent::Receiver;
 use Tent::Util qw(http_request wait_for);
-use Tent::Hosting qw(provisioning_host operator_request delete_all client_of);
+use Tent::Hosting qw(provisioning_host operator_request delete_all client_of
+                     slow_finish);
 
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
@@ -43,41 +44,8 @@ sub admin {
 
 
 # a request sent but its last bytes: the registry looked up, the body
-# awaited
-sub slow_open {
-    my (%o) = @_;
-    my %mac = $o{cred}
-        ? Tent::MAC::signed_headers(cred => $o{cred}, method => $o{method},
-                                    uri => "/tent$o{path}", host => $o{host},
-                                    port => $P,
-                                    nonce => Tent::MAC::random_nonce(8))
-        : ();
-    my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$P")
-        or die "connect: $!";
-    my $keep = $o{keep} // 1;
-    print {$sock} "$o{method} /tent$o{path} HTTP/1.1\r\nHost: $o{host}:$P\r\n"
-        . ($mac{Authorization}
-           ? "Authorization: $mac{Authorization}\r\n" : '')
-        . "Content-Type: $o{type}\r\n"
-        . "Content-Length: " . length($o{body}) . "\r\n"
-        . "Connection: close\r\n\r\n"
-        . substr($o{body}, 0, length($o{body}) - $keep);
-    $sock->flush;
-    return { sock => $sock, rest => substr($o{body}, -$keep) };
-}
-
-sub slow_finish {
-    my ($s) = @_;
-    my $sock = $s->{sock};
-    print {$sock} $s->{rest};
-    $sock->flush;
-    my $raw = do { local $/; <$sock> } // '';
-    close $sock;
-    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
-    my ($status) = ($head // '') =~ m{^HTTP/1\.\d (\d+)};
-    return { status => $status // 0, body => $body // '',
-             json => eval { decode_json($body // '') } };
-}
+# awaited (Tent::Hosting)
+sub slow_open { Tent::Hosting::slow_open(port => $P, @_) }
 
 sub is_json_error {
     my ($res, $status, $error, $what) = @_;

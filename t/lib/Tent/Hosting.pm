@@ -16,13 +16,15 @@ use strict;
 use warnings;
 use Exporter 'import';
 use JSON::PP;
+use IO::Socket::INET;
 use Tent::Client;
+use Tent::MAC ();
 use Tent::Peer;
 use Tent::Util qw(http_request);
 
 our @EXPORT_OK = qw(operator_token provisioning_server admin_location
                     provisioning_host operator_request delete_all
-                    client_of);
+                    client_of slow_open slow_finish);
 
 # a new random token, written to FILE with mode 0600; returns it
 sub operator_token {
@@ -124,6 +126,48 @@ sub delete_all {
 sub client_of {
     my ($name, $port) = @_;
     return Tent::Client->new(host => "$name:$port", port => $port);
+}
+
+# A request to the host at PORT sent but its last KEEP (1) bytes: the
+# registry looked up (and a quota's count read), the body awaited.
+# METHOD, PATH (under /tent), HOST (the name, without the port), CRED
+# (signed), TYPE, BODY.  slow_finish() sends the rest, reads the answer.
+sub slow_open {
+    my (%o) = @_;
+    my $port = $o{port};
+    my %mac = $o{cred}
+        ? Tent::MAC::signed_headers(cred => $o{cred}, method => $o{method},
+                                    uri => "/tent$o{path}", host => $o{host},
+                                    port => $port,
+                                    nonce => Tent::MAC::random_nonce(8))
+        : ();
+    my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port")
+        or die "connect: $!";
+    my $keep = $o{keep} // 1;
+    print {$sock} "$o{method} /tent$o{path} HTTP/1.1\r\n"
+        . "Host: $o{host}:$port\r\n"
+        . ($mac{Authorization}
+           ? "Authorization: $mac{Authorization}\r\n" : '')
+        . "Content-Type: $o{type}\r\n"
+        . "Content-Length: " . length($o{body}) . "\r\n"
+        . "Connection: close\r\n\r\n"
+        . substr($o{body}, 0, length($o{body}) - $keep);
+    $sock->flush;
+    return { sock => $sock, rest => substr($o{body}, -$keep) };
+}
+
+# the rest of a slow_open() request sent: {status, body, json}
+sub slow_finish {
+    my ($s) = @_;
+    my $sock = $s->{sock};
+    print {$sock} $s->{rest};
+    $sock->flush;
+    my $raw = do { local $/; <$sock> } // '';
+    close $sock;
+    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
+    my ($status) = ($head // '') =~ m{^HTTP/1\.\d (\d+)};
+    return { status => $status // 0, body => $body // '',
+             json => eval { decode_json($body // '') } };
 }
 
 1;
