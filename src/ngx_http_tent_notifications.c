@@ -201,7 +201,31 @@ ngx_int_t
 ngx_http_tent_notification_relayed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx)
 {
+    /* anyone can follow us: a follower's post is kept only that big */
+
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+        && r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX)
+    {
+        return ngx_http_tent_notification_too_large(r);
+    }
+
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
+}
+
+
+/* 413: a post over NGX_HTTP_TENT_RECEIVED_MAX from anyone (docs/posts.md) */
+
+ngx_int_t
+ngx_http_tent_notification_too_large(ngx_http_request_t *r)
+{
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "tent notifications: a post over %uz bytes from a "
+                  "follower or a mention refused",
+                  (size_t) NGX_HTTP_TENT_RECEIVED_MAX);
+
+    return ngx_http_tent_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                    "The post is too large (over 65536 "
+                                    "bytes from a follower or a mention)");
 }
 
 
@@ -261,6 +285,18 @@ ngx_http_tent_notification_store(ngx_http_request_t *r,
 
     if (status != NGX_OK) {
         return ngx_http_tent_send_error(r, status, error);
+    }
+
+    /*
+     * What a mention or a follower (a credential anyone can get) makes
+     * us keep is bounded as stored, whatever client_max_body_size is
+     */
+
+    if ((mention || ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER)
+        && json_dumpb(st->post, NULL, 0, JSON_COMPACT)
+           > NGX_HTTP_TENT_RECEIVED_MAX)
+    {
+        return ngx_http_tent_notification_too_large(r);
     }
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
