@@ -216,6 +216,9 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         ex->flags |= NGX_HTTP_TENT_EXPORT_INLINE;
     }
 
+    ngx_rbtree_init(&ex->inlined, &ex->inlined_sentinel,
+                    ngx_str_rbtree_insert_value);
+
     ex->start.data = ngx_pnalloc(pool, NGX_HTTP_TENT_EXPORT_KEY_MAX);
     ex->post_id.data = ngx_pnalloc(pool, NGX_HTTP_TENT_EXPORT_ID_MAX);
     if (ex->start.data == NULL || ex->post_id.data == NULL) {
@@ -755,6 +758,7 @@ ngx_http_tent_export_next(ngx_http_tent_export_t *ex)
     }
 
     ex->old = ex->page;
+    ex->inline_page = 0;
 
     ex->page = ngx_create_pool(NGX_HTTP_TENT_EXPORT_BUF, &ex->log);
     if (ex->page == NULL) {

@@ -42,6 +42,14 @@
 /* ?attachments=inline: a file over this stays a URL ("data": null) */
 #define NGX_HTTP_TENT_EXPORT_INLINE_MAX  (64 * 1024 * 1024)
 
+/*
+ * ... and so does one past either bound, fixed before the first byte:
+ * the bytes inlined in one page (one version: what a worker holds at
+ * once, about 5 times it) and in the whole document (the answer)
+ */
+#define NGX_HTTP_TENT_EXPORT_INLINE_PAGE   (64 * 1024 * 1024)
+#define NGX_HTTP_TENT_EXPORT_INLINE_TOTAL  ((off_t) 4 * 1024 * 1024 * 1024)
+
 
 typedef struct ngx_http_tent_export_s  ngx_http_tent_export_t;
 
@@ -87,6 +95,12 @@ struct ngx_http_tent_export_s {
     ngx_uint_t                      pages;
     ngx_uint_t                      items;       /* of the section */
     ngx_str_t                       post_id;     /* the open post */
+
+    /* ?attachments=inline: the digests whose bytes were given */
+    ngx_rbtree_t                    inlined;
+    ngx_rbtree_node_t               inlined_sentinel;
+    off_t                           inline_total;
+    size_t                          inline_page;
 
     unsigned                        inflight:1;  /* a scan in the store */
     unsigned                        orphan:1;    /* its request is gone */

@@ -260,6 +260,8 @@ ngx_http_tent_export_attachment_data(ngx_http_tent_export_t *ex,
     ssize_t                     n;
     ngx_fd_t                    fd;
     ngx_str_t                   path, raw, b64;
+    u_char                     *key;
+    ngx_str_node_t             *node;
     ngx_file_info_t             fi;
     ngx_http_tent_main_conf_t  *mcf;
 
@@ -294,6 +296,19 @@ ngx_http_tent_export_attachment_data(ngx_http_tent_export_t *ex,
         goto done;
     }
 
+    /* the bounds fixed before the first byte: a version's, the answer's */
+
+    if (ex->inline_page + (size_t) size > NGX_HTTP_TENT_EXPORT_INLINE_PAGE
+        || ex->inline_total + size > NGX_HTTP_TENT_EXPORT_INLINE_TOTAL)
+    {
+        ngx_log_error(NGX_LOG_WARN, &ex->log, 0,
+                      "tent export: attachment \"%V\" not inlined: over "
+                      "64 MB inlined in one version or 4 GB in the "
+                      "document", &path);
+        data = json_null();
+        goto done;
+    }
+
     raw.len = (size_t) size;
     raw.data = ngx_pnalloc(ex->page, raw.len + 1);
     b64.data = ngx_pnalloc(ex->page, ngx_base64_encoded_length(raw.len) + 1);
@@ -315,6 +330,26 @@ ngx_http_tent_export_attachment_data(ngx_http_tent_export_t *ex,
     ngx_encode_base64(&b64, &raw);
 
     data = json_stringn((char *) b64.data, b64.len);
+
+    /* given once a document: a later attachment of it says no "data" */
+
+    node = ngx_palloc(ex->pool, sizeof(ngx_str_node_t));
+    key = ngx_pnalloc(ex->pool, digest->len);
+
+    if (data == NULL || node == NULL || key == NULL) {
+        json_decref(data);
+        data = NULL;
+        goto done;
+    }
+
+    ngx_memcpy(key, digest->data, digest->len);
+    node->str.data = key;
+    node->str.len = digest->len;
+    node->node.key = ngx_crc32_long(digest->data, digest->len);
+    ngx_rbtree_insert(&ex->inlined, &node->node);
+
+    ex->inline_page += raw.len;
+    ex->inline_total += raw.len;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, &ex->log, 0,
                    "tent export: attachment %V inlined, %uz bytes",
@@ -369,6 +404,23 @@ ngx_http_tent_export_post(ngx_http_tent_export_t *ex, json_t *record)
 
         if (ngx_http_tent_json_str(a, "digest", &digest) != NGX_OK) {
             digest.len = 0;
+        }
+
+        /*
+         * Each digest's bytes once a document, at its first attachment:
+         * a version listing one file 60 times is not 60 copies in the
+         * worker and the answer (docs/export.md)
+         */
+
+        if (digest.len
+            && ngx_str_rbtree_lookup(&ex->inlined, &digest,
+                                     ngx_crc32_long(digest.data, digest.len))
+               != NULL)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &ex->log, 0,
+                           "tent export: attachment %V given above",
+                           &digest);
+            continue;
         }
 
         data = ngx_http_tent_export_attachment_data(ex, &digest);

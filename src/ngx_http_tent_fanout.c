@@ -325,7 +325,8 @@ ngx_http_tent_delivery_wants(json_t *post, json_t *follower)
 
 /*
  * A following hears of our public profile changes only (spec 9.4: tentd
- * sent profile posts to every following, at its "posts").
+ * sent profile posts to every following, at its "posts"); not an
+ * imported one until its server has delivered to us (docs/import.md).
  */
 
 static ngx_int_t
@@ -338,7 +339,8 @@ ngx_http_tent_delivery_wants_following(json_t *post, json_t *following)
            && json_is_true(json_object_get(json_object_get(post,
                                                            "permissions"),
                                            "public"))
-           && json_is_true(json_object_get(following, "confirmed"));
+           && json_is_true(json_object_get(following, "confirmed"))
+           && !json_is_true(json_object_get(following, "import_pending"));
 }
 
 

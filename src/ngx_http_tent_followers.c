@@ -472,6 +472,17 @@ ngx_http_tent_credential_row(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
+    /*
+     * an imported following's key, until its server delivers with it
+     * (docs/import.md): the notification that does confirms it
+     */
+
+    if (ngx_strcmp(kind, "following") == 0
+        && json_is_true(json_object_get(record, "import_pending")))
+    {
+        json_object_set_new(cred, "import_pending", json_true());
+    }
+
     /* its groups' ids: one read authenticates and gives what it may see */
 
     groups = json_array();

@@ -335,6 +335,14 @@ ngx_http_tent_import_following(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    /*
+     * Told nothing (no profile post) until its server delivers to us
+     * with the relationship's key: a document may name any host as a
+     * followed entity's (docs/import.md, "Followings are pending")
+     */
+
+    json_object_set_new(record, "import_pending", json_true());
+
     return ngx_http_tent_import_relation_rows(r, im, op, "following",
                NGX_HTTP_TENT_TABLE_FOLLOWING,
                NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, record, &id, &entity,

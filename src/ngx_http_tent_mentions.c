@@ -74,7 +74,14 @@ ngx_http_tent_mention_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "Unauthorized");
     }
 
-    /* the body within client_max_body_size, as for any POST */
+    /*
+     * The body within client_max_body_size, as for any POST; a post
+     * we would not keep (NGX_HTTP_TENT_RECEIVED_MAX) is not read
+     */
+
+    if (r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX) {
+        return ngx_http_tent_notification_too_large(r);
+    }
 
     rc = ngx_http_read_client_request_body(r, ngx_http_tent_mention_read);
 
@@ -286,7 +293,10 @@ ngx_http_tent_mention_fetch(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "starting the post's GET");
     }
 
-    /* no bigger than a post pushed to us may be */
+    /*
+     * No bigger than a post pushed to us may be, nor than what we keep
+     * of a mention (NGX_HTTP_TENT_RECEIVED_MAX): more is not read
+     */
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
@@ -295,6 +305,8 @@ ngx_http_tent_mention_fetch(ngx_http_request_t *r,
     {
         f->max_response = (size_t) clcf->client_max_body_size;
     }
+
+    f->max_response = ngx_min(f->max_response, NGX_HTTP_TENT_RECEIVED_MAX);
 
     f->data = st;
 

@@ -34,6 +34,13 @@
 /* another entity's profile, as discovered and kept */
 #define NGX_HTTP_TENT_PROFILE_MAX   (64 * 1024)
 
+/*
+ * A post kept from a request anyone can make (an unsigned mention's
+ * re-read, a follower's push: anyone can follow), as stored: a post's
+ * JSON is a few KB; client_max_body_size would let each store ~1 MB
+ */
+#define NGX_HTTP_TENT_RECEIVED_MAX  (64 * 1024)
+
 #define NGX_HTTP_TENT_LINK_OFF      0
 #define NGX_HTTP_TENT_LINK_ABSOLUTE 1
 #define NGX_HTTP_TENT_LINK_RELATIVE 2

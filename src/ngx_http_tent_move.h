@@ -47,6 +47,11 @@ ngx_int_t ngx_http_tent_move_guard_release(ngx_http_request_t *r,
     ngx_http_tent_move_guard_t *g, ngx_str_t *to,
     ngx_http_tent_move_challenged_pt done, void *data);
 
+/* ngx_http_tent_move_mentions.c: NGX_OK applied or recorded, NGX_AGAIN
+ * the store */
+ngx_int_t ngx_http_tent_move_mentions(ngx_http_request_t *r, ngx_str_t *from,
+    ngx_str_t *to, ngx_http_tent_move_challenged_pt done, void *data);
+
 /* ngx_http_tent_move_follow.c: the same answers */
 ngx_int_t ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
     json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);

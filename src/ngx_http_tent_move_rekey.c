@@ -62,9 +62,8 @@ static ngx_int_t ngx_http_tent_moved_rows(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_moved_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_moved_mention(ngx_http_request_t *r,
-    ngx_http_tent_moved_t *mv, ngx_http_tent_store_op_t *wop, json_t *post,
-    ngx_str_t *key);
+static ngx_int_t ngx_http_tent_moved_mentioned(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
 static ngx_int_t ngx_http_tent_moved_relation(ngx_http_request_t *r,
     ngx_http_tent_moved_t *mv);
 static ngx_int_t ngx_http_tent_moved_relation_id(ngx_http_request_t *r,
@@ -344,23 +343,6 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        if (mv->versions == 2) {
-            /* every post we keep: its mentions of the old entity */
-
-            switch (ngx_http_tent_moved_mention(r, mv, wop, post, &key)) {
-            case NGX_OK:
-                writes++;
-                break;
-            case NGX_DECLINED:
-                break;
-            default:
-                return ngx_http_tent_internal_error(r,
-                                                "re-keying a mention");
-            }
-
-            continue;
-        }
-
         copy = ngx_http_tent_json_own(r->pool, json_deep_copy(post));
         if (copy == NULL) {
             return ngx_http_tent_internal_error(r, "copying the post");
@@ -433,96 +415,35 @@ ngx_http_tent_moved_rows(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         return ngx_http_tent_moved_scan(r, mv);
     }
 
-    if (mv->versions == 0) {
-        /* then the mentions of the old entity, in every post we keep */
+    /*
+     * every post is the new entity's; the mentions of the old one, in
+     * every post we keep, go to a pass shared by the moves of the day
+     * (ngx_http_tent_move_mentions.c); then the relationships
+     */
 
-        mv->versions = 2;
-
-        if (ngx_http_tent_key_range(r->pool, &ctx->entity,
-                                    NGX_HTTP_TENT_TABLE_POST, &mv->start,
-                                    &mv->end)
-            != NGX_OK)
-        {
-            return ngx_http_tent_internal_error(r, "building the range");
-        }
-
-        return ngx_http_tent_moved_scan(r, mv);
-    }
-
-    /* every post is the new entity's: now the relationships */
-
-    return ngx_http_tent_moved_relation(r, mv);
+    return ngx_http_tent_move_mentions(r, &mv->from, &mv->to,
+                                       ngx_http_tent_moved_mentioned, mv);
 }
 
 
-/*
- * A post (ours, or received) that mentions the old entity: the mention
- * names the new one, in the post, its current version and its feed rows
- * (their "m", what ?mentioned_entity= filters by).  Older versions keep
- * what they said.  NGX_DECLINED: no mention of it.
- */
-
 static ngx_int_t
-ngx_http_tent_moved_mention(ngx_http_request_t *r,
-    ngx_http_tent_moved_t *mv,
-    ngx_http_tent_store_op_t *wop, json_t *post, ngx_str_t *key)
+ngx_http_tent_moved_mentioned(ngx_http_request_t *r, void *data,
+    ngx_int_t rc)
 {
-    size_t                i;
-    json_t               *copy, *m;
-    ngx_str_t             e, id, entity, vkey, value;
-    ngx_uint_t            found;
-    ngx_http_tent_ctx_t  *ctx;
+    ngx_http_tent_moved_t  *mv;
 
-    found = 0;
+    mv = data;
+    ngx_http_tent_get_ctx(r)->state = mv;
 
-    json_array_foreach(json_object_get(post, "mentions"), i, m) {
-        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
-            && ngx_http_tent_entity_eq(&e, &mv->from))
-        {
-            found = 1;
-        }
+    if (rc == NGX_AGAIN) {
+        return ngx_http_tent_moved_end(r, mv, 0, "the store");
     }
 
-    if (!found) {
-        return NGX_DECLINED;
+    if (rc != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "re-keying the mentions");
     }
 
-    copy = ngx_http_tent_json_own(r->pool, json_deep_copy(post));
-    if (copy == NULL) {
-        return NGX_ERROR;
-    }
-
-    json_array_foreach(json_object_get(copy, "mentions"), i, m) {
-        if (ngx_http_tent_json_str(m, "entity", &e) == NGX_OK
-            && ngx_http_tent_entity_eq(&e, &mv->from))
-        {
-            json_object_set_new(m, "entity",
-                                ngx_http_tent_json_string(&mv->to));
-        }
-    }
-
-    ctx = ngx_http_tent_get_ctx(r);
-
-    if (ngx_http_tent_json_str(copy, "entity", &entity) != NGX_OK
-        || ngx_http_tent_json_str(copy, "id", &id) != NGX_OK
-        || !json_is_integer(json_object_get(copy, "version"))
-        || ngx_http_tent_post_key(r->pool, &ctx->entity, &entity, &id,
-               (ngx_int_t) json_integer_value(json_object_get(copy,
-                                                              "version")),
-               &vkey)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, copy, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(wop, key, &value) != NGX_OK
-        || ngx_http_tent_store_write_put(wop, &vkey, &value) != NGX_OK
-        || ngx_http_tent_post_index_rows(r->pool, &ctx->entity, wop, copy, 0)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    mv->moved++;
-
-    return NGX_OK;
+    return ngx_http_tent_moved_relation(r, mv);
 }
 
 

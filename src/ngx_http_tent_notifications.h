@@ -26,6 +26,7 @@ ngx_int_t ngx_http_tent_notification_relayed(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_notification_store(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *body, ngx_str_t *entity,
     ngx_uint_t mention);
+ngx_int_t ngx_http_tent_notification_too_large(ngx_http_request_t *r);
 
 /* ngx_http_tent_mentions.c */
 ngx_int_t ngx_http_tent_mention_post(ngx_http_request_t *r,

@@ -318,8 +318,10 @@ sub comparable {
             delete $v->{attachments};
         }
     }
-    # imported followers wait for their server to follow again
-    delete $_->{import_pending} for @{ $x->{followers} };
+    # imported followers wait for their server to follow again, imported
+    # followings for their server to deliver to us
+    delete $_->{import_pending} for @{ $x->{followers} },
+                                    @{ $x->{followings} };
     # the credential rows' kind is the server's; profiles are left out
     return { map { $_ => $x->{$_} }
              qw(profile profile_versions followings followers groups posts) };

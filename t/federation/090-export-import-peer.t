@@ -237,7 +237,12 @@ is($bdoc->{entity}, $B, "B's document is of B");
 ok(@{ $bdoc->{followers} || [] }
    && !(grep { !$_->{import_pending} } @{ $bdoc->{followers} }),
    "B's imported followers are pending");
-delete $_->{import_pending} for @{ $bdoc->{followers} || [] };
+# so are its imported followings, until their server delivers to it
+ok(@{ $bdoc->{followings} || [] }
+   && !(grep { !$_->{import_pending} } @{ $bdoc->{followings} }),
+   "B's imported followings are pending");
+delete $_->{import_pending} for @{ $bdoc->{followers} || [] },
+                                @{ $bdoc->{followings} || [] };
 is_deeply(comparable($bdoc), comparable($doc),
           "B's export is A's document but for the entity, field by field")
     or diag "A: " . $JSON->encode(comparable($doc)) . "\nB: "
