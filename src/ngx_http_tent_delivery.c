@@ -503,6 +503,12 @@ ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
     t->incarnation = (s && !s->fixed && ngx_http_tent_delivery_slot_on(s))
                      ? s->incarnation : 0;
 
+    /* its slot stays in the list while the task lives */
+
+    if (s && ngx_http_tent_delivery_hold(dl, ent, pool) != NGX_OK) {
+        goto failed_pool;
+    }
+
     t->key.data = ngx_pstrdup(pool, key);
     t->raw.data = ngx_pstrdup(pool, value);
 

@@ -26,11 +26,16 @@
  *
  * The list follows the registry: a registry entity is served only while
  * the engine's last read found it active.  One disabled, being deleted
- * or deleted keeps its slot (a few hundred bytes, until a reload: a
- * task may point at it, and the name may come back) but leaves the
- * engine's work: its outbox is not scanned, its due jobs not attempted
- * (they wait in the store); enabled again, its outbox and due jobs are
- * read again from their start.  A job already on its way goes on.
+ * or deleted leaves the engine's work at once: its outbox is not
+ * scanned, its due jobs not attempted (they wait in the store); enabled
+ * again, its outbox and due jobs are read again from their start.  A job
+ * already on its way goes on.  Its slot is dropped by the first read
+ * of the registry that finds no job of it on its way and neither pass
+ * at its place (slot->refs counts the tasks and same-node jobs that
+ * point at it): its name leaves the tree, its conf (ngx_alloc'd, with
+ * its name) is freed, and the place is the next new entity's, so the
+ * list is as long as the most entities active at once, not as all the
+ * names ever created, without a reload.
  *
  * Same-node delivery writes into a registry entity only when the
  * engine's last read of the registry is of its current generation and
@@ -70,7 +75,11 @@ static ngx_int_t ngx_http_tent_entities_page(ngx_http_tent_delivery_t *dl,
 static void ngx_http_tent_entities_scanned(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_entities_settled(ngx_http_tent_delivery_t *dl);
 static ngx_http_tent_slot_t *ngx_http_tent_entities_slot(
-    ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
+    ngx_http_tent_delivery_t *dl, ngx_str_t *entity, ngx_uint_t *made);
+static void ngx_http_tent_entities_drop(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_slot_t *s);
+static void ngx_http_tent_entities_cleanup(void *data);
+static void ngx_http_tent_entities_release(void *data);
 static ngx_http_tent_slot_t *ngx_http_tent_entities_add(
     ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
 
@@ -81,17 +90,35 @@ ngx_int_t
 ngx_http_tent_delivery_entities_init(ngx_http_tent_delivery_t *dl,
     ngx_cycle_t *cycle)
 {
-    ngx_uint_t                    i;
+    ngx_uint_t                    i, made;
+    ngx_pool_cleanup_t           *cln;
     ngx_http_tent_slot_t         *s;
     ngx_http_tent_entity_conf_t  *ents;
 
     ngx_rbtree_init(&dl->names, &dl->names_sentinel,
                     ngx_str_rbtree_insert_value);
 
+    /* the slots' names and confs are ngx_alloc'd: freed with the cycle */
+
+    cln = ngx_pool_cleanup_add(cycle->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_entities_cleanup;
+    cln->data = dl;
+
+    if (ngx_array_init(&dl->free, cycle->pool, 4,
+                       sizeof(ngx_http_tent_slot_t *))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     ents = dl->mcf->entity_confs.elts;
 
     for (i = 0; i < dl->mcf->entity_confs.nelts; i++) {
-        s = ngx_http_tent_entities_slot(dl, &ents[i].entity);
+        s = ngx_http_tent_entities_slot(dl, &ents[i].entity, &made);
         if (s == NULL) {
             return NGX_ERROR;
         }
@@ -191,6 +218,45 @@ ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s)
 }
 
 
+/*
+ * A task or a same-node job points at "ent" for as long as "pool" lives:
+ * its slot is not dropped meanwhile.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_hold(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_pool_t *pool)
+{
+    ngx_pool_cleanup_t    *cln;
+    ngx_http_tent_slot_t  *s;
+
+    s = ngx_http_tent_delivery_slot_of(dl, ent);
+    if (s == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_entities_release;
+    cln->data = s;
+    s->refs++;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_entities_release(void *data)
+{
+    ngx_http_tent_slot_t *s = data;
+
+    s->refs--;
+}
+
+
 /* the slot of the entity named so, or NULL */
 
 ngx_http_tent_slot_t *
@@ -210,14 +276,22 @@ ngx_http_tent_delivery_slot_named(ngx_http_tent_delivery_t *dl,
 }
 
 
-/* a new slot for "entity" (copied), or the one it has */
+/*
+ * A new slot for "entity" (copied; "made" set), or the one it has: a
+ * place dropped first, else the next one
+ */
 
 static ngx_http_tent_slot_t *
-ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
+ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity,
+    ngx_uint_t *made)
 {
-    uint32_t               hash;
-    ngx_uint_t             room;
-    ngx_http_tent_slot_t  *s, **chunks;
+    u_char                 *name;
+    uint32_t                hash;
+    ngx_uint_t              room;
+    ngx_http_tent_slot_t   *s, **chunks;
+    ngx_http_tent_cursor_t  cursor;
+
+    *made = 0;
 
     s = ngx_http_tent_delivery_slot_named(dl, entity);
     if (s) {
@@ -225,6 +299,37 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     }
 
     hash = ngx_crc32_long(entity->data, entity->len);
+
+    name = ngx_alloc(entity->len, dl->log);
+    if (name == NULL) {
+        return NULL;
+    }
+
+    if (dl->free.nelts) {
+        s = ((ngx_http_tent_slot_t **) dl->free.elts)[--dl->free.nelts];
+
+        /*
+         * As a new one, its place kept; its cursor's buffer kept, and
+         * its counts moved on: nothing of the one before applies
+         */
+
+        cursor = s->cursor;
+        room = s->place;
+
+        ngx_memzero(s, sizeof(ngx_http_tent_slot_t));
+
+        s->place = room;
+        s->cursor.resume = cursor.resume;
+        s->cursor.resume_size = cursor.resume_size;
+        s->cursor.moved = cursor.moved + 1;
+        s->cursor.unsafe = cursor.unsafe + 1;
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                       "tent delivery: \"%V\" takes the dropped place %ui",
+                       entity, s->place);
+
+        goto named;
+    }
 
     /* a chunk more when the last is full; the table of chunks doubles */
 
@@ -235,6 +340,7 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
             chunks = ngx_palloc(ngx_cycle->pool,
                                 room * sizeof(ngx_http_tent_slot_t *));
             if (chunks == NULL) {
+                ngx_free(name);
                 return NULL;
             }
 
@@ -250,6 +356,7 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
         s = ngx_pcalloc(ngx_cycle->pool, NGX_HTTP_TENT_ENTITIES_CHUNK
                                          * sizeof(ngx_http_tent_slot_t));
         if (s == NULL) {
+            ngx_free(name);
             return NULL;
         }
 
@@ -264,15 +371,13 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     s = &dl->chunks[dl->nentities / NGX_HTTP_TENT_ENTITIES_CHUNK]
                    [dl->nentities % NGX_HTTP_TENT_ENTITIES_CHUNK];
 
-    s->conf.entity.data = ngx_pnalloc(ngx_cycle->pool, entity->len);
-    if (s->conf.entity.data == NULL) {
-        return NULL;
-    }
+    s->place = dl->nentities++;
 
+named:
+
+    s->conf.entity.data = name;
     ngx_memcpy(s->conf.entity.data, entity->data, entity->len);
     s->conf.entity.len = entity->len;
-
-    s->place = dl->nentities++;
 
     /* a new entity's outbox is looked at once, its due jobs from the start */
 
@@ -285,7 +390,63 @@ ngx_http_tent_entities_slot(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
     s->sn.node.key = hash;
     ngx_rbtree_insert(&dl->names, &s->sn.node);
 
+    *made = 1;
+
     return s;
+}
+
+
+/* a registry entity's slot no job points at: its place free again */
+
+static void
+ngx_http_tent_entities_drop(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_slot_t *s)
+{
+    ngx_http_tent_slot_t  **fp;
+
+    fp = ngx_array_push(&dl->free);
+    if (fp == NULL) {
+        return;                 /* kept: dropped by a later read */
+    }
+
+    *fp = s;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\" dropped from the list: place %ui "
+                   "free", &s->conf.entity, s->place);
+
+    ngx_rbtree_delete(&dl->names, &s->sn.node);
+
+    ngx_free(s->conf.entity.data);
+    ngx_str_null(&s->conf.entity);
+
+    if (s->mem) {
+        ngx_free(s->mem);
+        s->mem = NULL;
+    }
+
+    s->conf.scf = NULL;
+    s->outbox = 0;
+    s->dropped = 1;
+}
+
+
+/* the cycle goes: the slots' names and confs with it */
+
+static void
+ngx_http_tent_entities_cleanup(void *data)
+{
+    ngx_http_tent_delivery_t *dl = data;
+
+    ngx_uint_t             i;
+    ngx_http_tent_slot_t  *s;
+
+    for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
+        if (!s->dropped) {
+            ngx_free(s->conf.entity.data);
+            ngx_free(s->mem);
+        }
+    }
 }
 
 
@@ -464,7 +625,7 @@ ngx_http_tent_entities_settled(ngx_http_tent_delivery_t *dl)
     n = 0;
 
     for (i = 0; (s = ngx_http_tent_delivery_slot(dl, i)) != NULL; i++) {
-        if (s->fixed) {
+        if (s->fixed || s->dropped) {
             continue;
         }
 
@@ -492,11 +653,22 @@ ngx_http_tent_entities_settled(ngx_http_tent_delivery_t *dl)
 
         s->active = active;
         n += active;
+
+        /* out of the registry's work, no job on its way, no pass at it */
+
+        if (!active && s->refs == 0
+            && !(dl->busy && dl->next_entity == i)
+            && !(dl->due_busy && dl->due_entity == i))
+        {
+            ngx_http_tent_entities_drop(dl, s);
+        }
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: the registry read: %ui active, %ui "
-                   "entities in %ui chunks", n, dl->nentities, dl->nchunks);
+                   "entities in %ui chunks, %ui places free", n,
+                   dl->nentities - dl->free.nelts, dl->nchunks,
+                   dl->free.nelts);
 }
 
 
@@ -506,22 +678,20 @@ static ngx_http_tent_slot_t *
 ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
 {
     u_char                    *p, *host, *last;
+    size_t                     size;
     ngx_str_t                  h;
-    ngx_uint_t                 n;
-    ngx_pool_t                *pool;
+    ngx_uint_t                 made;
     ngx_http_tent_ctx_t       *fixed;
     ngx_http_tent_slot_t      *s;
     ngx_http_tent_srv_conf_t  *scf, *own, **scfp;
 
-    n = dl->nentities;
-
-    s = ngx_http_tent_entities_slot(dl, entity);
+    s = ngx_http_tent_entities_slot(dl, entity, &made);
 
     if (s == NULL) {
         return NULL;
     }
 
-    if (s->place < n) {
+    if (!made) {
         return s->conf.scf ? s : NULL;      /* there already */
     }
 
@@ -560,19 +730,29 @@ ngx_http_tent_entities_add(ngx_http_tent_delivery_t *dl, ngx_str_t *entity)
         scf = scfp[0];
     }
 
-    pool = ngx_cycle->pool;
+    /*
+     * One block, freed when the slot is dropped: its server conf, its
+     * parts, "/", then the profile URL (its origin and the path)
+     */
 
-    own = ngx_palloc(pool, sizeof(ngx_http_tent_srv_conf_t));
-    fixed = ngx_pcalloc(pool, sizeof(ngx_http_tent_ctx_t));
+    size = ngx_align(sizeof(ngx_http_tent_srv_conf_t), NGX_ALIGNMENT)
+           + ngx_align(sizeof(ngx_http_tent_ctx_t), NGX_ALIGNMENT)
+           + 1 + (last - entity->data) + scf->api_root.len
+           + sizeof("/profile") - 1;
 
-    /* "/", then the profile URL: its origin and the path */
-
-    p = ngx_pnalloc(pool, 1 + (last - entity->data) + scf->api_root.len
-                          + sizeof("/profile") - 1);
-
-    if (own == NULL || fixed == NULL || p == NULL) {
+    s->mem = ngx_alloc(size, dl->log);
+    if (s->mem == NULL) {
         goto failed;
     }
+
+    own = s->mem;
+    fixed = (ngx_http_tent_ctx_t *) ((u_char *) s->mem
+                  + ngx_align(sizeof(ngx_http_tent_srv_conf_t),
+                              NGX_ALIGNMENT));
+    p = (u_char *) fixed + ngx_align(sizeof(ngx_http_tent_ctx_t),
+                                     NGX_ALIGNMENT);
+
+    ngx_memzero(fixed, sizeof(ngx_http_tent_ctx_t));
 
     *own = *scf;
 

@@ -75,11 +75,9 @@ typedef struct {
 
 
 /*
- * One entity of the engine's list (ngx_http_tent_delivery_entities.c),
- * by place: the fixed ones first, then the registry's as they come, in
- * chunks that never move (a task's t->ent points at "conf", a due scan
- * at "cursor").  Reached only through ngx_http_tent_delivery_slot(),
- * which answers NULL past the entities there are.
+ * One entity of the engine's list (ngx_http_tent_delivery_entities.c) by
+ * place, fixed ones first, in chunks that never move (t->ent points at
+ * "conf", a due scan at "cursor"); past the end, _delivery_slot(): NULL.
  */
 typedef struct {
     ngx_http_tent_entity_conf_t     conf;        /* first: t->ent */
@@ -89,9 +87,12 @@ typedef struct {
     ngx_uint_t                      hash;        /* its outbox mark */
     ngx_uint_t                      seen;        /* the read found it */
     uint64_t                        incarnation; /* registry: its row's */
+    ngx_uint_t                      refs;        /* tasks, local jobs */
+    void                           *mem;         /* its conf: ngx_alloc */
     unsigned                        outbox:1;    /* marked: scan it */
     unsigned                        fixed:1;
     unsigned                        active:1;    /* registry: served */
+    unsigned                        dropped:1;   /* a free place */
 } ngx_http_tent_slot_t;
 
 
@@ -142,6 +143,7 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                      nchunks;     /* chunks allocated */
     ngx_uint_t                      room;        /* in "chunks" */
     ngx_uint_t                      nentities;
+    ngx_array_t                     free;        /* places dropped */
     ngx_rbtree_t                    names;       /* slots by entity URL */
     ngx_rbtree_node_t               names_sentinel;
     ngx_http_tent_settle_t         *settle;      /* being filled */
@@ -295,6 +297,8 @@ ngx_http_tent_slot_t *ngx_http_tent_delivery_slot(ngx_http_tent_delivery_t *dl,
 ngx_http_tent_slot_t *ngx_http_tent_delivery_slot_of(
     ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent);
 ngx_uint_t ngx_http_tent_delivery_slot_on(ngx_http_tent_slot_t *s);
+ngx_int_t ngx_http_tent_delivery_hold(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_pool_t *pool);
 ngx_http_tent_slot_t *ngx_http_tent_delivery_slot_named(
     ngx_http_tent_delivery_t *dl, ngx_str_t *entity);
 ngx_http_tent_entity_conf_t *ngx_http_tent_delivery_conf(

@@ -124,6 +124,12 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
         return NGX_DECLINED;
     }
 
+    /* the recipient's slot stays in the list while the job holds "to" */
+
+    if (ngx_http_tent_delivery_hold(t->dl, to, t->pool) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
     /* "notifications/<id>" exactly: anything else is HTTP's to route */
 
     if (rest.len <= notifications.len

@@ -193,6 +193,7 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_uint_t                      quota_apps;
     off_t                           quota_bytes;
     ngx_array_t                    *names;       /* server_name, ngx_str_t */
+    ngx_array_t                    *regexes;     /* "~...", ngx_regex_t * */
 } ngx_http_tent_srv_conf_t;
 
 

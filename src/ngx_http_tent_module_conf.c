@@ -358,6 +358,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_tent_main_conf_t    *mcf;
     ngx_str_t                    *name;
     ngx_uint_t                    i;
+    ngx_flag_t                    explicit;
+#if (NGX_PCRE)
+    ngx_regex_t                 **re;
+#endif
     ngx_http_server_name_t       *sn;
     ngx_http_core_srv_conf_t     *cscf;
     ngx_http_tent_srv_conf_t    **scfp;
@@ -379,6 +383,7 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                               prev->outbound.deadline, 30000);
     ngx_conf_merge_uint_value(conf->outbound.servers,
                               prev->outbound.servers, 3);
+    explicit = conf->provisioning;
     ngx_conf_merge_value(conf->provisioning, prev->provisioning, 0);
     ngx_conf_merge_uint_value(conf->quota_posts, prev->quota_posts, 0);
     ngx_conf_merge_uint_value(conf->quota_apps, prev->quota_apps, 0);
@@ -418,7 +423,24 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
     mcf->entities++;
 
-    /* provisioning: entities of this server exist once created */
+    /*
+     * provisioning: entities of this server exist once created.  On by
+     * default where tent_entity has variables: without it, any Host
+     * name becomes an entity on its first unsigned write (an app, a
+     * follower), so the open mode must be asked for in so many words.
+     */
+
+    if (explicit == NGX_CONF_UNSET && conf->entity->lengths != NULL) {
+        conf->provisioning = 1;
+    }
+
+    if (explicit == 0 && conf->entity->lengths != NULL) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "\"tent_provisioning off\" with a variable "
+                      "\"tent_entity\": any Host name becomes an entity "
+                      "on its first unsigned write in %V:%ui",
+                      &conf->file, conf->line);
+    }
 
     if (conf->provisioning) {
         if (conf->entity->lengths == NULL) {
@@ -450,6 +472,29 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         }
 
         for (i = 0; i < cscf->server_names.nelts; i++) {
+
+#if (NGX_PCRE)
+            /* "~...": nginx keeps the name without its "~", and the regex */
+
+            if (sn[i].regex) {
+                if (conf->regexes == NULL) {
+                    conf->regexes = ngx_array_create(cf->pool, 1,
+                                                     sizeof(ngx_regex_t *));
+                    if (conf->regexes == NULL) {
+                        return NGX_CONF_ERROR;
+                    }
+                }
+
+                re = ngx_array_push(conf->regexes);
+                if (re == NULL) {
+                    return NGX_CONF_ERROR;
+                }
+
+                *re = sn[i].regex->regex;
+                continue;
+            }
+#endif
+
             name = ngx_array_push(conf->names);
             if (name == NULL) {
                 return NGX_CONF_ERROR;

@@ -533,8 +533,8 @@ ngx_http_tent_provision_refuse(ngx_http_request_t *r)
 /*
  * The provisioning server that serves "host" (no port), as nginx picks
  * among their server_names: an exact name first, then the longest
- * "*.example" or ".example", then the longest "www.*"; NULL when none
- * matches.  Regular expressions ("~...") are not tried.  The delivery
+ * "*.example" or ".example", then the longest "www.*", then the first
+ * regular expression that matches; NULL when none does.  The delivery
  * engine gives a registry entity its server's conf; the operator's
  * create refuses a name no provisioning server serves.
  */
@@ -547,6 +547,10 @@ ngx_http_tent_provision_server(ngx_http_tent_main_conf_t *mcf,
     ngx_str_t                  *name;
     ngx_uint_t                  i, j;
     ngx_http_tent_srv_conf_t  **scfp, *leading, *trailing;
+#if (NGX_PCRE)
+    ngx_int_t                   rc;
+    ngx_regex_t               **re;
+#endif
 
     scfp = mcf->provision_confs.elts;
     leading = NULL;
@@ -620,7 +624,39 @@ ngx_http_tent_provision_server(ngx_http_tent_main_conf_t *mcf,
         }
     }
 
-    return leading ? leading : trailing;
+    if (leading || trailing) {
+        return leading ? leading : trailing;
+    }
+
+#if (NGX_PCRE)
+
+    /* then the regular expressions, in the order of the configuration */
+
+    for (i = 0; i < mcf->provision_confs.nelts; i++) {
+        if (scfp[i]->regexes == NULL) {
+            continue;
+        }
+
+        re = scfp[i]->regexes->elts;
+
+        for (j = 0; j < scfp[i]->regexes->nelts; j++) {
+            rc = ngx_regex_exec(re[j], host, NULL, 0);
+
+            if (rc >= 0) {
+                return scfp[i];
+            }
+
+            if (rc != NGX_REGEX_NO_MATCHED) {
+                ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                              ngx_regex_exec_n " failed: %i on \"%V\"",
+                              rc, host);
+            }
+        }
+    }
+
+#endif
+
+    return NULL;
 }
 
 
@@ -628,18 +664,16 @@ ngx_http_tent_provision_server(ngx_http_tent_main_conf_t *mcf,
  * Is an entity URL's host name one a provisioning server serves?  For the
  * operator's create: a name no server answers for would be an entity no
  * request reaches (and the delivery engine would give it the first
- * server's conf).  A server with a regular expression among its names
- * may serve any: not refused.
+ * server's conf).  A regular expression among the names serves the
+ * names it matches, as nginx tries it.
  */
 
 ngx_int_t
 ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
     ngx_str_t *entity)
 {
-    u_char                     *p, *last;
-    ngx_str_t                   host, *name;
-    ngx_uint_t                  i, j;
-    ngx_http_tent_srv_conf_t  **scfp;
+    u_char     *p, *last;
+    ngx_str_t   host;
 
     p = ngx_strlcasestrn(entity->data, entity->data + entity->len,
                          (u_char *) "://", 3 - 1);
@@ -658,22 +692,6 @@ ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
 
     if (ngx_http_tent_provision_server(mcf, &host)) {
         return NGX_OK;
-    }
-
-    scfp = mcf->provision_confs.elts;
-
-    for (i = 0; i < mcf->provision_confs.nelts; i++) {
-        if (scfp[i]->names == NULL) {
-            continue;
-        }
-
-        for (j = 0; j < scfp[i]->names->nelts; j++) {
-            name = (ngx_str_t *) scfp[i]->names->elts + j;
-
-            if (name->len && name->data[0] == '~') {
-                return NGX_OK;
-            }
-        }
     }
 
     return NGX_DECLINED;

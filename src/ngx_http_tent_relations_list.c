@@ -34,7 +34,10 @@ static ngx_int_t ngx_http_tent_relations_scan(ngx_http_request_t *r,
 /*
  * GET and HEAD /followers, /followings and their /count: newest first,
  * since_id / before_id / until_id cursors, limit (50, at most 200),
- * order=asc, entity=; prev/next Link headers, Count on HEAD.
+ * order=asc, entity=; prev/next Link headers, Count on HEAD.  The page
+ * next to a cursor in either order: newest first, since_id is scanned
+ * up from it; oldest first (order=asc), before_id is scanned down from
+ * it; then turned round.  "next" only when an item follows the page.
  */
 
 static ngx_int_t
@@ -87,7 +90,7 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     u_char                           *dst, *src;
     ngx_int_t                         rc, limit;
     ngx_str_t                         start, end, key, v;
-    ngx_uint_t                        count;
+    ngx_uint_t                        count, since, before;
     ngx_http_tent_relations_state_t  *st;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_relations_state_t));
@@ -164,6 +167,9 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_internal_error(r, "building the list's range");
     }
 
+    since = 0;
+    before = 0;
+
     if (!st->count) {
         /* since_id and until_id: newer than; before_id: older than */
 
@@ -176,7 +182,7 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         if (rc == NGX_OK) {
             start = key;
-            st->since = st->reverse;
+            since = 1;
         }
 
         rc = ngx_http_tent_relations_cursor(r, ctx, rel, "until_id", 1,
@@ -199,8 +205,18 @@ ngx_http_tent_list_table(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         if (rc == NGX_OK) {
             end = key;
+            before = 1;
         }
     }
+
+    /*
+     * The page next to the cursor: newest first from since_id, or
+     * oldest first from before_id, is scanned towards the cursor's
+     * other side, then turned round
+     */
+
+    st->backward = st->reverse ? !since : (before && !since);
+    st->flip = (st->backward != st->reverse);
 
     st->start = start;
     st->end = end;
@@ -227,7 +243,7 @@ ngx_http_tent_relations_scan(ngx_http_request_t *r,
     if (op == NULL
         || ngx_http_tent_store_scan(op, &st->start, &st->end,
                                     NGX_HTTP_TENT_RELATIONS_SCAN,
-                                    st->reverse && !st->since)
+                                    st->backward)
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "building the list's scan");
@@ -239,27 +255,38 @@ ngx_http_tent_relations_scan(ngx_http_request_t *r,
 
 
 static ngx_int_t
-ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
-    ngx_uint_t limit, ngx_str_t *args)
+ngx_http_tent_relations_link(ngx_http_request_t *r,
+    ngx_http_tent_relations_state_t *st)
 {
     u_char           *p;
     size_t            len;
-    ngx_str_t         newest, oldest;
+    ngx_str_t         first, last, order;
     ngx_table_elt_t  *h;
 
-    if (json_array_size(list) == 0
-        || ngx_http_tent_json_str(json_array_get(list, 0), "id", &newest)
+    if (json_array_size(st->list) == 0
+        || ngx_http_tent_json_str(json_array_get(st->list, 0), "id", &first)
            != NGX_OK
-        || ngx_http_tent_json_str(json_array_get(list,
-                                                 json_array_size(list) - 1),
-                                  "id", &oldest)
+        || ngx_http_tent_json_str(json_array_get(st->list,
+                                            json_array_size(st->list) - 1),
+                                  "id", &last)
            != NGX_OK)
     {
         return NGX_OK;
     }
 
-    len = 2 * (r->uri.len + sizeof("<?since_id=&limit=>; rel=\"prev\", ")
-               + ngx_max(newest.len, oldest.len) + NGX_INT_T_LEN + args->len);
+    /* newest first: prev is newer (since_id); oldest first: older */
+
+    if (st->reverse) {
+        ngx_str_null(&order);
+
+    } else {
+        ngx_str_set(&order, "order=asc&");
+    }
+
+    len = 2 * (r->uri.len + sizeof("<?order=asc&before_id=&limit=>; "
+                                   "rel=\"prev\", ")
+               + ngx_max(first.len, last.len) + NGX_INT_T_LEN
+               + st->args.len);
 
     h = ngx_list_push(&r->headers_out.headers);
     p = ngx_pnalloc(r->pool, len);
@@ -271,12 +298,15 @@ ngx_http_tent_relations_link(ngx_http_request_t *r, json_t *list,
     ngx_str_set(&h->key, "Link");
     h->value.data = p;
 
-    p = ngx_sprintf(p, "<%V?since_id=%V&limit=%ui%V>; rel=\"prev\"",
-                    &r->uri, &newest, limit, args);
+    p = ngx_sprintf(p, "<%V?%V%s=%V&limit=%ui%V>; rel=\"prev\"",
+                    &r->uri, &order, st->reverse ? "since_id" : "before_id",
+                    &first, st->limit, &st->args);
 
-    if (json_array_size(list) >= limit) {
-        p = ngx_sprintf(p, ", <%V?before_id=%V&limit=%ui%V>; rel=\"next\"",
-                        &r->uri, &oldest, limit, args);
+    if (st->more) {
+        p = ngx_sprintf(p, ", <%V?%V%s=%V&limit=%ui%V>; rel=\"next\"",
+                        &r->uri, &order,
+                        st->reverse ? "before_id" : "since_id",
+                        &last, st->limit, &st->args);
     }
 
     h->value.len = p - h->value.data;
@@ -336,14 +366,17 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
                 continue;
             }
 
+            if (out && n >= st->limit) {
+                /* one past the page: there is a next one */
+                json_decref(out);
+                st->more = 1;
+                break;
+            }
+
             n++;
 
             if (out) {
                 json_array_append_new(list, out);
-
-                if (n >= st->limit) {
-                    break;
-                }
             }
 
             continue;
@@ -359,12 +392,20 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
             continue;
         }
 
-        n++;
-
         if (st->count) {
+            n++;
             json_decref(record);
             continue;
         }
+
+        if (n >= st->limit) {
+            /* one past the page: there is a next one */
+            json_decref(record);
+            st->more = 1;
+            break;
+        }
+
+        n++;
 
         out = ngx_http_tent_relation_render(r, ctx, st->rel, record);
         json_decref(record);
@@ -375,10 +416,6 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         }
 
         json_array_append_new(list, out);
-
-        if (n >= st->limit) {
-            break;
-        }
     }
 
     if (rc == NGX_ERROR) {
@@ -391,10 +428,10 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
      * (rows with big profiles), so only an empty scan is the end.
      */
 
-    if (rows && (st->count || n < st->limit)) {
+    if (rows && !st->more) {
         st->n = n;
 
-        if (st->reverse && !st->since) {
+        if (st->backward) {
             st->end.data = ngx_pstrdup(r->pool, &last);
             st->end.len = last.len;
 
@@ -436,8 +473,8 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, count);
     }
 
-    if (st->since) {
-        /* scanned upwards from the cursor: newest first again */
+    if (st->flip) {
+        /* scanned from the cursor against the order: turned round */
 
         n = json_array_size(list);
 
@@ -448,10 +485,7 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
         }
     }
 
-    if (st->reverse
-        && ngx_http_tent_relations_link(r, list, st->limit, &st->args)
-           != NGX_OK)
-    {
+    if (ngx_http_tent_relations_link(r, st) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "adding the Link header");
     }
 

@@ -36,7 +36,9 @@ typedef struct {
     ngx_uint_t                      limit;
     ngx_uint_t                      count;
     ngx_uint_t                      reverse;    /* newest first */
-    ngx_uint_t                      since;      /* scanned up from since */
+    ngx_uint_t                      backward;   /* scanned down the keys */
+    ngx_uint_t                      flip;       /* scanned against order */
+    ngx_uint_t                      more;       /* an item past the page */
     ngx_uint_t                      by_entity;
     json_t                         *list;
     ngx_uint_t                      n;

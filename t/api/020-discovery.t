@@ -165,6 +165,7 @@ other
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
     tent_entity https://$host;
+    tent_provisioning off;
 --- request eval
 ["HEAD /", "HEAD /"]
 --- more_headers eval
@@ -232,6 +233,7 @@ Tent!
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
     tent_entity https://$http_x_entity;
+    tent_provisioning off;
     location = /plain { return 200 "plain\n"; }
 --- request
 GET /plain

@@ -47,6 +47,7 @@ Content-Type: application/vnd.tent.v0+json
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
     tent_entity https://$host;
+    tent_provisioning off;
     tent_api_root /tent;
 --- request eval
 ["GET /tent/profile", "GET /tent/profile", "GET /tent/profile"]

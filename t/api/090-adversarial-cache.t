@@ -511,6 +511,7 @@ tent cache:
     }
 --- config
     tent_entity http://$host;
+    tent_provisioning off;
     location = /tent/oauth/authorize {
         tent_owner "the owner";
     }

@@ -465,6 +465,7 @@ __DATA__
         listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT;
         server_name carol.test dave.test;
         tent_entity http://$host;
+        tent_provisioning off;
         add_header X-Pid $pid always;
         location = /tent/oauth/authorize {
             tent_owner "the owner";

@@ -238,6 +238,7 @@ __DATA__
     server {
         listen 127.0.0.1:$TEST_NGINX_D_PORT;
         tent_entity http://$host:$server_port;
+        tent_provisioning off;
         location = /tent/oauth/authorize {
             tent_owner "D's owner";
         }

@@ -246,6 +246,7 @@ tent store: opened
     server {
         listen 127.0.0.1:$TEST_NGINX_STRESS_PORT reuseport;
         tent_entity https://$host;
+        tent_provisioning off;
         add_header X-Pid $pid always;
     }
 --- config

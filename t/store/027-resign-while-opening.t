@@ -113,6 +113,7 @@ __DATA__
     server {
         listen 127.0.0.1:$TEST_NGINX_SPREAD_PORT reuseport;
         tent_entity https://$host;
+        tent_provisioning off;
         add_header X-Pid $pid always;
     }
 --- config
