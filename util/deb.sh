@@ -76,6 +76,52 @@ cleanup() {
     rm -rf --one-file-system "$root"
 }
 
+# Each file the package is to install, in the installed root: the web
+# page (docs/web.md's path), README.md and every doc it links, each man
+# page (formatted by man -l where the host has man-db), the example with
+# the body size docs/web.md gives.
+installed_files() {
+    local doc=$root/usr/share/doc/libnginx-mod-http-tent f n
+    n=0
+    for f in $(cd "$top/www" && find . -type f | sort); do
+        cmp -s "$top/www/$f" "$root/usr/share/libnginx-mod-http-tent/www/$f" \
+            || fail "www/$f is not in /usr/share/libnginx-mod-http-tent/www"
+        n=$((n + 1))
+    done
+    [ $n -ge 5 ] || fail "www/ has $n files"
+    grep -q 'root *\(/usr/share/libnginx-mod-http-tent/www\);' \
+        "$doc/docs/web.md" || fail "docs/web.md names another www path"
+
+    [ -f "$doc/README.md" ] || fail "no README.md in $doc"
+    for f in $(grep -o '](docs/[^)#]*' "$top/README.md" | cut -c3- | sort -u)
+    do
+        [ -f "$doc/$f" ] || fail "README.md links $f: not in $doc"
+        n=$((n + 1))
+    done
+    [ -f "$doc/docs/web.png" ] || fail "no docs/web.png (docs/web.md shows it)"
+
+    for f in man8/tent-admin.8 man8/tent-backup.8 man1/tent-curl.1 \
+             man1/tent-move.1; do
+        f=$root/usr/share/man/$f.gz
+        [ -f "$f" ] || fail "no man page $f"
+        zcat "$f" | grep -q '^\.TH ' || fail "$f is no man page"
+        if command -v man > /dev/null; then
+            MANWIDTH=80 man -l "$f" 2>&1 | grep -q '^SYNOPSIS' \
+                || fail "man -l $f: no SYNOPSIS"
+        fi
+        n=$((n + 1))
+    done
+
+    f=$doc/examples/tent-site.conf
+    grep -q '^ *client_max_body_size *11m;' "$f" \
+        || fail "the example has not client_max_body_size 11m (docs/web.md)"
+    grep -q '^ *tent_max_attachment_size *10m;' "$f" \
+        || fail "the example has not tent_max_attachment_size 10m"
+    grep -q '/usr/share/libnginx-mod-http-tent/www' "$f" \
+        || fail "the example does not serve the packaged web page"
+    say "installed: $n files checked (www/, README and its docs, man pages)"
+}
+
 test_deb() {
     deb=$(ls "$out"/libnginx-mod-http-tent_*.deb 2>/dev/null) \
         || fail "no package: run util/deb.sh build first"
@@ -96,7 +142,8 @@ test_deb() {
     echo "$files" | grep -q \
         './usr/share/nginx/modules-available/mod-http-tent.conf' \
         || fail "no modules-available snippet"
-    for tool in usr/sbin/tent-backup usr/bin/tent-move usr/bin/tent-curl; do
+    for tool in usr/sbin/tent-admin usr/sbin/tent-backup usr/bin/tent-move \
+                usr/bin/tent-curl; do
         echo "$files" | grep -q "^-rwxr-xr-x .* \./$tool\$" \
             || fail "no executable $tool"
     done
@@ -130,6 +177,7 @@ test_deb() {
         || fail "the snippet does not load the module"
     [ -f "$root/usr/share/doc/libnginx-mod-http-tent/examples/tent-site.conf" ] \
         || fail "no example server block"
+    installed_files
 
     # the example, made to run on loopback without TLS
     mkdir -p "$root/var/lib/nginx/tent"
@@ -159,19 +207,28 @@ test_deb() {
         || fail "the profile does not name the entity: $body"
     curl -fsSI "http://127.0.0.1:$port/" | grep -qi '^link:.*tent.io/rels/profile' \
         || fail "no Tent Link header at the entity's root"
+    # the example serves the packaged web page at / and its files
+    curl -fsS "http://127.0.0.1:$port/" | cmp -s - "$top/www/index.html" \
+        || fail "GET / is not the packaged web page (www/index.html)"
+    curl -fsSI "http://127.0.0.1:$port/web/app.js" \
+        | grep -qi '^content-type: text/javascript' \
+        || fail "/web/app.js is not served as JavaScript"
     say "the packaged module answers: $body"
 
-    # the packaged tools, run inside the root with its perl
-    chroot "$root" tent-move --help 2>&1 | grep -q '^Usage: tent-move' \
-        || fail "tent-move --help does not run in the root"
-    chroot "$root" tent-curl --help 2>&1 | grep -qi 'usage' \
-        || fail "tent-curl --help does not run in the root"
+    # the packaged tools, run inside the root with its perl: --help from
+    # their POD (Pod::Usage is in perl, not perl-base)
+    for tool in tent-admin tent-backup tent-move tent-curl; do
+        chroot "$root" "$tool" --help > "$out/help.log" 2>&1 \
+            || { cat "$out/help.log" >&2; fail "$tool --help in the root"; }
+        sed -n 2p "$out/help.log" | grep -q "^    $tool " \
+            || { cat "$out/help.log" >&2; fail "$tool --help: no usage"; }
+    done
     chroot "$root" tent-backup /var/lib/nginx/tent /tmp/tent-backup-test \
         > "$out/backup.log" 2>&1 \
         || { cat "$out/backup.log" >&2; fail "tent-backup of the live store"; }
     [ -f "$root/tmp/tent-backup-test/db/CURRENT" ] \
         || fail "the backup has no db/CURRENT"
-    say "tent-move, tent-curl run; tent-backup copied the live store"
+    say "the tools answer --help; tent-backup copied the live store"
 
     chroot "$root" /usr/sbin/nginx -s quit
     sleep 0.5

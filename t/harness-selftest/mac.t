@@ -217,6 +217,11 @@ my $dir = tempdir(CLEANUP => 1);
 
     ($out) = tc('--dry-run', @c, 'https://example.com/posts');
     unlike $out, qr/Content-Type/, 'no Content-Type without body';
+    like $out, qr/\Acurl -sS --globoff /, 'curl quiet by default (-sS)';
+    unlike $out, qr/ -v /, 'without its trace';
+    ($out) = tc('--dry-run', '-v', @c, 'https://example.com/posts');
+    like $out, qr/\Acurl -sS --globoff --path-as-is -v -H /,
+        '-v: curl\'s trace of the exchange too';
 
     my $v = $V[9];
     @c = ('--id', 'X', '--key', $v->[0], '--ts', $v->[2], '--nonce', $v->[3]);
@@ -251,7 +256,9 @@ my $dir = tempdir(CLEANUP => 1);
 {
     my ($out, $rc) = tc('--help');
     is $rc, 0, '--help exits 0';
-    like $out, qr/\AUsage: tent-curl/, '--help prints usage';
+    like $out, qr/\AUsage:\s+tent-curl \[options\] URL/,
+        '--help prints the usage, from the POD';
+    like $out, qr/^Options:.*^\s+-v, --verbose$/ms, 'and the options';
 }
 
 done_testing;

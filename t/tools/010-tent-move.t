@@ -144,7 +144,9 @@ is($code, 2, 'no arguments: 2');
 like($err, qr/two arguments/, 'says so');
 ($code, $out, $err) = move(['--help']);
 is($code, 0, '--help: 0');
-like($out, qr/\AUsage: tent-move/, 'the usage');
+like($out, qr/\AUsage:\s+tent-move \[options\] SOURCE_ENTITY/,
+     'the usage, from the POD');
+like($out, qr/^\s+--source-cred FILE$/m, 'its options');
 ($code, $out, $err) = move(['--source-cred', "$tmp/none", '--target-cred',
                             $dst, $A, $B]);
 is($code, 2, 'a credential file that is not there: 2');
