@@ -34,6 +34,7 @@
 #include "ngx_http_tent_resolver.h"
 
 
+static ngx_int_t ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_timeout(ngx_event_t *ev);
 static void ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f);
@@ -54,7 +55,11 @@ static char  *ngx_http_tent_fetch_errors[] = {
     "too many outbound requests in flight",
     "internal error",
     "not a URL to fetch (scheme, host, or a number not a dotted quad)",
-    "the deadline of the whole operation passed (tent_outbound_deadline)"
+    "the deadline of the whole operation passed (tent_outbound_deadline)",
+    "too many outbound requests in flight for this entity "
+        "(tent_outbound_entity_requests)",
+    "too many outbound requests in flight to this host "
+        "(tent_outbound_host_requests)"
 };
 
 
@@ -162,11 +167,104 @@ ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
         return NGX_OK;
     }
 
+    /* a client request's: within its tenant's and its host's shares */
+
+    if (ff->request) {
+        switch (ngx_http_tent_fetch_shares(f)) {
+
+        case NGX_OK:
+            break;
+
+        case NGX_ERROR:
+            return NGX_ERROR;
+
+        default:
+            return NGX_OK;
+        }
+    }
+
     mcf->fetches++;
     mcf->anonymous += ff->anonymous;
     ff->counted = 1;
 
     ngx_http_tent_fetch_hop(f);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A fetch of a client request takes a place in the share of the entity
+ * the request is for and in the share of the host its URL names (the
+ * first hop's: a redirect keeps it).  NGX_OK; NGX_BUSY: finished with
+ * the share that is full; NGX_ERROR.
+ */
+
+static ngx_int_t
+ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    host;
+    ngx_http_tent_ctx_t         *ctx;
+    ngx_http_tent_main_conf_t   *mcf;
+    ngx_http_tent_fetch_full_t  *ff;
+
+    ff = ngx_http_tent_fetch_full(f);
+    mcf = ff->mcf;
+
+    ngx_str_null(&host);
+
+    ctx = ngx_http_tent_get_ctx(ff->request);
+
+    /* unsigned requests' fetches are strangers', in a share of their own */
+
+    if (ctx && ctx->entity.len && !ff->anonymous) {
+        rc = ngx_http_tent_share_take(NGX_HTTP_TENT_SHARE_ENTITY,
+                                      &ctx->entity, mcf->max_entity_fetches,
+                                      &ff->entity_share);
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        if (rc == NGX_BUSY) {
+            ngx_log_error(NGX_LOG_WARN, ff->log, 0,
+                          "tent: %ui outbound requests in flight for "
+                          "\"%V\", \"tent_outbound_entity_requests\" "
+                          "reached", mcf->max_entity_fetches, &ctx->entity);
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ENTITY_BUSY);
+            return NGX_BUSY;
+        }
+    }
+
+    rc = ngx_http_tent_share_host(ff->pool, &f->url, &host);
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_tent_share_take(NGX_HTTP_TENT_SHARE_HOST, &host,
+                                      mcf->max_host_fetches,
+                                      &ff->host_share);
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        if (rc == NGX_BUSY) {
+            ngx_log_error(NGX_LOG_WARN, ff->log, 0,
+                          "tent: %ui outbound requests in flight to %V, "
+                          "\"tent_outbound_host_requests\" reached",
+                          mcf->max_host_fetches, &host);
+            ngx_http_tent_share_give(ff->entity_share);
+            ff->entity_share = NULL;
+            ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_HOST_BUSY);
+            return NGX_BUSY;
+        }
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ff->log, 0,
+                   "tent fetch: shares of \"%V\" and %V taken for %V",
+                   ctx ? &ctx->entity : &f->url, &host, &f->url);
 
     return NGX_OK;
 }
@@ -186,6 +284,8 @@ ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f)
     case NGX_HTTP_TENT_FETCH_OK:
     case NGX_HTTP_TENT_FETCH_REFUSED:
     case NGX_HTTP_TENT_FETCH_BUSY:
+    case NGX_HTTP_TENT_FETCH_ENTITY_BUSY:
+    case NGX_HTTP_TENT_FETCH_HOST_BUSY:
     case NGX_HTTP_TENT_FETCH_DEADLINE:
     case NGX_HTTP_TENT_FETCH_ERROR:
         return 0;
@@ -746,6 +846,11 @@ ngx_http_tent_fetch_finish(ngx_http_tent_fetch_t *f, ngx_uint_t result)
         ff->counted = 0;
         ff->mcf->fetches--;
         ff->mcf->anonymous -= ff->anonymous;
+
+        ngx_http_tent_share_give(ff->entity_share);
+        ngx_http_tent_share_give(ff->host_share);
+        ff->entity_share = NULL;
+        ff->host_share = NULL;
     }
 
     if (result != NGX_HTTP_TENT_FETCH_OK) {

@@ -30,6 +30,20 @@
 #define NGX_HTTP_TENT_FETCH_ERROR        9
 #define NGX_HTTP_TENT_FETCH_BAD_URL      10
 #define NGX_HTTP_TENT_FETCH_DEADLINE     11
+#define NGX_HTTP_TENT_FETCH_ENTITY_BUSY  12  /* the tenant's share */
+#define NGX_HTTP_TENT_FETCH_HOST_BUSY    13  /* the remote host's */
+
+/* no slot for it, in the worker or in one of its shares */
+#define ngx_http_tent_fetch_busy(f)                                           \
+    ((f)->result == NGX_HTTP_TENT_FETCH_BUSY                                  \
+     || (f)->result == NGX_HTTP_TENT_FETCH_ENTITY_BUSY                        \
+     || (f)->result == NGX_HTTP_TENT_FETCH_HOST_BUSY)
+
+/* a worker's shares of its slots (ngx_http_tent_fetch_share.c) */
+#define NGX_HTTP_TENT_SHARE_ENTITY       0   /* fetches for a tenant */
+#define NGX_HTTP_TENT_SHARE_HOST         1   /* fetches to a host */
+#define NGX_HTTP_TENT_SHARE_ANONYMOUS    2   /* unsigned requests naming it */
+#define NGX_HTTP_TENT_SHARES             3
 
 
 typedef struct ngx_http_tent_fetch_s     ngx_http_tent_fetch_t;
@@ -83,6 +97,13 @@ ngx_str_t *ngx_http_tent_fetch_header(ngx_http_tent_fetch_t *f,
 const char *ngx_http_tent_fetch_strerror(ngx_uint_t result);
 ngx_uint_t ngx_http_tent_fetch_next_server(ngx_http_tent_fetch_t *f);
 void ngx_http_tent_fetch_release(ngx_http_tent_fetch_t *f);
+
+/* ngx_http_tent_fetch_share.c */
+ngx_int_t ngx_http_tent_share_take(ngx_uint_t share, ngx_str_t *name,
+    ngx_uint_t max, void **held);
+void ngx_http_tent_share_give(void *held);
+ngx_int_t ngx_http_tent_share_host(ngx_pool_t *pool, ngx_str_t *url,
+    ngx_str_t *host);
 
 
 #endif /* _NGX_HTTP_TENT_FETCH_H_INCLUDED_ */

@@ -41,6 +41,8 @@ typedef struct {
     ngx_uint_t                      port;
     ngx_str_t                       uri;
     ngx_http_tent_resolve_t        *resolving;
+    void                           *entity_share; /* held, or NULL */
+    void                           *host_share;
     ngx_addr_t                     *addrs;
     ngx_uint_t                      naddrs;
     ngx_uint_t                      next_addr;

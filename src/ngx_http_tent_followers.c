@@ -196,9 +196,8 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
 
     /* anyone may ask: what it makes us send comes out of a small share */
 
-    if (ngx_http_tent_remote_anonymous(r) != NGX_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                        NGX_HTTP_TENT_ANONYMOUS_BUSY);
+    if (ngx_http_tent_remote_anonymous(r, &st->entity, &rc) != NGX_OK) {
+        return rc;
     }
 
     return ngx_http_tent_discover(r, &st->entity,
@@ -357,7 +356,7 @@ ngx_http_tent_follow_challenged(ngx_http_request_t *r,
 
     /* no slot for it: not a failed challenge, a retry later may pass */
 
-    if (f->result == NGX_HTTP_TENT_FETCH_BUSY) {
+    if (ngx_http_tent_fetch_busy(f)) {
         return ngx_http_tent_remote_error(r, f, "The challenge GET");
     }
 

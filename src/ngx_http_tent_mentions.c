@@ -196,9 +196,8 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     /* anyone may push one: what it makes us send comes out of a share */
 
-    if (ngx_http_tent_remote_anonymous(r) != NGX_OK) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                        NGX_HTTP_TENT_ANONYMOUS_BUSY);
+    if (ngx_http_tent_remote_anonymous(r, &st->entity, &rc) != NGX_OK) {
+        return rc;
     }
 
     return ngx_http_tent_discover(r, &st->entity,

@@ -135,6 +135,9 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      fetches;     /* this worker's */
     ngx_uint_t                      max_anonymous;
     ngx_uint_t                      anonymous;   /* this worker's */
+    ngx_uint_t                      max_entity_fetches; /* a tenant's */
+    ngx_uint_t                      max_host_fetches;   /* a host's */
+    ngx_uint_t                      max_anonymous_host; /* naming one */
     ngx_uint_t                      keepalive;   /* idle a host, 0: off */
     ngx_uint_t                      keepalive_total;
     ngx_msec_t                      keepalive_timeout;

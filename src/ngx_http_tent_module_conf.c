@@ -54,6 +54,9 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->ssl_verify = NGX_CONF_UNSET;
     mcf->max_fetches = NGX_CONF_UNSET_UINT;
     mcf->max_anonymous = NGX_CONF_UNSET_UINT;
+    mcf->max_entity_fetches = NGX_CONF_UNSET_UINT;
+    mcf->max_host_fetches = NGX_CONF_UNSET_UINT;
+    mcf->max_anonymous_host = NGX_CONF_UNSET_UINT;
     mcf->keepalive = NGX_CONF_UNSET_UINT;
     mcf->keepalive_total = NGX_CONF_UNSET_UINT;
     mcf->keepalive_timeout = NGX_CONF_UNSET_MSEC;
@@ -135,6 +138,49 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
                            "less than \"tent_outbound_max_requests\" (%ui), "
                            "so that deliveries and signed requests keep "
                            "slots of their own", mcf->max_fetches);
+        return NGX_ERROR;
+    }
+
+    /*
+     * Shares of the worker's slots: a quarter for one tenant's signed
+     * requests, half for one remote host, a quarter of the unsigned
+     * requests' share for those naming one host
+     */
+
+    ngx_conf_init_uint_value(mcf->max_entity_fetches,
+                             ngx_max(mcf->max_fetches / 4, 1));
+    ngx_conf_init_uint_value(mcf->max_host_fetches,
+                             ngx_max(mcf->max_fetches / 2, 1));
+    ngx_conf_init_uint_value(mcf->max_anonymous_host,
+                             mcf->max_anonymous
+                             ? ngx_max(mcf->max_anonymous / 4, 1) : 0);
+
+    if (mcf->max_entity_fetches == 0
+        || mcf->max_entity_fetches > mcf->max_fetches)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_entity_requests\" must be "
+                           "between 1 and \"tent_outbound_max_requests\" "
+                           "(%ui)", mcf->max_fetches);
+        return NGX_ERROR;
+    }
+
+    if (mcf->max_host_fetches == 0
+        || mcf->max_host_fetches > mcf->max_fetches)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_host_requests\" must be "
+                           "between 1 and \"tent_outbound_max_requests\" "
+                           "(%ui)", mcf->max_fetches);
+        return NGX_ERROR;
+    }
+
+    if (mcf->max_anonymous_host > mcf->max_anonymous) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_outbound_anonymous_host_requests\" must "
+                           "not be more than "
+                           "\"tent_outbound_anonymous_requests\" (%ui)",
+                           mcf->max_anonymous);
         return NGX_ERROR;
     }
 

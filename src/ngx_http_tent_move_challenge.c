@@ -151,7 +151,7 @@ ngx_http_tent_move_challenge_answered(ngx_http_request_t *r,
 
     /* no slot, or none reachable now: not a refusal, the sender retries */
 
-    if (f->result == NGX_HTTP_TENT_FETCH_BUSY
+    if (ngx_http_tent_fetch_busy(f)
         || ngx_http_tent_fetch_next_server(f))
     {
         return mc->done(r, mc->data, NGX_AGAIN);

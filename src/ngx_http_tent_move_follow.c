@@ -183,7 +183,7 @@ ngx_http_tent_move_follow_answered(ngx_http_request_t *r,
 
     /* not reachable now, or busy: not a refusal, the sender retries */
 
-    if (f->result == NGX_HTTP_TENT_FETCH_BUSY
+    if (ngx_http_tent_fetch_busy(f)
         || (f->result != NGX_HTTP_TENT_FETCH_OK
             && ngx_http_tent_fetch_next_server(f))
         || (f->result == NGX_HTTP_TENT_FETCH_OK && f->status >= 500))

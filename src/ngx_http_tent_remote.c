@@ -178,14 +178,21 @@ ngx_http_tent_remote_error(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
 
 /*
  * A client request that makes unsigned outbound requests (a follow, a
- * mention to check) uses the anonymous share of the worker's slots.
- * NGX_DECLINED: that share is in use; the caller answers 503 at once,
- * before anything is sent anywhere.
+ * mention to check) uses the anonymous share of the worker's slots, and
+ * a place among the unsigned requests naming the entity's host (until
+ * the request ends), so a flood naming one silent host leaves room for
+ * strangers elsewhere.  NGX_OK: go on; NGX_DECLINED: a share is in use
+ * and *rc is the 503 sent at once, before anything is sent anywhere.
  */
 
 ngx_int_t
-ngx_http_tent_remote_anonymous(ngx_http_request_t *r)
+ngx_http_tent_remote_anonymous(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_int_t *rc)
 {
+    void                       *held;
+    ngx_int_t                   n;
+    ngx_str_t                   host;
+    ngx_pool_cleanup_t         *cln;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_main_conf_t  *mcf;
 
@@ -199,8 +206,51 @@ ngx_http_tent_remote_anonymous(ngx_http_request_t *r)
                       "tent: %ui outbound requests for unsigned requests "
                       "in flight, \"tent_outbound_anonymous_requests\" "
                       "reached", mcf->anonymous);
+        *rc = ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       NGX_HTTP_TENT_ANONYMOUS_BUSY);
         return NGX_DECLINED;
     }
+
+    n = ngx_http_tent_share_host(r->pool, entity, &host);
+
+    if (n == NGX_ERROR) {
+        *rc = ngx_http_tent_internal_error(r, "naming the entity's host");
+        return NGX_DECLINED;
+    }
+
+    if (n == NGX_DECLINED) {
+        return NGX_OK;      /* not a URL to fetch: discovery says so */
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        *rc = ngx_http_tent_internal_error(r, "adding the share's cleanup");
+        return NGX_DECLINED;
+    }
+
+    n = ngx_http_tent_share_take(NGX_HTTP_TENT_SHARE_ANONYMOUS, &host,
+                                 mcf->max_anonymous_host, &held);
+
+    if (n == NGX_ERROR) {
+        *rc = ngx_http_tent_internal_error(r, "taking the host's share");
+        return NGX_DECLINED;
+    }
+
+    if (n == NGX_BUSY) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent: %ui unsigned requests naming %V in flight, "
+                      "\"tent_outbound_anonymous_host_requests\" reached",
+                      mcf->max_anonymous_host, &host);
+        *rc = ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       NGX_HTTP_TENT_ANONYMOUS_HOST_BUSY);
+        return NGX_DECLINED;
+    }
+
+    cln->handler = ngx_http_tent_share_give;
+    cln->data = held;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent remote: an unsigned request naming %V", &host);
 
     return NGX_OK;
 }

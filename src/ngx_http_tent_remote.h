@@ -22,6 +22,11 @@
     "Too many follow requests and mentions are being checked at other "       \
     "servers; try again later"
 
+/* ... and when those naming one host have used its share */
+#define NGX_HTTP_TENT_ANONYMOUS_HOST_BUSY                                     \
+    "Too many follow requests and mentions naming this host are being "     \
+    "checked; try again later"
+
 
 typedef struct ngx_http_tent_discover_s  ngx_http_tent_discover_t;
 typedef ngx_int_t (*ngx_http_tent_discover_done_pt)(ngx_http_request_t *r,
@@ -68,7 +73,8 @@ ngx_int_t ngx_http_tent_discover(ngx_http_request_t *r, ngx_str_t *entity,
 ngx_int_t ngx_http_tent_discover_start(ngx_pool_t *pool, ngx_log_t *log,
     ngx_http_tent_outbound_conf_t *outbound, ngx_str_t *entity,
     ngx_msec_t deadline, ngx_http_tent_discovered_pt discovered, void *data);
-ngx_int_t ngx_http_tent_remote_anonymous(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_remote_anonymous(ngx_http_request_t *r,
+    ngx_str_t *entity, ngx_int_t *rc);
 ngx_uint_t ngx_http_tent_servers_max(json_t *servers,
     ngx_http_tent_outbound_conf_t *outbound);
 json_t *ngx_http_tent_servers_cap(ngx_pool_t *pool, json_t *servers,

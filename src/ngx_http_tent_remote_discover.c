@@ -634,7 +634,7 @@ next:
      */
 
     if (++d->next_link < ngx_min(d->links.nelts, d->outbound->servers)
-        && f->result != NGX_HTTP_TENT_FETCH_BUSY
+        && !ngx_http_tent_fetch_busy(f)
         && f->result != NGX_HTTP_TENT_FETCH_DEADLINE
         && f->result != NGX_HTTP_TENT_FETCH_ERROR)
     {

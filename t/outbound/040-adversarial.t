@@ -194,6 +194,9 @@ my $HTTP = <<'CONF';
     tent_outbound_deadline 60s;
     tent_outbound_max_requests 8;
     tent_outbound_anonymous_requests 2;
+    # both hanging follows name one host: its share is all of theirs here
+    # (the share per host is t/outbound/060)
+    tent_outbound_anonymous_host_requests 2;
     tent_delivery_concurrency 4;
     tent_delivery_interval 200ms;
     tent_delivery_retry 1s 2s;
