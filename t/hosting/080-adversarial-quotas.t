@@ -12,7 +12,7 @@ use warnings;
 
 my @NAMES;
 BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test fay.test
-                       gus.test) }
+                       gus.test ivy.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -161,6 +161,22 @@ $res = $ann->request(GET => "/apps/$app3->{id}", cred => $ao);
 ok(!($res->{json}{authorized} // 0)
    && !@{ $res->{json}{authorizations} || [] },
    'the refused approval wrote no authorization') or diag $res->{body};
+
+# ---- approvals on the authorize page at once, for the last app's place
+
+is(admin({ action => 'create', entity => "http://ivy.test:$P",
+           quotas => { apps => 2 } })->{status}, 201,
+   'ivy created with a quota of 2 apps');
+my $ivy = client_of('ivy.test', $P);
+$ivy->authorized_app('read_posts');
+my @waiting = map { $ivy->register_app(name => "waiting $_") } 1 .. 4;
+my ($aok, @ast) = at_once(4, sub {
+    my $r = $ivy->authorize($waiting[$_[0] - 1], scope => 'read_posts');
+    return { status => $r->{status} == 302 ? 200 : $r->{status} };
+});
+note "ivy: $aok of 4 approvals taken (@ast)";
+is($aok, 1, '4 approvals at once, 1 place left: one taken');
+is(scalar(grep { $_ == 403 } @ast), 3, 'the others: 403');
 
 # ---- concurrent PUT /profile against the last place of posts
 
@@ -392,6 +408,8 @@ sub count_of {
 is(count_of('dan', 'posts'), 4,
    "dan's count of posts: 4 (the refused imports' given back)");
 is(count_of('dan', 'attachment_bytes'), 600, "dan's count of bytes: 600");
+is(scalar(grep { value_of($_) !~ /unconfirmed_slot/ } rows_of('ivy', 'a')),
+   2, "ivy's store: 2 apps authorized");
 is(count_of('gus', 'posts'), 12, "gus's count of posts: 12, none lost");
 is(count_of('gus', 'attachment_bytes'), 1200, "gus's count of bytes: 1200");
 is(count_of('gus', 'apps'), 1, "gus's count of apps: his owner app");
