@@ -277,6 +277,7 @@ static u_char *
 ngx_http_tent_status_prometheus(u_char *p, ngx_http_tent_stats_t *st)
 {
     ngx_uint_t                       i, n;
+    ngx_atomic_uint_t                ms;
     ngx_http_tent_status_counter_t  *c;
 
     n = sizeof(ngx_http_tent_status_counters)
@@ -301,15 +302,18 @@ ngx_http_tent_status_prometheus(u_char *p, ngx_http_tent_stats_t *st)
                         st->value[NGX_HTTP_TENT_STAT_STORE_OPS + i]);
     }
 
-    p = ngx_sprintf(p, "# HELP tent_store_milliseconds_total "
+    /* Prometheus' base unit: seconds, from the counted milliseconds */
+
+    p = ngx_sprintf(p, "# HELP tent_store_seconds_total "
                     "Store operations' time from submit to answer, "
                     "by kind.\n"
-                    "# TYPE tent_store_milliseconds_total counter\n");
+                    "# TYPE tent_store_seconds_total counter\n");
 
     for (i = 0; i < NGX_HTTP_TENT_STORE_KINDS; i++) {
-        p = ngx_sprintf(p, "tent_store_milliseconds_total{kind=\"%s\"} %uA\n",
-                        ngx_http_tent_status_kinds[i],
-                        st->value[NGX_HTTP_TENT_STAT_STORE_MS + i]);
+        ms = st->value[NGX_HTTP_TENT_STAT_STORE_MS + i];
+        p = ngx_sprintf(p, "tent_store_seconds_total{kind=\"%s\"} "
+                        "%uA.%03uA\n",
+                        ngx_http_tent_status_kinds[i], ms / 1000, ms % 1000);
     }
 
     p = ngx_sprintf(p, "# HELP tent_nonces_used "

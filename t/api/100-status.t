@@ -8,6 +8,7 @@ use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
                   reload_nginx wait_for);
 use Tent::Client;
+use Tent::Promlint;
 use Tent::Receiver;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
@@ -147,10 +148,47 @@ like($res->{headers}{'content-type'} // '', qr{^text/plain; version=0\.0\.4},
      'as Prometheus\' text format');
 my @lines = split /\n/, $res->{body};
 my @bad = grep { !/^# (HELP|TYPE) tent_[a-z_]+ \S.*$/
-                 && !/^tent_[a-z_]+(\{[a-z]+="[a-z_]+"\})? \d+$/ } @lines;
+                 && !/^tent_[a-z_]+(\{[a-z]+="[a-z_]+"\})? \d+(\.\d+)?$/ }
+          @lines;
 is_deeply(\@bad, [], 'each line is "name value" or # HELP/# TYPE')
     or diag $res->{body};
-my %m = map { /^(\S+) (\d+)$/ ? ($1, $2) : () } @lines;
+
+# Prometheus' naming rules: promtool where Debian's prometheus package is
+# installed, and the same rules in t/lib whether or not
+is_deeply([Tent::Promlint::lint($res->{body})], [],
+          'the names as promtool check metrics wants them: base units, '
+          . '_total on counters only, HELP and TYPE first')
+    or diag $res->{body};
+is_deeply([Tent::Promlint::lint(<<'OLD')],
+# HELP tent_store_milliseconds_total Time.
+# TYPE tent_store_milliseconds_total counter
+tent_store_milliseconds_total{kind="get"} 3
+# HELP tent_x_waiting_total Now.
+# TYPE tent_x_waiting_total gauge
+tent_x_waiting_total 1
+tent_x_waiting_total 1
+OLD
+    ['tent_x_waiting_total: series {} twice',
+     'tent_store_milliseconds_total: use base unit "seconds" instead of '
+     . '"milliseconds"',
+     'tent_x_waiting_total: non-counter metrics should not have "_total" '
+     . 'suffix'],
+    'the checker finds milliseconds, a gauge\'s _total, a series twice');
+SKIP: {
+    my $promtool = $ENV{TEST_PROMTOOL}
+        || (grep { -x } map { "$_/promtool" } split /:/, $ENV{PATH})[0];
+    skip 'no promtool (Debian\'s prometheus package)', 1 unless $promtool;
+    open my $in, '|-', "'$promtool' check metrics > $ENV{TEST_NGINX_SERVER_ROOT}"
+                       . "/promtool.out 2>&1" or die "promtool: $!";
+    print {$in} $res->{body};
+    close $in;
+    my $rc = $? >> 8;
+    open my $fh, '<', "$ENV{TEST_NGINX_SERVER_ROOT}/promtool.out" or die;
+    my $said = do { local $/; <$fh> };
+    is("$rc $said", '0 ', 'promtool check metrics finds nothing');
+}
+
+my %m = map { /^(\S+) (\d+(?:\.\d+)?)$/ ? ($1, $2) : () } @lines;
 my %types = map { /^# TYPE (\S+) (\S+)$/ ? ($1, $2) : () } @lines;
 my %helps = map { /^# HELP (\S+) / ? ($1, 1) : () } @lines;
 my %names = map { /^(tent_[a-z_]+)/ ? ($1, 1) : () } grep { !/^#/ } @lines;
@@ -164,7 +202,7 @@ my $s5 = status();
 is($m{tent_deliveries_delivered_total}, $s5->{deliveries}{delivered},
    'the same counters as the JSON');
 ok(defined $m{'tent_store_operations_total{kind="write"}'}
-   && defined $m{'tent_store_milliseconds_total{kind="get"}'}
+   && defined $m{'tent_store_seconds_total{kind="get"}'}
    && defined $m{'tent_nonces_capacity{budget="owner"}'},
    'store operations, their time and the nonce cache, labelled');
 is($types{tent_store_background_waiting}, 'gauge',
