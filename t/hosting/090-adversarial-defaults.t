@@ -29,9 +29,6 @@ my $host = Tent::Peer->start(http_config => <<'CONF',
         listen 127.0.0.1:$PORT;
         server_name *.test;
         tent_entity http://$host:$PORT;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
     }
 CONF
     server_config => admin_location($tokfile));
@@ -139,6 +136,14 @@ like($out, qr/\[warn\] \d+#\d+: "tent_provisioning off" with a variable "tent_en
 is($rc, 0, 'a variable entity without the line is taken') or diag $out;
 unlike($out, qr/\[warn\]/, 'without a warning: it is provisioned')
     or diag $out;
+
+# provisioned by default, so one owner for all its tenants is refused
+# as with the line written (docs/auth.md, sign-in per tenant)
+($rc, $out) = check('http://$host',
+                    'location /o { tent_owner "one for all"; }');
+isnt($rc, 0, 'a variable entity without the line refuses tent_owner');
+like($out, qr/\[emerg\] \d+#\d+: "tent_owner" in a server with "tent_provisioning on"/,
+     'and says why') or diag $out;
 
 ($rc, $out) = check('http://$host', 'tent_provisioning on;');
 unlike($out, qr/\[warn\]/, '"tent_provisioning on": no warning') or diag $out;
