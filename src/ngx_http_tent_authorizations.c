@@ -415,9 +415,8 @@ ngx_http_tent_authorization_new(ngx_http_request_t *r,
     }
 
     /*
-     * and it becomes one of the entity's apps: counted, in this batch
-     * where no quota of apps is set (ngx_http_tent_authorization_quota()
-     * took its place before, where one is)
+     * and it becomes one of the entity's apps: the place its caller took
+     * (ngx_http_tent_authorization_quota()) is this batch's
      */
 
     if (json_is_integer(slot)

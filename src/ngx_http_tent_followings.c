@@ -20,6 +20,7 @@
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_store.h"
@@ -48,6 +49,8 @@ ngx_http_tent_relation_t  ngx_http_tent_followings_rel = {
 };
 
 
+static ngx_int_t ngx_http_tent_following_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_following_requested(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_following_existing(ngx_http_request_t *r,
@@ -114,6 +117,16 @@ ngx_http_tent_followings_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                         "Unauthorized");
     }
 
+    /* provisioning: its following post is one of the quota of posts */
+
+    return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
+                                     ngx_http_tent_following_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_following_read(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_read_json(r, ctx,
                                    ngx_http_tent_following_requested);
 }
@@ -577,7 +590,8 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
 
     if (ngx_http_tent_relation_post(r, ctx, op, "following", record,
                                     "create")
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, op) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "adding the following post");
     }

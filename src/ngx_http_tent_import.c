@@ -834,8 +834,7 @@ ngx_http_tent_import_bytes(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 /*
  * Over a quota: the posts' section is not written (all or nothing, as
  * for an invalid row), the report names the quota, what was taken goes
- * back.  Below: the counts not taken by compare-and-set (no quota set)
- * go with the posts' batch.
+ * back.  Below: what was taken is the posts' batch's from now on.
  */
 
 static ngx_int_t

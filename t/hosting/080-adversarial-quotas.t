@@ -133,6 +133,9 @@ is_quota($ann->request(PUT => "/posts/$pid", cred => $ao,
                        body => { version => 1 }),
          'posts', 'PUT /posts/:id bringing back version 1 at the quota');
 is_quota(status_post($ann, $ao, 'second'), 'posts', 'POST /posts at it');
+is_quota($ann->request(POST => '/followings', cred => $ao,
+                       body => { entity => "http://bea.test:$P" }),
+         'posts', 'POST /followings (a following post) at it');
 $res = $ann->request(GET => '/profile/' . Tent::Client::uri_escape($BASIC),
                      cred => $ao);
 ok($res->{status} == 200 && $res->{body} =~ /"Ann"/
@@ -390,6 +393,7 @@ sub value_of {
 
 is(scalar(rows_of('ann', 'v')), 3, "ann's store: 3 own post versions")
     or diag scalar rows_of('ann', 'v');
+is(scalar(rows_of('ann', 'F')), 0, "ann's store: no following");
 my @confirmed = grep { value_of($_) !~ /unconfirmed_slot/ } rows_of('ann', 'a');
 is(scalar @confirmed, 2, "ann's store: 2 apps authorized");
 cmp_ok(scalar(rows_of('bea', 'v')), '<=', 2,
