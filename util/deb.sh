@@ -20,6 +20,7 @@ say() { echo "deb: $*" >&2; }
 fail() { echo "deb: FAIL: $*" >&2; exit 1; }
 
 build() {
+    say "copy the tree to $out/src"
     rm -rf "$out/src"
     mkdir -p "$out/src"
     # the tree as it is, without what builds and tests leave
@@ -28,8 +29,18 @@ build() {
         --exclude='./fuzz/out' --exclude='./fuzz/bin' -cf - . \
         | tar -C "$out/src" -xf -
     rm -f "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
-    (cd "$out/src" && dpkg-buildpackage -us -uc -b) > "$out/build.log" 2>&1 \
-        || { tail -30 "$out/build.log" >&2; fail "dpkg-buildpackage"; }
+    say "dpkg-buildpackage in $out/src (log: $out/build.log)"
+    # the log whole, and util/build.sh's steps (configure, compile N of
+    # M, link) and debhelper's on the terminal
+    set +e
+    (cd "$out/src" && dpkg-buildpackage -us -uc -b) 2>&1 \
+        | tee "$out/build.log" \
+        | grep --line-buffered -E \
+            '^(build: |   dh_(install|installdocs|installman|shlibdeps|builddeb)( -a)?$|dpkg-deb: building)' \
+        | sed -u 's/^ *//; s/^/deb: /' >&2
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" = 0 ] || { tail -30 "$out/build.log" >&2; fail "dpkg-buildpackage"; }
     deb=$(ls "$out"/libnginx-mod-http-tent_*.deb)
     say "built $deb"
     dpkg-deb -I "$deb" | sed -n '/Depends/p'

@@ -25,7 +25,10 @@ for p in $PKGS; do
     fi
 done
 
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+    echo "install-deps: $(echo $PKGS | wc -w) Debian packages present"
+    exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "install-deps: missing packages:$missing (run as root)" >&2
@@ -36,3 +39,4 @@ echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: installed$missing"

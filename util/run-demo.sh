@@ -160,6 +160,7 @@ http {
 }
 CONF
 
+echo "demo: nginx -t, then nginx on 127.0.0.1:$port and $((port + 1))" >&2
 "$nginx" -p "$demo/" -c "$demo/conf/nginx.conf" -t -q
 "$nginx" -p "$demo/" -c "$demo/conf/nginx.conf"
 
@@ -174,6 +175,7 @@ do
     sleep 0.1
 done
 
+echo "demo: an owner app for each entity (util/demo-owner.pl)" >&2
 owner=$(perl "$top/util/demo-owner.pl" "$port" "$demo") || {
     echo "could not make the demo's owner app; see $demo/logs/error.log" >&2
     exit 1

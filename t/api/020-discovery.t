@@ -332,3 +332,40 @@ GET /
 !Link
 --- response_body
 <html>home</html>
+
+
+
+=== TEST 20: without tent_entity_page and without the root folder: nginx's 404, with the Link (docs/directives.md says so)
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / { root $TEST_NGINX_SERVER_ROOT/no-such-folder; }
+--- request
+GET /
+--- error_code: 404
+--- response_headers_like
+Link: ^<http://localhost:\d+/tent/profile>; rel="https://tent\.io/rels/profile"$
+--- error_log eval
+qr/no-such-folder\S*" is not found/
+
+
+
+=== TEST 21: with tent_entity_page the page answers without the root folder
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+    location = / {
+        root  $TEST_NGINX_SERVER_ROOT/no-such-folder;
+        tent_entity_page;
+    }
+--- request
+GET /
+--- error_code: 200
+--- response_headers_like
+Link: ^<http://localhost:\d+/tent/profile>; rel="https://tent\.io/rels/profile"$
+--- response_body
+Tent!
+--- no_error_log
+is not found
