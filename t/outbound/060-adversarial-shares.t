@@ -208,7 +208,15 @@ for my $raw (@anon) {
     is(eval { decode_json($body)->{error} }, $ANON_HOST_BUSY,
        'the flood: the error names the host\'s share');
 }
-is($silent->connections, 1, 'the refused follows sent nothing');
+$res = $T{bob}{c}->request(POST => '/posts', body => {
+    id => 'm1', entity => $silent->url, type => $STATUS,
+    content => { text => 'hello' }, published_at => 1700000000,
+    licenses => [], permissions => { public => JSON::PP::true },
+    mentions => [{ entity => 'http://bob.test' }], version => 1 });
+is($res->{status}, 503, 'an unsigned mention by the silent host: 503');
+is(($res->{json} || {})->{error}, $ANON_HOST_BUSY,
+   'the mention: the error names the host\'s share');
+is($silent->connections, 1, 'the refused follows and mention sent nothing');
 
 my $stranger = Tent::Receiver->start;
 $res = $T{bob}{c}->request(POST => '/followers', body => {
