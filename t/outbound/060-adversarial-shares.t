@@ -8,7 +8,9 @@
 # host tent_outbound_host_requests (4), the unsigned requests naming one
 # host tent_outbound_anonymous_host_requests (1 of 4); a full share is
 # 503 + Retry-After at once, with an error that names it, and the rest
-# still goes: B's follow, B's delivery, a stranger's follow.
+# still goes: B's follow, B's delivery, a stranger's follow.  What a
+# tenant's followings make it send (profile refreshes hanging at the
+# server it follows) is a second share, and leaves the owner's alone.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for);
