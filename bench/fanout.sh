@@ -145,6 +145,7 @@ bench_write_conf "$mprefix" "$mport" "$WORKERS" \
     # fan-out lasts: the default 4m holds the owner's nonces of about 30
     # s of it (2 x tent_mac_skew), a 100,000-follower fan-out lasts more
     tent_mac_nonce_cache              64m;
+    tent_mac_nonce_share              100;
 "
 bench_nginx_start "$mprefix" "$murl/tent/profile"
 

@@ -38,6 +38,7 @@ posts_module_start() {
         }" \
 "    tent_store            $prefix/store;
     tent_mac_nonce_cache  $NONCE_CACHE;
+    tent_mac_nonce_share  100;
     ${MODULE_HTTP_CONF:-}"
     bench_nginx_start "$prefix" "$url/tent/profile"
     perl "$BENCH_TOP/util/demo-owner.pl" "$port" "$prefix" > /dev/null \

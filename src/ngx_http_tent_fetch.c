@@ -203,8 +203,9 @@ ngx_http_tent_fetch_start(ngx_http_tent_fetch_t *f)
 static ngx_int_t
 ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f)
 {
+    u_char                      *p;
     ngx_int_t                    rc;
-    ngx_str_t                    host;
+    ngx_str_t                    host, name;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_main_conf_t   *mcf;
     ngx_http_tent_fetch_full_t  *ff;
@@ -219,8 +220,29 @@ ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f)
     /* unsigned requests' fetches are strangers', in a share of their own */
 
     if (ctx && ctx->entity.len && !ff->anonymous) {
-        rc = ngx_http_tent_share_take(NGX_HTTP_TENT_SHARE_ENTITY,
-                                      &ctx->entity, mcf->max_entity_fetches,
+        name = ctx->entity;
+
+        /*
+         * what its followers and followings make it send (a move's
+         * challenge, a notification's read) is a share of its own: anyone
+         * can be a follower, and must not use up the owner's
+         */
+
+        if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+            || ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING)
+        {
+            name.len = ctx->entity.len + sizeof(" (others)") - 1;
+            name.data = ngx_pnalloc(ff->pool, name.len);
+            if (name.data == NULL) {
+                return NGX_ERROR;
+            }
+
+            p = ngx_cpymem(name.data, ctx->entity.data, ctx->entity.len);
+            ngx_memcpy(p, " (others)", sizeof(" (others)") - 1);
+        }
+
+        rc = ngx_http_tent_share_take(NGX_HTTP_TENT_SHARE_ENTITY, &name,
+                                      mcf->max_entity_fetches,
                                       &ff->entity_share);
         if (rc == NGX_ERROR) {
             return NGX_ERROR;
@@ -230,7 +252,7 @@ ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f)
             ngx_log_error(NGX_LOG_WARN, ff->log, 0,
                           "tent: %ui outbound requests in flight for "
                           "\"%V\", \"tent_outbound_entity_requests\" "
-                          "reached", mcf->max_entity_fetches, &ctx->entity);
+                          "reached", mcf->max_entity_fetches, &name);
             ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_ENTITY_BUSY);
             return NGX_BUSY;
         }

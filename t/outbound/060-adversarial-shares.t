@@ -8,7 +8,9 @@
 # host tent_outbound_host_requests (4), the unsigned requests naming one
 # host tent_outbound_anonymous_host_requests (1 of 4); a full share is
 # 503 + Retry-After at once, with an error that names it, and the rest
-# still goes: B's follow, B's delivery, a stranger's follow.
+# still goes: B's follow, B's delivery, a stranger's follow.  What a
+# tenant's followings make it send (profile refreshes hanging at the
+# server it follows) is a second share, and leaves the owner's alone.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for);
@@ -74,6 +76,7 @@ sub tenant {
 }
 
 my %T = map { ($_ => tenant("$_.test")) } qw(alice bob carol dave);
+my $res;
 
 # the server alice, carol and dave follow, that will hang their reads
 my $ra = Tent::Receiver->start;
@@ -84,9 +87,19 @@ for my $t (qw(alice carol dave)) {
     $T{$t}{following} = $res->{json}{id} // 'none';
 }
 
+# a server carol follows, whose profile will hang its refreshes
+my $rc = Tent::Receiver->start;
+$res = $T{carol}{c}->request(POST => '/followings', cred => $T{carol}{owner},
+                             body => { entity => $rc->url });
+is($res->{status}, 200, 'carol follows another remote') or diag $res->{body};
+my $rc_following = $res->{json}{id} // 'none';
+my ($rc_given) = $rc->followers;
+my $rc_cred = { map { $_ => ($rc_given || {})->{$_} }
+                qw(mac_key_id mac_key mac_algorithm) };
+
 # bob's follower, an ordinary server
 my $rf = Tent::Receiver->start;
-my $res = $T{bob}{c}->request(POST => '/followers', body => {
+$res = $T{bob}{c}->request(POST => '/followers', body => {
     entity => $rf->url, notification_path => 'notifications/n' });
 is($res->{status}, 200, 'a remote follows bob') or diag $res->{body};
 
@@ -171,10 +184,51 @@ ok(wait_for(sub {
             $rf->requests(method => 'POST', path => qr{^/tent/notif}) }, 20),
    "bob's follower got the post while alice's reads hang");
 
+# ---- 1b. what carol's followings make her send is a share of its own:
+# profile notifications from the server she follows, whose refreshes
+# hang there, leave her own reads their room
+
+$rc->rules([{ method => 'GET', path => '^/tent/profile$',
+              action => 'hang' }]);
+my @notes = map {
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                PeerPort => $peer->port)
+        or die "connect: $!";
+    my $path = "/tent/notifications/$rc_following";
+    my $body = encode_json({
+        id => "p$_", entity => $rc->url,
+        type => 'https://tent.io/types/post/profile/v0.1.0',
+        content => { types => ['https://tent.io/types/info/core/v0.1.0'],
+                     action => 'update' },
+        published_at => 1700000000 + $_, licenses => [],
+        permissions => { public => JSON::PP::true }, version => 1 });
+    my %h = (Host => 'carol.test',
+             signed_headers(cred => $rc_cred, method => 'POST', uri => $path,
+                            host => 'carol.test', port => 80));
+    print {$s} "POST $path HTTP/1.1\r\nConnection: close\r\n"
+             . join('', map { "$_: $h{$_}\r\n" } sort keys %h)
+             . "Content-Type: $TENT_CT\r\nContent-Length: "
+             . length($body) . "\r\n\r\n$body";
+    $s;
+} 1 .. 4;
+ok(wait_for(sub { $rc->requests(method => 'GET',
+                                path => qr{^/tent/profile$}) >= 2 }, 10),
+   'two profile refreshes of carol\'s hang');
+my @nfirst = answers(3, @notes);
+my @nheld = map { $notes[$_] } grep { $nfirst[$_] eq '' } 0 .. $#notes;
+is(scalar @nheld, 2, 'the two other notifications are answered at once')
+    or diag join "\n", map { substr($_, 0, 300) } @nfirst;
+my @carol = (read_posts($T{carol}));
+ok(wait_for(sub { hanging() >= 3 }, 10),
+   'carol\'s own read still goes: it reached her remote');
+$rc->stop;
+my @nend = answers(20, @nheld);
+is(scalar(grep { $_ eq '' } @nend), 0, 'the held notifications ended');
+
 # ---- 2. one remote host: carol's two reads fill its share (4) with
 # alice's, and dave's read at that host is refused; elsewhere he goes
 
-my @carol = map { read_posts($T{carol}) } 1 .. 2;
+push @carol, read_posts($T{carol});
 ok(wait_for(sub { hanging() >= 4 }, 10), 'carol\'s two reads hang too');
 my ($dave) = answers(5, read_posts($T{dave}));
 my ($dhead, $dbody) = split /\r\n\r\n/, $dave, 2;
@@ -208,7 +262,15 @@ for my $raw (@anon) {
     is(eval { decode_json($body)->{error} }, $ANON_HOST_BUSY,
        'the flood: the error names the host\'s share');
 }
-is($silent->connections, 1, 'the refused follows sent nothing');
+$res = $T{bob}{c}->request(POST => '/posts', body => {
+    id => 'm1', entity => $silent->url, type => $STATUS,
+    content => { text => 'hello' }, published_at => 1700000000,
+    licenses => [], permissions => { public => JSON::PP::true },
+    mentions => [{ entity => 'http://bob.test' }], version => 1 });
+is($res->{status}, 503, 'an unsigned mention by the silent host: 503');
+is(($res->{json} || {})->{error}, $ANON_HOST_BUSY,
+   'the mention: the error names the host\'s share');
+is($silent->connections, 1, 'the refused follows and mention sent nothing');
 
 my $stranger = Tent::Receiver->start;
 $res = $T{bob}{c}->request(POST => '/followers', body => {
