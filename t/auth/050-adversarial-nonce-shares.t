@@ -39,6 +39,8 @@ my $peer = Tent::Peer->start(
                    . ' tent_mac_nonce_cache 64k;',
     server_config => <<'CONF',
         tent_entity http://$host;
+        # the open mode: each Host an entity, one owner page for all
+        tent_provisioning off;
         location = /tent/oauth/authorize {
             tent_owner "the owner";
         }

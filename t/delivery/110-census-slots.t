@@ -26,7 +26,7 @@ __DATA__
 GET /tent/profile
 --- error_code: 200
 --- error_log eval
-qr/tent_mac_nonce_cache of 32k holds [1-9]\d* nonces, \d+ each for app and for follower keys, and 256 census slots/
+qr/tent_mac_nonce_cache of 32k holds [1-9]\d* nonces, \d+ each for app and for follower keys, [^,]+, \d+ entity slots and 256 census slots/
 
 
 
@@ -39,7 +39,7 @@ qr/tent_mac_nonce_cache of 32k holds [1-9]\d* nonces, \d+ each for app and for f
 GET /tent/profile
 --- error_code: 200
 --- error_log eval
-qr/tent_mac_nonce_cache of 4096k holds [1-9]\d* nonces, \d+ each for app and for follower keys, and 4096 census slots/
+qr/tent_mac_nonce_cache of 4096k holds [1-9]\d* nonces, \d+ each for app and for follower keys, [^,]+, \d+ entity slots and 4096 census slots/
 
 
 
@@ -53,7 +53,7 @@ qr/tent_mac_nonce_cache of 4096k holds [1-9]\d* nonces, \d+ each for app and for
 GET /tent/profile
 --- error_code: 200
 --- error_log eval
-qr/tent_mac_nonce_cache of 3072k holds [1-9]\d* nonces, \d+ each for app and for follower keys, and 2048 census slots/
+qr/tent_mac_nonce_cache of 3072k holds [1-9]\d* nonces, \d+ each for app and for follower keys, [^,]+, \d+ entity slots and 2048 census slots/
 
 
 
@@ -67,4 +67,4 @@ qr/tent_mac_nonce_cache of 3072k holds [1-9]\d* nonces, \d+ each for app and for
 GET /tent/profile
 --- error_code: 200
 --- error_log eval
-qr/tent_mac_nonce_cache of 65536k holds [1-9]\d* nonces, \d+ each for app and for follower keys, and 16384 census slots/
+qr/tent_mac_nonce_cache of 65536k holds [1-9]\d* nonces, \d+ each for app and for follower keys, [^,]+, \d+ entity slots and 16384 census slots/
