@@ -37,7 +37,8 @@ static ngx_int_t ngx_http_tent_relations_scan(ngx_http_request_t *r,
  * order=asc, entity=; prev/next Link headers, Count on HEAD.  The page
  * next to a cursor in either order: newest first, since_id is scanned
  * up from it; oldest first (order=asc), before_id is scanned down from
- * it; then turned round.  "next" only when an item follows the page.
+ * it; then turned round.  "next" only when an item follows the page
+ * ("prev" only when one comes before it, on a page turned round).
  */
 
 static ngx_int_t
@@ -298,12 +299,22 @@ ngx_http_tent_relations_link(ngx_http_request_t *r,
     ngx_str_set(&h->key, "Link");
     h->value.data = p;
 
-    p = ngx_sprintf(p, "<%V?%V%s=%V&limit=%ui%V>; rel=\"prev\"",
-                    &r->uri, &order, st->reverse ? "since_id" : "before_id",
-                    &first, st->limit, &st->args);
+    /*
+     * "more" is about the side scanned away from the cursor: past "next"
+     * on a page read in order, past "prev" on one read turned round
+     * (reached through prev), whose next page is the one it came from
+     */
 
-    if (st->more) {
-        p = ngx_sprintf(p, ", <%V?%V%s=%V&limit=%ui%V>; rel=\"next\"",
+    if (!st->flip || st->more) {
+        p = ngx_sprintf(p, "<%V?%V%s=%V&limit=%ui%V>; rel=\"prev\"",
+                        &r->uri, &order,
+                        st->reverse ? "since_id" : "before_id",
+                        &first, st->limit, &st->args);
+    }
+
+    if (st->flip || st->more) {
+        p = ngx_sprintf(p, "%s<%V?%V%s=%V&limit=%ui%V>; rel=\"next\"",
+                        p == h->value.data ? "" : ", ",
                         &r->uri, &order,
                         st->reverse ? "before_id" : "since_id",
                         &last, st->limit, &st->args);

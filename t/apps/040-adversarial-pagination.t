@@ -3,8 +3,9 @@
 # Link header.  With order=asc there was no Link at all (one page of 50
 # of 105 apps: most authorized ones never seen).  105 apps: 100 waiting
 # for the owner (anonymous registrations), 5 authorized, the reader one
-# of them; pages of several sizes, the authorized=true|false filters,
-# and /followers (the same code) in ascending order.
+# of them; pages of several sizes, the authorized=true|false filters;
+# then there and back (next to the last page, prev to the first), and
+# /followers (the same code) there and back in both orders.
 
 use strict;
 use warnings;
@@ -12,9 +13,11 @@ use warnings;
 use Test::More;
 use Tent::Peer;
 use Tent::Client;
+use Tent::Util qw(follower_host_config follow_many);
 
 my $peer = Tent::Peer->start(http_config => <<'CONF', worker_processes => 1);
     tent_store $SERVROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
 CONF
 my $c = $peer->client;
 
@@ -102,6 +105,92 @@ check('/apps?limit=30&authorized=false', \%waiting, 'desc',
     $res = $c->request(GET => '//' . ($prev // ''), cred => $cred);
     is_deeply([map { $_->{id} } @{ $res->{json} || [] }], $first,
               'order=asc: prev of the second page is the first page');
+}
+
+# there and back: next to the last page, then prev back to the first.
+# Each page links to its neighbours and only to them: a page reached
+# through prev has a next link (the page it came from) and a prev link
+# unless it is the first.  Its next link had been gated on the items
+# past its far side, so the first page, reached back, had none (and a
+# prev link to an empty page).
+sub links {
+    my ($res) = @_;
+    my $link = $res->{headers}{link} // '';
+    my ($prev) = $link =~ /<([^>]+)>; rel="prev"/;
+    my ($next) = $link =~ /<([^>]+)>; rel="next"/;
+    return map { defined $_ ? "//$_" : undef } $prev, $next;
+}
+
+sub ids_of { return [map { $_->{id} } @{ $_[0]{json} || [] }] }
+
+sub there_and_back {
+    my ($client, $first, $want, $what, @cr) = @_;
+    my (@fwd, @back, @problems, $prev, $next, $res);
+
+    my $path = $first;
+    while (defined $path && @fwd < 60) {
+        $res = $client->request(GET => $path, @cr);
+        push @problems, "$path: $res->{status}" if $res->{status} != 200;
+        push @fwd, ids_of($res);
+        ($prev, $next) = links($res);
+        push @problems, "forward page " . @fwd . ": no prev link"
+            if !defined $prev;
+        $path = $next;
+    }
+    ok(@fwd > 1 && !defined $path, "$what: forward to the last page ("
+       . @fwd . ' pages)');
+
+    $path = $prev;
+    while (defined $path && @back < 60) {
+        $res = $client->request(GET => $path, @cr);
+        push @problems, "$path: $res->{status}" if $res->{status} != 200;
+        my $page = ids_of($res);
+        my $k = @fwd - 2 - @back;        # the forward page it should be
+        unshift @back, $page;
+        ($path, $next) = links($res);
+        push @problems, "back to page " . ($k + 1) . ": "
+            . ($res->{headers}{link} // 'no Link')
+            if $k < 0 || !defined $next
+               || (defined $path ? 1 : 0) != ($k > 0 ? 1 : 0);
+        next if !defined $next || $k < 0;
+        my $ahead = $client->request(GET => $next, @cr);
+        push @problems, "back to page " . ($k + 1) . ": next is not page "
+            . ($k + 2)
+            if "@{ ids_of($ahead) }" ne "@{ $fwd[$k + 1] }";
+    }
+    is("@problems", '', "$what: each page's links, both ways");
+    is_deeply(\@back, [@fwd[0 .. $#fwd - 1]],
+              "$what: back through prev, the same pages");
+    my (%seen, @dups);
+    @dups = grep { $seen{$_}++ } map { @$_ } @back, $fwd[-1];
+    is("@dups", '', "$what: back, no item twice");
+    is_deeply([sort keys %seen], [sort keys %$want],
+              "$what: back, every item");
+}
+
+for my $limit (50, 7) {
+    there_and_back($c, "/apps?limit=$limit", \%all,
+                   "there and back, limit $limit", cred => $cred);
+    there_and_back($c, "/apps?order=asc&limit=$limit", \%all,
+                   "there and back, limit $limit, order=asc", cred => $cred);
+}
+there_and_back($c, '/apps?limit=30&authorized=false', \%waiting,
+               'there and back, authorized=false', cred => $cred);
+there_and_back($c, '/apps?order=asc&limit=30&authorized=false', \%waiting,
+               'there and back, authorized=false, order=asc', cred => $cred);
+
+# the same code lists followers: 7 of them, pages of 2, both orders
+{
+    my $host = Tent::Peer->start(worker_processes => 1,
+                                 server_config => follower_host_config());
+    my ($bad, @ids) = follow_many($c, $host->url, [map { "f$_" } 1 .. 7]);
+    is($bad, 0, '7 entities follow');
+    my %followers = map { $_ => 1 } @ids;
+    there_and_back($c, '/followers?limit=2', \%followers,
+                   'there and back, followers');
+    there_and_back($c, '/followers?order=asc&limit=2', \%followers,
+                   'there and back, followers, order=asc');
+    $host->stop;
 }
 
 unlike($peer->error_log_text, qr/\[alert\]|exited on signal|runtime error/,

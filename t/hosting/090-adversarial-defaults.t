@@ -93,9 +93,11 @@ my $load = join '', map { "load_module " . File::Spec->rel2abs($_) . ";\n" }
                     @mods;
 my $troot = "$root-t";
 
-# nginx -t of a server with ENTITY and LINES: exit status and output
+# nginx -t of a server with ENTITY and LINES (HTTP_LINES in its http
+# block): exit status and output
 sub check {
-    my ($entity, $lines) = @_;
+    my ($entity, $lines, $http_lines) = @_;
+    $http_lines //= '';
     remove_tree($troot);
     make_path("$troot/conf", "$troot/logs");
     open my $fh, '>', "$troot/conf/nginx.conf" or die "conf: $!";
@@ -113,6 +115,7 @@ http {
     uwsgi_temp_path $troot/uwsgi;
     scgi_temp_path $troot/scgi;
     tent_store $troot/store;
+    $http_lines
     server {
         listen 127.0.0.1:$P;
         server_name *.test;
@@ -160,6 +163,16 @@ unlike($out, qr/\[warn\]/, 'is no risk: no warning') or diag $out;
 isnt($rc, 0, 'a fixed entity with "tent_provisioning on" fails');
 like($out, qr/"tent_provisioning" needs a "tent_entity" with variables/,
      'and says why') or diag $out;
+
+# a server's open mode is its own: written in the http block the line
+# would reach every server silently (the variable ones' default is on),
+# so it is refused there rather than merged or overridden
+for my $v (qw(off on)) {
+    ($rc, $out) = check('http://$host', '', "tent_provisioning $v;");
+    isnt($rc, 0, "\"tent_provisioning $v\" in the http block fails");
+    like($out, qr/"tent_provisioning" directive is not allowed here/,
+         'and says why') or diag $out;
+}
 
 remove_tree($troot);
 

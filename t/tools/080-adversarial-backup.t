@@ -6,8 +6,10 @@
 # meanwhile (to a directory of the other user's) took the copy.  DEST is
 # now made at once by a mkdir that fails on anything there, a link
 # included; a directory anyone may write to without the sticky bit is
-# refused as DEST's parent.  No nginx here: a store of a few files,
-# its lock held by a process of the suite.
+# refused as DEST's parent, and so is one its group may write to (that
+# was taken: a group member could rename DEST away), unless sticky and
+# owned by root or the user (/tmp).  No nginx here: a store of a few
+# files, its lock held by a process of the suite.
 
 use strict;
 use warnings;
@@ -115,13 +117,47 @@ mkdir $open or die;
 chmod 0777, $open or die;
 ($code, $err) = backup('--offline', $store, "$open/copy");
 isnt($code, 0, 'DEST in a directory anyone may write to: refused');
-like($err, qr/writable by anyone/, '... and why');
+like($err, qr/writable by anyone \(mode 0777\)/, '... and why');
 ok(!-e "$open/copy", '... nothing made');
+
+# a group's shared directory: its members could rename DEST away too
+my $shared = "$tmp/shared";
+mkdir $shared or die;
+for my $mode (0775, 0770, 0730) {
+    chmod $mode, $shared or die;
+    ($code, $err) = backup('--offline', $store, "$shared/copy");
+    isnt($code, 0, sprintf('DEST in a directory of mode %04o (its group '
+                           . 'may write): refused', $mode));
+    like($err, qr/writable by its group .*choose another place/,
+         '... and why') or diag $err;
+    ok(!-e "$shared/copy", '... nothing made');
+}
+
+chmod 01775, $shared or die;
+($code, $err) = backup('--offline', $store, "$shared/copy");
+is($code, 0, 'group-writable with the sticky bit, ours: taken')
+    or diag $err;
+ok(-f "$shared/copy/db/CURRENT", '... the copy made');
 
 chmod 01777, $open or die;
 ($code, $err) = backup('--offline', $store, "$open/copy");
 is($code, 0, 'with the sticky bit (/tmp): taken') or diag $err;
 ok(-f "$open/copy/db/CURRENT", '... the copy made');
+
+# sticky but another user's: its owner renames any entry in it
+SKIP: {
+    skip 'chown needs root', 3 if $> != 0;
+    my $nobody = getpwnam('nobody') // 65534;
+    my $other = "$tmp/other";
+    mkdir $other or die;
+    chmod 01777, $other or die;
+    chown $nobody, -1, $other or die "chown: $!";
+    ($code, $err) = backup('--offline', $store, "$other/copy");
+    isnt($code, 0, 'sticky, writable by anyone, another user\'s: refused');
+    like($err, qr/not a sticky directory of root's or yours/, '... and why')
+        or diag $err;
+    ok(!-e "$other/copy", '... nothing made');
+}
 
 # ---- a failure removes what the run made, and only that
 
