@@ -24,6 +24,7 @@
 #include "ngx_http_tent_profile.h"
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_resolver.h"
+#include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_signin.h"
 #include "ngx_http_tent_status.h"
 #include "ngx_http_tent_store.h"
@@ -479,6 +480,7 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
 {
     ngx_http_handler_pt        *h;
     ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_tent_main_conf_t  *mcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -505,6 +507,20 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
                                .handlers.nelts - 1) * sizeof(*h));
 
     h[0] = ngx_http_tent_root_handler;
+
+    /*
+     * A share of the nonce cache an entity matters only where entities
+     * share it: one fixed entity may have all of it (docs/auth.md)
+     */
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);
+
+    if (mcf->nonce_zone && mcf->nonce_share == NGX_CONF_UNSET_UINT) {
+        mcf->nonce_share = (mcf->variable_entity
+                            || mcf->entity_confs.nelts > 1) ? 25 : 100;
+
+        ngx_http_tent_nonce_zone_share(mcf->nonce_zone, mcf->nonce_share);
+    }
 
     if (ngx_http_tent_signin_init(cf) != NGX_OK) {
         return NGX_ERROR;

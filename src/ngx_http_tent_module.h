@@ -122,6 +122,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      entities;
     size_t                          nonce_zone_size;
     ngx_uint_t                      nonce_share; /* percent an entity */
+    ngx_flag_t                      variable_entity; /* a tenants' host */
     size_t                          anonymous_cache; /* bytes a worker */
     ngx_shm_zone_t                 *nonce_zone;
 

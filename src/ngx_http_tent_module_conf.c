@@ -266,7 +266,6 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(mcf->store_thread_nice, 0);
     ngx_conf_init_size_value(mcf->store_write_buffer, 16 * 1024 * 1024);
     ngx_conf_init_size_value(mcf->nonce_zone_size, 4 * 1024 * 1024);
-    ngx_conf_init_uint_value(mcf->nonce_share, 25);
     ngx_conf_init_size_value(mcf->anonymous_cache, 16 * 1024 * 1024);
 
     if (mcf->store_path.len == 0) {
@@ -284,7 +283,9 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (mcf->nonce_share < 1 || mcf->nonce_share > 100) {
+    if (mcf->nonce_share != NGX_CONF_UNSET_UINT
+        && (mcf->nonce_share < 1 || mcf->nonce_share > 100))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"tent_mac_nonce_share\" must be between 1 and "
                            "100 (percent)");
@@ -455,6 +456,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);
+
+    if (conf->entity->lengths != NULL) {
+        mcf->variable_entity = 1;
+    }
 
     if (mcf->store_path.len == 0) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

@@ -163,6 +163,17 @@ ngx_http_tent_nonce_zone_ctx(ngx_pool_t *pool, ngx_uint_t share)
 }
 
 
+/* the share decided once every server is known (postconfiguration) */
+
+void
+ngx_http_tent_nonce_zone_share(ngx_shm_zone_t *zone, ngx_uint_t share)
+{
+    ngx_http_tent_nonce_ctx_t  *ctx = zone->data;
+
+    ctx->share = share;
+}
+
+
 /* the nonces one entity may hold: 4 at least, so each kind has one */
 
 static ngx_uint_t

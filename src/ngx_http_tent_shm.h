@@ -22,6 +22,7 @@
 
 /* the zone's data: "share", the percent of it one entity may hold */
 void *ngx_http_tent_nonce_zone_ctx(ngx_pool_t *pool, ngx_uint_t share);
+void ngx_http_tent_nonce_zone_share(ngx_shm_zone_t *zone, ngx_uint_t share);
 ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
 
 /* anonymous replies: moved by a write of a post or a profile section */

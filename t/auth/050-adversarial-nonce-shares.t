@@ -176,7 +176,38 @@ __DATA__
 
 
 
-=== TEST 3: tent_mac_nonce_share 25 (the default)
+=== TEST 3: one fixed entity: all of the zone by default
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost.test;
+--- request
+GET /tent/profile
+--- error_code: 200
+--- error_log eval
+qr/\d+ for one entity \(tent_mac_nonce_share 100%\)/
+
+
+
+=== TEST 4: two fixed entities share it: a quarter each by default
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SERVER_PORT;
+        server_name other.test;
+        tent_entity http://other.test;
+    }
+--- config
+    tent_entity http://localhost.test;
+--- request
+GET /tent/profile
+--- error_code: 200
+--- error_log eval
+qr/\d+ for one entity \(tent_mac_nonce_share 25%\)/
+
+
+
+=== TEST 5: tent_mac_nonce_share 25 written
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_mac_nonce_share 25;
