@@ -35,6 +35,9 @@ chmod 0755, $sr;
 make_path("$sr/logs", "$sr/secret");
 chmod 0700, "$sr/secret";                  # root's, closed to www-data
 
+# under util/run-asan.sh: this suite's nginx report here (checked last)
+$ENV{TENT_ASAN_LOG} = "$sr/logs/asan";
+
 # a configuration: NAME.conf with the http block's BODY
 sub conf {
     my ($name, $http, %o) = @_;
@@ -280,5 +283,13 @@ ok(wait_for(sub { get($PB, '/tent/profile')->{status} == 200 }),
    'B answers from the store');
 my $errors = () = blog() =~ /\Q$locked\E for/g;
 is($errors, 1, 'one error line of the owner in that minute');
+
+# nothing for the sanitizers (util/run-asan.sh), in any of these nginx
+stop("$sr/b.pid");
+my @asan = glob("$sr/logs/asan*");
+is_deeply(\@asan, [], 'no sanitizer report')
+    or diag join '', map { open my $fh, '<', $_; <$fh> } @asan;
+my $ub = join '', map { open my $fh, '<', $_; <$fh> } glob("$sr/logs/*.log");
+unlike($ub, qr/runtime error:/, 'no UBSan report in the logs');
 
 done_testing();
