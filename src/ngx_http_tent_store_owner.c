@@ -272,12 +272,12 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 
     store->state = NGX_HTTP_TENT_OWNER_OPEN;
 
-    if (store->lock_said || store->lock_holder) {
-        store->lock_said = 0;
-        store->lock_holder = 0;
-        ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCKED, 0);
-        ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCK_PID, 0);
-    }
+    /* ours now, whoever had it (tent_status) */
+
+    store->lock_said = 0;
+    store->lock_holder = 0;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCKED, 0);
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCK_PID, 0);
 
     /*
      * Those there now, once each: a write the registry fence parks goes
