@@ -81,6 +81,9 @@ ngx_http_tent_admin_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     clcf->handler = ngx_http_tent_admin_handler;
 
+    ngx_http_tent_handler_set(cf, (ngx_http_tent_loc_conf_t *) conf,
+                              NGX_HTTP_TENT_HANDLER_ADMIN);
+
     return NGX_CONF_OK;
 }
 

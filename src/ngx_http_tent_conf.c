@@ -328,6 +328,9 @@ ngx_http_tent_entity_page_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
     clcf->handler = ngx_http_tent_root_handler;
 
+    ngx_http_tent_handler_set(cf, (ngx_http_tent_loc_conf_t *) conf,
+                              NGX_HTTP_TENT_HANDLER_PAGE);
+
     return NGX_CONF_OK;
 }
 

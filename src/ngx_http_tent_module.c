@@ -29,7 +29,6 @@
 #include "ngx_http_tent_status.h"
 #include "ngx_http_tent_store.h"
 
-#include <dirent.h>
 
 
 static ngx_int_t ngx_http_tent_preconfiguration(ngx_conf_t *cf);
@@ -530,113 +529,41 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
 }
 
 
-/* the master, as root: create the store directory for the worker user */
-
-static ngx_int_t
-ngx_http_tent_chown_dir(ngx_cycle_t *cycle, u_char *path, ngx_uid_t user,
-    ngx_gid_t group)
-{
-    u_char          file[NGX_MAX_PATH];
-    DIR            *dir;
-    struct dirent  *de;
-
-    if (chown((char *) path, user, group) == -1) {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
-                      "chown(\"%s\") failed", path);
-        return NGX_ERROR;
-    }
-
-    dir = opendir((char *) path);
-    if (dir == NULL) {
-        return NGX_OK;
-    }
-
-    while ((de = readdir(dir)) != NULL) {
-        if (de->d_name[0] == '.'
-            && (de->d_name[1] == '\0'
-                || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
-        {
-            continue;
-        }
-
-        ngx_snprintf(file, sizeof(file), "%s/%s%Z", path, de->d_name);
-
-        if (lchown((char *) file, user, group) == -1) {
-            ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
-                          "chown(\"%s\") failed", file);
-        }
-    }
-
-    (void) closedir(dir);
-
-    return NGX_OK;
-}
-
+/*
+ * The master, after the configuration: the store was checked and made
+ * at the end of the http block (ngx_http_tent_store_check(), a clean
+ * refusal of -t and of a reload); again here only when "user" came after
+ * the http block.  Then a lock another process holds is said.
+ */
 
 static ngx_int_t
 ngx_http_tent_init_module(ngx_cycle_t *cycle)
 {
-    ngx_err_t                   err;
     ngx_core_conf_t            *ccf;
-    ngx_file_info_t             fi;
     ngx_http_tent_main_conf_t  *mcf;
 
     mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_tent_module);
 
-    if (mcf == NULL || mcf->store_path.len == 0 || ngx_test_config) {
+    if (mcf == NULL || mcf->store_path.len == 0) {
         return NGX_OK;
     }
 
-    if (mcf->entities == 0) {
+    if (mcf->entities == 0 && !ngx_test_config) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
                       "\"tent_store\" is set but no server has "
                       "\"tent_entity\"");
     }
 
-    if (ngx_create_full_path(mcf->db_path.data, 0700) != 0) {
-        err = ngx_errno;
-        if (err != NGX_EEXIST) {
-            ngx_log_error(NGX_LOG_EMERG, cycle->log, err,
-                          "cannot create the tent store \"%V\"",
-                          &mcf->store_path);
-            return NGX_ERROR;
-        }
-    }
-
-    if (ngx_create_dir(mcf->db_path.data, 0700) == NGX_FILE_ERROR
-        && ngx_errno != NGX_EEXIST)
-    {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
-                      "cannot create the tent store \"%V\"", &mcf->db_path);
-        return NGX_ERROR;
-    }
-
-    if (ngx_file_info(mcf->db_path.data, &fi) == NGX_FILE_ERROR
-        || !ngx_is_dir(&fi))
-    {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
-                      "the tent store \"%V\" is not a directory",
-                      &mcf->db_path);
-        return NGX_ERROR;
-    }
-
     ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
 
-    if (geteuid() != 0 || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
-        return NGX_OK;
-    }
-
-    /* workers run as "user": the directory and the database are theirs */
-
-    if (ngx_http_tent_chown_dir(cycle, mcf->store_path.data, ccf->user,
-                                ccf->group)
-        != NGX_OK
-        || ngx_http_tent_chown_dir(cycle, mcf->db_path.data, ccf->user,
-                                   ccf->group)
+    if (geteuid() == 0 && ccf->master && ccf->user != mcf->store_uid
+        && ngx_http_tent_store_check(cycle, cycle->log, cycle->pool, mcf)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
+
+    ngx_http_tent_store_lock_check(cycle, mcf);
 
     return NGX_OK;
 }

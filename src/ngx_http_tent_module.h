@@ -118,6 +118,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_thread_pool_t              *thread_pool;
     ngx_msec_t                      store_timeout;
     ngx_uint_t                      store_max_waiting;
+    ngx_uid_t                       store_uid;   /* checked for */
     ngx_http_tent_store_t          *store;
     ngx_uint_t                      entities;
     size_t                          nonce_zone_size;
@@ -207,7 +208,22 @@ typedef struct {
     time_t                          mac_skew;
     size_t                          attachment_max;
     ngx_str_t                       admin_token; /* tent_admin_token_file */
+
+    /* the location's handler of ours, for the checks of merge_loc_conf */
+    ngx_uint_t                      handler;     /* NGX_HTTP_TENT_HANDLER_ */
+    ngx_str_t                       handler_file;
+    ngx_uint_t                      handler_line;
 } ngx_http_tent_loc_conf_t;
+
+#define NGX_HTTP_TENT_HANDLER_STATUS  1
+#define NGX_HTTP_TENT_HANDLER_ADMIN   2
+#define NGX_HTTP_TENT_HANDLER_PAGE    3
+
+/* a location's handler of ours: where, for the checks of the whole conf */
+#define ngx_http_tent_handler_set(cf, lcf, kind)                              \
+    (lcf)->handler = (kind);                                                  \
+    (lcf)->handler_file = (cf)->conf_file->file.name;                         \
+    (lcf)->handler_line = (cf)->conf_file->line
 
 
 /* per request state: what the request's entity evaluated to, the route */

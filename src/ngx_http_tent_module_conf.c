@@ -19,10 +19,13 @@
 #include "ngx_http_tent_shm.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_guard.h"
+#include "ngx_http_tent_store.h"
 
 
 static ngx_int_t ngx_http_tent_outbound_init(ngx_conf_t *cf,
     ngx_http_tent_main_conf_t *mcf);
+static ngx_int_t ngx_http_tent_check_location(ngx_conf_t *cf,
+    ngx_http_tent_loc_conf_t *lcf);
 
 
 void *
@@ -341,6 +344,14 @@ ngx_http_tent_init_main_conf(ngx_conf_t *cf, void *conf)
                            "tent store socket path \"%V\" is longer than "
                            "a UNIX socket allows, set a shorter one with "
                            "\"tent_store_socket\"", &mcf->socket_path);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the workers' user can use the store; made at start (store_check.c) */
+
+    if (ngx_http_tent_store_check(cf->cycle, cf->log, cf->temp_pool, mcf)
+        != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
@@ -674,5 +685,102 @@ ngx_http_tent_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               10 * 1024 * 1024);
     ngx_conf_merge_str_value(conf->admin_token, prev->admin_token, "");
 
+    if (conf->handler && ngx_http_tent_check_location(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
+}
+
+
+/*
+ * What would only fail at run time, refused by nginx -t: a handler of
+ * ours where the API root takes every request first (the router runs
+ * before the location's handler), the operator's location without its
+ * token or without a store.
+ * Merging a location, cf->ctx holds its server's confs.
+ */
+
+static ngx_int_t
+ngx_http_tent_check_location(ngx_conf_t *cf, ngx_http_tent_loc_conf_t *lcf)
+{
+    ngx_str_t                 *root, *name, shown;
+    const char                *directive;
+    ngx_http_tent_srv_conf_t  *scf;
+    ngx_http_tent_main_conf_t *mcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    static const char  *directives[] = {
+        "", "tent_status", "tent_admin", "tent_entity_page"
+    };
+
+    directive = directives[lcf->handler];
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    scf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_tent_module);
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);
+    name = &clcf->name;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                   "tent: checking \"%s\" in location \"%V\"",
+                   directive, name);
+
+    if (lcf->handler == NGX_HTTP_TENT_HANDLER_ADMIN) {
+
+        if (mcf->store_path.len == 0) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"tent_admin\" in %V:%ui needs \"tent_store\" "
+                          "in the http block", &lcf->handler_file,
+                          lcf->handler_line);
+            return NGX_ERROR;
+        }
+
+        if (lcf->admin_token.len == 0) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"tent_admin\" in %V:%ui has no "
+                          "\"tent_admin_token_file\": every request would "
+                          "be refused", &lcf->handler_file,
+                          lcf->handler_line);
+            return NGX_ERROR;
+        }
+    }
+
+    /* the page in a server without an entity is nginx's (directives.md) */
+
+    if (scf->entity == NULL) {
+        return NGX_OK;
+    }
+
+    /* a regex, named or if location: its URIs are not known here */
+
+    if (clcf->regex || clcf->named || clcf->noname) {
+        return NGX_OK;
+    }
+
+    /* ngx_http_tent_is_api_request() of the location's own name */
+
+    root = &scf->api_root;
+
+    if (name->len < root->len
+        || ngx_strncmp(name->data, root->data, root->len) != 0
+        || (name->len > root->len && name->data[root->len] != '/'))
+    {
+        return NGX_OK;
+    }
+
+    if (root->len) {
+        shown = *root;
+
+    } else {
+        ngx_str_set(&shown, "/");
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "\"%s\" in %V:%ui: its location \"%V\" is inside the "
+                  "API root \"%V\" of its server's \"tent_entity\", "
+                  "where the API answers: move it out of \"%V\"",
+                  directive, &lcf->handler_file, lcf->handler_line, name,
+                  &shown, &shown);
+
+    return NGX_ERROR;
 }

@@ -110,6 +110,8 @@ typedef enum {
     NGX_HTTP_TENT_STAT_STORE_BACKGROUND,  /* ... for background work */
     NGX_HTTP_TENT_STAT_STORE_DEFERRED, /* background ops that waited a slot */
     NGX_HTTP_TENT_STAT_STORE_WAITING,  /* a gauge: those waiting now */
+    NGX_HTTP_TENT_STAT_STORE_LOCKED,   /* a gauge: another has the lock */
+    NGX_HTTP_TENT_STAT_STORE_LOCK_PID, /* a gauge: that process, or 0 */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

@@ -94,7 +94,14 @@ static ngx_http_tent_status_counter_t  ngx_http_tent_status_counters[] = {
       "Background operations that waited for a thread of theirs.", 0 },
     { NGX_HTTP_TENT_STAT_STORE_WAITING, "store_threads", "waiting",
       "tent_store_background_waiting",
-      "Background operations waiting for a thread of theirs now.", 1 }
+      "Background operations waiting for a thread of theirs now.", 1 },
+    { NGX_HTTP_TENT_STAT_STORE_LOCKED, "store_lock", "locked",
+      "tent_store_locked",
+      "1 while another process holds the store's lock: requests get 503.",
+      1 },
+    { NGX_HTTP_TENT_STAT_STORE_LOCK_PID, "store_lock", "pid",
+      "tent_store_lock_holder_pid",
+      "The process that holds the store's lock while locked, else 0.", 1 }
 };
 
 
@@ -116,6 +123,9 @@ ngx_http_tent_status_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     clcf->handler = ngx_http_tent_status_handler;
+
+    ngx_http_tent_handler_set(cf, (ngx_http_tent_loc_conf_t *) conf,
+                              NGX_HTTP_TENT_HANDLER_STATUS);
 
     return NGX_CONF_OK;
 }

@@ -30,6 +30,8 @@
 static void ngx_http_tent_owner_open(ngx_http_tent_store_t *store);
 static void ngx_http_tent_owner_open_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_owner_opened(ngx_event_t *ev);
+static void ngx_http_tent_owner_locked(ngx_http_tent_store_t *store,
+    ngx_msec_t elapsed);
 static void ngx_http_tent_owner_open_timer(ngx_event_t *ev);
 static void ngx_http_tent_owner_close(ngx_http_tent_store_t *store);
 static void ngx_http_tent_owner_close_thread(void *data, ngx_log_t *log);
@@ -184,6 +186,15 @@ ngx_http_tent_owner_open_thread(void *data, ngx_log_t *log)
 
     if (ngx_http_tent_ldb_is_open(store->ldb)) {
         ngx_http_tent_fence_load_thread(store);
+        return;
+    }
+
+    /* who holds the lock: we do not, so F_GETLK drops nothing of ours */
+
+    store->lock_holder = 0;
+
+    if (ngx_strstr(ngx_http_tent_ldb_error(store->ldb), "lock") != NULL) {
+        store->lock_holder = ngx_http_tent_store_lock_holder(&store->db_path);
     }
 }
 
@@ -228,18 +239,15 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 
         error = ngx_http_tent_ldb_error(ldb);
         lock = (ngx_strstr(error, "lock") != NULL);
+        level = lock ? NGX_LOG_NOTICE : NGX_LOG_ERR;
 
         if (lock) {
-            level = (elapsed < 5000) ? NGX_LOG_NOTICE : NGX_LOG_WARN;
-
-        } else {
-            level = NGX_LOG_ERR;
+            ngx_http_tent_owner_locked(store, elapsed);
         }
 
-        if (store->open_attempts == 1 || store->open_attempts % 30 == 0
-            || (lock && level == NGX_LOG_WARN
-                && store->open_attempts % 10 == 0)
-            || (lock && elapsed < 5000))
+        if ((store->open_attempts == 1 || store->open_attempts % 30 == 0
+             || lock)
+            && (!lock || elapsed < 5000))
         {
             ngx_log_error(level, store->log, 0,
                           "tent store: opening \"%V\" failed "
@@ -264,6 +272,13 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
 
     store->state = NGX_HTTP_TENT_OWNER_OPEN;
 
+    /* ours now, whoever had it (tent_status) */
+
+    store->lock_said = 0;
+    store->lock_holder = 0;
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCKED, 0);
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCK_PID, 0);
+
     /*
      * Those there now, once each: a write the registry fence parks goes
      * back to the tail (behind a registry write that runs), and waits
@@ -281,6 +296,49 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
     /* those that waited for a thread while the database was reopened */
 
     ngx_http_tent_owner_next_background(store);
+}
+
+
+/*
+ * The lock is another's: for a moment on a reload or a binary upgrade
+ * (the old owner hands over; notice lines), else a second nginx, or any
+ * process, on our store.  Past 5 s: one error line a minute, and the
+ * holder in tent_status, until we open it.
+ */
+
+static void
+ngx_http_tent_owner_locked(ngx_http_tent_store_t *store, ngx_msec_t elapsed)
+{
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCKED, 1);
+    ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_STORE_LOCK_PID,
+                        (store->lock_holder > 0) ? store->lock_holder : 0);
+
+    if (elapsed < 5000
+        || (store->lock_said
+            && ngx_current_msec - store->lock_said < 60000))
+    {
+        return;
+    }
+
+    store->lock_said = ngx_current_msec;
+
+    if (store->lock_said == 0) {
+        store->lock_said = 1;
+    }
+
+    if (store->lock_holder > 0) {
+        ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                      "tent store \"%V\" is locked by another process "
+                      "(pid %P) for %M s: requests needing the store get "
+                      "503", &store->path, store->lock_holder,
+                      elapsed / 1000);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                  "tent store \"%V\" is locked by another process "
+                  "(pid unknown) for %M s: requests needing the store get "
+                  "503", &store->path, elapsed / 1000);
 }
 
 

@@ -52,10 +52,7 @@
 #define NGX_HTTP_TENT_WRITE_PUT          1
 #define NGX_HTTP_TENT_WRITE_DEL          2
 
-/*
- * compare-and-sets only: an attachment's file, written before the batch
- * (name, bytes), or removed after it (name); docs/store.md
- */
+/* CAS only: a file written before the batch, removed after (store.md) */
 #define NGX_HTTP_TENT_WRITE_FILE         3
 #define NGX_HTTP_TENT_WRITE_UNLINK       4
 
@@ -184,6 +181,8 @@ struct ngx_http_tent_store_s {
     ngx_msec_t                      open_backoff;
     ngx_msec_t                      open_started;
     ngx_uint_t                      open_attempts;
+    ngx_pid_t                       lock_holder;  /* set by the thread */
+    ngx_msec_t                      lock_said;    /* at error, when */
 
     /* after a failed write: is there room to reopen (see the ldb) */
     ngx_thread_task_t              *probe_task;

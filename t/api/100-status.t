@@ -52,8 +52,11 @@ sub status {
 my $s0 = status();
 ok(ref $s0 eq 'HASH', 'the JSON is an object');
 is_deeply([sort keys %$s0],
-          [qw(connections deliveries nonces reply_cache store store_threads)],
+          [qw(connections deliveries nonces reply_cache store store_lock
+              store_threads)],
           'its groups');
+is_deeply($s0->{store_lock}, { locked => 0, pid => 0 },
+          'the store\'s lock is ours: no other holder');
 is_deeply([sort keys %{ $s0->{store_threads} }],
           [qw(background deferred request waiting)],
           'the store\'s operations by class');
@@ -207,6 +210,10 @@ ok(defined $m{'tent_store_operations_total{kind="write"}'}
    'store operations, their time and the nonce cache, labelled');
 is($types{tent_store_background_waiting}, 'gauge',
    'background operations waiting a gauge');
+is(join(',', $types{tent_store_locked} // '',
+        $types{tent_store_lock_holder_pid} // '',
+        $m{tent_store_locked} // '', $m{tent_store_lock_holder_pid} // ''),
+   'gauge,gauge,0,0', 'the store\'s lock: gauges, 0 while it is ours');
 is($m{tent_store_request_operations_total} > 0
    && defined $m{tent_store_background_operations_total}
    && defined $m{tent_store_background_deferred_total}, 1,
