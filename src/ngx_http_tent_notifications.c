@@ -207,10 +207,14 @@ ngx_http_tent_notification_relayed(ngx_http_request_t *r,
 {
     /* anyone can follow us: a follower's post is kept only that big */
 
-    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
-        && r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX)
-    {
-        return ngx_http_tent_notification_too_large(r);
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER) {
+        if (r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX) {
+            return ngx_http_tent_notification_too_large(r);
+        }
+
+        /* chunked: no length to refuse it by, bounded as it arrives */
+
+        ctx->body_max = NGX_HTTP_TENT_RECEIVED_MAX;
     }
 
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
