@@ -41,6 +41,9 @@ static ngx_int_t ngx_http_tent_export_send(ngx_http_tent_export_t *ex,
     ngx_uint_t last);
 static void ngx_http_tent_export_writer(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_export_next(ngx_http_tent_export_t *ex);
+static ngx_uint_t ngx_http_tent_export_of(ngx_str_t *entity);
+static ngx_int_t ngx_http_tent_export_busy(ngx_http_request_t *r,
+    ngx_uint_t status, char *error);
 static void ngx_http_tent_export_cleanup(void *data);
 static void ngx_http_tent_export_free(ngx_event_t *ev);
 
@@ -50,8 +53,12 @@ static void ngx_http_tent_export_free(ngx_event_t *ev);
  * every version, the current one included), grouped by post.
  */
 
-/* exports running in this worker: each holds up to two pages */
-static ngx_uint_t  ngx_http_tent_exports;
+/*
+ * exports running in this worker: each holds up to two pages; one an
+ * entity at a time, so one tenant never holds every slot
+ */
+static ngx_uint_t   ngx_http_tent_exports;
+static ngx_queue_t  ngx_http_tent_exports_running;
 
 
 static ngx_http_tent_export_section_t  ngx_http_tent_export_sections[] = {
@@ -150,22 +157,26 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         }
     }
 
+    if (ngx_http_tent_exports_running.next == NULL) {
+        ngx_queue_init(&ngx_http_tent_exports_running);
+    }
+
+    if (ngx_http_tent_export_of(&ctx->entity)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent export: an export of \"%V\" is running in "
+                      "this worker, refused", &ctx->entity);
+
+        return ngx_http_tent_export_busy(r, NGX_HTTP_TOO_MANY_REQUESTS,
+                   "An export of this entity is running");
+    }
+
     if (ngx_http_tent_exports >= NGX_HTTP_TENT_EXPORTS_MAX) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "tent export: %ui exports running in this worker, "
                       "refused", ngx_http_tent_exports);
 
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return ngx_http_tent_internal_error(r, "adding Retry-After");
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        ngx_str_set(&h->value, "5");
-
-        return ngx_http_tent_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                        "Too many exports at once");
+        return ngx_http_tent_export_busy(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                         "Too many exports at once");
     }
 
     /*
@@ -189,6 +200,13 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ex->log = *r->connection->log;
     pool->log = &ex->log;
 
+    ex->entity.len = ctx->entity.len;
+    ex->entity.data = ngx_pstrdup(pool, &ctx->entity);
+    if (ex->entity.data == NULL) {
+        ngx_destroy_pool(pool);
+        return ngx_http_tent_internal_error(r, "copying the entity");
+    }
+
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
         ngx_destroy_pool(pool);
@@ -199,6 +217,7 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     cln->data = ex;
 
     ngx_http_tent_exports++;
+    ngx_queue_insert_tail(&ngx_http_tent_exports_running, &ex->running);
 
     ex->r = r;
     ex->ctx = ctx;
@@ -774,6 +793,50 @@ ngx_http_tent_export_next(ngx_http_tent_export_t *ex)
 }
 
 
+/* an export of this entity running in this worker (at most 4 to look at) */
+
+static ngx_uint_t
+ngx_http_tent_export_of(ngx_str_t *entity)
+{
+    ngx_queue_t             *q;
+    ngx_http_tent_export_t  *ex;
+
+    for (q = ngx_queue_head(&ngx_http_tent_exports_running);
+         q != ngx_queue_sentinel(&ngx_http_tent_exports_running);
+         q = ngx_queue_next(q))
+    {
+        ex = ngx_queue_data(q, ngx_http_tent_export_t, running);
+
+        if (ex->entity.len == entity->len
+            && ngx_strncmp(ex->entity.data, entity->data, entity->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_tent_export_busy(ngx_http_request_t *r, ngx_uint_t status,
+    char *error)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return ngx_http_tent_internal_error(r, "adding Retry-After");
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Retry-After");
+    ngx_str_set(&h->value, "5");
+
+    return ngx_http_tent_send_error(r, status, error);
+}
+
+
 /*
  * The request's pool goes: the pages with it, unless the store holds a
  * scan (then the scan's answer frees them; it should never happen).
@@ -785,6 +848,7 @@ ngx_http_tent_export_cleanup(void *data)
     ngx_http_tent_export_t  *ex = data;
 
     ngx_http_tent_exports--;
+    ngx_queue_remove(&ex->running);
 
     if (ex->inflight) {
         ex->orphan = 1;

@@ -80,6 +80,8 @@ struct ngx_http_tent_export_s {
     ngx_event_t                     free;        /* an orphan's end */
     ngx_log_t                       log;         /* of its store scans */
     ngx_uint_t                      flags;
+    ngx_queue_t                     running;     /* this worker's exports */
+    ngx_str_t                       entity;      /* whose: one at a time */
 
     ngx_uint_t                      section;     /* index, or the end */
     ngx_str_t                       start;       /* left of the section */

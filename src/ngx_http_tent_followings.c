@@ -32,6 +32,7 @@ typedef struct {
     ngx_str_t                       id;
     ngx_http_tent_discover_t       *found;
     json_t                         *record;
+    json_t                         *replaces;    /* imported, pending */
     ngx_uint_t                      err_status;   /* once the row is gone */
     char                           *err_msg;
 } ngx_http_tent_following_t;
@@ -55,6 +56,9 @@ static ngx_int_t ngx_http_tent_following_requested(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_following_existing(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record);
+static ngx_int_t ngx_http_tent_following_replace(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_following_t *st,
+    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_following_discovered(ngx_http_request_t *r,
     ngx_http_tent_discover_t *d);
 static ngx_int_t ngx_http_tent_following_start(ngx_http_request_t *r,
@@ -191,7 +195,17 @@ ngx_http_tent_following_existing(ngx_http_request_t *r,
 
     st = ctx->state;
 
-    if (record && json_is_true(json_object_get(record, "confirmed"))) {
+    /*
+     * An imported following still pending is followed again: the
+     * followed server's answer, to our own request, is what confirms it;
+     * the new record replaces it once that answer came
+     */
+
+    if (record && json_is_true(json_object_get(record, "import_pending"))) {
+        st->replaces = record;
+
+    } else if (record && json_is_true(json_object_get(record, "confirmed")))
+    {
         return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
                                         "Already following");
     }
@@ -588,6 +602,13 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
                                        "adding the following to the batch");
     }
 
+    if (st->replaces
+        && ngx_http_tent_following_replace(r, ctx, st, op) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r,
+                                       "replacing the imported following");
+    }
+
     if (ngx_http_tent_relation_post(r, ctx, op, "following", record,
                                     "create")
         != NGX_OK
@@ -598,6 +619,45 @@ ngx_http_tent_following_answered(ngx_http_request_t *r,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_following_stored);
+}
+
+
+/* the imported record and its credential row go with the new ones */
+
+static ngx_int_t
+ngx_http_tent_following_replace(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_following_t *st,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_str_t  id, key, ckey, cvalue;
+
+    if (ngx_http_tent_json_str(st->replaces, "id", &id) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity,
+                          NGX_HTTP_TENT_TABLE_FOLLOWING, &id, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_del(op, &key) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (json_object_get(st->replaces, "mac_key_id") != NULL) {
+        if (ngx_http_tent_credential_row(r, ctx, "following", st->replaces,
+                                         &ckey, &cvalue)
+            != NGX_OK
+            || ngx_http_tent_store_write_del(op, &ckey) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent followings: imported following \"%V\" replaced "
+                   "by \"%V\", confirmed by its server", &id, &st->id);
+
+    return NGX_OK;
 }
 
 

@@ -421,6 +421,58 @@ static void ngx_http_tent_form_read(ngx_http_request_t *r);
  * size is bounded by client_max_body_size (a JSON 413 beyond it).
  */
 
+/*
+ * A bound of ours on a body as it arrives (ctx->body_max): a chunked
+ * body has no length to refuse it by before it is read, and a route
+ * anyone reaches (a mention, a follower's push) keeps far less than
+ * client_max_body_size.  Over it: 413, as nginx's own chunked filter
+ * answers client_max_body_size, and nothing more is kept.
+ */
+
+static ngx_http_request_body_filter_pt  ngx_http_tent_next_request_body_filter;
+
+
+static ngx_int_t
+ngx_http_tent_request_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t          *cl;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    if (ctx == NULL || ctx->body_max == 0) {
+        return ngx_http_tent_next_request_body_filter(r, in);
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        ctx->body_seen += ngx_buf_size(cl->buf);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent body: %O bytes of at most %O", ctx->body_seen,
+                   ctx->body_max);
+
+    if (ctx->body_seen > ctx->body_max) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent body: over %O bytes on a route that keeps no "
+                      "more: refused as it arrives", ctx->body_max);
+        return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    return ngx_http_tent_next_request_body_filter(r, in);
+}
+
+
+ngx_int_t
+ngx_http_tent_body_limit_init(ngx_conf_t *cf)
+{
+    ngx_http_tent_next_request_body_filter = ngx_http_top_request_body_filter;
+    ngx_http_top_request_body_filter = ngx_http_tent_request_body_filter;
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_tent_read_json(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)

@@ -42,6 +42,7 @@ ngx_int_t ngx_http_tent_read_json(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_read_form(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_body_bytes(ngx_http_request_t *r, ngx_str_t *body);
+ngx_int_t ngx_http_tent_body_limit_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_tent_body_blank(ngx_str_t *body);
 
 /* ngx_http_tent_multipart.c: what read_form gives a multipart body */

@@ -83,6 +83,10 @@ ngx_http_tent_mention_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_notification_too_large(r);
     }
 
+    /* chunked: no length to refuse it by, bounded as it arrives */
+
+    ngx_http_tent_get_ctx(r)->body_max = NGX_HTTP_TENT_RECEIVED_MAX;
+
     rc = ngx_http_read_client_request_body(r, ngx_http_tent_mention_read);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {

@@ -21,6 +21,7 @@
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_guard.h"
+#include "ngx_http_tent_json.h"
 #include "ngx_http_tent_profile.h"
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_resolver.h"
@@ -521,7 +522,9 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
         ngx_http_tent_nonce_zone_share(mcf->nonce_zone, mcf->nonce_share);
     }
 
-    if (ngx_http_tent_signin_init(cf) != NGX_OK) {
+    if (ngx_http_tent_signin_init(cf) != NGX_OK
+        || ngx_http_tent_body_limit_init(cf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

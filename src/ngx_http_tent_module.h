@@ -259,6 +259,8 @@ typedef struct ngx_http_tent_ctx_s {
     ngx_atomic_uint_t               registry_gen; /* when it was read */
     uint64_t                        registry_inc; /* its incarnation */
     void                           *quotas;      /* json_t: its quotas */
+    off_t                           body_max;    /* 0: none of ours */
+    off_t                           body_seen;   /* as it arrives */
 } ngx_http_tent_ctx_t;
 
 

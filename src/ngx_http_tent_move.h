@@ -57,4 +57,19 @@ ngx_int_t ngx_http_tent_move_follow(ngx_http_request_t *r, json_t *record,
     json_t *servers, ngx_http_tent_move_challenged_pt done, void *data);
 
 
+/* a move's mapping as a mentions pass loads it (META "mmap ...") */
+
+typedef struct {
+    ngx_str_t                           from;
+    ngx_str_t                           to;
+    ngx_str_t                           key;
+    ngx_str_t                           raw;
+} ngx_http_tent_move_map_t;
+
+
+ngx_int_t ngx_http_tent_move_maps_resolve(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_array_t *maps, ngx_rbtree_t *tree, ngx_rbtree_node_t *sentinel);
+ngx_str_t *ngx_http_tent_move_maps_target(ngx_rbtree_t *tree, ngx_str_t *e);
+
+
 #endif /* _NGX_HTTP_TENT_MOVE_H_INCLUDED_ */

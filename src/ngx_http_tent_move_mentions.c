@@ -9,12 +9,13 @@
  * re-keying that reads every post we keep.  Anyone who follows us can
  * announce a move, so that scan is not made once per announcement:
  *
- *   - each announcement records its mapping, a row META "mmap <old>"
- *     ({"to": new}), and its rows of the old entity are re-keyed as
- *     before (bounded by them);
+ *   - each announcement records its mapping, a row META "mmap <time>
+ *     <old>" ({"to": new}; keyed by when it came), and its rows of
+ *     the old entity are re-keyed as before (bounded by them);
  *   - one pass over every post at a time per entity of ours, the row
  *     META "mpass" (a lock: a random token taken by compare-and-set,
- *     stale after NGX_HTTP_TENT_MOVE_PASS_LOCK); an announcement that
+ *     stale after NGX_HTTP_TENT_MOVE_PASS_LOCK, refreshed by each batch
+ *     the pass writes); an announcement that
  *     finds a pass running is joined to it: the pass, once over, reads
  *     the mappings again and makes one more pass for those that came
  *     meanwhile;
@@ -22,9 +23,10 @@
  *     (follow-ups included); beyond, the mapping stays recorded and the
  *     first pass allowed again (the next announcement's) applies it.
  *
- * A pass applies every mapping recorded (at most NGX_HTTP_TENT_MOVE_MAPS
- * at once; the rest wait), chains (O -> N, N -> M) followed, then
- * removes the mappings it applied.
+ * A pass applies the mappings recorded, the oldest first (at most
+ * NGX_HTTP_TENT_MOVE_MAPS at once; the rest wait), resolved once (chains
+ * O -> N, N -> M followed, cycles dropped) into a tree keyed by the
+ * normalized old entity, then removes the mappings it applied.
  */
 
 
@@ -41,14 +43,7 @@
 #define NGX_HTTP_TENT_MOVE_PASSES      4
 #define NGX_HTTP_TENT_MOVE_PASS_DAY    86400
 #define NGX_HTTP_TENT_MOVE_MAPS        64
-
-
-typedef struct {
-    ngx_str_t                           from;
-    ngx_str_t                           to;
-    ngx_str_t                           key;
-    ngx_str_t                           raw;
-} ngx_http_tent_move_map_t;
+#define NGX_HTTP_TENT_MOVE_PASS_REFRESH 30
 
 
 typedef struct {
@@ -60,6 +55,10 @@ typedef struct {
     json_int_t                          day;
     json_int_t                          passes;
     ngx_array_t                        *maps;
+    ngx_rbtree_t                        tree;       /* the maps resolved */
+    ngx_rbtree_node_t                   sentinel;
+    time_t                              refreshed;  /* the lock's time */
+    ngx_str_t                           pending;    /* its next value */
     ngx_str_t                           start;
     ngx_str_t                           end;
     ngx_uint_t                          rows;
@@ -178,6 +177,7 @@ ngx_http_tent_move_map_key(ngx_pool_t *pool, const char *prefix,
 static ngx_int_t
 ngx_http_tent_move_seen(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
+    u_char                     *p;
     json_t                     *v;
     ngx_str_t                   value, to, rest, key;
     ngx_http_tent_ctx_t        *ctx;
@@ -211,8 +211,21 @@ ngx_http_tent_move_seen(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
+    /*
+     * keyed by when it came: a pass takes the oldest first, so names
+     * sorting first do not keep the others waiting
+     */
+
+    p = ngx_pnalloc(r->pool, sizeof("mmap ") - 1 + 17 + 1);
+    if (p == NULL) {
+        return ngx_http_tent_move_pass_end(r, ps, NGX_ERROR);
+    }
+
+    *ngx_sprintf(p, "mmap %016xL ", ngx_http_tent_now_us()) = '\0';
+
     if (v == NULL || wop == NULL
-        || ngx_http_tent_move_map_key(r->pool, "mmap ", &ps->from, &rest)
+        || ngx_http_tent_move_map_key(r->pool, (const char *) p, &ps->from,
+                                      &rest)
            != NGX_OK
         || ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_META,
                              &rest, &key)
@@ -462,6 +475,13 @@ ngx_http_tent_move_pass_loaded(ngx_http_request_t *r,
 
         m->from.data = key.data + ctx->entity.len + 2 + sizeof("mmap ") - 1;
         m->from.len = key.len - (m->from.data - key.data);
+
+        /* "mmap <time> <from>": the time only orders them */
+
+        if (m->from.len > 17 && m->from.data[16] == ' ') {
+            m->from.data += 17;
+            m->from.len -= 17;
+        }
         m->to = to;
         m->key = key;
         m->raw = value;
@@ -469,6 +489,13 @@ ngx_http_tent_move_pass_loaded(ngx_http_request_t *r,
 
     if (ps->maps->nelts == 0) {
         return ngx_http_tent_move_pass_release(r, ps, NGX_OK);
+    }
+
+    if (ngx_http_tent_move_maps_resolve(r->pool, r->connection->log,
+                                        ps->maps, &ps->tree, &ps->sentinel)
+        != NGX_OK)
+    {
+        return ngx_http_tent_move_pass_release(r, ps, NGX_ERROR);
     }
 
     if (ps->followup) {
@@ -537,6 +564,7 @@ ngx_http_tent_move_pass_start(ngx_http_request_t *r,
 
     ps->rows = 0;
     ps->written = 0;
+    ps->refreshed = ngx_time();
 
     return ngx_http_tent_move_pass_scan(r, ps);
 }
@@ -560,38 +588,6 @@ ngx_http_tent_move_pass_scan(ngx_http_request_t *r,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_move_pass_rows);
-}
-
-
-/* where a mention of "e" points once the mappings are followed */
-
-static ngx_str_t *
-ngx_http_tent_move_pass_target(ngx_http_tent_move_pass_t *ps, ngx_str_t *e)
-{
-    ngx_str_t                 *cur;
-    ngx_uint_t                 i, hops;
-    ngx_http_tent_move_map_t  *m;
-
-    m = ps->maps->elts;
-    cur = e;
-
-    /* a chain O -> N -> M, at most as long as the mappings: no loop */
-
-    for (hops = 0; hops < ps->maps->nelts; hops++) {
-        for (i = 0; i < ps->maps->nelts; i++) {
-            if (ngx_http_tent_entity_eq(cur, &m[i].from)) {
-                break;
-            }
-        }
-
-        if (i == ps->maps->nelts) {
-            break;
-        }
-
-        cur = &m[i].to;
-    }
-
-    return cur == e ? NULL : cur;
 }
 
 
@@ -621,7 +617,7 @@ ngx_http_tent_move_pass_post(ngx_http_request_t *r,
             continue;
         }
 
-        to = ngx_http_tent_move_pass_target(ps, &e);
+        to = ngx_http_tent_move_maps_target(&ps->tree, &e);
         if (to == NULL) {
             continue;
         }
@@ -670,8 +666,9 @@ static ngx_int_t
 ngx_http_tent_move_pass_rows(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
+    u_char                     *p;
     json_t                     *post;
-    ngx_str_t                   key, value, last;
+    ngx_str_t                   key, value, last, held;
     ngx_uint_t                  rows, writes;
     ngx_http_tent_store_op_t   *wop;
     ngx_http_tent_move_pass_t  *ps;
@@ -683,8 +680,26 @@ ngx_http_tent_move_pass_rows(ngx_http_request_t *r,
         return ngx_http_tent_move_pass_release(r, ps, NGX_AGAIN);
     }
 
+    /*
+     * The batch's writes go with our lock refreshed (compare-and-set on
+     * it): a pass longer than NGX_HTTP_TENT_MOVE_PASS_LOCK keeps it, and
+     * one whose lock was taken over writes nothing more
+     */
+
+    p = ngx_pnalloc(r->pool, 96 + ps->token.len + 3 * NGX_INT64_LEN);
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (wop == NULL || ngx_http_tent_store_write(wop, 1) != NGX_OK) {
+
+    if (p == NULL || wop == NULL) {
+        return ngx_http_tent_move_pass_release(r, ps, NGX_ERROR);
+    }
+
+    held.data = p;
+    held.len = ngx_sprintf(p, "{\"day\":%L,\"passes\":%L,\"lock\":\"%V\","
+                           "\"locked_at\":%T}", (int64_t) ps->day,
+                           (int64_t) ps->passes, &ps->token, ngx_time())
+               - p;
+
+    if (ngx_http_tent_store_cas(wop, &ps->key, &ps->held, &held) != NGX_OK) {
         return ngx_http_tent_move_pass_release(r, ps, NGX_ERROR);
     }
 
@@ -724,9 +739,13 @@ ngx_http_tent_move_pass_rows(ngx_http_request_t *r,
             return ngx_http_tent_move_pass_release(r, ps, NGX_ERROR);
         }
 
-        if (writes == 0) {
+        if (writes == 0
+            && ngx_time() < ps->refreshed + NGX_HTTP_TENT_MOVE_PASS_REFRESH)
+        {
             return ngx_http_tent_move_pass_scan(r, ps);
         }
+
+        ps->pending = held;
 
         return ngx_http_tent_store_submit_request(r, wop,
                                           ngx_http_tent_move_pass_written);
@@ -752,6 +771,17 @@ ngx_http_tent_move_pass_written(ngx_http_request_t *r,
                       "written; the next pass applies them");
         return ngx_http_tent_move_pass_release(r, ps, NGX_AGAIN);
     }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent move: the mentions pass lock was taken over: "
+                      "this pass ends, its mappings stay for the next");
+        ngx_str_null(&ps->held);
+        return ngx_http_tent_move_pass_end(r, ps, NGX_OK);
+    }
+
+    ps->held = ps->pending;
+    ps->refreshed = ngx_time();
 
     return ngx_http_tent_move_pass_scan(r, ps);
 }
@@ -794,7 +824,7 @@ ngx_http_tent_move_pass_applied(ngx_http_request_t *r,
             continue;
         }
 
-        /* "mmap <from>" becomes "mdone <from>": a retry costs no pass */
+        /* "mmap .. <from>" becomes "mdone <from>": a retry costs no pass */
 
         cas = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 

@@ -33,10 +33,6 @@ static ngx_int_t ngx_http_tent_notification_challenged(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_notification_body(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
-static ngx_int_t ngx_http_tent_notification_confirm(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_notification_confirmed(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_notification_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_notification_write(ngx_http_request_t *r,
@@ -207,10 +203,14 @@ ngx_http_tent_notification_relayed(ngx_http_request_t *r,
 {
     /* anyone can follow us: a follower's post is kept only that big */
 
-    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
-        && r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX)
-    {
-        return ngx_http_tent_notification_too_large(r);
+    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER) {
+        if (r->headers_in.content_length_n > NGX_HTTP_TENT_RECEIVED_MAX) {
+            return ngx_http_tent_notification_too_large(r);
+        }
+
+        /* chunked: no length to refuse it by, bounded as it arrives */
+
+        ctx->body_max = NGX_HTTP_TENT_RECEIVED_MAX;
     }
 
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_notification_body);
@@ -243,104 +243,11 @@ ngx_http_tent_notification_body(ngx_http_request_t *r,
                    &ctx->principal.auth_id);
 
     /*
-     * An imported following is pending until its server shows it
-     * delivers to us: this, signed with the relationship's key
-     * (docs/import.md, "Followings are pending")
+     * An imported following stays pending whatever it sends: its key came
+     * with the import document, so its importer can sign with it too.
+     * Only our own follow (POST /followings, the followed server's
+     * answer) confirms it (docs/import.md, "Followings are pending").
      */
-
-    if (ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING
-        && json_is_true(json_object_get(ctx->principal.credential,
-                                        "import_pending")))
-    {
-        return ngx_http_tent_store_get_request(r,
-                                        NGX_HTTP_TENT_TABLE_FOLLOWING,
-                                        &ctx->principal.auth_id,
-                                        ngx_http_tent_notification_confirm);
-    }
-
-    return ngx_http_tent_notification_store(r, ctx, ctx->body,
-                                            &ctx->principal.entity, 0);
-}
-
-
-/* the imported following, and its credential, no longer pending */
-
-static ngx_int_t
-ngx_http_tent_notification_confirm(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    json_t                    *record;
-    ngx_str_t                  value, nvalue, key, ckey, cvalue;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_store_op_t  *wop;
-
-    ctx = ngx_http_tent_get_ctx(r);
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        return ngx_http_tent_notification_confirmed(r, op);
-    }
-
-    ngx_http_tent_store_value(op, &value);
-
-    record = ngx_http_tent_json_load(r, &value);
-    if (record == NULL) {
-        return ngx_http_tent_internal_error(r, "reading the following");
-    }
-
-    if (!json_is_true(json_object_get(record, "import_pending"))) {
-        return ngx_http_tent_notification_confirmed(r, op);
-    }
-
-    json_object_del(record, "import_pending");
-
-    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (wop == NULL
-        || ngx_http_tent_json_dump(r->pool, record, &nvalue) != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWING,
-                             &ctx->principal.auth_id, &key)
-           != NGX_OK
-        || ngx_http_tent_credential_row(r, ctx, "following", record, &ckey,
-                                        &cvalue)
-           != NGX_OK
-        || ngx_http_tent_store_cas(wop, &key, &value, &nvalue) != NGX_OK
-        || ngx_http_tent_store_write_put(wop, &ckey, &cvalue) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r,
-                                       "building the following's confirmation");
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent notifications: imported following \"%V\": its "
-                   "server delivers to us, confirming",
-                   &ctx->principal.auth_id);
-
-    return ngx_http_tent_store_submit_request(r, wop,
-                                        ngx_http_tent_notification_confirmed);
-}
-
-
-/*
- * Whatever came of it (a conflict: the next notification tries again),
- * the post is taken
- */
-
-static ngx_int_t
-ngx_http_tent_notification_confirmed(ngx_http_request_t *r,
-    ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_ctx_t  *ctx;
-
-    ctx = ngx_http_tent_get_ctx(r);
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "tent notifications: imported following \"%V\" of "
-                  "\"%V\": %s", &ctx->principal.auth_id,
-                  &ctx->principal.entity,
-                  op->status == NGX_HTTP_TENT_STORE_OK
-                  ? "confirmed by its server's notification"
-                  : "not confirmed now");
 
     return ngx_http_tent_notification_store(r, ctx, ctx->body,
                                             &ctx->principal.entity, 0);

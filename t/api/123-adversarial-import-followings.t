@@ -2,9 +2,12 @@
 # is its importer's word only, and may name any host as the servers of
 # the entities "we follow".  Before, 300 imported followings at a host
 # that never agreed got one signed POST each for one profile change.
-# Now an imported following is told nothing (no profile post) until its
-# server shows that it delivers to us: a notification signed with the
-# relationship's key confirms it.
+# Now an imported following is told nothing (no profile post) until we
+# follow it again ourselves (POST /followings, which the followed server
+# must accept): the new following replaces the imported one.  A
+# notification signed with the relationship's key confirms nothing: the
+# importer supplied that key, so it can sign with it (before, signing one
+# notification each put all 300 back on every profile change).
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
@@ -57,6 +60,7 @@ my (undef, $owner) = $p->authorized_app("$WRITE,$READ", post_types => 'all',
                                         info_types => 'all');
 my $victim = Tent::Receiver->start;
 my $real = Tent::Receiver->start;
+my $moved = Tent::Receiver->start;      # an entity followed, for real
 
 # the document's followings: N entities, all served by the victim host
 sub rel {
@@ -70,13 +74,19 @@ sub rel {
              updated_at => 1700000000 };
 }
 
+sub km {
+    return { %{ rel(500) }, entity => $moved->url,
+             servers => [$moved->url . '/tent'] };
+}
+
 my $res = $p->request(POST => '/import', cred => $owner, timeout => 60,
                       body => { version => 0, entity => 'http://old.test',
                                 complete => $T,
-                                followings => [map { rel($_) } 1 .. $N] });
+                                followings => [(map { rel($_) } 1 .. $N),
+                                               km()] });
 is($res->{status}, 200, "$N followings at one host imported")
     or diag $res->{body};
-is($res->{json}{followings}{taken}, $N, 'all taken')
+is($res->{json}{followings}{taken}, $N + 1, 'all taken')
     or diag $JSON->encode($res->{json});
 
 # a following by the handshake, to see the profile post go out
@@ -115,7 +125,7 @@ is_deeply([delivered_to($pp)], [$real->url],
 is(scalar($victim->requests(method => 'POST')), 0,
    'the victim host got no request');
 
-# --- the followed server delivers with the key: confirmed ---------------
+# --- a notification signed with the imported key: confirms nothing ------
 
 my $k1 = rel(1);
 $res = $p->request(POST => "/notifications/$k1->{id}", cred => $k1,
@@ -126,10 +136,15 @@ $res = $p->request(POST => "/notifications/$k1->{id}", cred => $k1,
 is($res->{status}, 200, 'a notification signed with an imported key: 200')
     or diag $res->{body};
 
-my ($f1) = grep { $_->{id} eq $k1->{id} }
+sub following_of {
+    my ($e) = @_;
+    return grep { $_->{entity} eq $e }
            @{ Tent::Util::export_document(host => 'p.test',
                                           cred => $owner)->{followings} };
-ok($f1 && !$f1->{import_pending}, 'that following is confirmed')
+}
+my ($f1) = following_of('http://v1.test');
+ok($f1 && $f1->{import_pending},
+   'that following still pending (the importer holds the key)')
     or diag $JSON->encode($f1);
 
 $real->clear;
@@ -137,25 +152,43 @@ $pp = profile_change('two');
 @got = $real->wait_requests(method => 'POST', path => qr{^/tent/posts$},
                             timeout => 20);
 is(scalar @got, 1, 'the next profile change: the handshake one told');
-@got = $victim->wait_requests(method => 'POST', path => qr{^/tent/posts$},
-                              timeout => 20);
-is(scalar @got, 1, 'the confirmed one told, once');
-is_deeply([delivered_to($pp)], [sort($real->url, 'http://v1.test')],
-          'two jobs: the others still pending')
+is_deeply([delivered_to($pp)], [$real->url],
+          'one job: none for the imported followings')
     or diag join ' ', delivered_to($pp);
+is(scalar($victim->requests(method => 'POST')), 0,
+   'the victim host still got no request');
 
-# an unsigned or wrongly signed notification confirms nothing
-my $k2 = rel(2);
-$res = $p->request(POST => "/notifications/$k2->{id}", cred => $k1,
-                   body => { id => 'n2', entity => 'http://v2.test',
+# --- our own follow confirms: it replaces the imported one --------------
+
+my $km = km();
+my ($fm) = following_of($moved->url);
+ok($fm && $fm->{import_pending}, 'a following at a real server: pending') or diag $JSON->encode($fm);
+
+$res = $p->request(POST => '/followings', cred => $owner,
+                   body => { entity => $moved->url });
+is($res->{status}, 200, 'the owner follows it again: 200 (not 409)')
+    or diag $res->{body};
+my @fm = following_of($moved->url);
+is(scalar @fm, 1, 'one following of it') or diag $JSON->encode(\@fm);
+ok(@fm && !$fm[0]{import_pending} && $fm[0]{mac_key_id} ne 's:key500',
+   'ours, confirmed, with the key its server gave')
+    or diag $JSON->encode(\@fm);
+$res = $p->request(POST => "/notifications/$km->{id}", cred => $km,
+                   body => { id => 'n5', entity => $moved->url,
                              type => $STATUS, content => { text => 'x' },
                              permissions => { public => $T },
                              published_at => 1700000000 });
-is($res->{status}, 403, 'signed with another following\'s key: 403');
-($f1) = grep { $_->{id} eq $k2->{id} }
-        @{ Tent::Util::export_document(host => 'p.test',
-                                       cred => $owner)->{followings} };
-ok($f1 && $f1->{import_pending}, 'that following still pending');
+ok($res->{status} == 401 || $res->{status} == 403,
+   'the imported key is gone') or diag "$res->{status} $res->{body}";
+
+$moved->clear;
+$pp = profile_change('three');
+@got = $moved->wait_requests(method => 'POST', path => qr{^/tent/posts$},
+                             timeout => 20);
+is(scalar @got, 1, 'the next profile change: it is told, once');
+is(scalar($victim->requests(method => 'POST')), 0,
+   'the victim host still got no request');
+$moved->stop;
 
 $_->stop for $victim, $real;
 

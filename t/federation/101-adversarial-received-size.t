@@ -5,12 +5,16 @@
 # anyone) are kept only up to 64 KB as stored (docs/posts.md).  Before,
 # each such request stored up to the 1 MB body, twice (post and
 # version rows).  A following's posts (the owner chose to follow) keep
-# client_max_body_size.
+# client_max_body_size.  A chunked body (no length to refuse it by) is
+# bounded as it arrives: before, it was read whole up to
+# client_max_body_size, parsed, and a mention's server asked.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
 use Tent::Client;
 use Tent::Receiver;
+use Tent::MAC qw(signed_headers random_nonce);
+use IO::Socket::IP;
 use JSON::PP;
 *uri_escape = \&Tent::Client::uri_escape;
 
@@ -48,6 +52,41 @@ sub copy {
                        cred => $read);
 }
 
+# POST /tent/posts with a chunked body (no Content-Length: nothing to
+# refuse it by before it is read): the status
+sub chunked_post {
+    my ($cred, $post) = @_;
+    my $body = JSON::PP->new->utf8->canonical->encode($post);
+    my %h = (Host => 'localhost', Connection => 'close',
+             'Content-Type' => $TENT_CT, 'Transfer-Encoding' => 'chunked');
+    %h = (%h, signed_headers(cred => $cred, method => 'POST',
+                             uri => '/tent/posts', host => 'localhost',
+                             port => 80, nonce => random_nonce(8)))
+        if $cred;
+    my $chunks = '';
+    for (my $i = 0; $i < length $body; $i += 16384) {
+        my $c = substr($body, $i, 16384);
+        $chunks .= sprintf("%x\r\n%s\r\n", length $c, $c);
+    }
+    my $sock = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                   PeerPort => Tent::Util::port(),
+                                   Timeout => 5) or return 0;
+    my $raw = '';
+    eval {
+        local $SIG{ALRM} = sub { die "timeout\n" };
+        local $SIG{PIPE} = 'IGNORE';
+        alarm 10;
+        print {$sock} "POST /tent/posts HTTP/1.1\r\n"
+                      . join('', map { "$_: $h{$_}\r\n" } sort keys %h)
+                      . "\r\n$chunks" . "0\r\n\r\n";
+        while (sysread($sock, my $buf, 65536)) { $raw .= $buf }
+        alarm 0;
+    };
+    alarm 0;
+    close $sock;
+    return $raw =~ m{^HTTP/1\.1 (\d+)} ? $1 : 0;
+}
+
 # --- a self-made follower's push ------------------------------------
 
 my $rx = Tent::Receiver->start;
@@ -71,6 +110,14 @@ is($res->{status}, 413, 'a follower pushes a post of 300 KB: 413')
     or diag $res->{body};
 like($res->{json}{error} // '', qr/too large/, 'a JSON error says so');
 is(copy($F, 'big')->{status}, 404, 'nothing kept');
+
+# chunked: no length to refuse it by; bounded as it arrives
+is(chunked_post($fcred, a_post($F, 'csmall', 2000)), 200,
+   'a follower pushes a chunked post of 2 KB: 200');
+is(copy($F, 'csmall')->{status}, 200, 'kept');
+is(chunked_post($fcred, a_post($F, 'cbig', 300_000)), 413,
+   'a follower pushes a chunked post of 300 KB: 413');
+is(copy($F, 'cbig')->{status}, 404, 'nothing kept');
 
 # just under the bound as sent, over it as stored (our received_at, ...)
 $res = $c->request(POST => '/posts', cred => $fcred,
@@ -121,6 +168,18 @@ $res = $c->request(POST => '/posts', body => a_post($M, 'm4', 300_000));
 is($res->{status}, 413, 'an unsigned body of 300 KB: 413, not read')
     or diag $res->{body};
 is(scalar $m->requests(path => qr{^/tent/posts/m4}), 0,
+   'its server not asked');
+
+# the same, chunked: not read past the bound either (before, the whole
+# body up to client_max_body_size was read and parsed, then its server
+# asked)
+serve('m5', a_post($M, 'm5', 2000));
+is(chunked_post(undef, a_post($M, 'm5', 500)), 200,
+   'a chunked mention of 500 bytes: 200');
+is(copy($M, 'm5')->{status}, 200, 'kept');
+is(chunked_post(undef, a_post($M, 'm6', 300_000)), 413,
+   'an unsigned chunked body of 300 KB: 413');
+is(scalar $m->requests(path => qr{^/tent/posts/m6}), 0,
    'its server not asked');
 
 $_->stop for $rx, $m;
