@@ -89,7 +89,7 @@ my $HTTPS_OP = "$ADMIN --url https://127.0.0.1:$AS/tent-admin";
 # tent-admin ARGS: (exit status, stdout, stderr)
 sub run {
     my ($cmd) = @_;
-    my $err = "$root-stderr";
+    my $err = "$TLS/stderr";
     my $out = `$cmd 2>$err`;
     my $rc = $? >> 8;
     my $e = do { local $/; open my $fh, '<', $err or die; <$fh> } // '';
