@@ -30,6 +30,7 @@ BEGIN {
 
 use Test::More;
 use HTTP::Tiny;
+use IO::Socket::IP;
 use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
@@ -274,5 +275,57 @@ is($l->{"http://dave.test:$P"}{quotas}{attachment_bytes}, 1024 ** 3,
 is($l->{"http://frank.test:$P"}{use}{posts}, 2, 'frank\'s use: 2 posts')
     or diag explain $l->{"http://frank.test:$P"};
 is($l->{"http://dave.test:$P"}{use}{posts}, 4, 'dave\'s use: 4 posts');
+
+# ---- all or nothing: a credential that cannot be made deletes the
+# entity again (an operator's location scripted to fail the credential)
+
+{
+    my $fp = Tent::Util::free_port();
+    my $log = "$TLS/fake.log";
+    my $ls = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => $fp,
+                                 Listen => 5, ReuseAddr => 1)
+        or die "listen: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open my $lf, '>', $log or die;
+        $lf->autoflush(1);
+        for (1 .. 3) {
+            my $c = $ls->accept or last;
+            my ($len, $line) = (0);
+            while (defined($line = <$c>) && $line ne "\r\n") {
+                $len = $1 if $line =~ /^Content-Length:\s*(\d+)/i;
+            }
+            my $body = q{};
+            read $c, $body, $len;
+            my $b = eval { decode_json($body) } || {};
+            print {$lf} "$b->{action}\n";
+            my ($st, $out) = $b->{action} eq 'create'
+                ? (201, { entity => $b->{entity}, state => 'active' })
+                : $b->{action} eq 'credential'
+                ? (500, { error => 'the store failed' })
+                : (200, { entity => $b->{entity}, done => JSON::PP::true });
+            my $j = encode_json($out);
+            print {$c} "HTTP/1.1 $st X\r\nContent-Type: application/json\r\n"
+                . "Content-Length: " . length($j) . "\r\nConnection: close"
+                . "\r\n\r\n$j";
+            close $c;
+        }
+        exit 0;
+    }
+    close $ls;
+    my $cf = "$TLS/never.json";
+    ($rc, $out, $err) = run("$ADMIN --url http://127.0.0.1:$fp/tent-admin "
+                            . "--credential-file $cf create "
+                            . "http://gone.test:$P");
+    waitpid $pid, 0;
+    is($rc, 1, 'create whose credential fails: exit 1');
+    like($err, qr/500 the store failed/, 'it says why');
+    like($err, qr/removed again/, 'and that the entity was removed again');
+    is(do { local $/; open my $f, '<', $log or die; <$f> },
+       "create\ncredential\ndelete\n",
+       'create, credential, then delete: no entity without its credential');
+    ok(!-e $cf, 'no credential file left');
+    is($out, '', 'nothing on stdout');
+}
 
 done_testing();
