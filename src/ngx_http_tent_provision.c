@@ -699,6 +699,16 @@ ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
         port.data = p + 1;
         port.len = host.data + host.len - port.data;
         host.len = p - host.data;
+
+    } else if (host.len && host.data[0] == '[') {
+
+        /* "[::1]:8080": the port after the bracket */
+
+        p = ngx_strlchr(host.data, host.data + host.len, ']');
+        if (p && p + 1 < host.data + host.len && p[1] == ':') {
+            port.data = p + 2;
+            port.len = host.data + host.len - port.data;
+        }
     }
 
     scf = ngx_http_tent_provision_server(mcf, &host);
