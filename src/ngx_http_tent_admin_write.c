@@ -384,7 +384,11 @@ ngx_http_tent_admin_authorize(ngx_http_request_t *r, json_t *app,
 
     rc = ngx_http_tent_authorization_new(r, ctx, &a->app, app, raw, fields,
                                          wop, &a->auth);
-    if (rc != NGX_OK) {
+
+    /* into an active entity only, as the app (the registry fence) */
+
+    if (rc != NGX_OK || ngx_http_tent_store_fence(wop, &a->entity, 0) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "making the authorization");
     }
 
@@ -401,6 +405,9 @@ ngx_http_tent_admin_authorize(ngx_http_request_t *r, json_t *app,
  * authorized with every scope.  The operator's app is not counted
  * against the entity's quota of apps: the operator sets that quota, and
  * an owner locked out by a full quota must still get a credential.
+ * Its writes carry the registry fence: into an active entity only (a
+ * disabled one: 410; one deleted meanwhile gets no rows after the
+ * delete's sweep).
  */
 
 ngx_int_t
@@ -453,7 +460,8 @@ ngx_http_tent_admin_cred_loaded(ngx_http_request_t *r,
     if (wop == NULL
         || ngx_http_tent_apps_owner_app(r, ctx, wop, &a->app_rec, &a->app,
                                         &a->app_raw)
-           != NGX_OK)
+           != NGX_OK
+        || ngx_http_tent_store_fence(wop, &a->entity, 0) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "making the owner's app");
     }

@@ -173,6 +173,16 @@ is($rc, 1, 'credential of no entity: refused');
 like($err, qr/404/, 'it says 404');
 is($out, '', 'and prints no credential');
 
+# a disabled entity: none (the registry fence), until enabled again
+($rc, $out, $err) = run("$HTTP_OP disable http://dave.test:$P");
+is($rc, 0, 'dave disabled') or diag $err;
+($rc, $out, $err) = run("$HTTP_OP credential http://dave.test:$P");
+is($rc, 1, 'credential of a disabled entity: refused');
+like($err, qr/410/, 'it says 410');
+is($out, '', 'and prints no credential');
+($rc, $out, $err) = run("$HTTP_OP enable http://dave.test:$P");
+is($rc, 0, 'dave enabled') or diag $err;
+
 # a fixed entity of the configuration: its first credential too
 ($rc, $out, $err) = run("$HTTP_OP credential http://fixed.local:$F");
 is($rc, 0, 'credential of a fixed entity') or diag $err;
