@@ -15,11 +15,14 @@
  *     {"action": "disable" | "enable" | "delete", "entity": URL}
  *     {"action": "quotas", "entity": URL, "quotas": {...}}
  *     {"action": "authorize", "entity": URL, "app": APP ID}
+ *     {"action": "credential", "entity": URL}
  *     {"action": "password", "entity": URL, "password": "..." | null}
  *
  * "authorize" gives an app the entity's owner authorization, every scope
  * and type (bin/tent-admin registers the app on the entity, POST /apps,
- * then asks this: the first owner credential of a new entity).
+ * then asks this); "credential" makes an owner app and authorizes it
+ * here, through this location only: a new owner credential of an entity
+ * of the registry or a fixed one (ngx_http_tent_admin_write.c).
  *
  * Every write bumps the registry's generation, so the workers' caches
  * (ngx_http_tent_provision.c) and the delivery engine see it at once.
@@ -57,6 +60,10 @@ static ngx_int_t ngx_http_tent_admin_post(ngx_http_request_t *r,
     ngx_http_tent_admin_t *a);
 static ngx_int_t ngx_http_tent_admin_listed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_used(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_ctx(ngx_http_request_t *r,
+    ngx_http_tent_admin_t *a);
 static ngx_int_t ngx_http_tent_admin_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_admin_password(ngx_http_request_t *r,
@@ -238,6 +245,7 @@ ngx_http_tent_admin_handler(ngx_http_request_t *r)
     ngx_int_t                  rc;
     ngx_str_t                  start, end;
     ngx_table_elt_t           *h;
+    ngx_http_tent_admin_t     *a;
     ngx_http_tent_store_op_t  *op;
 
     if (ngx_http_tent_admin_authorized(r) != NGX_OK) {
@@ -269,8 +277,10 @@ ngx_http_tent_admin_handler(ngx_http_request_t *r)
         }
 
         op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+        a = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_admin_t));
 
-        if (op == NULL
+        if (op == NULL || a == NULL
+            || ngx_http_tent_admin_ctx(r, a) != NGX_OK
             || ngx_http_tent_registry_range(r->pool, &start, &end) != NGX_OK
             || ngx_http_tent_store_scan(op, &start, &end,
                                         NGX_HTTP_TENT_ADMIN_LIST, 0)
@@ -363,6 +373,7 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
     ngx_time_t                 *tp;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_store_op_t   *op;
+    const char                 *why;
     ngx_http_tent_main_conf_t  *mcf;
 
     if (!json_is_object(a->body)
@@ -404,20 +415,11 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent admin: %V \"%V\"", &a->action, &a->entity);
 
-    /*
-     * The module's ctx slot holds a Tent ctx in any server: ours is one
-     * marked invalid (the filters leave the reply alone), "a" its state.
-     */
-
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ctx_t));
-    if (ctx == NULL) {
+    if (ngx_http_tent_admin_ctx(r, a) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "creating the ctx");
     }
 
-    ctx->evaluated = 1;
-    ctx->invalid = 1;
-    ctx->state = a;
-    ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
     if (op == NULL) {
@@ -426,17 +428,20 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     if (a->action.len == 6 && ngx_strncmp(a->action.data, "create", 6) == 0)
     {
-        /* a name no provisioning server of this nginx answers for: none */
+        /*
+         * a name no provisioning server of this nginx answers for, or a
+         * URL its tent_entity cannot make (scheme, port): none
+         */
 
         mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
 
-        if (ngx_http_tent_provision_served(mcf, &a->entity) != NGX_OK) {
+        if (ngx_http_tent_provision_served(mcf, &a->entity, &why) != NGX_OK)
+        {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "tent admin: no provisioning server serves "
-                          "\"%V\": not created", &a->entity);
+                          "tent admin: \"%V\" not created: %s",
+                          &a->entity, why);
             return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
-                       "No provisioning server of this nginx serves the "
-                       "entity's host name");
+                                            (char *) why);
         }
 
         /*
@@ -488,6 +493,17 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
                                                   ngx_http_tent_admin_created);
     }
 
+    if (a->action.len == 10
+        && ngx_strncmp(a->action.data, "credential", 10) == 0)
+    {
+        if (ngx_http_tent_store_get(op, &a->key) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "encoding the read");
+        }
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                            ngx_http_tent_admin_cred_loaded);
+    }
+
     if (a->action.len == 9
         && ngx_strncmp(a->action.data, "authorize", 9) == 0)
     {
@@ -524,7 +540,8 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                    "\"action\" must be create, disable, enable, delete, "
-                   "quotas, password (with \"password\") or authorize");
+                   "quotas, password (with \"password\"), authorize or "
+                   "credential");
     }
 
     if (ngx_http_tent_store_get(op, &a->key) != NGX_OK) {
@@ -533,6 +550,30 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_admin_loaded);
+}
+
+
+/*
+ * The module's ctx slot holds a Tent ctx in any server: ours is one
+ * marked invalid (the filters leave the reply alone), "a" its state.
+ */
+
+static ngx_int_t
+ngx_http_tent_admin_ctx(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
+{
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->evaluated = 1;
+    ctx->invalid = 1;
+    ctx->state = a;
+    ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
+
+    return NGX_OK;
 }
 
 
@@ -580,9 +621,12 @@ ngx_http_tent_admin_quotas(json_t *row, json_t *quotas)
 static ngx_int_t
 ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    json_t     *list, *row;
-    ngx_int_t   status;
-    ngx_str_t   key, value, entity;
+    json_t                    *list, *row;
+    ngx_int_t                  status;
+    ngx_str_t                  key, value, entity;
+    ngx_uint_t                 n;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *uop;
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
@@ -590,9 +634,15 @@ ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     list = ngx_http_tent_json_own(r->pool, json_array());
-    if (list == NULL) {
+    uop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (list == NULL || uop == NULL
+        || ngx_http_tent_store_mget(uop) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "listing");
     }
+
+    n = 0;
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
         if (ngx_http_tent_registry_parse(&key, &entity) != NGX_OK) {
@@ -606,10 +656,57 @@ ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
         json_object_set_new(row, "entity", ngx_http_tent_json_string(&entity));
         ngx_http_tent_admin_hide(row);
-        json_array_append_new(list, row);
+
+        if (json_array_append_new(list, row) != 0
+            || ngx_http_tent_quota_use_keys(r->pool, &entity, uop) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "listing");
+        }
+
+        n++;
     }
 
-    return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+    if (n == 0) {
+        return ngx_http_tent_send_json(r, NGX_HTTP_OK, list);
+    }
+
+    /* then their use, their counts in one read */
+
+    a = ngx_http_tent_admin_get(r);
+    a->row = list;
+
+    return ngx_http_tent_store_submit_request(r, uop,
+                                              ngx_http_tent_admin_used);
+}
+
+
+/* each entity's use beside its quotas: {"posts", "apps", ...} */
+
+static ngx_int_t
+ngx_http_tent_admin_used(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
+{
+    json_t                 *use;
+    size_t                  i;
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    for (i = 0; i < json_array_size(a->row); i++) {
+        use = ngx_http_tent_quota_use(op);
+        if (use == NULL) {
+            return ngx_http_tent_internal_error(r, "reading the counts");
+        }
+
+        json_object_set_new(json_array_get(a->row, i), "use", use);
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, a->row);
 }
 
 

@@ -12,7 +12,8 @@
  * What ngx_http_tent_admin.c (the operator's location: the token, the
  * request's body, the list, a create) and ngx_http_tent_admin_write.c
  * (the actions on a registry row read: disable, enable, quotas, a
- * delete's batches, the owner authorization) share; only they include
+ * delete's batches, the owner authorization, an owner credential)
+ * share; only they include
  * it.
  */
 
@@ -33,6 +34,8 @@ typedef struct {
     ngx_str_t                       app;
     ngx_str_t                       app_key;
     json_t                         *auth;
+    json_t                         *app_rec;    /* "credential"'s app */
+    ngx_str_t                       app_raw;
     ngx_str_t                       raw;        /* the row as read */
     ngx_str_t                       hash;       /* a password's */
     unsigned                        password_given:1;
@@ -51,6 +54,8 @@ void ngx_http_tent_admin_hide(json_t *row);
 ngx_int_t ngx_http_tent_admin_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_admin_cred_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
 

@@ -35,6 +35,10 @@ static ngx_int_t ngx_http_tent_admin_scanned(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_admin_fixed(ngx_str_t *entity);
+static ngx_int_t ngx_http_tent_admin_authorize(ngx_http_request_t *r,
+    json_t *app, ngx_str_t *raw);
+static ngx_int_t ngx_http_tent_admin_cred_app_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 
 ngx_int_t
@@ -321,15 +325,9 @@ ngx_int_t
 ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                    *app, *fields;
-    ngx_int_t                  rc, status;
-    ngx_str_t                  raw;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_admin_t     *a;
-    ngx_http_tent_store_op_t  *wop;
-
-    a = ngx_http_tent_admin_get(r);
-    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+    json_t     *app;
+    ngx_int_t   status;
+    ngx_str_t   raw;
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
@@ -346,6 +344,28 @@ ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
     app = ngx_http_tent_json_own(r->pool,
                                  json_loadb((char *) raw.data, raw.len, 0,
                                             NULL));
+    if (!json_is_object(app)) {
+        return ngx_http_tent_internal_error(r, "reading the app");
+    }
+
+    return ngx_http_tent_admin_authorize(r, app, &raw);
+}
+
+
+/* an authorization of the app with every scope and type: the owner's */
+
+static ngx_int_t
+ngx_http_tent_admin_authorize(ngx_http_request_t *r, json_t *app,
+    ngx_str_t *raw)
+{
+    json_t                    *fields;
+    ngx_int_t                  rc;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
 
     fields = ngx_http_tent_json_own(r->pool, json_pack(
         "{s:[ssssssssssssssssss], s:[s], s:[s]}",
@@ -358,18 +378,124 @@ ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
-    if (!json_is_object(app) || fields == NULL || wop == NULL) {
+    if (fields == NULL || wop == NULL) {
         return ngx_http_tent_internal_error(r, "reading the app");
     }
 
-    rc = ngx_http_tent_authorization_new(r, ctx, &a->app, app, &raw, fields,
+    rc = ngx_http_tent_authorization_new(r, ctx, &a->app, app, raw, fields,
                                          wop, &a->auth);
-    if (rc != NGX_OK) {
+
+    /* into an active entity only, as the app (the registry fence) */
+
+    if (rc != NGX_OK || ngx_http_tent_store_fence(wop, &a->entity, 0) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "making the authorization");
     }
 
     return ngx_http_tent_store_submit_request(r, wop,
                                         ngx_http_tent_admin_authorized_app);
+}
+
+
+/*
+ * "credential": a new owner credential of an entity of the registry or
+ * a fixed one of the configuration, made here rather than by a request
+ * to the entity's server (which the operator's location need not share):
+ * an app written as the owner's registrations write theirs, then
+ * authorized with every scope.  The operator's app is not counted
+ * against the entity's quota of apps: the operator sets that quota, and
+ * an owner locked out by a full quota must still get a credential.
+ * Its writes carry the registry fence: into an active entity only (a
+ * disabled one: 410; one deleted meanwhile gets no rows after the
+ * delete's sweep).
+ */
+
+ngx_int_t
+ngx_http_tent_admin_cred_loaded(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *row;
+    ngx_int_t                  status;
+    ngx_str_t                  value;
+    const char                *state;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_admin_t     *a;
+    ngx_http_tent_store_op_t  *wop;
+
+    a = ngx_http_tent_admin_get(r);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        if (!ngx_http_tent_admin_fixed(&a->entity)) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
+                       "No such entity in the registry nor fixed by the "
+                       "configuration");
+        }
+
+    } else {
+        if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "reading the row");
+        }
+
+        row = ngx_http_tent_json_own(r->pool,
+                                     json_loadb((char *) value.data,
+                                                value.len, 0, NULL));
+        state = json_string_value(json_object_get(row, "state"));
+
+        if (state && ngx_strcmp(state, "deleting") == 0) {
+            return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                       "The entity is being deleted: finish the delete");
+        }
+    }
+
+    ctx->entity = a->entity;
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_apps_owner_app(r, ctx, wop, &a->app_rec, &a->app,
+                                        &a->app_raw)
+           != NGX_OK
+        || ngx_http_tent_store_fence(wop, &a->entity, 0) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "making the owner's app");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent admin: owner app \"%V\" of \"%V\"", &a->app,
+                   &a->entity);
+
+    return ngx_http_tent_store_submit_request(r, wop,
+                                        ngx_http_tent_admin_cred_app_written);
+}
+
+
+static ngx_int_t
+ngx_http_tent_admin_cred_app_written(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t               status;
+    ngx_http_tent_admin_t  *a;
+
+    a = ngx_http_tent_admin_get(r);
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_CONFLICT,
+                   "The app's key id was taken meanwhile: send the request "
+                   "again");
+    }
+
+    return ngx_http_tent_admin_authorize(r, a->app_rec, &a->app_raw);
 }
 
 

@@ -21,6 +21,9 @@
 
 ngx_int_t ngx_http_tent_apps_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_apps_owner_app(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t **result,
+    ngx_str_t *id, ngx_str_t *raw);
 
 /*
  * ngx_http_tent_apps.c: GET /apps, and every route under /apps/:id (each

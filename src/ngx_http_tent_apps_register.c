@@ -843,3 +843,78 @@ ngx_http_tent_apps_create_read(ngx_http_request_t *r,
 {
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_apps_create_body);
 }
+
+
+/*
+ * The operator's owner app of an entity (ngx_http_tent_admin_write.c,
+ * "credential"): a confirmed app registered into OP as the owner's
+ * registrations are (its key id's credential, if free, and its record),
+ * without a request to the entity's own server.  RAW: its record as
+ * written, for the authorization's compare-and-set.
+ */
+
+ngx_int_t
+ngx_http_tent_apps_owner_app(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, json_t **result, ngx_str_t *id,
+    ngx_str_t *raw)
+{
+    u_char                       *p;
+    json_t                       *app, *cred;
+    ngx_str_t                     key_id, redirect;
+    ngx_http_tent_field_error_t   err;
+
+    redirect.len = ctx->entity.len + 1;
+    redirect.data = ngx_pnalloc(r->pool, redirect.len);
+    if (redirect.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(redirect.data, ctx->entity.data, ctx->entity.len);
+    *p = '/';
+
+    if (ngx_http_tent_random_id(r->pool, NULL, 16, id) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    app = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:o, s:s, s:s, s:o, s:[o], s:{s:s}, s:I, s:I}",
+        "id", ngx_http_tent_json_string(id),
+        "name", "tent-admin owner",
+        "description", "an owner credential, made by the operator",
+        "url", ngx_http_tent_json_string(&ctx->entity),
+        "redirect_uris", ngx_http_tent_json_string(&redirect),
+        "scopes", "write_secrets", "the owner's credential",
+        "created_at", (json_int_t) ngx_time(),
+        "updated_at", (json_int_t) ngx_time()));
+
+    if (app == NULL
+        || ngx_http_tent_secrets(r, ctx, NULL, app, "a:", "mac_key_id")
+           != NGX_OK
+        || ngx_http_tent_app_dump(r, app, raw, &err) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_tent_json_str(app, "mac_key_id", &key_id);
+
+    cred = ngx_http_tent_json_own(r->pool, json_pack(
+        "{s:s, s:o, s:O, s:O}",
+        "kind", "app",
+        "app", ngx_http_tent_json_string(id),
+        "key", json_object_get(app, "mac_key"),
+        "algorithm", json_object_get(app, "mac_algorithm")));
+
+    if (cred == NULL
+        || ngx_http_tent_credential_new(r, op, &ctx->entity, &key_id, cred)
+           != NGX_OK
+        || ngx_http_tent_put_json(r, op, &ctx->entity, NGX_HTTP_TENT_TABLE_APP,
+                                  id, app)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    *result = app;
+
+    return NGX_OK;
+}

@@ -88,6 +88,9 @@ static ngx_http_tent_registry_entry_t *ngx_http_tent_registry_put(
 static void ngx_http_tent_registry_set(ngx_http_tent_ctx_t *ctx,
     ngx_atomic_uint_t gen, ngx_pool_t *pool, ngx_uint_t state,
     ngx_http_tent_quotas_t *q);
+static ngx_int_t ngx_http_tent_provision_makes(
+    ngx_http_tent_srv_conf_t *scf, ngx_str_t *entity, ngx_str_t *port,
+    const char **why);
 
 
 /*
@@ -670,10 +673,14 @@ ngx_http_tent_provision_server(ngx_http_tent_main_conf_t *mcf,
 
 ngx_int_t
 ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
-    ngx_str_t *entity)
+    ngx_str_t *entity, const char **why)
 {
-    u_char     *p, *last;
-    ngx_str_t   host;
+    u_char                    *p, *last;
+    ngx_str_t                  host, port;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    *why = "No provisioning server of this nginx serves the entity's "
+           "host name";
 
     p = ngx_strlcasestrn(entity->data, entity->data + entity->len,
                          (u_char *) "://", 3 - 1);
@@ -685,14 +692,125 @@ ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
     last = ngx_strlchr(host.data, entity->data + entity->len, '/');
     host.len = (last ? last : entity->data + entity->len) - host.data;
 
+    ngx_str_null(&port);
+
     p = ngx_strlchr(host.data, host.data + host.len, ':');
     if (p && host.len && host.data[0] != '[') {
+        port.data = p + 1;
+        port.len = host.data + host.len - port.data;
         host.len = p - host.data;
+
+    } else if (host.len && host.data[0] == '[') {
+
+        /* "[::1]:8080": the port after the bracket */
+
+        p = ngx_strlchr(host.data, host.data + host.len, ']');
+        if (p && p + 1 < host.data + host.len && p[1] == ':') {
+            port.data = p + 2;
+            port.len = host.data + host.len - port.data;
+        }
     }
 
-    if (ngx_http_tent_provision_server(mcf, &host)) {
+    scf = ngx_http_tent_provision_server(mcf, &host);
+    if (scf == NULL) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_tent_provision_makes(scf, entity, &port, why);
+}
+
+
+/*
+ * Can the server's tent_entity make this URL?  Its scheme and its port,
+ * where the template says them literally ("http://$host:7610"), must be
+ * the URL's: an entity no request to the server evaluates to would be
+ * served under another name.  A port of a variable ($http_host, a
+ * $server_port) is not checked.  The canonical URL has no default port.
+ */
+
+static ngx_int_t
+ngx_http_tent_provision_makes(ngx_http_tent_srv_conf_t *scf,
+    ngx_str_t *entity, ngx_str_t *port, const char **why)
+{
+    u_char     *p, *s, *last, *colon;
+    ngx_str_t   tpl, auth, want;
+
+    if (scf->entity == NULL) {
         return NGX_OK;
     }
 
-    return NGX_DECLINED;
+    tpl = scf->entity->value;
+    last = tpl.data + tpl.len;
+
+    p = ngx_strlcasestrn(tpl.data, last, (u_char *) "://", 3 - 1);
+    if (p == NULL || ngx_strlchr(tpl.data, p, '$')) {
+        return NGX_OK;
+    }
+
+    if ((size_t) (p - tpl.data) + 3 > entity->len
+        || ngx_strncasecmp(entity->data, tpl.data, p - tpl.data + 3) != 0)
+    {
+        *why = "The provisioning server's tent_entity makes URLs of "
+               "another scheme";
+        return NGX_DECLINED;
+    }
+
+    auth.data = p + 3;
+    s = ngx_strlchr(auth.data, last, '/');
+    auth.len = (s ? s : last) - auth.data;
+
+    /* the port as the template says it: after its last ':' */
+
+    colon = NULL;
+
+    for (s = auth.data; s < auth.data + auth.len; s++) {
+        if (*s == ':') {
+            colon = s;
+        }
+    }
+
+    if (colon) {
+        want.data = colon + 1;
+        want.len = auth.data + auth.len - want.data;
+
+        if (want.len == 0 || ngx_strlchr(want.data, want.data + want.len, '$')
+            || ngx_atoi(want.data, want.len) == NGX_ERROR)
+        {
+            return NGX_OK;
+        }
+
+        /* a default port is not in the canonical URL */
+
+        if ((want.len == 2 && ngx_strncmp(want.data, "80", 2) == 0
+             && tpl.data[4] == ':')
+            || (want.len == 3 && ngx_strncmp(want.data, "443", 3) == 0
+                && tpl.data[4] == 's'))
+        {
+            ngx_str_null(&want);
+        }
+
+    } else {
+
+        /* no port: only names without one ($host, $server_name, text) */
+
+        if (ngx_strlchr(auth.data, auth.data + auth.len, '$')
+            && !(auth.len == 5 && ngx_strncmp(auth.data, "$host", 5) == 0)
+            && !(auth.len == 12
+                 && ngx_strncmp(auth.data, "$server_name", 12) == 0))
+        {
+            return NGX_OK;
+        }
+
+        ngx_str_null(&want);
+    }
+
+    if (want.len != port->len
+        || ngx_strncmp(want.data, port->data, want.len) != 0)
+    {
+        *why = "The provisioning server's tent_entity makes URLs of "
+               "another port";
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
 }

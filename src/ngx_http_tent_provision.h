@@ -66,9 +66,12 @@ ngx_int_t ngx_http_tent_registry_row(ngx_str_t *value, ngx_uint_t *state,
 ngx_http_tent_srv_conf_t *ngx_http_tent_provision_server(
     ngx_http_tent_main_conf_t *mcf, ngx_str_t *host);
 ngx_int_t ngx_http_tent_provision_served(ngx_http_tent_main_conf_t *mcf,
-    ngx_str_t *entity);
+    ngx_str_t *entity, const char **why);
 
 /* ngx_http_tent_quota.c: a create under the entity's quota */
+ngx_int_t ngx_http_tent_quota_use_keys(ngx_pool_t *pool, ngx_str_t *entity,
+    void *op);
+json_t *ngx_http_tent_quota_use(void *op);
 ngx_int_t ngx_http_tent_quota_check(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_uint_t what, ngx_http_tent_route_pt next);
 ngx_int_t ngx_http_tent_quota_bytes(ngx_http_request_t *r,

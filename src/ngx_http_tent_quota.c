@@ -951,3 +951,59 @@ ngx_http_tent_quota_cas(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *key,
 
     return op;
 }
+
+
+/*
+ * The operator's list (ngx_http_tent_admin.c): an entity's counts, its
+ * use beside its quotas, read with the registry's other entities' in
+ * one mget: the keys added to OP, then the values read in that order.
+ */
+
+ngx_int_t
+ngx_http_tent_quota_use_keys(ngx_pool_t *pool, ngx_str_t *entity,
+    void *op)
+{
+    ngx_str_t   key;
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        if (ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_QUOTA,
+                              &ngx_http_tent_quota_names[i], &key)
+            != NGX_OK
+            || ngx_http_tent_store_mget_key(op, &key) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+json_t *
+ngx_http_tent_quota_use(void *op)
+{
+    json_t      *use;
+    ngx_int_t    n;
+    ngx_str_t    value;
+    ngx_uint_t   i, found;
+
+    use = json_object();
+    if (use == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            json_decref(use);
+            return NULL;
+        }
+
+        n = found ? ngx_atoi(value.data, value.len) : 0;
+
+        json_object_set_new(use, (char *) ngx_http_tent_quota_names[i].data,
+                            json_integer(n == NGX_ERROR ? 0 : n));
+    }
+
+    return use;
+}

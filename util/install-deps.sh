@@ -7,7 +7,7 @@ BUILD_PKGS="nginx nginx-dev libjansson-dev libleveldb-dev libc-ares-dev
 libssl-dev libpcre2-dev zlib1g-dev gcc make"
 TEST_PKGS="libtest-base-perl libtext-diff-perl liblist-moreutils-perl
 libhttp-tiny-perl libjson-pp-perl libdigest-hmac-perl libtest-longstring-perl
-libio-socket-ip-perl perl curl valgrind cppcheck clang libclang-rt-14-dev
+libio-socket-ip-perl libio-socket-ssl-perl perl curl valgrind cppcheck clang libclang-rt-14-dev
 iproute2 openssl ca-certificates chromium python3-jsonschema"
 
 case "$1" in

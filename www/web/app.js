@@ -640,8 +640,54 @@ function render() {
     document.body.dataset.state = signed ? 'signed-in' : 'anonymous';
 }
 
+// The entity moved (docs/move.md): its profile names the new entity and
+// lists this one (this page's origin) among the previous ones.  The
+// feed's reads are sent there (301 across origins: "Failed to fetch"),
+// so the page says where it went instead.
+function movedTo(d) {
+    const core = d.profile['https://tent.io/types/info/core/v0.1.0'] || {};
+    const prev = Array.isArray(core.previous_entities)
+        ? core.previous_entities : [];
+    let to;
+    try {
+        to = new URL(core.entity);
+    } catch (e) {
+        return null;
+    }
+    const here = (u) => {
+        try {
+            return new URL(u).origin === location.origin;
+        } catch (e) {
+            return false;
+        }
+    };
+    if ((to.protocol !== 'https:' && to.protocol !== 'http:')
+        || to.origin === location.origin || !prev.some(here)) {
+        return null;
+    }
+    return to.href;
+}
+
+function showMoved(url) {
+    const el = $('error');
+    const a = document.createElement('a');
+    a.href = url;
+    a.textContent = url;
+    el.replaceChildren('This entity moved to ', a, '.');
+    el.hidden = false;
+    el.dataset.moved = url;
+    document.body.dataset.state = 'moved';
+}
+
 async function main() {
     const d = await discover();
+    const moved = movedTo(d);
+    if (moved) {
+        $('entity-url').textContent = location.origin;
+        showMoved(moved);
+        document.body.dataset.ready = 'true';
+        return;
+    }
     state.entity = d.entity;
     state.root = d.root;
     state.anon = new Api(d.root);
