@@ -16,11 +16,12 @@
  * the derived keys compared with CRYPTO_memcmp.
  *
  * The throttle: failures counted by entity and by client address in a
- * shared zone of its own ("tent_signin"), two tables of fixed size, so a
- * flood of client addresses only pushes other addresses out, never an
- * entity's count.  An attempt is counted before its check (the checks
- * of many attempts at once are bounded as well) and a success clears the
- * entity's and the address's counts.
+ * shared zone of its own ("tent_signin"), two tables of fixed size (sets
+ * by an HMAC with a secret of the zone), so a flood of client addresses
+ * only pushes other addresses out, never an entity's count.  An attempt
+ * is counted before its check (the checks of many attempts at once are
+ * bounded as well) and a success clears the entity's and the address's
+ * counts.
  *
  * The session: a cookie "tent_session=<expiry>.<HMAC>", the HMAC keyed
  * with the entity's own secret (the authorize page's) over the entity,
@@ -73,6 +74,8 @@ typedef struct {
 
 
 typedef struct {
+    /* the key of the slots' hash, random: their sets are not computable */
+    u_char                          key[32];
     ngx_http_tent_throttle_slot_t   entities[NGX_HTTP_TENT_THROTTLE_ENTITIES];
     ngx_http_tent_throttle_slot_t   addresses[
                                         NGX_HTTP_TENT_THROTTLE_ADDRESSES];
@@ -208,6 +211,12 @@ ngx_http_tent_signin_zone_init(ngx_shm_zone_t *zone, void *data)
 
     t = ngx_slab_calloc(shpool, sizeof(ngx_http_tent_throttle_t));
     if (t == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (RAND_bytes(t->key, sizeof(t->key)) != 1) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent sign-in: RAND_bytes() failed");
         return NGX_ERROR;
     }
 
@@ -503,15 +512,24 @@ ngx_http_tent_signin_wipe(ngx_http_request_t *r, ngx_str_t *copy)
 }
 
 
-/* the throttle's slot of an id in its set, or NULL; "take": one made */
+/*
+ * The throttle's slot of an id in its set, or NULL; "take": one made.
+ * A slot that refuses (locked) is never taken from its id, and an
+ * entity's slot with failures in the window neither: else trying other
+ * ids of the same set would clear an entity's count.  When none can go,
+ * NULL: the new id is refused (429) until one can.  An address's slot
+ * with failures but not locked may go: the entity's count stays.
+ */
 
 static ngx_http_tent_throttle_slot_t *
 ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
-    ngx_uint_t size, uint64_t id, ngx_uint_t take)
+    ngx_uint_t size, uint64_t id, ngx_uint_t take, ngx_uint_t strict)
 {
+    time_t                          now;
     ngx_uint_t                      i, set;
     ngx_http_tent_throttle_slot_t  *s, *oldest;
 
+    now = ngx_time();
     set = (ngx_uint_t) (id % (size / NGX_HTTP_TENT_THROTTLE_WAYS))
           * NGX_HTTP_TENT_THROTTLE_WAYS;
     oldest = NULL;
@@ -523,12 +541,20 @@ ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
             return s;
         }
 
+        if (s->id
+            && (s->until > now
+                || (strict && s->failures
+                    && s->last + NGX_HTTP_TENT_THROTTLE_WINDOW >= now)))
+        {
+            continue;
+        }
+
         if (oldest == NULL || s->last < oldest->last) {
             oldest = s;
         }
     }
 
-    if (!take) {
+    if (!take || oldest == NULL) {
         return NULL;
     }
 
@@ -541,15 +567,71 @@ ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
 }
 
 
+/* an id: HMAC-SHA256 with the zone's key, its first 8 bytes */
+
 static uint64_t
-ngx_http_tent_throttle_id(u_char kind, ngx_str_t *s)
+ngx_http_tent_throttle_id(ngx_http_tent_throttle_t *t, u_char kind,
+    u_char *data, size_t len)
 {
-    uint64_t  id;
+    u_char        digest[EVP_MAX_MD_SIZE];
+    uint64_t      id;
+    unsigned int  dlen;
+    HMAC_CTX     *h;
 
-    id = ((uint64_t) ngx_crc32_long(s->data, s->len) << 32)
-         | ngx_murmur_hash2(s->data, s->len);
+    id = 0;
+    h = HMAC_CTX_new();
 
-    return (id ^ kind) | 1;      /* never 0, a slot unused */
+    if (h != NULL
+        && HMAC_Init_ex(h, t->key, sizeof(t->key), EVP_sha256(), NULL) == 1
+        && HMAC_Update(h, &kind, 1) == 1
+        && HMAC_Update(h, data, len) == 1
+        && HMAC_Final(h, digest, &dlen) == 1)
+    {
+        ngx_memcpy(&id, digest, sizeof(uint64_t));
+    }
+
+    HMAC_CTX_free(h);
+
+    return id | 1;      /* never 0, a slot unused */
+}
+
+
+/* a client address: IPv4 by /32, IPv6 by /64 (one host's usual share) */
+
+static uint64_t
+ngx_http_tent_throttle_address(ngx_http_tent_throttle_t *t,
+    ngx_connection_t *c)
+{
+    u_char               *p;
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6  *sin6;
+#endif
+
+    switch (c->sockaddr->sa_family) {
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->sockaddr;
+        p = sin6->sin6_addr.s6_addr;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            return ngx_http_tent_throttle_id(t, '4', p + 12, 4);
+        }
+
+        return ngx_http_tent_throttle_id(t, '6', p, 8);
+#endif
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) c->sockaddr;
+        p = (u_char *) &sin->sin_addr.s_addr;
+
+        return ngx_http_tent_throttle_id(t, '4', p, 4);
+
+    default:
+        return ngx_http_tent_throttle_id(t, 'a', c->addr_text.data,
+                                         c->addr_text.len);
+    }
 }
 
 
@@ -589,6 +671,7 @@ time_t
 ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
 {
     time_t                          now, wait;
+    uint64_t                        eid, aid;
     ngx_slab_pool_t                *shpool;
     ngx_http_tent_throttle_t       *t;
     ngx_http_tent_main_conf_t      *mcf;
@@ -603,18 +686,30 @@ ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
     shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
     t = mcf->signin_zone->data;
     now = ngx_time();
+    eid = ngx_http_tent_throttle_id(t, 'e', entity->data, entity->len);
+    aid = ngx_http_tent_throttle_address(t, r->connection);
 
     ngx_shmtx_lock(&shpool->mutex);
 
     e = ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
-                                    ngx_http_tent_throttle_id('e', entity), 1);
+                                    eid, 1, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
                                     NGX_HTTP_TENT_THROTTLE_ADDRESSES,
-                                    ngx_http_tent_throttle_id('a',
-                                        &r->connection->addr_text), 1);
+                                    aid, 1, 0);
 
-    wait = ngx_max(e->until - now, a->until - now);
+    if (e == NULL || a == NULL) {
+        /* no slot to count it in: refused, never uncounted */
+        wait = NGX_HTTP_TENT_THROTTLE_WAIT;
+
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent sign-in: the throttle's %s slots for \"%V\" "
+                      "are all counting failures: refused",
+                      e == NULL ? "entity" : "address", entity);
+
+    } else {
+        wait = ngx_max(e->until - now, a->until - now);
+    }
 
     if (wait <= 0) {
         /* counted before the check: a success takes it back */
@@ -644,6 +739,7 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_slab_pool_t                *shpool;
     ngx_http_tent_throttle_t       *t;
     ngx_http_tent_main_conf_t      *mcf;
+    uint64_t                        eid, aid;
     ngx_http_tent_throttle_slot_t  *e, *a;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
@@ -663,16 +759,17 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
 
     shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
     t = mcf->signin_zone->data;
+    eid = ngx_http_tent_throttle_id(t, 'e', entity->data, entity->len);
+    aid = ngx_http_tent_throttle_address(t, r->connection);
 
     ngx_shmtx_lock(&shpool->mutex);
 
     e = ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
-                                    ngx_http_tent_throttle_id('e', entity), 0);
+                                    eid, 0, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
                                     NGX_HTTP_TENT_THROTTLE_ADDRESSES,
-                                    ngx_http_tent_throttle_id('a',
-                                        &r->connection->addr_text), 0);
+                                    aid, 0, 0);
     if (e) {
         e->failures = 0;
         e->until = 0;

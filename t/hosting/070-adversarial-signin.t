@@ -4,7 +4,8 @@
 # another tenant's password, another tenant's session cookie, a form
 # posted from another site or without its token, an old session after
 # the password changed, guessing (429 with Retry-After, by entity and by
-# client address, a flood of addresses), bodies of every wrong shape,
+# client address, a flood of addresses, tries at the tenants of an
+# entity's throttle set, IPv6 by /64), bodies of every wrong shape,
 # the hash read back from the operator's location, and the one
 # configuration that would let any tenant's owner approve for all
 # (tent_owner in a provisioning server), refused at "nginx -t".
@@ -33,6 +34,14 @@ my ($host, $token, $tokfile) = provisioning_host(
         server_name *.tls.example;
         tent_entity https://$host:$PORT;
         tent_provisioning on;
+    }
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name *.six.test;
+        tent_entity http://$host:$PORT;
+        tent_provisioning on;
+        set_real_ip_from 127.0.0.0/8;
+        real_ip_header X-Real-IP;
     }
     server {
         listen 127.0.0.1:$PORT;
@@ -289,6 +298,93 @@ for my $round (1 .. 2) {
     }
     ($res, $cookie) = $eve->sign_in($eform, local_addr => '127.0.0.20');
     is($res->{status}, 200, "round $round: the owner signs in");
+}
+
+# ---- the entity's count is not pushed out by tries at other entities
+
+# before: the slot's set was murmur2(entity) mod 1024, computable by
+# anyone; four other tenants of that set, each tried once, pushed out a
+# locked entity's slot.  Now the hash is keyed with a secret of the
+# zone and a slot counting failures is never taken.
+sub mul32 {
+    my ($a, $m) = @_;
+    return ($a * ($m & 0xffff) + ((($a * ($m >> 16)) & 0xffff) << 16))
+           & 0xffffffff;
+}
+sub murmur2 {
+    my @d = unpack 'C*', $_[0];
+    my $len = @d;
+    my $h = $len;
+    my $i = 0;
+    while ($len - $i >= 4) {
+        my $k = $d[$i] | $d[$i + 1] << 8 | $d[$i + 2] << 16
+                | $d[$i + 3] << 24;
+        $k = mul32($k, 0x5bd1e995);
+        $k ^= $k >> 24;
+        $k = mul32($k, 0x5bd1e995);
+        $h = mul32($h, 0x5bd1e995) ^ $k;
+        $i += 4;
+    }
+    my $rest = $len - $i;
+    $h ^= $d[$i + 2] << 16 if $rest >= 3;
+    $h ^= $d[$i + 1] << 8 if $rest >= 2;
+    if ($rest >= 1) { $h ^= $d[$i]; $h = mul32($h, 0x5bd1e995) }
+    $h ^= $h >> 13;
+    $h = mul32($h, 0x5bd1e995);
+    $h ^= $h >> 15;
+    return $h;
+}
+sub old_set { ((murmur2($_[0]) ^ ord 'e') | 1) & 1023 }
+{
+    my $x = "http://ivy.test:$P";
+    my @same;
+    for (my $n = 0; @same < 4 && $n < 200000; $n++) {
+        push @same, "c$n" if old_set("http://c$n.test:$P") == old_set($x);
+    }
+    is(scalar @same, 4, 'four tenants of the same set, computed offline');
+    for my $n ('ivy', @same) {
+        admin({ action => 'create', entity => "http://$n.test:$P" });
+    }
+    my $ivy = client_of('ivy.test', $P);
+    my $iform = page($ivy, $ivy->authorize_query($ivy->register_app));
+    my $wrong = 0;
+    for my $a (1 .. 20) {
+        my ($r) = $ivy->sign_in($iform, password => "guess $a",
+                                local_addr => sprintf('127.2.%d.%d',
+                                                      int($a / 5), $a));
+        $wrong++ if $r->{status} == 403;
+    }
+    is($wrong, 20, '20 guesses at ivy, each wrong');
+    # a second passes: the four tries are the newest of their set
+    select undef, undef, undef, 1.1;
+    my $i = 0;
+    for my $n (@same) {
+        my $c = client_of("$n.test", $P);
+        my $f = page($c, $c->authorize_query($c->register_app));
+        $c->sign_in($f, password => 'wrong', local_addr => '127.2.9.' . ++$i);
+    }
+    ($res, $cookie) = $ivy->sign_in($iform, local_addr => '127.2.9.10');
+    is($res->{status}, 429, 'ivy still waits after tries at its set');
+    ok(!$cookie, 'no session');
+}
+
+# ---- IPv6 addresses are counted by /64 (the addresses of realip)
+
+{
+    admin({ action => 'create', entity => "http://jo.six.test:$P" });
+    my $jo = client_of('jo.six.test', $P);
+    my $jform = page($jo, $jo->authorize_query($jo->register_app));
+    for my $i (1 .. 5) {
+        ($res) = $jo->sign_in($jform, password => "guess $i", headers => {
+            'X-Real-IP' => "2001:db8:0:7::$i" });
+        is($res->{status}, 403, "guess $i from 2001:db8:0:7::$i: wrong");
+    }
+    ($res) = $jo->sign_in($jform, headers => {
+        'X-Real-IP' => '2001:db8:0:7::ffff' });
+    is($res->{status}, 429, 'another address of that /64: 429');
+    ($res) = $jo->sign_in($jform, headers => {
+        'X-Real-IP' => '2001:db8:0:8::1' });
+    is($res->{status}, 200, 'another /64: the owner signs in');
 }
 
 # ---- bin/tent-admin: the password from stdin or a file, never argv
