@@ -207,15 +207,21 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
     rc = ngx_http_tent_form_arg(r->pool, &ctx->form, "password",
                                 &oa->password);
-    if (rc == NGX_ERROR) {
+
+    if (rc != NGX_DECLINED) {
+        /* the body read is wiped: the password's one copy is checked */
+        ngx_http_tent_signin_wipe(r, &ctx->form);
+    }
+
+    if (rc == NGX_ERROR
+        || (rc == NGX_OK
+            && ngx_http_tent_signin_wipe_later(r->pool, &oa->password)
+               != NGX_OK))
+    {
         return ngx_http_tent_internal_error(r, "reading the password");
     }
 
     if (rc == NGX_OK) {
-
-        /* the body read is wiped: the password's one copy is checked */
-
-        ngx_http_tent_signin_wipe(r, &ctx->form);
 
         /* a sign-in: its form's token, the throttle, then the check */
 
@@ -234,6 +240,19 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
                        NGX_HTTP_BAD_REQUEST, "Type the password.");
         }
 
+        /* a sign-in refused for the server's load is not counted */
+
+        if (ngx_http_tent_password_busy()) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "tent sign-in: checks in flight already: "
+                          "this one is refused");
+            oa->retry = 1;
+            return ngx_http_tent_oauth_signin_form(r, oa,
+                       NGX_HTTP_SERVICE_UNAVAILABLE,
+                       "The server is busy with other sign-ins: try again "
+                       "in a moment.");
+        }
+
         oa->retry = ngx_http_tent_signin_throttled(r, &ctx->entity);
 
         if (oa->retry) {
@@ -245,16 +264,8 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
         rc = ngx_http_tent_password_verify(r, &oa->stored, &oa->password,
                                            ngx_http_tent_oauth_verified);
-        if (rc == NGX_ERROR) {
+        if (rc != NGX_DONE) {
             return ngx_http_tent_internal_error(r, "checking the password");
-        }
-
-        if (rc == NGX_BUSY) {
-            oa->retry = 1;
-            return ngx_http_tent_oauth_signin_form(r, oa,
-                       NGX_HTTP_SERVICE_UNAVAILABLE,
-                       "The server is busy with other sign-ins: try again "
-                       "in a moment.");
         }
 
         return rc;

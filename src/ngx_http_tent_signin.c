@@ -48,6 +48,13 @@
 #define NGX_HTTP_TENT_SCRYPT_P_MAX      16
 #define NGX_HTTP_TENT_SCRYPT_MEM_MAX    (256 * 1024 * 1024)
 
+/*
+ * what tent_password_scrypt may ask for: the operator's password action
+ * hashes in the worker's event loop (about 150 ms at this bound)
+ */
+#define NGX_HTTP_TENT_SCRYPT_CONF_MEM   (32 * 1024 * 1024)
+#define NGX_HTTP_TENT_SCRYPT_CONF_WORK  (64 * 1024 * 1024)
+
 /* the throttle: slots, ways, failures before a wait, the waits */
 #define NGX_HTTP_TENT_THROTTLE_ENTITIES   4096
 #define NGX_HTTP_TENT_THROTTLE_ADDRESSES  8192
@@ -138,12 +145,14 @@ ngx_http_tent_password_scrypt_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     if (n < 1024 || n > NGX_HTTP_TENT_SCRYPT_N_MAX || (n & (n - 1))
         || r < 1 || r > NGX_HTTP_TENT_SCRYPT_R_MAX
         || p < 1 || p > NGX_HTTP_TENT_SCRYPT_P_MAX
-        || (uint64_t) 128 * n * r > NGX_HTTP_TENT_SCRYPT_MEM_MAX)
+        || (uint64_t) 128 * n * r > NGX_HTTP_TENT_SCRYPT_CONF_MEM
+        || (uint64_t) 128 * n * r * p > NGX_HTTP_TENT_SCRYPT_CONF_WORK)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"tent_password_scrypt\" takes N (a power of 2 "
                            "from 1024 to 1048576), r (1 to 32) and p (1 to "
-                           "16), with 128 * N * r at most 256 MB");
+                           "16), with 128 * N * r at most 32 MB and "
+                           "128 * N * r * p at most 64 MB");
         return NGX_CONF_ERROR;
     }
 
@@ -386,6 +395,15 @@ ngx_http_tent_password_hash(ngx_pool_t *pool, ngx_log_t *log,
 }
 
 
+/* a check now would be refused: asked before the throttle counts it */
+
+ngx_uint_t
+ngx_http_tent_password_busy(void)
+{
+    return ngx_http_tent_signin_checks >= NGX_HTTP_TENT_SIGNIN_CHECKS;
+}
+
+
 ngx_int_t
 ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
     ngx_str_t *password, ngx_http_tent_verified_pt done)
@@ -487,6 +505,40 @@ ngx_http_tent_verify_done(ngx_event_t *ev)
 
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_tent_signin_wipe_handler(void *data)
+{
+    ngx_str_t *s = data;
+
+    if (s->data) {
+        ngx_explicit_memzero(s->data, s->len);
+    }
+}
+
+
+/*
+ * "s" wiped when the pool goes, whatever the path (an error, a 429, a
+ * client gone during the check): the last of a password's copies
+ */
+
+ngx_int_t
+ngx_http_tent_signin_wipe_later(ngx_pool_t *pool, ngx_str_t *s)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        ngx_explicit_memzero(s->data, s->len);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_signin_wipe_handler;
+    cln->data = s;
+
+    return NGX_OK;
 }
 
 

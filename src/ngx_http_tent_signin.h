@@ -44,11 +44,14 @@ ngx_int_t ngx_http_tent_password_hash(ngx_pool_t *pool, ngx_log_t *log,
     ngx_str_t *password, ngx_str_t *stored);
 
 /* the password checked on the thread pool; "done" runs in the worker */
+ngx_uint_t ngx_http_tent_password_busy(void);
 ngx_int_t ngx_http_tent_password_verify(ngx_http_request_t *r,
     ngx_str_t *stored, ngx_str_t *password, ngx_http_tent_verified_pt done);
 
 /* a request body with a password wiped: "copy" and nginx's buffers */
 void ngx_http_tent_signin_wipe(ngx_http_request_t *r, ngx_str_t *copy);
+/* "s" wiped when the pool goes */
+ngx_int_t ngx_http_tent_signin_wipe_later(ngx_pool_t *pool, ngx_str_t *s);
 
 /* the throttle: 0, or the seconds to wait (a 429's Retry-After) */
 time_t ngx_http_tent_signin_throttled(ngx_http_request_t *r,

@@ -516,7 +516,14 @@ S
     like($out, qr/\[emerg\].*"tent_password_scrypt" takes N \(a power of 2/,
          'its N a power of 2') or diag $out;
     ($rc, $out) = $conf->('', "    tent_password_scrypt 1048576 8 1;\n");
-    like($out, qr/\[emerg\].*at most 256 MB/, 'its memory bounded');
+    like($out, qr/\[emerg\].*at most 32 MB/, 'its memory bounded');
+    # the operator's password action hashes in the event loop
+    ($rc, $out) = $conf->('', "    tent_password_scrypt 65536 8 1;\n");
+    isnt($rc, 0, 'a hash of 64 MB: nginx -t fails');
+    like($out, qr/\[emerg\].*128 \* N \* r at most 32 MB/, 'saying why')
+        or diag $out;
+    ($rc, $out) = $conf->('', "    tent_password_scrypt 32768 8 4;\n");
+    isnt($rc, 0, '32 MB four times over: nginx -t fails');
     ($rc, $out) = $conf->('', "    tent_password_scrypt 32768 8 2;\n");
     is($rc, 0, 'a cost of 32768 8 2 passes') or diag $out;
     remove_tree($t);
