@@ -185,7 +185,8 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
     ngx_memcpy(oa->stored.data, json_string_value(pw), oa->stored.len);
 
-    session = ngx_http_tent_session_valid(r, &oa->secret, &ctx->entity,
+    session = ngx_http_tent_session_valid(r, NGX_HTTP_TENT_COOKIE_SESSION,
+                                          &oa->secret, &ctx->entity,
                                           &oa->stored, &oa->session)
               == NGX_OK;
 
@@ -253,7 +254,14 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
                        "in a moment.");
         }
 
-        oa->retry = ngx_http_tent_signin_throttled(r, &ctx->entity);
+        oa->device = ngx_http_tent_session_valid(r,
+                                            NGX_HTTP_TENT_COOKIE_DEVICE,
+                                            &oa->secret, &ctx->entity,
+                                            &oa->stored, NULL)
+                     == NGX_OK;
+
+        oa->retry = ngx_http_tent_signin_throttled(r, &ctx->entity,
+                                                   oa->device);
 
         if (oa->retry) {
             return ngx_http_tent_oauth_signin_form(r, oa,
@@ -292,6 +300,7 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_tent_oauth_verified(ngx_http_request_t *r, ngx_uint_t match)
 {
+    ngx_str_t               device;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_oauth_t  *oa;
 
@@ -300,16 +309,23 @@ ngx_http_tent_oauth_verified(ngx_http_request_t *r, ngx_uint_t match)
 
     ngx_explicit_memzero(oa->password.data, oa->password.len);
 
-    ngx_http_tent_signin_result(r, &ctx->entity, match);
+    ngx_http_tent_signin_result(r, &ctx->entity, match, oa->device);
 
     if (!match) {
         return ngx_http_tent_oauth_signin_form(r, oa, NGX_HTTP_FORBIDDEN,
                                                "Wrong password.");
     }
 
-    if (ngx_http_tent_session_set(r, &oa->secret, &ctx->entity, &oa->stored,
+    /* the session, and this device known to the entity's owner */
+
+    if (ngx_http_tent_session_set(r, NGX_HTTP_TENT_COOKIE_SESSION,
+                                  &oa->secret, &ctx->entity, &oa->stored,
                                   &oa->session)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_session_set(r, NGX_HTTP_TENT_COOKIE_DEVICE,
+                                     &oa->secret, &ctx->entity, &oa->stored,
+                                     &device)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "making the session");
     }

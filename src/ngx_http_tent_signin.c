@@ -720,11 +720,13 @@ ngx_http_tent_throttle_count(ngx_http_tent_throttle_slot_t *s,
 
 
 time_t
-ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
+ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_uint_t device)
 {
     time_t                          now, wait;
     uint64_t                        eid, aid;
     ngx_slab_pool_t                *shpool;
+    ngx_http_tent_throttle_slot_t   dev;
     ngx_http_tent_throttle_t       *t;
     ngx_http_tent_main_conf_t      *mcf;
     ngx_http_tent_throttle_slot_t  *e, *a;
@@ -738,12 +740,18 @@ ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
     shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
     t = mcf->signin_zone->data;
     now = ngx_time();
+    ngx_memzero(&dev, sizeof(ngx_http_tent_throttle_slot_t));
     eid = ngx_http_tent_throttle_id(t, 'e', entity->data, entity->len);
     aid = ngx_http_tent_throttle_address(t, r->connection);
 
     ngx_shmtx_lock(&shpool->mutex);
 
-    e = ngx_http_tent_throttle_slot(t->entities,
+    /*
+     * a known device (its cookie) skips the entity's count: an owner
+     * signs in while the entity is guessed at; the address's count stays
+     */
+
+    e = device ? &dev : ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
                                     eid, 1, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
@@ -786,7 +794,7 @@ ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
 
 void
 ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
-    ngx_uint_t ok)
+    ngx_uint_t ok, ngx_uint_t device)
 {
     ngx_slab_pool_t                *shpool;
     ngx_http_tent_throttle_t       *t;
@@ -816,7 +824,9 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
 
     ngx_shmtx_lock(&shpool->mutex);
 
-    e = ngx_http_tent_throttle_slot(t->entities,
+    /* a known device skipped the entity's count: it leaves it as is */
+
+    e = device ? NULL : ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
                                     eid, 0, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
@@ -836,11 +846,76 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
 }
 
 
-/* "<expiry>.<base64url HMAC-SHA256>" of the session */
+/*
+ * The cookies: the session (12 hours) and the known device (90 days),
+ * each "<expiry>.<base64url HMAC-SHA256>" over its kind, the entity, the
+ * expiry and the stored hash.  An https:// entity with no path has them
+ * as "__Host-" cookies (Path=/, Secure, no Domain): a page of another
+ * host of the domain (another tenant's) cannot set nor shadow them.
+ */
+
+typedef struct {
+    const char                     *label;
+    const char                     *name;      /* "__Host-" + name */
+    time_t                          ttl;
+    const char                     *same_site;
+} ngx_http_tent_cookie_kind_t;
+
+
+static ngx_http_tent_cookie_kind_t  ngx_http_tent_cookie_kinds[] = {
+    { "tent session", "__Host-tent_session", NGX_HTTP_TENT_SESSION_TIME,
+      "Lax" },
+    { "tent device", "__Host-tent_device", NGX_HTTP_TENT_DEVICE_TIME,
+      "Lax" },
+};
+
+
+static ngx_uint_t
+ngx_http_tent_cookie_secure(ngx_http_request_t *r, ngx_str_t *entity)
+{
+    return (entity->len > 8 && ngx_strncmp(entity->data, "https://", 8) == 0)
+#if (NGX_HTTP_SSL)
+           || r->connection->ssl
+#endif
+           ;
+}
+
+
+/* "__Host-": an https:// entity that is a whole host, "https://h[:p][/]" */
+
+static ngx_uint_t
+ngx_http_tent_cookie_host(ngx_str_t *entity)
+{
+    u_char  *slash;
+
+    if (entity->len <= 8 || ngx_strncmp(entity->data, "https://", 8) != 0) {
+        return 0;
+    }
+
+    slash = ngx_strlchr(entity->data + 8, entity->data + entity->len, '/');
+
+    return slash == NULL || slash == entity->data + entity->len - 1;
+}
+
+
+static void
+ngx_http_tent_cookie_name(ngx_str_t *entity, ngx_uint_t kind,
+    ngx_str_t *name)
+{
+    name->data = (u_char *) ngx_http_tent_cookie_kinds[kind].name;
+    name->len = ngx_strlen(name->data);
+
+    if (!ngx_http_tent_cookie_host(entity)) {
+        name->data += sizeof("__Host-") - 1;
+        name->len -= sizeof("__Host-") - 1;
+    }
+}
+
 
 static ngx_int_t
-ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, time_t expiry, ngx_str_t *out)
+ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_uint_t kind,
+    ngx_str_t *secret, ngx_str_t *entity, ngx_str_t *stored, time_t expiry,
+    ngx_str_t *out)
 {
     u_char        *p, digest[EVP_MAX_MD_SIZE];
     unsigned int   dlen;
@@ -853,7 +928,8 @@ ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_str_t *secret,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(text.data, "tent session\n%V\n%T\n%V", entity, expiry,
+    p = ngx_sprintf(text.data, "%s\n%V\n%T\n%V",
+                    ngx_http_tent_cookie_kinds[kind].label, entity, expiry,
                     stored);
     text.len = p - text.data;
 
@@ -884,14 +960,15 @@ ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_str_t *secret,
 
 
 ngx_int_t
-ngx_http_tent_session_valid(ngx_http_request_t *r, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
+ngx_http_tent_session_valid(ngx_http_request_t *r, ngx_uint_t kind,
+    ngx_str_t *secret, ngx_str_t *entity, ngx_str_t *stored,
+    ngx_str_t *value)
 {
     u_char     *dot;
     time_t      expiry;
     ngx_str_t   name, given, mac;
 
-    ngx_str_set(&name, "tent_session");
+    ngx_http_tent_cookie_name(entity, kind, &name);
 
     if (ngx_http_parse_multi_header_lines(&r->headers_in.cookies, &name,
                                           &given)
@@ -905,50 +982,61 @@ ngx_http_tent_session_valid(ngx_http_request_t *r, ngx_str_t *secret,
     expiry = dot ? ngx_atotm(given.data, dot - given.data) : NGX_ERROR;
 
     if (expiry == NGX_ERROR || expiry < ngx_time()
-        || expiry > ngx_time() + NGX_HTTP_TENT_SESSION_TIME
-        || ngx_http_tent_session_mac(r->pool, secret, entity, stored, expiry,
-                                     &mac)
+        || expiry > ngx_time() + ngx_http_tent_cookie_kinds[kind].ttl
+        || ngx_http_tent_session_mac(r->pool, kind, secret, entity, stored,
+                                     expiry, &mac)
            != NGX_OK
         || mac.len != given.len
         || CRYPTO_memcmp(mac.data, given.data, mac.len) != 0)
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "tent sign-in: no valid session for \"%V\"", entity);
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent sign-in: no valid %V for \"%V\"", &name,
+                       entity);
         return NGX_DECLINED;
     }
 
-    *value = given;
+    if (value) {
+        *value = given;
+    }
 
     return NGX_OK;
 }
 
 
 ngx_int_t
-ngx_http_tent_session_set(ngx_http_request_t *r, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
+ngx_http_tent_session_set(ngx_http_request_t *r, ngx_uint_t kind,
+    ngx_str_t *secret, ngx_str_t *entity, ngx_str_t *stored,
+    ngx_str_t *value)
 {
     u_char           *p;
     size_t            len;
+    ngx_str_t         name, path;
     ngx_uint_t        secure;
     ngx_table_elt_t  *h;
 
-    if (ngx_http_tent_session_mac(r->pool, secret, entity, stored,
-                                  ngx_time() + NGX_HTTP_TENT_SESSION_TIME,
+    if (ngx_http_tent_session_mac(r->pool, kind, secret, entity, stored,
+                                  ngx_time()
+                                  + ngx_http_tent_cookie_kinds[kind].ttl,
                                   value)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    secure = (entity->len > 8 && ngx_strncmp(entity->data, "https://", 8) == 0)
-#if (NGX_HTTP_SSL)
-             || r->connection->ssl
-#endif
-             ;
+    secure = ngx_http_tent_cookie_secure(r, entity);
+    ngx_http_tent_cookie_name(entity, kind, &name);
 
-    len = sizeof("tent_session=; Path=; Max-Age=; HttpOnly; "
-                 "SameSite=Strict; Secure") - 1
-          + value->len + r->uri.len + NGX_TIME_T_LEN;
+    /* the page's own, or the host's when "__Host-" asks for Path=/ */
+
+    if (ngx_http_tent_cookie_host(entity)) {
+        ngx_str_set(&path, "/");
+
+    } else {
+        path = r->uri;
+    }
+
+    len = sizeof("=; Path=; Max-Age=; HttpOnly; SameSite=Strict; Secure")
+          - 1 + name.len + value->len + path.len + NGX_TIME_T_LEN;
 
     p = ngx_pnalloc(r->pool, len);
     h = ngx_list_push(&r->headers_out.headers);
@@ -957,15 +1045,13 @@ ngx_http_tent_session_set(ngx_http_request_t *r, ngx_str_t *secret,
         return NGX_ERROR;
     }
 
-    /* the cookie goes to this page only, of this host only */
-
     h->hash = 1;
     ngx_str_set(&h->key, "Set-Cookie");
     h->value.data = p;
 
-    p = ngx_sprintf(p, "tent_session=%V; Path=%V; Max-Age=%T; HttpOnly; "
-                    "SameSite=Strict", value, &r->uri,
-                    (time_t) NGX_HTTP_TENT_SESSION_TIME);
+    p = ngx_sprintf(p, "%V=%V; Path=%V; Max-Age=%T; HttpOnly; SameSite=%s",
+                    &name, value, &path, ngx_http_tent_cookie_kinds[kind].ttl,
+                    ngx_http_tent_cookie_kinds[kind].same_site);
 
     if (secure) {
         p = ngx_cpymem(p, "; Secure", sizeof("; Secure") - 1);

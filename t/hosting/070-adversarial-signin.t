@@ -102,7 +102,7 @@ like($res->{body}, qr/value="approve"/, 'and shows the app to approve');
 my $sc = $res->{headers}{'set-cookie'} || '';
 like($sc, qr/^tent_session=[0-9]+\.[A-Za-z0-9_-]+;/, 'a session cookie');
 like($sc, qr/; HttpOnly/, 'HttpOnly');
-like($sc, qr/; SameSite=Strict/, 'SameSite=Strict');
+like($sc, qr/; SameSite=Lax/, 'SameSite=Lax (an app sends the owner here)');
 like($sc, qr/; Path=\/tent\/oauth\/authorize;/, 'for the authorize page');
 unlike($sc, qr/Secure/, 'not Secure on http (it is on https)');
 my %approve = (Tent::Client::form_of($res), decision => 'approve');
@@ -387,6 +387,68 @@ sub old_set { ((murmur2($_[0]) ^ ord 'e') | 1) & 1023 }
     is($res->{status}, 200, 'another /64: the owner signs in');
 }
 
+# ---- a locked entity: its owner's known device still signs in
+
+{
+    admin({ action => 'create', entity => "http://kim.test:$P" });
+    my $kim = client_of('kim.test', $P);
+    my $kform = page($kim, $kim->authorize_query($kim->register_app));
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.0.1');
+    is($res->{status}, 200, 'kim signs in once from her device');
+    my ($dev) = ($res->{headers}{'set-cookie'} || '')
+                =~ /(?:^|, )(tent_device=[^;]*)/;
+    ok($dev, 'which is known from then on (tent_device)');
+    like($res->{headers}{'set-cookie'} || '',
+         qr/tent_device=[^;]+; Path=\/tent\/oauth\/authorize; Max-Age=7776000; HttpOnly; SameSite=Lax/,
+         'for 90 days, HttpOnly, SameSite=Lax');
+    my $wrong = 0;
+    for my $a (1 .. 4) {
+        for my $i (1 .. 5) {
+            my ($r) = $kim->sign_in($kform, password => "guess $a.$i",
+                                    local_addr => "127.3.1.$a");
+            $wrong++ if $r->{status} == 403;
+        }
+    }
+    is($wrong, 20, '20 guesses at kim from 4 addresses');
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.1');
+    is($res->{status}, 429, 'kim is locked: her password alone is 429');
+    ($res, $cookie) = $kim->sign_in($kform, local_addr => '127.3.2.2',
+                                    headers => { Cookie => $dev });
+    is($res->{status}, 200, 'with her known device she signs in');
+    ok($cookie, 'a session');
+    ($res) = $kim->sign_in($kform, password => 'a guess',
+                           local_addr => '127.3.2.3',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 403, 'a wrong password with the device: 403');
+    # another entity's device cookie, or a forged one, is not kim's
+    ($res) = $amy->sign_in(page($amy, $q), local_addr => '127.3.2.4');
+    my ($adev) = ($res->{headers}{'set-cookie'} || '')
+                 =~ /(?:^|, )(tent_device=[^;]*)/;
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.5',
+                           headers => { Cookie => $adev });
+    is($res->{status}, 429, "amy's device cookie on kim's page: 429");
+    (my $forged = $dev) =~ s/=(\d+)\./'=' . ($1 - 1) . '.'/e;
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.6',
+                           headers => { Cookie => $forged });
+    is($res->{status}, 429, 'a device cookie with another expiry: 429');
+    # the device's address still counts
+    for my $i (1 .. 5) {
+        $kim->sign_in($kform, password => "dev guess $i",
+                      local_addr => '127.3.3.1',
+                      headers => { Cookie => $dev });
+    }
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.3.1',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 429, 'the address throttle holds for a device too');
+    # a new password ends the device
+    admin({ action => 'password', entity => "http://kim.test:$P",
+            password => 'kim, a new password' });
+    ($res) = $kim->sign_in($kform, password => 'kim, a new password',
+                           local_addr => '127.3.4.1',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 429, 'after a new password the old device is unknown');
+}
+
 # ---- bin/tent-admin: the password from stdin or a file, never argv
 
 {
@@ -439,8 +501,21 @@ sub old_set { ((murmur2($_[0]) ^ ord 'e') | 1) & 1023 }
     my $hform = page($hal, $hal->authorize_query($hal->register_app));
     ($res, $cookie) = $hal->sign_in($hform);
     is($res->{status}, 200, 'its owner signs in');
-    like($res->{headers}{'set-cookie'} || '', qr/; Secure$/,
-         'the session cookie is Secure');
+    my $hc = $res->{headers}{'set-cookie'} || '';
+    like($hc, qr/^__Host-tent_session=[^;]+; Path=\/; [^,]*; Secure, /,
+         'the session cookie is __Host-, Path=/ and Secure');
+    like($hc, qr/, __Host-tent_device=[^;]+; Path=\/; Max-Age=7776000; HttpOnly; SameSite=Lax; Secure$/,
+         'so is the known device\'s');
+    like($cookie // '', qr/^__Host-tent_session=/, 'the session read back');
+    $res = page($hal, $hal->authorize_query($hal->register_app),
+                Cookie => $cookie);
+    like($res->{body}, qr/value="approve"/, 'signed in with it');
+    ($cookie = $cookie // '') =~ s/^__Host-//;
+    $res = page($hal, $hal->authorize_query($hal->register_app),
+                Cookie => $cookie);
+    like($res->{body}, qr/name="password"/,
+         'the same value without __Host- (any host of the domain may '
+         . 'set it) is no session');
     ($res) = $hal->sign_in($hform, headers => {
         Origin => "http://hal.tls.example:$P" });
     is($res->{status}, 403, 'a form posted from its http:// origin: 403');
