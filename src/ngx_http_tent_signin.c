@@ -12,8 +12,9 @@
  * salt, stored as "scrypt$N$r$p$<salt>$<key>" (base64url) in the entity's
  * registry row: the cost travels with the hash, so a change of
  * tent_password_scrypt keeps the old hashes verifiable.  A check runs on
- * the thread pool (it costs tens of milliseconds and 16 MB by default),
- * the derived keys compared with CRYPTO_memcmp.
+ * its own thread pool, tent_password_thread_pool (it costs tens of
+ * milliseconds and 16 MB by default), the derived keys compared with
+ * CRYPTO_memcmp.
  *
  * The throttle: failures counted by entity and by client address in a
  * shared zone of its own ("tent_signin"), two tables of fixed size (sets
@@ -182,6 +183,36 @@ ngx_http_tent_signin_init(ngx_conf_t *cf)
 
     if (!mcf->provisioning) {
         return NGX_OK;
+    }
+
+    /*
+     * the checks' own threads: 4 checks of tens of milliseconds in worker
+     * 0 would hold every thread of a small store pool, and every tenant's
+     * store operations would wait behind them.  nginx's "default" (32
+     * threads) may serve both; a pool declared for the store may not.
+     */
+
+    if (mcf->password_pool_name.len == 0) {
+        ngx_str_set(&mcf->password_pool_name, "default");
+    }
+
+    mcf->password_pool = ngx_thread_pool_add(cf, &mcf->password_pool_name);
+    if (mcf->password_pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (mcf->password_pool == mcf->thread_pool
+        && !(mcf->password_pool_name.len == 7
+             && ngx_strncmp(mcf->password_pool_name.data, "default", 7)
+                == 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_password_thread_pool %V\" shares the "
+                           "store's thread pool: the password checks would "
+                           "hold its threads; declare a pool of their own "
+                           "(or use \"default\")",
+                           &mcf->password_pool_name);
+        return NGX_ERROR;
     }
 
     ngx_str_set(&name, "tent_signin");
@@ -445,7 +476,7 @@ ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
     task->event.handler = ngx_http_tent_verify_done;
     task->event.data = v;
 
-    if (ngx_thread_task_post(mcf->thread_pool, task) != NGX_OK) {
+    if (ngx_thread_task_post(mcf->password_pool, task) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -538,14 +538,16 @@ is($res->{status}, 302, 'a fixed entity: tent_owner approves as before');
     remove_tree($t);
     make_path("$t/conf", "$t/logs");
     my $conf = sub {
-        my ($server, $http) = @_;
+        my ($server, $http, $main) = @_;
         $http //= '';
+        $main //= '';
         open my $fh, '>', "$t/conf/nginx.conf" or die "conf: $!";
         print {$fh} <<"CONF";
 worker_processes 1;
 error_log $t/logs/error.log;
 pid $t/logs/nginx.pid;
 $load
+$main
 events { worker_connections 64; }
 http {
     access_log off;
@@ -601,6 +603,22 @@ S
     isnt($rc, 0, '32 MB four times over: nginx -t fails');
     ($rc, $out) = $conf->('', "    tent_password_scrypt 32768 8 2;\n");
     is($rc, 0, 'a cost of 32768 8 2 passes') or diag $out;
+    # the checks take threads of their own, not the store's
+    my $pools = "thread_pool tent threads=4;\nthread_pool pw threads=2;\n";
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_store_thread_pool tent;\n"
+                          . "    tent_password_thread_pool tent;\n", $pools);
+    isnt($rc, 0, "the password checks on the store's pool: nginx -t fails");
+    like($out, qr/\[emerg\].*"tent_password_thread_pool tent" shares the store's thread pool/,
+         'saying why') or diag $out;
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_store_thread_pool tent;\n"
+                          . "    tent_password_thread_pool pw;\n", $pools);
+    is($rc, 0, 'on a pool of their own: passes') or diag $out;
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_password_thread_pool nopool;\n");
+    like($out, qr/unknown thread pool "nopool"/, 'an undeclared pool fails')
+        or diag $out;
     remove_tree($t);
 }
 
