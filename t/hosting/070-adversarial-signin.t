@@ -421,9 +421,11 @@ sub old_set { ((murmur2($_[0]) ^ ord 'e') | 1) & 1023 }
                            headers => { Cookie => $dev });
     is($res->{status}, 403, 'a wrong password with the device: 403');
     # another entity's device cookie, or a forged one, is not kim's
-    ($res) = $amy->sign_in(page($amy, $q), local_addr => '127.3.2.4');
+    ($res) = $amy->sign_in(page($amy, $q), local_addr => '127.3.2.4',
+                           password => 'a new password for amy');
     my ($adev) = ($res->{headers}{'set-cookie'} || '')
                  =~ /(?:^|, )(tent_device=[^;]*)/;
+    ok($adev, "amy's own device cookie");
     ($res) = $kim->sign_in($kform, local_addr => '127.3.2.5',
                            headers => { Cookie => $adev });
     is($res->{status}, 429, "amy's device cookie on kim's page: 429");
