@@ -66,6 +66,8 @@ static ngx_int_t ngx_http_tent_admin_ctx(ngx_http_request_t *r,
     ngx_http_tent_admin_t *a);
 static ngx_int_t ngx_http_tent_admin_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_admin_wipe_later(ngx_pool_t *pool,
+    json_t *body);
 static ngx_int_t ngx_http_tent_admin_password(ngx_http_request_t *r,
     ngx_http_tent_admin_t *a);
 
@@ -345,17 +347,25 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     body = json_loadb((char *) bytes.data, bytes.len, JSON_REJECT_DUPLICATES,
                       NULL);
 
-    /* a password as sent stays nowhere: its copy in the body read too */
+    /*
+     * a password as sent stays nowhere: the body read is wiped whatever
+     * it holds (parsed or not), the parsed string when the pool goes
+     */
 
-    if (json_object_get(body, "password")) {
-        ngx_http_tent_signin_wipe(r, &bytes);
-    }
+    ngx_http_tent_signin_wipe(r, &bytes);
 
     if (body == NULL || ngx_http_tent_json_cleanup(r->pool, body) != NGX_OK) {
         json_decref(body);
         rc = ngx_http_tent_send_error(r, NGX_HTTP_BAD_REQUEST,
                                       "The body must be a JSON object");
         ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    /* after the decref's cleanup: run before it */
+
+    if (ngx_http_tent_admin_wipe_later(r->pool, body) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
@@ -799,6 +809,40 @@ ngx_http_tent_admin_password(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
 
     ngx_explicit_memzero(plain.data, plain.len);
     json_object_del(a->body, "password");
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_admin_wipe(void *data)
+{
+    json_t  *pw;
+
+    pw = json_object_get(data, "password");
+
+    if (json_is_string(pw)) {
+        ngx_explicit_memzero((void *) json_string_value(pw),
+                             json_string_length(pw));
+    }
+}
+
+
+/* the password of the parsed body wiped when the pool goes, on any path */
+
+static ngx_int_t
+ngx_http_tent_admin_wipe_later(ngx_pool_t *pool, json_t *body)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        ngx_http_tent_admin_wipe(body);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_admin_wipe;
+    cln->data = body;
 
     return NGX_OK;
 }

@@ -119,6 +119,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_loc_conf_t, owner),
       NULL },
 
+    { ngx_string("tent_password_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, password_pool_name),
+      NULL },
+
     { ngx_string("tent_password_scrypt"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE3,
       ngx_http_tent_password_scrypt_directive,

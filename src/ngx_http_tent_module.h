@@ -179,6 +179,8 @@ struct ngx_http_tent_main_conf_s {
     ngx_uint_t                      scrypt_r;
     ngx_uint_t                      scrypt_p;
     ngx_shm_zone_t                 *signin_zone;
+    ngx_str_t                       password_pool_name;
+    ngx_thread_pool_t              *password_pool;
 };
 
 

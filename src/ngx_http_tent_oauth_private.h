@@ -44,6 +44,7 @@ typedef struct {
     ngx_str_t                       message;     /* on the sign-in form */
     time_t                          retry;       /* a 429's Retry-After */
     unsigned                        signin:1;    /* a sign-in's post */
+    unsigned                        device:1;    /* from a known device */
 } ngx_http_tent_oauth_t;
 
 

@@ -185,7 +185,8 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
     ngx_memcpy(oa->stored.data, json_string_value(pw), oa->stored.len);
 
-    session = ngx_http_tent_session_valid(r, &oa->secret, &ctx->entity,
+    session = ngx_http_tent_session_valid(r, NGX_HTTP_TENT_COOKIE_SESSION,
+                                          &oa->secret, &ctx->entity,
                                           &oa->stored, &oa->session)
               == NGX_OK;
 
@@ -207,15 +208,21 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
     rc = ngx_http_tent_form_arg(r->pool, &ctx->form, "password",
                                 &oa->password);
-    if (rc == NGX_ERROR) {
+
+    if (rc != NGX_DECLINED) {
+        /* the body read is wiped: the password's one copy is checked */
+        ngx_http_tent_signin_wipe(r, &ctx->form);
+    }
+
+    if (rc == NGX_ERROR
+        || (rc == NGX_OK
+            && ngx_http_tent_signin_wipe_later(r->pool, &oa->password)
+               != NGX_OK))
+    {
         return ngx_http_tent_internal_error(r, "reading the password");
     }
 
     if (rc == NGX_OK) {
-
-        /* the body read is wiped: the password's one copy is checked */
-
-        ngx_http_tent_signin_wipe(r, &ctx->form);
 
         /* a sign-in: its form's token, the throttle, then the check */
 
@@ -234,7 +241,27 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
                        NGX_HTTP_BAD_REQUEST, "Type the password.");
         }
 
-        oa->retry = ngx_http_tent_signin_throttled(r, &ctx->entity);
+        /* a sign-in refused for the server's load is not counted */
+
+        if (ngx_http_tent_password_busy()) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "tent sign-in: checks in flight already: "
+                          "this one is refused");
+            oa->retry = 1;
+            return ngx_http_tent_oauth_signin_form(r, oa,
+                       NGX_HTTP_SERVICE_UNAVAILABLE,
+                       "The server is busy with other sign-ins: try again "
+                       "in a moment.");
+        }
+
+        oa->device = ngx_http_tent_session_valid(r,
+                                            NGX_HTTP_TENT_COOKIE_DEVICE,
+                                            &oa->secret, &ctx->entity,
+                                            &oa->stored, NULL)
+                     == NGX_OK;
+
+        oa->retry = ngx_http_tent_signin_throttled(r, &ctx->entity,
+                                                   oa->device);
 
         if (oa->retry) {
             return ngx_http_tent_oauth_signin_form(r, oa,
@@ -245,16 +272,8 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 
         rc = ngx_http_tent_password_verify(r, &oa->stored, &oa->password,
                                            ngx_http_tent_oauth_verified);
-        if (rc == NGX_ERROR) {
+        if (rc != NGX_DONE) {
             return ngx_http_tent_internal_error(r, "checking the password");
-        }
-
-        if (rc == NGX_BUSY) {
-            oa->retry = 1;
-            return ngx_http_tent_oauth_signin_form(r, oa,
-                       NGX_HTTP_SERVICE_UNAVAILABLE,
-                       "The server is busy with other sign-ins: try again "
-                       "in a moment.");
         }
 
         return rc;
@@ -281,6 +300,7 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_tent_oauth_verified(ngx_http_request_t *r, ngx_uint_t match)
 {
+    ngx_str_t               device;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_oauth_t  *oa;
 
@@ -289,16 +309,23 @@ ngx_http_tent_oauth_verified(ngx_http_request_t *r, ngx_uint_t match)
 
     ngx_explicit_memzero(oa->password.data, oa->password.len);
 
-    ngx_http_tent_signin_result(r, &ctx->entity, match);
+    ngx_http_tent_signin_result(r, &ctx->entity, match, oa->device);
 
     if (!match) {
         return ngx_http_tent_oauth_signin_form(r, oa, NGX_HTTP_FORBIDDEN,
                                                "Wrong password.");
     }
 
-    if (ngx_http_tent_session_set(r, &oa->secret, &ctx->entity, &oa->stored,
+    /* the session, and this device known to the entity's owner */
+
+    if (ngx_http_tent_session_set(r, NGX_HTTP_TENT_COOKIE_SESSION,
+                                  &oa->secret, &ctx->entity, &oa->stored,
                                   &oa->session)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_session_set(r, NGX_HTTP_TENT_COOKIE_DEVICE,
+                                     &oa->secret, &ctx->entity, &oa->stored,
+                                     &device)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "making the session");
     }

@@ -12,20 +12,20 @@
  * salt, stored as "scrypt$N$r$p$<salt>$<key>" (base64url) in the entity's
  * registry row: the cost travels with the hash, so a change of
  * tent_password_scrypt keeps the old hashes verifiable.  A check runs on
- * the thread pool (it costs tens of milliseconds and 16 MB by default),
- * the derived keys compared with CRYPTO_memcmp.
+ * its own thread pool, tent_password_thread_pool (it costs tens of
+ * milliseconds and 16 MB by default), the derived keys compared with
+ * CRYPTO_memcmp.
  *
  * The throttle: failures counted by entity and by client address in a
- * shared zone of its own ("tent_signin"), two tables of fixed size, so a
- * flood of client addresses only pushes other addresses out, never an
- * entity's count.  An attempt is counted before its check (the checks
- * of many attempts at once are bounded as well) and a success clears the
- * entity's and the address's counts.
+ * shared zone of its own ("tent_signin"), two tables of fixed size (sets
+ * by an HMAC with a secret of the zone), so a flood of client addresses
+ * only pushes other addresses out, never an entity's count.  An attempt
+ * is counted before its check (the checks of many attempts at once are
+ * bounded as well) and a success clears the entity's and the address's
+ * counts.
  *
- * The session: a cookie "tent_session=<expiry>.<HMAC>", the HMAC keyed
- * with the entity's own secret (the authorize page's) over the entity,
- * the expiry and the stored hash: another entity's cookie is not valid
- * here, and a new password ends every session.
+ * The cookies (the session, the known device) are in
+ * ngx_http_tent_signin_cookie.c.
  */
 
 
@@ -46,6 +46,13 @@
 #define NGX_HTTP_TENT_SCRYPT_R_MAX      32
 #define NGX_HTTP_TENT_SCRYPT_P_MAX      16
 #define NGX_HTTP_TENT_SCRYPT_MEM_MAX    (256 * 1024 * 1024)
+
+/*
+ * what tent_password_scrypt may ask for: the operator's password action
+ * hashes in the worker's event loop (about 150 ms at this bound)
+ */
+#define NGX_HTTP_TENT_SCRYPT_CONF_MEM   (32 * 1024 * 1024)
+#define NGX_HTTP_TENT_SCRYPT_CONF_WORK  (64 * 1024 * 1024)
 
 /* the throttle: slots, ways, failures before a wait, the waits */
 #define NGX_HTTP_TENT_THROTTLE_ENTITIES   4096
@@ -73,6 +80,8 @@ typedef struct {
 
 
 typedef struct {
+    /* the key of the slots' hash, random: their sets are not computable */
+    u_char                          key[32];
     ngx_http_tent_throttle_slot_t   entities[NGX_HTTP_TENT_THROTTLE_ENTITIES];
     ngx_http_tent_throttle_slot_t   addresses[
                                         NGX_HTTP_TENT_THROTTLE_ADDRESSES];
@@ -135,12 +144,14 @@ ngx_http_tent_password_scrypt_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     if (n < 1024 || n > NGX_HTTP_TENT_SCRYPT_N_MAX || (n & (n - 1))
         || r < 1 || r > NGX_HTTP_TENT_SCRYPT_R_MAX
         || p < 1 || p > NGX_HTTP_TENT_SCRYPT_P_MAX
-        || (uint64_t) 128 * n * r > NGX_HTTP_TENT_SCRYPT_MEM_MAX)
+        || (uint64_t) 128 * n * r > NGX_HTTP_TENT_SCRYPT_CONF_MEM
+        || (uint64_t) 128 * n * r * p > NGX_HTTP_TENT_SCRYPT_CONF_WORK)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"tent_password_scrypt\" takes N (a power of 2 "
                            "from 1024 to 1048576), r (1 to 32) and p (1 to "
-                           "16), with 128 * N * r at most 256 MB");
+                           "16), with 128 * N * r at most 32 MB and "
+                           "128 * N * r * p at most 64 MB");
         return NGX_CONF_ERROR;
     }
 
@@ -170,6 +181,36 @@ ngx_http_tent_signin_init(ngx_conf_t *cf)
 
     if (!mcf->provisioning) {
         return NGX_OK;
+    }
+
+    /*
+     * the checks' own threads: 4 checks of tens of milliseconds in worker
+     * 0 would hold every thread of a small store pool, and every tenant's
+     * store operations would wait behind them.  nginx's "default" (32
+     * threads) may serve both; a pool declared for the store may not.
+     */
+
+    if (mcf->password_pool_name.len == 0) {
+        ngx_str_set(&mcf->password_pool_name, "default");
+    }
+
+    mcf->password_pool = ngx_thread_pool_add(cf, &mcf->password_pool_name);
+    if (mcf->password_pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (mcf->password_pool == mcf->thread_pool
+        && !(mcf->password_pool_name.len == 7
+             && ngx_strncmp(mcf->password_pool_name.data, "default", 7)
+                == 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_password_thread_pool %V\" shares the "
+                           "store's thread pool: the password checks would "
+                           "hold its threads; declare a pool of their own "
+                           "(or use \"default\")",
+                           &mcf->password_pool_name);
+        return NGX_ERROR;
     }
 
     ngx_str_set(&name, "tent_signin");
@@ -208,6 +249,12 @@ ngx_http_tent_signin_zone_init(ngx_shm_zone_t *zone, void *data)
 
     t = ngx_slab_calloc(shpool, sizeof(ngx_http_tent_throttle_t));
     if (t == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (RAND_bytes(t->key, sizeof(t->key)) != 1) {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                      "tent sign-in: RAND_bytes() failed");
         return NGX_ERROR;
     }
 
@@ -377,6 +424,15 @@ ngx_http_tent_password_hash(ngx_pool_t *pool, ngx_log_t *log,
 }
 
 
+/* a check now would be refused: asked before the throttle counts it */
+
+ngx_uint_t
+ngx_http_tent_password_busy(void)
+{
+    return ngx_http_tent_signin_checks >= NGX_HTTP_TENT_SIGNIN_CHECKS;
+}
+
+
 ngx_int_t
 ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
     ngx_str_t *password, ngx_http_tent_verified_pt done)
@@ -418,7 +474,7 @@ ngx_http_tent_password_verify(ngx_http_request_t *r, ngx_str_t *stored,
     task->event.handler = ngx_http_tent_verify_done;
     task->event.data = v;
 
-    if (ngx_thread_task_post(mcf->thread_pool, task) != NGX_OK) {
+    if (ngx_thread_task_post(mcf->password_pool, task) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -481,6 +537,40 @@ ngx_http_tent_verify_done(ngx_event_t *ev)
 }
 
 
+static void
+ngx_http_tent_signin_wipe_handler(void *data)
+{
+    ngx_str_t *s = data;
+
+    if (s->data) {
+        ngx_explicit_memzero(s->data, s->len);
+    }
+}
+
+
+/*
+ * "s" wiped when the pool goes, whatever the path (an error, a 429, a
+ * client gone during the check): the last of a password's copies
+ */
+
+ngx_int_t
+ngx_http_tent_signin_wipe_later(ngx_pool_t *pool, ngx_str_t *s)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        ngx_explicit_memzero(s->data, s->len);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_tent_signin_wipe_handler;
+    cln->data = s;
+
+    return NGX_OK;
+}
+
+
 void
 ngx_http_tent_signin_wipe(ngx_http_request_t *r, ngx_str_t *copy)
 {
@@ -503,15 +593,24 @@ ngx_http_tent_signin_wipe(ngx_http_request_t *r, ngx_str_t *copy)
 }
 
 
-/* the throttle's slot of an id in its set, or NULL; "take": one made */
+/*
+ * The throttle's slot of an id in its set, or NULL; "take": one made.
+ * A slot that refuses (locked) is never taken from its id, and an
+ * entity's slot with failures in the window neither: else trying other
+ * ids of the same set would clear an entity's count.  When none can go,
+ * NULL: the new id is refused (429) until one can.  An address's slot
+ * with failures but not locked may go: the entity's count stays.
+ */
 
 static ngx_http_tent_throttle_slot_t *
 ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
-    ngx_uint_t size, uint64_t id, ngx_uint_t take)
+    ngx_uint_t size, uint64_t id, ngx_uint_t take, ngx_uint_t strict)
 {
+    time_t                          now;
     ngx_uint_t                      i, set;
     ngx_http_tent_throttle_slot_t  *s, *oldest;
 
+    now = ngx_time();
     set = (ngx_uint_t) (id % (size / NGX_HTTP_TENT_THROTTLE_WAYS))
           * NGX_HTTP_TENT_THROTTLE_WAYS;
     oldest = NULL;
@@ -523,12 +622,20 @@ ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
             return s;
         }
 
+        if (s->id
+            && (s->until > now
+                || (strict && s->failures
+                    && s->last + NGX_HTTP_TENT_THROTTLE_WINDOW >= now)))
+        {
+            continue;
+        }
+
         if (oldest == NULL || s->last < oldest->last) {
             oldest = s;
         }
     }
 
-    if (!take) {
+    if (!take || oldest == NULL) {
         return NULL;
     }
 
@@ -541,15 +648,71 @@ ngx_http_tent_throttle_slot(ngx_http_tent_throttle_slot_t *table,
 }
 
 
+/* an id: HMAC-SHA256 with the zone's key, its first 8 bytes */
+
 static uint64_t
-ngx_http_tent_throttle_id(u_char kind, ngx_str_t *s)
+ngx_http_tent_throttle_id(ngx_http_tent_throttle_t *t, u_char kind,
+    u_char *data, size_t len)
 {
-    uint64_t  id;
+    u_char        digest[EVP_MAX_MD_SIZE];
+    uint64_t      id;
+    unsigned int  dlen;
+    HMAC_CTX     *h;
 
-    id = ((uint64_t) ngx_crc32_long(s->data, s->len) << 32)
-         | ngx_murmur_hash2(s->data, s->len);
+    id = 0;
+    h = HMAC_CTX_new();
 
-    return (id ^ kind) | 1;      /* never 0, a slot unused */
+    if (h != NULL
+        && HMAC_Init_ex(h, t->key, sizeof(t->key), EVP_sha256(), NULL) == 1
+        && HMAC_Update(h, &kind, 1) == 1
+        && HMAC_Update(h, data, len) == 1
+        && HMAC_Final(h, digest, &dlen) == 1)
+    {
+        ngx_memcpy(&id, digest, sizeof(uint64_t));
+    }
+
+    HMAC_CTX_free(h);
+
+    return id | 1;      /* never 0, a slot unused */
+}
+
+
+/* a client address: IPv4 by /32, IPv6 by /64 (one host's usual share) */
+
+static uint64_t
+ngx_http_tent_throttle_address(ngx_http_tent_throttle_t *t,
+    ngx_connection_t *c)
+{
+    u_char               *p;
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6  *sin6;
+#endif
+
+    switch (c->sockaddr->sa_family) {
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->sockaddr;
+        p = sin6->sin6_addr.s6_addr;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            return ngx_http_tent_throttle_id(t, '4', p + 12, 4);
+        }
+
+        return ngx_http_tent_throttle_id(t, '6', p, 8);
+#endif
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) c->sockaddr;
+        p = (u_char *) &sin->sin_addr.s_addr;
+
+        return ngx_http_tent_throttle_id(t, '4', p, 4);
+
+    default:
+        return ngx_http_tent_throttle_id(t, 'a', c->addr_text.data,
+                                         c->addr_text.len);
+    }
 }
 
 
@@ -586,10 +749,13 @@ ngx_http_tent_throttle_count(ngx_http_tent_throttle_slot_t *s,
 
 
 time_t
-ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
+ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_uint_t device)
 {
     time_t                          now, wait;
+    uint64_t                        eid, aid;
     ngx_slab_pool_t                *shpool;
+    ngx_http_tent_throttle_slot_t   dev;
     ngx_http_tent_throttle_t       *t;
     ngx_http_tent_main_conf_t      *mcf;
     ngx_http_tent_throttle_slot_t  *e, *a;
@@ -603,18 +769,36 @@ ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
     shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
     t = mcf->signin_zone->data;
     now = ngx_time();
+    ngx_memzero(&dev, sizeof(ngx_http_tent_throttle_slot_t));
+    eid = ngx_http_tent_throttle_id(t, 'e', entity->data, entity->len);
+    aid = ngx_http_tent_throttle_address(t, r->connection);
 
     ngx_shmtx_lock(&shpool->mutex);
 
-    e = ngx_http_tent_throttle_slot(t->entities,
+    /*
+     * a known device (its cookie) skips the entity's count: an owner
+     * signs in while the entity is guessed at; the address's count stays
+     */
+
+    e = device ? &dev : ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
-                                    ngx_http_tent_throttle_id('e', entity), 1);
+                                    eid, 1, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
                                     NGX_HTTP_TENT_THROTTLE_ADDRESSES,
-                                    ngx_http_tent_throttle_id('a',
-                                        &r->connection->addr_text), 1);
+                                    aid, 1, 0);
 
-    wait = ngx_max(e->until - now, a->until - now);
+    if (e == NULL || a == NULL) {
+        /* no slot to count it in: refused, never uncounted */
+        wait = NGX_HTTP_TENT_THROTTLE_WAIT;
+
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tent sign-in: the throttle's %s slots for \"%V\" "
+                      "are all counting failures: refused",
+                      e == NULL ? "entity" : "address", entity);
+
+    } else {
+        wait = ngx_max(e->until - now, a->until - now);
+    }
 
     if (wait <= 0) {
         /* counted before the check: a success takes it back */
@@ -639,11 +823,12 @@ ngx_http_tent_signin_throttled(ngx_http_request_t *r, ngx_str_t *entity)
 
 void
 ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
-    ngx_uint_t ok)
+    ngx_uint_t ok, ngx_uint_t device)
 {
     ngx_slab_pool_t                *shpool;
     ngx_http_tent_throttle_t       *t;
     ngx_http_tent_main_conf_t      *mcf;
+    uint64_t                        eid, aid;
     ngx_http_tent_throttle_slot_t  *e, *a;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_tent_module);
@@ -663,16 +848,19 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
 
     shpool = (ngx_slab_pool_t *) mcf->signin_zone->shm.addr;
     t = mcf->signin_zone->data;
+    eid = ngx_http_tent_throttle_id(t, 'e', entity->data, entity->len);
+    aid = ngx_http_tent_throttle_address(t, r->connection);
 
     ngx_shmtx_lock(&shpool->mutex);
 
-    e = ngx_http_tent_throttle_slot(t->entities,
+    /* a known device skipped the entity's count: it leaves it as is */
+
+    e = device ? NULL : ngx_http_tent_throttle_slot(t->entities,
                                     NGX_HTTP_TENT_THROTTLE_ENTITIES,
-                                    ngx_http_tent_throttle_id('e', entity), 0);
+                                    eid, 0, 1);
     a = ngx_http_tent_throttle_slot(t->addresses,
                                     NGX_HTTP_TENT_THROTTLE_ADDRESSES,
-                                    ngx_http_tent_throttle_id('a',
-                                        &r->connection->addr_text), 0);
+                                    aid, 0, 0);
     if (e) {
         e->failures = 0;
         e->until = 0;
@@ -684,145 +872,4 @@ ngx_http_tent_signin_result(ngx_http_request_t *r, ngx_str_t *entity,
     }
 
     ngx_shmtx_unlock(&shpool->mutex);
-}
-
-
-/* "<expiry>.<base64url HMAC-SHA256>" of the session */
-
-static ngx_int_t
-ngx_http_tent_session_mac(ngx_pool_t *pool, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, time_t expiry, ngx_str_t *out)
-{
-    u_char        *p, digest[EVP_MAX_MD_SIZE];
-    unsigned int   dlen;
-    ngx_str_t      text, src, dst;
-
-    text.len = sizeof("tent session\n\n\n") - 1 + entity->len + NGX_TIME_T_LEN
-               + stored->len;
-    text.data = ngx_pnalloc(pool, text.len);
-    if (text.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_sprintf(text.data, "tent session\n%V\n%T\n%V", entity, expiry,
-                    stored);
-    text.len = p - text.data;
-
-    if (HMAC(EVP_sha256(), secret->data, (int) secret->len, text.data,
-             text.len, digest, &dlen)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    out->data = ngx_pnalloc(pool, NGX_TIME_T_LEN + 1
-                                  + ngx_base64_encoded_length(dlen));
-    if (out->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_sprintf(out->data, "%T.", expiry);
-
-    src.data = digest;
-    src.len = dlen;
-    dst.data = p;
-    ngx_encode_base64url(&dst, &src);
-
-    out->len = p - out->data + dst.len;
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_tent_session_valid(ngx_http_request_t *r, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
-{
-    u_char     *dot;
-    time_t      expiry;
-    ngx_str_t   name, given, mac;
-
-    ngx_str_set(&name, "tent_session");
-
-    if (ngx_http_parse_multi_header_lines(&r->headers_in.cookies, &name,
-                                          &given)
-        == NGX_DECLINED
-        || given.len > 128)
-    {
-        return NGX_DECLINED;
-    }
-
-    dot = ngx_strlchr(given.data, given.data + given.len, '.');
-    expiry = dot ? ngx_atotm(given.data, dot - given.data) : NGX_ERROR;
-
-    if (expiry == NGX_ERROR || expiry < ngx_time()
-        || expiry > ngx_time() + NGX_HTTP_TENT_SESSION_TIME
-        || ngx_http_tent_session_mac(r->pool, secret, entity, stored, expiry,
-                                     &mac)
-           != NGX_OK
-        || mac.len != given.len
-        || CRYPTO_memcmp(mac.data, given.data, mac.len) != 0)
-    {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "tent sign-in: no valid session for \"%V\"", entity);
-        return NGX_DECLINED;
-    }
-
-    *value = given;
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_tent_session_set(ngx_http_request_t *r, ngx_str_t *secret,
-    ngx_str_t *entity, ngx_str_t *stored, ngx_str_t *value)
-{
-    u_char           *p;
-    size_t            len;
-    ngx_uint_t        secure;
-    ngx_table_elt_t  *h;
-
-    if (ngx_http_tent_session_mac(r->pool, secret, entity, stored,
-                                  ngx_time() + NGX_HTTP_TENT_SESSION_TIME,
-                                  value)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    secure = (entity->len > 8 && ngx_strncmp(entity->data, "https://", 8) == 0)
-#if (NGX_HTTP_SSL)
-             || r->connection->ssl
-#endif
-             ;
-
-    len = sizeof("tent_session=; Path=; Max-Age=; HttpOnly; "
-                 "SameSite=Strict; Secure") - 1
-          + value->len + r->uri.len + NGX_TIME_T_LEN;
-
-    p = ngx_pnalloc(r->pool, len);
-    h = ngx_list_push(&r->headers_out.headers);
-
-    if (p == NULL || h == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* the cookie goes to this page only, of this host only */
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Set-Cookie");
-    h->value.data = p;
-
-    p = ngx_sprintf(p, "tent_session=%V; Path=%V; Max-Age=%T; HttpOnly; "
-                    "SameSite=Strict", value, &r->uri,
-                    (time_t) NGX_HTTP_TENT_SESSION_TIME);
-
-    if (secure) {
-        p = ngx_cpymem(p, "; Secure", sizeof("; Secure") - 1);
-    }
-
-    h->value.len = p - h->value.data;
-
-    return NGX_OK;
 }

@@ -4,7 +4,8 @@
 # another tenant's password, another tenant's session cookie, a form
 # posted from another site or without its token, an old session after
 # the password changed, guessing (429 with Retry-After, by entity and by
-# client address, a flood of addresses), bodies of every wrong shape,
+# client address, a flood of addresses, tries at the tenants of an
+# entity's throttle set, IPv6 by /64), bodies of every wrong shape,
 # the hash read back from the operator's location, and the one
 # configuration that would let any tenant's owner approve for all
 # (tent_owner in a provisioning server), refused at "nginx -t".
@@ -33,6 +34,14 @@ my ($host, $token, $tokfile) = provisioning_host(
         server_name *.tls.example;
         tent_entity https://$host:$PORT;
         tent_provisioning on;
+    }
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name *.six.test;
+        tent_entity http://$host:$PORT;
+        tent_provisioning on;
+        set_real_ip_from 127.0.0.0/8;
+        real_ip_header X-Real-IP;
     }
     server {
         listen 127.0.0.1:$PORT;
@@ -93,7 +102,7 @@ like($res->{body}, qr/value="approve"/, 'and shows the app to approve');
 my $sc = $res->{headers}{'set-cookie'} || '';
 like($sc, qr/^tent_session=[0-9]+\.[A-Za-z0-9_-]+;/, 'a session cookie');
 like($sc, qr/; HttpOnly/, 'HttpOnly');
-like($sc, qr/; SameSite=Strict/, 'SameSite=Strict');
+like($sc, qr/; SameSite=Lax/, 'SameSite=Lax (an app sends the owner here)');
 like($sc, qr/; Path=\/tent\/oauth\/authorize;/, 'for the authorize page');
 unlike($sc, qr/Secure/, 'not Secure on http (it is on https)');
 my %approve = (Tent::Client::form_of($res), decision => 'approve');
@@ -291,6 +300,157 @@ for my $round (1 .. 2) {
     is($res->{status}, 200, "round $round: the owner signs in");
 }
 
+# ---- the entity's count is not pushed out by tries at other entities
+
+# before: the slot's set was murmur2(entity) mod 1024, computable by
+# anyone; four other tenants of that set, each tried once, pushed out a
+# locked entity's slot.  Now the hash is keyed with a secret of the
+# zone and a slot counting failures is never taken.
+sub mul32 {
+    my ($a, $m) = @_;
+    return ($a * ($m & 0xffff) + ((($a * ($m >> 16)) & 0xffff) << 16))
+           & 0xffffffff;
+}
+sub murmur2 {
+    my @d = unpack 'C*', $_[0];
+    my $len = @d;
+    my $h = $len;
+    my $i = 0;
+    while ($len - $i >= 4) {
+        my $k = $d[$i] | $d[$i + 1] << 8 | $d[$i + 2] << 16
+                | $d[$i + 3] << 24;
+        $k = mul32($k, 0x5bd1e995);
+        $k ^= $k >> 24;
+        $k = mul32($k, 0x5bd1e995);
+        $h = mul32($h, 0x5bd1e995) ^ $k;
+        $i += 4;
+    }
+    my $rest = $len - $i;
+    $h ^= $d[$i + 2] << 16 if $rest >= 3;
+    $h ^= $d[$i + 1] << 8 if $rest >= 2;
+    if ($rest >= 1) { $h ^= $d[$i]; $h = mul32($h, 0x5bd1e995) }
+    $h ^= $h >> 13;
+    $h = mul32($h, 0x5bd1e995);
+    $h ^= $h >> 15;
+    return $h;
+}
+sub old_set { ((murmur2($_[0]) ^ ord 'e') | 1) & 1023 }
+{
+    my $x = "http://ivy.test:$P";
+    my @same;
+    for (my $n = 0; @same < 4 && $n < 200000; $n++) {
+        push @same, "c$n" if old_set("http://c$n.test:$P") == old_set($x);
+    }
+    is(scalar @same, 4, 'four tenants of the same set, computed offline');
+    for my $n ('ivy', @same) {
+        admin({ action => 'create', entity => "http://$n.test:$P" });
+    }
+    my $ivy = client_of('ivy.test', $P);
+    my $iform = page($ivy, $ivy->authorize_query($ivy->register_app));
+    my $wrong = 0;
+    for my $a (1 .. 20) {
+        my ($r) = $ivy->sign_in($iform, password => "guess $a",
+                                local_addr => sprintf('127.2.%d.%d',
+                                                      int($a / 5), $a));
+        $wrong++ if $r->{status} == 403;
+    }
+    is($wrong, 20, '20 guesses at ivy, each wrong');
+    # a second passes: the four tries are the newest of their set
+    select undef, undef, undef, 1.1;
+    my $i = 0;
+    for my $n (@same) {
+        my $c = client_of("$n.test", $P);
+        my $f = page($c, $c->authorize_query($c->register_app));
+        $c->sign_in($f, password => 'wrong', local_addr => '127.2.9.' . ++$i);
+    }
+    ($res, $cookie) = $ivy->sign_in($iform, local_addr => '127.2.9.10');
+    is($res->{status}, 429, 'ivy still waits after tries at its set');
+    ok(!$cookie, 'no session');
+}
+
+# ---- IPv6 addresses are counted by /64 (the addresses of realip)
+
+{
+    admin({ action => 'create', entity => "http://jo.six.test:$P" });
+    my $jo = client_of('jo.six.test', $P);
+    my $jform = page($jo, $jo->authorize_query($jo->register_app));
+    for my $i (1 .. 5) {
+        ($res) = $jo->sign_in($jform, password => "guess $i", headers => {
+            'X-Real-IP' => "2001:db8:0:7::$i" });
+        is($res->{status}, 403, "guess $i from 2001:db8:0:7::$i: wrong");
+    }
+    ($res) = $jo->sign_in($jform, headers => {
+        'X-Real-IP' => '2001:db8:0:7::ffff' });
+    is($res->{status}, 429, 'another address of that /64: 429');
+    ($res) = $jo->sign_in($jform, headers => {
+        'X-Real-IP' => '2001:db8:0:8::1' });
+    is($res->{status}, 200, 'another /64: the owner signs in');
+}
+
+# ---- a locked entity: its owner's known device still signs in
+
+{
+    admin({ action => 'create', entity => "http://kim.test:$P" });
+    my $kim = client_of('kim.test', $P);
+    my $kform = page($kim, $kim->authorize_query($kim->register_app));
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.0.1');
+    is($res->{status}, 200, 'kim signs in once from her device');
+    my ($dev) = ($res->{headers}{'set-cookie'} || '')
+                =~ /(?:^|, )(tent_device=[^;]*)/;
+    ok($dev, 'which is known from then on (tent_device)');
+    like($res->{headers}{'set-cookie'} || '',
+         qr/tent_device=[^;]+; Path=\/tent\/oauth\/authorize; Max-Age=7776000; HttpOnly; SameSite=Lax/,
+         'for 90 days, HttpOnly, SameSite=Lax');
+    my $wrong = 0;
+    for my $a (1 .. 4) {
+        for my $i (1 .. 5) {
+            my ($r) = $kim->sign_in($kform, password => "guess $a.$i",
+                                    local_addr => "127.3.1.$a");
+            $wrong++ if $r->{status} == 403;
+        }
+    }
+    is($wrong, 20, '20 guesses at kim from 4 addresses');
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.1');
+    is($res->{status}, 429, 'kim is locked: her password alone is 429');
+    ($res, $cookie) = $kim->sign_in($kform, local_addr => '127.3.2.2',
+                                    headers => { Cookie => $dev });
+    is($res->{status}, 200, 'with her known device she signs in');
+    ok($cookie, 'a session');
+    ($res) = $kim->sign_in($kform, password => 'a guess',
+                           local_addr => '127.3.2.3',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 403, 'a wrong password with the device: 403');
+    # another entity's device cookie, or a forged one, is not kim's
+    ($res) = $amy->sign_in(page($amy, $q), local_addr => '127.3.2.4',
+                           password => 'a new password for amy');
+    my ($adev) = ($res->{headers}{'set-cookie'} || '')
+                 =~ /(?:^|, )(tent_device=[^;]*)/;
+    ok($adev, "amy's own device cookie");
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.5',
+                           headers => { Cookie => $adev });
+    is($res->{status}, 429, "amy's device cookie on kim's page: 429");
+    (my $forged = $dev) =~ s/=(\d+)\./'=' . ($1 - 1) . '.'/e;
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.2.6',
+                           headers => { Cookie => $forged });
+    is($res->{status}, 429, 'a device cookie with another expiry: 429');
+    # the device's address still counts
+    for my $i (1 .. 5) {
+        $kim->sign_in($kform, password => "dev guess $i",
+                      local_addr => '127.3.3.1',
+                      headers => { Cookie => $dev });
+    }
+    ($res) = $kim->sign_in($kform, local_addr => '127.3.3.1',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 429, 'the address throttle holds for a device too');
+    # a new password ends the device
+    admin({ action => 'password', entity => "http://kim.test:$P",
+            password => 'kim, a new password' });
+    ($res) = $kim->sign_in($kform, password => 'kim, a new password',
+                           local_addr => '127.3.4.1',
+                           headers => { Cookie => $dev });
+    is($res->{status}, 429, 'after a new password the old device is unknown');
+}
+
 # ---- bin/tent-admin: the password from stdin or a file, never argv
 
 {
@@ -343,8 +503,21 @@ for my $round (1 .. 2) {
     my $hform = page($hal, $hal->authorize_query($hal->register_app));
     ($res, $cookie) = $hal->sign_in($hform);
     is($res->{status}, 200, 'its owner signs in');
-    like($res->{headers}{'set-cookie'} || '', qr/; Secure$/,
-         'the session cookie is Secure');
+    my $hc = $res->{headers}{'set-cookie'} || '';
+    like($hc, qr/^__Host-tent_session=[^;]+; Path=\/; [^,]*; Secure, /,
+         'the session cookie is __Host-, Path=/ and Secure');
+    like($hc, qr/, __Host-tent_device=[^;]+; Path=\/; Max-Age=7776000; HttpOnly; SameSite=Lax; Secure$/,
+         'so is the known device\'s');
+    like($cookie // '', qr/^__Host-tent_session=/, 'the session read back');
+    $res = page($hal, $hal->authorize_query($hal->register_app),
+                Cookie => $cookie);
+    like($res->{body}, qr/value="approve"/, 'signed in with it');
+    ($cookie = $cookie // '') =~ s/^__Host-//;
+    $res = page($hal, $hal->authorize_query($hal->register_app),
+                Cookie => $cookie);
+    like($res->{body}, qr/name="password"/,
+         'the same value without __Host- (any host of the domain may '
+         . 'set it) is no session');
     ($res) = $hal->sign_in($hform, headers => {
         Origin => "http://hal.tls.example:$P" });
     is($res->{status}, 403, 'a form posted from its http:// origin: 403');
@@ -367,14 +540,16 @@ is($res->{status}, 302, 'a fixed entity: tent_owner approves as before');
     remove_tree($t);
     make_path("$t/conf", "$t/logs");
     my $conf = sub {
-        my ($server, $http) = @_;
+        my ($server, $http, $main) = @_;
         $http //= '';
+        $main //= '';
         open my $fh, '>', "$t/conf/nginx.conf" or die "conf: $!";
         print {$fh} <<"CONF";
 worker_processes 1;
 error_log $t/logs/error.log;
 pid $t/logs/nginx.pid;
 $load
+$main
 events { worker_connections 64; }
 http {
     access_log off;
@@ -420,9 +595,32 @@ S
     like($out, qr/\[emerg\].*"tent_password_scrypt" takes N \(a power of 2/,
          'its N a power of 2') or diag $out;
     ($rc, $out) = $conf->('', "    tent_password_scrypt 1048576 8 1;\n");
-    like($out, qr/\[emerg\].*at most 256 MB/, 'its memory bounded');
+    like($out, qr/\[emerg\].*at most 32 MB/, 'its memory bounded');
+    # the operator's password action hashes in the event loop
+    ($rc, $out) = $conf->('', "    tent_password_scrypt 65536 8 1;\n");
+    isnt($rc, 0, 'a hash of 64 MB: nginx -t fails');
+    like($out, qr/\[emerg\].*128 \* N \* r at most 32 MB/, 'saying why')
+        or diag $out;
+    ($rc, $out) = $conf->('', "    tent_password_scrypt 32768 8 4;\n");
+    isnt($rc, 0, '32 MB four times over: nginx -t fails');
     ($rc, $out) = $conf->('', "    tent_password_scrypt 32768 8 2;\n");
     is($rc, 0, 'a cost of 32768 8 2 passes') or diag $out;
+    # the checks take threads of their own, not the store's
+    my $pools = "thread_pool tent threads=4;\nthread_pool pw threads=2;\n";
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_store_thread_pool tent;\n"
+                          . "    tent_password_thread_pool tent;\n", $pools);
+    isnt($rc, 0, "the password checks on the store's pool: nginx -t fails");
+    like($out, qr/\[emerg\].*"tent_password_thread_pool tent" shares the store's thread pool/,
+         'saying why') or diag $out;
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_store_thread_pool tent;\n"
+                          . "    tent_password_thread_pool pw;\n", $pools);
+    is($rc, 0, 'on a pool of their own: passes') or diag $out;
+    ($rc, $out) = $conf->("        tent_provisioning on;\n",
+                          "    tent_password_thread_pool nopool;\n");
+    like($out, qr/unknown thread pool "nopool"/, 'an undeclared pool fails')
+        or diag $out;
     remove_tree($t);
 }
 

@@ -126,7 +126,7 @@ sub sign_in {
                       // test_password($self->{host});
     my $res = $self->post_form(\%form, %o);
     my ($cookie) = ($res->{headers}{'set-cookie'} || '')
-                   =~ /^(tent_session=[^;]*)/;
+                   =~ /^((?:__Host-)?tent_session=[^;]*)/;
     return ($res, $cookie);
 }
 
