@@ -1,7 +1,7 @@
 # Quotas that count every way in (issue 26, docs/admin.md#quotas).  A
 # tenant with {"posts":3,"apps":2} tries each way a row of its own gets
 # written: PUT /profile (its profile post), PUT /posts/:id (a version),
-# an import (its posts, its profile_versions), an app registered unsigned then approved on the authorize
+# an import (its posts, its profile_versions), a move, an app registered unsigned then approved on the authorize
 # page or authorized by an owner's app, a signed registration, and
 # uploads at once racing for the last attachment bytes.  Each stops at
 # the quota with 403 {"error":"quota exceeded: ..."}, and the store holds
@@ -382,6 +382,15 @@ ok($res->{status} == 200 && $res->{json}{profile_versions}{written}
 is_quota(status_post($jon, $jo, 'jon'), 'posts',
          'POST /posts after it: the profile versions counted');
 is_quota(profile_put($jon, $jo, 'Jon'), 'posts', 'PUT /profile after it');
+# a move writes a profile post (and keeps the core's version): counted,
+# refused at the quota before its body is read (no discovery of the new
+# entity, the core unchanged)
+is_quota($jon->request(POST => '/move', cred => $jo,
+                       body => { entity => "http://ann.test:$P" }),
+         'posts', 'POST /move at the quota');
+$res = $jon->request(GET => '/profile', cred => $jo);
+unlike($res->{body} // '', qr/ann\.test/, 'the refused move changed no core')
+    or diag $res->{body};
 
 # ---- no quota set: the counts are taken at the store all the same, so
 # that a quota set later finds them whole (read and written back plus
