@@ -49,6 +49,8 @@ static ngx_int_t ngx_http_tent_import_bytes(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_import_counted(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_import_history(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_import_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 
@@ -884,6 +886,55 @@ ngx_http_tent_import_counted(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 }
 
 
+/*
+ * The profile's history counted against posts: over the quota the
+ * section is not written (nothing taken); taken, the count is the
+ * batch's, given back only if the store refuses it, and out of
+ * q->took[] so that the posts' section, counted next, gives back its
+ * own alone.
+ */
+
+static ngx_int_t
+ngx_http_tent_import_history(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    json_t                  *entry;
+    ngx_http_tent_quotas_t  *q;
+    ngx_http_tent_import_t  *im;
+
+    im = ctx->state;
+    q = ctx->quotas;
+    entry = im->entries[NGX_HTTP_TENT_IMPORT_SECTION_HISTORY];
+
+    if (q != NULL && (q->over & (1 << NGX_HTTP_TENT_QUOTA_POSTS))) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent import: \"%V\": %L profile versions over its "
+                      "quota of posts: profile_versions not written",
+                      &ctx->entity, im->quota_history);
+
+        /* the posts' section is counted on its own */
+        q->over = 0;
+
+        im->ops[NGX_HTTP_TENT_IMPORT_SECTION_HISTORY] = NULL;
+
+        json_object_set_new(entry, "taken", json_integer(0));
+        json_object_set_new(entry, "written", json_false());
+        json_object_set_new(entry, "error",
+                            json_string("quota exceeded: posts"));
+
+        return ngx_http_tent_import_next(r, im);
+    }
+
+    if (q != NULL) {
+        im->quota_history_took = q->took[NGX_HTTP_TENT_QUOTA_POSTS];
+        q->took[NGX_HTTP_TENT_QUOTA_POSTS] = 0;
+        q->taken &= ~(1 << NGX_HTTP_TENT_QUOTA_POSTS);
+        q->tries = 0;
+    }
+
+    return ngx_http_tent_import_next(r, im);
+}
+
+
 /* the next section's batch to the store, in order */
 
 ngx_int_t
@@ -899,6 +950,19 @@ ngx_http_tent_import_next(ngx_http_request_t *r, ngx_http_tent_import_t *im)
         }
 
         im->entry = im->entries[s];
+
+        /* provisioning: the profile's versions under the quota of posts */
+
+        if (s == NGX_HTTP_TENT_IMPORT_SECTION_HISTORY
+            && !im->quota_history_done)
+        {
+            im->quota_history_done = 1;
+            im->section--;
+            return ngx_http_tent_quota_take_n(r, ngx_http_tent_get_ctx(r),
+                                              NGX_HTTP_TENT_QUOTA_POSTS,
+                                              im->quota_history,
+                                              ngx_http_tent_import_history);
+        }
 
         /* provisioning: the posts' versions and bytes under the quotas */
 
@@ -968,6 +1032,17 @@ ngx_http_tent_import_written(ngx_http_request_t *r,
                                         ? "a row was written meanwhile:"
                                           " none written"
                                         : "the store failed: none written"));
+
+        /* the profile's versions not written: their count goes back */
+
+        if (im->entry == im->entries[NGX_HTTP_TENT_IMPORT_SECTION_HISTORY]
+            && im->quota_history_took)
+        {
+            ngx_http_tent_quota_give(&ngx_http_tent_get_ctx(r)->entity,
+                                     NGX_HTTP_TENT_QUOTA_POSTS,
+                                     im->quota_history_took);
+            im->quota_history_took = 0;
+        }
 
         /* the posts not written: their quotas' counts go back, and */
 

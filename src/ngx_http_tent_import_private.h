@@ -40,6 +40,9 @@
 /* the posts' section, whose batch waits for its attachments' counts */
 #define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  5
 
+/* the profile's history: its versions count against the posts' quota */
+#define NGX_HTTP_TENT_IMPORT_SECTION_HISTORY  1
+
 /* attachments by URL: distinct digests, their sizes, in one import */
 #define NGX_HTTP_TENT_IMPORT_FETCH_MAX     1000
 #define NGX_HTTP_TENT_IMPORT_FETCH_BYTES   ((off_t) 256 * 1024 * 1024)
@@ -131,6 +134,11 @@ typedef struct {
     int64_t                     quota_bytes;
     json_t                     *quota_digests; /* digest: counted once */
     ngx_uint_t                  quota_done;
+
+    /* the profile_versions' batch: its rows, and what it took of posts */
+    int64_t                     quota_history;
+    int64_t                     quota_history_took;
+    ngx_uint_t                  quota_history_done;
 } ngx_http_tent_import_t;
 
 

@@ -350,6 +350,12 @@ ngx_http_tent_import_version(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /* each one of the quota of posts, as PUT /profile's kept version */
+
+    if (!im->probe) {
+        im->quota_history++;
+    }
+
     return ngx_http_tent_import_keep(r, im, op, &key,
                json_pack("{s:O, s:O, s:O, s:O, s:O}",
                          "type", json_object_get(row, "type"),

@@ -24,6 +24,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_move.h"
 #include "ngx_http_tent_posts.h"
+#include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_store.h"
@@ -38,6 +39,8 @@ typedef struct {
 } ngx_http_tent_move_t;
 
 
+static ngx_int_t ngx_http_tent_move_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_move_parsed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_move_discovered(ngx_http_request_t *r,
@@ -137,6 +140,24 @@ ngx_http_tent_move_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "Unauthorized");
     }
+
+    /*
+     * Provisioning: a move writes a profile post of ours (and keeps the
+     * core's version), as a PUT /profile does: one of the quota of
+     * posts, first (a second move replaces the first: uncounted, moves
+     * again and again would add rows without bound)
+     */
+
+    return ngx_http_tent_quota_check(r, ctx, NGX_HTTP_TENT_QUOTA_POSTS,
+                                     ngx_http_tent_move_read);
+}
+
+
+static ngx_int_t
+ngx_http_tent_move_read(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent move: reading the body");
 
     return ngx_http_tent_read_json(r, ctx, ngx_http_tent_move_parsed);
 }
@@ -376,7 +397,8 @@ ngx_http_tent_move_core_read(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_internal_post(r, ctx, cas, "profile", post, 1)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_quota_count(r, ctx, cas) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "adding the profile post");
     }

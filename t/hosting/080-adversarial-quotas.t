@@ -1,7 +1,7 @@
 # Quotas that count every way in (issue 26, docs/admin.md#quotas).  A
 # tenant with {"posts":3,"apps":2} tries each way a row of its own gets
 # written: PUT /profile (its profile post), PUT /posts/:id (a version),
-# an import, an app registered unsigned then approved on the authorize
+# an import (its posts, its profile_versions), a move, an app registered unsigned then approved on the authorize
 # page or authorized by an owner's app, a signed registration, and
 # uploads at once racing for the last attachment bytes.  Each stops at
 # the quota with 403 {"error":"quota exceeded: ..."}, and the store holds
@@ -12,7 +12,7 @@ use warnings;
 
 my @NAMES;
 BEGIN { @NAMES = qw(ann.test bea.test cat.test dan.test eli.test fay.test
-                       gus.test ivy.test) }
+                       gus.test ivy.test jon.test) }
 use Tent::Netns qw(reexec_in_netns);
 BEGIN { reexec_in_netns(hosts => \@NAMES) }
 
@@ -337,6 +337,61 @@ is(admin({ action => 'quotas', entity => "http://fay.test:$P",
 is_quota(status_post($fay, $fo, 'fay'), 'posts',
          'her first POST /posts: the 2 imported counted');
 
+# an import's profile_versions count as PUT /profile's kept versions do:
+# over the quota of posts the section is not written, the report says so
+is(admin({ action => 'create', entity => "http://jon.test:$P",
+           quotas => { posts => 3 } })->{status}, 201,
+   'jon created with a quota of 3 posts');
+my $jon = client_of('jon.test', $P);
+my (undef, $jo) = $jon->authorized_app($all, post_types => 'all',
+                                       info_types => 'all');
+sub history {
+    my ($type, $count) = @_;
+    return map {
+        { type => $type, content => { name => "v$_" },
+          permissions => { public => JSON::PP::true }, version => $_,
+          updated_at => 1700000000 + $_ }
+    } 1 .. $count;
+}
+sub jon_import {
+    my (%s) = @_;
+    return $jon->request(POST => '/import?merge=1', cred => $jo,
+                         body => { version => 0, entity => $FROM,
+                                   complete => JSON::PP::true, %s });
+}
+$res = jon_import(profile_versions => [history($BASIC, 4)],
+                  groups => [{ id => 'jg', name => 'g',
+                               created_at => 1700000000,
+                               updated_at => 1700000000 }]);
+is($res->{status}, 200, 'an import of 4 profile versions under 3: 200')
+    or diag $res->{body};
+is($res->{json}{profile_versions}{error} // '', 'quota exceeded: posts',
+   'its report: profile_versions not written, the quota named')
+    or diag $res->{body};
+ok(!$res->{json}{profile_versions}{written}
+   && ($res->{json}{profile_versions}{taken} // 1) == 0,
+   'profile_versions: written false, none taken');
+ok($res->{json}{groups}{written}, 'its groups written');
+$res = jon_import(
+    profile_versions => [history('https://tent.io/types/info/x/v0.1.0', 2)],
+    posts => [doc_post()]);
+ok($res->{status} == 200 && $res->{json}{profile_versions}{written}
+   && $res->{json}{posts}{written},
+   'an import of 2 profile versions and a post: written, 3 of 3')
+    or diag $res->{body};
+is_quota(status_post($jon, $jo, 'jon'), 'posts',
+         'POST /posts after it: the profile versions counted');
+is_quota(profile_put($jon, $jo, 'Jon'), 'posts', 'PUT /profile after it');
+# a move writes a profile post (and keeps the core's version): counted,
+# refused at the quota before its body is read (no discovery of the new
+# entity, the core unchanged)
+is_quota($jon->request(POST => '/move', cred => $jo,
+                       body => { entity => "http://ann.test:$P" }),
+         'posts', 'POST /move at the quota');
+$res = $jon->request(GET => '/profile', cred => $jo);
+unlike($res->{body} // '', qr/ann\.test/, 'the refused move changed no core')
+    or diag $res->{body};
+
 # ---- no quota set: the counts are taken at the store all the same, so
 # that a quota set later finds them whole (read and written back plus
 # one, 12 creates at once would have counted 1)
@@ -412,6 +467,10 @@ sub count_of {
 is(count_of('dan', 'posts'), 4,
    "dan's count of posts: 4 (the refused imports' given back)");
 is(count_of('dan', 'attachment_bytes'), 600, "dan's count of bytes: 600");
+is(scalar(rows_of('jon', 'q')), 2,
+   "jon's store: 2 profile versions (the refused import's 4 not written)");
+is(count_of('jon', 'posts'), 3,
+   "jon's count of posts: 3 (the refused import took none)");
 is(scalar(grep { value_of($_) !~ /unconfirmed_slot/ } rows_of('ivy', 'a')),
    2, "ivy's store: 2 apps authorized");
 is(count_of('gus', 'posts'), 12, "gus's count of posts: 12, none lost");
