@@ -459,7 +459,7 @@ at times as a start, at times as valgrind's exit code 99)
     tent_entity https://alice.example;
 --- must_die
 --- error_log eval
-qr/\[emerg\].*chown\(".*store"\) failed \(30: Read-only file system\)/
+qr/\[emerg\].*chown\(".*store", "\w+"\) failed \(30: Read-only file system\)/
 
 
 
