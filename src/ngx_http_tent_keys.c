@@ -50,7 +50,8 @@ static u_char  ngx_http_tent_tables[] = {
     'u',    /* UNCONFIRMED */
     'D',    /* DELIVERY */
     'X',    /* DELIVERY_ENDED */
-    'Q'     /* QUOTA: the counts a quota limits */
+    'Q',    /* QUOTA: the counts a quota limits */
+    'z'     /* BLOCK: the entities the owner blocked */
 };
 
 
@@ -729,6 +730,12 @@ ngx_http_tent_key_caches(ngx_str_t *key)
 
     if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_SUBSCRIPTION]) {
         return NGX_HTTP_TENT_CACHE_APPS;
+    }
+
+    /* a block hides the entity's posts from the feeds too */
+
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_BLOCK]) {
+        return NGX_HTTP_TENT_CACHE_BLOCKS|NGX_HTTP_TENT_CACHE_REPLIES;
     }
 
     return 0;

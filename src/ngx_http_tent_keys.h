@@ -46,6 +46,7 @@
 #define NGX_HTTP_TENT_TABLE_DELIVERY          23
 #define NGX_HTTP_TENT_TABLE_DELIVERY_ENDED    24
 #define NGX_HTTP_TENT_TABLE_QUOTA             25
+#define NGX_HTTP_TENT_TABLE_BLOCK             26
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -121,6 +122,7 @@ ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 #define NGX_HTTP_TENT_CACHE_REPLIES      0x02
 #define NGX_HTTP_TENT_CACHE_OUTBOX       0x04   /* the engine's marks */
 #define NGX_HTTP_TENT_CACHE_APPS         0x08   /* an app's subscription */
+#define NGX_HTTP_TENT_CACHE_BLOCKS       0x10   /* an owner's blocks */
 
 /* the entity a key is of: the hash of its outbox mark */
 ngx_uint_t ngx_http_tent_key_entity_hash(ngx_str_t *key);
