@@ -19,6 +19,7 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
@@ -721,7 +722,8 @@ ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
 
     if (t->stage != NGX_HTTP_TENT_FANOUT_APPS
         && ngx_http_tent_json_str(record, "entity", &entity) == NGX_OK
-        && ngx_http_tent_blocks_has(t->blocks, &entity))
+        && (ngx_http_tent_blocks_has(t->blocks, &entity)
+            || ngx_http_tent_domains_entity(&entity)))
     {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
                        "tent delivery: post \"%V\": \"%V\" is blocked: "

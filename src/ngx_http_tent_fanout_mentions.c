@@ -16,6 +16,7 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
@@ -77,7 +78,9 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
 
         /* a blocked entity is not told, even when named */
 
-        if (ngx_http_tent_blocks_has(t->blocks, &entity)) {
+        if (ngx_http_tent_blocks_has(t->blocks, &entity)
+            || ngx_http_tent_domains_entity(&entity))
+        {
             continue;
         }
 

@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
@@ -164,6 +165,11 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     if (ngx_http_tent_blocks_has(ctx->blocks, &st->entity)) {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "The entity is blocked");
+    }
+
+    if (ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     /* a path relative to each of the follower's servers */

@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
@@ -163,6 +164,11 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "The entity is blocked: unblock it "
                                         "first");
+    }
+
+    if (ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     st->body = ctx->body;
@@ -892,7 +898,8 @@ ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
     /* nothing is read from a blocked entity, even through us */
 
     if (ngx_http_tent_json_str(record, "entity", &url) != NGX_OK
-        || ngx_http_tent_blocks_has(ctx->blocks, &url))
+        || ngx_http_tent_blocks_has(ctx->blocks, &url)
+        || ngx_http_tent_domains_entity(&url))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "The entity is blocked");

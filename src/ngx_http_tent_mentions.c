@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
@@ -172,6 +173,11 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (rc == NGX_OK && ngx_http_tent_blocks_has(ctx->blocks, &st->entity)) {
         return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
                                         "The entity is blocked");
+    }
+
+    if (rc == NGX_OK && ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     if (rc != NGX_OK

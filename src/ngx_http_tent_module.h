@@ -247,6 +247,8 @@ typedef struct ngx_http_tent_ctx_s {
     void                           *quotas;      /* json_t: its quotas */
     void                           *blocks;      /* the owner's blocks */
     void                           *blocks_next; /* the route after them */
+    void                           *domains_next; /* after the domains */
+    ngx_atomic_uint_t               domains_gen; /* before they were read */
     ngx_atomic_uint_t               blocks_gen;  /* before they were read */
     unsigned                        route_blocks:1; /* the route needs them */
 } ngx_http_tent_ctx_t;

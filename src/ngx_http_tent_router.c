@@ -16,6 +16,7 @@
 #define NGX_HTTP_TENT_MODULE_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_module_private.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
@@ -41,6 +42,8 @@ typedef struct {
 
 static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
 static void ngx_http_tent_raw_api_path(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_fresh(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_dispatch(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
@@ -790,7 +793,20 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
 
     /* a signed request is verified whatever it asks for, as tentd did */
 
-    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_dispatch);
+    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_fresh);
+}
+
+
+/*
+ * The operator's blocked domains, as of every block acknowledged before
+ * this request: read again when their generation moved (one scan in a
+ * worker, once), so an inbound check or a fetch of this request sees them
+ */
+
+static ngx_int_t
+ngx_http_tent_fresh(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_domains_request(r, ctx, ngx_http_tent_dispatch);
 }
 
 
@@ -811,6 +827,13 @@ ngx_http_tent_dispatch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (ctx->handler && ctx->blocks == NULL && (ctx->route_blocks || peer)) {
         return ngx_http_tent_blocks_request(r, ctx, ngx_http_tent_dispatch);
+    }
+
+    if (ctx->handler && peer
+        && ngx_http_tent_domains_entity(&ctx->principal.entity))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     if (ctx->handler && peer

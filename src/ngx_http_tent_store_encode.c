@@ -238,7 +238,7 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
         sop->apps = 1;
     }
 
-    if (caches & NGX_HTTP_TENT_CACHE_BLOCKS) {
+    if (caches & (NGX_HTTP_TENT_CACHE_BLOCKS|NGX_HTTP_TENT_CACHE_DOMAINS)) {
         sop->blocks = 1;
     }
 
