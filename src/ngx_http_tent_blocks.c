@@ -431,7 +431,7 @@ ngx_http_tent_block_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                   json_pack("{s:o, s:I}",
                             "entity", ngx_http_tent_json_string(&bl->entity),
                             "created_at",
-                            (json_int_t) ngx_http_tent_now_us() / 1000));
+                            (json_int_t) ngx_time()));
 
     if (bl->row == NULL
         || ngx_http_tent_json_dump(r->pool, bl->row, &bl->value) != NGX_OK)

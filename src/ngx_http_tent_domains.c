@@ -349,7 +349,7 @@ ngx_http_tent_domains_act(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                              "domain", ngx_http_tent_json_string(&act->domain),
                              "blocked", (int) act->block,
                              "created_at",
-                             (json_int_t) ngx_http_tent_now_us() / 1000));
+                             (json_int_t) ngx_time()));
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 

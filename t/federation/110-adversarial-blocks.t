@@ -15,9 +15,10 @@
 # Receivers on loopback play the entities.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text dechunk);
 use Tent::Client;
 use Tent::Receiver;
+use Tent::Peer;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 *uri_escape = \&Tent::Client::uri_escape;
@@ -261,6 +262,72 @@ my %seen;
 is(scalar(grep { !$seen{$_}++ } @walk), 5, 'none twice');
 is($c->request(GET => '/blocks?limit=0', cred => $reader)->{status}, 400,
    'limit=0: 400');
+
+# --- export and import: the blocks go with the entity ----------------------
+
+my $READ = 'read_secrets,read_profile,read_followers,read_followings,'
+           . 'read_groups';
+my $WRITE = 'write_secrets,write_profile,write_followers,write_followings,'
+            . 'write_groups';
+my (undef, $exporter) = $c->authorized_app("$READ,read_blocks");
+my (undef, $noblocks) = $c->authorized_app($READ);
+
+sub export_doc {
+    my ($cl, $cred) = @_;
+    my $r = $cl->request(GET => '/export', cred => $cred);
+    my $body = $r->{body} // '';
+    ($body) = dechunk($body)
+        if ($r->{headers}{'transfer-encoding'} // '') =~ /chunked/;
+    return eval { decode_json($body) };
+}
+
+my $doc = export_doc($c, $exporter);
+ok($doc && $doc->{complete}, 'the export') or diag explain $doc;
+is_deeply([sort map { $_->{entity} } @{ $doc->{blocks} || [] }],
+          [sort $B, map { "http://blocked-$_.test" } 1 .. 4],
+          'it holds the blocks');
+ok($doc->{includes}{blocks}, 'includes.blocks says so');
+ok((!grep { !$_->{created_at} } @{ $doc->{blocks} }), 'each with its time');
+my $nodoc = export_doc($c, $noblocks);
+ok($nodoc && $nodoc->{complete} && !exists $nodoc->{blocks},
+   'without read_blocks: no blocks in it');
+
+my $peer = Tent::Peer->start(worker_processes => 1);
+my $pc = $peer->client;
+my (undef, $pweak) = $pc->authorized_app($WRITE);
+my $res2 = $pc->request(POST => '/import', cred => $pweak, body => $doc);
+is($res2->{status}, 403, 'importing blocks without write_blocks: 403');
+
+my $baddoc = JSON::PP->new->decode(JSON::PP->new->encode($doc));
+push @{ $baddoc->{blocks} }, { entity => $peer->url, created_at => 1 },
+                          { entity => 'ftp://x.test', created_at => 1 },
+                          { entity => 'http://late.test',
+                            created_at => time + 10 * 86400 },
+                          { entity => $B, created_at => 1 };
+my (undef, $pown) = $pc->authorized_app("$WRITE,write_blocks,read_blocks");
+$res2 = $pc->request(POST => '/import', cred => $pown, body => $baddoc);
+is($res2->{status}, 200, 'a document with bad blocks: 200')
+    or diag $res2->{body};
+ok(!$res2->{json}{blocks}{written}, 'its blocks not written')
+    or diag explain $res2->{json}{blocks};
+is($res2->{json}{blocks}{invalid_count}, 4,
+   'itself, a bad URL, a time ahead, one twice: invalid')
+    or diag explain $res2->{json}{blocks};
+is_deeply($pc->request(GET => '/blocks', cred => $pown)->{json}, [],
+          'no block on the peer');
+$res2 = $pc->request(POST => '/import?merge=1', cred => $pown, body => $doc);
+is($res2->{status}, 200, 'the document again (merge)') or diag $res2->{body};
+ok($res2->{json}{blocks}{written}, 'its blocks written')
+    or diag explain $res2->{json}{blocks};
+$res2 = $pc->request(GET => '/blocks', cred => $pown);
+is_deeply([sort map { $_->{entity} } @{ $res2->{json} || [] }],
+          [sort $B, map { "http://blocked-$_.test" } 1 .. 4],
+          'the peer blocks the same entities');
+$res2 = $pc->request(POST => '/posts',
+                     body => a_post($B, 'pb1',
+                                    mentions => [{ entity => $peer->url }]));
+is($res2->{status}, 403, 'and refuses them');
+$peer->stop;
 
 # --- unblocked: like any entity again --------------------------------------
 
