@@ -365,7 +365,7 @@ typedef struct {
     ngx_str_t                       copy_key;   /* its copy of the post */
     ngx_str_t                       target_key; /* a delete's target */
     ngx_uint_t                      cred;       /* in the batch's read */
-    ngx_uint_t                      found;      /* copy 1, target 2 */
+    ngx_uint_t                      found;      /* copy 1, target 2, block 4 */
     ngx_str_t                       copy;       /* as read */
     ngx_str_t                       target;
     ngx_queue_t                     queue;

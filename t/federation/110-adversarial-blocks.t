@@ -23,6 +23,11 @@ use JSON::PP;
 use Time::HiRes qw(sleep time);
 *uri_escape = \&Tent::Client::uri_escape;
 
+BEGIN {
+    my $p = $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984;
+    $ENV{TEST_NGINX_L_PORT} = $p + 1;
+}
+
 master_on();
 workers(2);
 no_shuffle();
@@ -139,7 +144,7 @@ for my $e ('', 'ftp://x.example', 'http://', "http://a\nb",
     $res = $c->request(POST => '/blocks', cred => $owner,
                        body => { entity => $e });
     is($res->{status}, 422, 'an invalid entity: 422')
-        or diag explain $e;
+        or diag encode_json $e;
 }
 $res = $c->request(POST => '/blocks', cred => $owner,
                    body => { entity => "HTTP://127.0.0.1:$PORT/" });
@@ -282,7 +287,7 @@ sub export_doc {
 }
 
 my $doc = export_doc($c, $exporter);
-ok($doc && $doc->{complete}, 'the export') or diag explain $doc;
+ok($doc && $doc->{complete}, 'the export') or diag encode_json $doc;
 is_deeply([sort map { $_->{entity} } @{ $doc->{blocks} || [] }],
           [sort $B, map { "http://blocked-$_.test" } 1 .. 4],
           'it holds the blocks');
@@ -309,16 +314,16 @@ $res2 = $pc->request(POST => '/import', cred => $pown, body => $baddoc);
 is($res2->{status}, 200, 'a document with bad blocks: 200')
     or diag $res2->{body};
 ok(!$res2->{json}{blocks}{written}, 'its blocks not written')
-    or diag explain $res2->{json}{blocks};
+    or diag encode_json $res2->{json}{blocks};
 is($res2->{json}{blocks}{invalid_count}, 4,
    'itself, a bad URL, a time ahead, one twice: invalid')
-    or diag explain $res2->{json}{blocks};
+    or diag encode_json $res2->{json}{blocks};
 is_deeply($pc->request(GET => '/blocks', cred => $pown)->{json}, [],
           'no block on the peer');
 $res2 = $pc->request(POST => '/import?merge=1', cred => $pown, body => $doc);
 is($res2->{status}, 200, 'the document again (merge)') or diag $res2->{body};
 ok($res2->{json}{blocks}{written}, 'its blocks written')
-    or diag explain $res2->{json}{blocks};
+    or diag encode_json $res2->{json}{blocks};
 $res2 = $pc->request(GET => '/blocks', cred => $pown);
 is_deeply([sort map { $_->{entity} } @{ $res2->{json} || [] }],
           [sort $B, map { "http://blocked-$_.test" } 1 .. 4],
@@ -328,6 +333,58 @@ $res2 = $pc->request(POST => '/posts',
                                     mentions => [{ entity => $peer->url }]));
 is($res2->{status}, 403, 'and refuses them');
 $peer->stop;
+
+# --- same-node: an entity of this nginx and store, blocked --------------
+
+my $LP = $ENV{TEST_NGINX_L_PORT};
+my $L = "http://127.0.0.1:$LP";
+my $lc = Tent::Client->new(port => $LP, host => "127.0.0.1:$LP");
+my (undef, $lown) = $lc->authorized_app(
+    'read_posts,write_posts,read_followers,read_followings',
+                                        post_types => 'all');
+$res = $c->request(POST => '/followings', cred => $owner,
+                   body => { entity => $L });
+is($res->{status}, 200, 'we follow L, of this nginx') or diag $res->{body};
+
+sub l_post {
+    my ($text) = @_;
+    my $r = $lc->request(POST => '/posts', cred => $lown,
+                         body => { type => $STATUS,
+                                   content => { text => $text },
+                                   permissions => { public => JSON::PP::true } });
+    return $r->{json}{id};
+}
+
+sub l_settled {
+    my ($id) = @_;
+    my $end = time + 15;
+    while (time < $end) {
+        my $d = $lc->request(GET => "/posts/$id/deliveries",
+                             cred => $lown)->{json};
+        return $d if $d && $d->{counts}
+                     && $d->{counts}{delivered} + $d->{counts}{failed} >= 1;
+        sleep 0.1;
+    }
+    return undef;
+}
+
+my $l1 = l_post('before');
+ok(l_settled($l1), 'L\'s post delivered');
+is($c->request(GET => '/posts/' . uri_escape($L) . "/$l1",
+               cred => $owner)->{status}, 200, 'we have its copy');
+
+$res = $c->request(POST => '/blocks', cred => $owner,
+                   body => { entity => $L });
+is($res->{status}, 201, 'L blocked');
+my $l2 = l_post('after');
+my $d = l_settled($l2);
+ok($d, 'L\'s next post settled');
+is($d && $d->{counts}{failed}, 1, 'its delivery to us refused (same-node)')
+    or diag encode_json($d || {});
+is($c->request(GET => '/posts/' . uri_escape($L) . "/$l2",
+               cred => $owner)->{status}, 404, 'no copy of it here');
+is($c->request(DELETE => '/blocks/' . uri_escape($L),
+               cred => $owner)->{status}, 200, 'L unblocked');
 
 # --- unblocked: like any entity again --------------------------------------
 
@@ -361,6 +418,15 @@ __DATA__
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;
+    tent_delivery_interval 100ms;
+
+    server {
+        listen 127.0.0.1:$TEST_NGINX_L_PORT;
+        tent_entity http://127.0.0.1:$TEST_NGINX_L_PORT;
+        location = /tent/oauth/authorize {
+            tent_owner "L's owner";
+        }
+    }
 --- config
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize {
