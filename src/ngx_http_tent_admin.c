@@ -37,6 +37,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_admin_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -278,6 +279,12 @@ ngx_http_tent_admin_handler(ngx_http_request_t *r)
             return rc;
         }
 
+        if (r->args.len == 7
+            && ngx_strncmp(r->args.data, "domains", 7) == 0)
+        {
+            return ngx_http_tent_domains_admin_list(r);
+        }
+
         op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
         a = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_admin_t));
 
@@ -385,6 +392,18 @@ ngx_http_tent_admin_post(ngx_http_request_t *r, ngx_http_tent_admin_t *a)
     ngx_http_tent_store_op_t   *op;
     const char                 *why;
     ngx_http_tent_main_conf_t  *mcf;
+
+    /* the host-wide blocks of domains name no entity */
+
+    if (json_is_object(a->body)
+        && ngx_http_tent_json_str(a->body, "action", &a->action) == NGX_OK
+        && ((a->action.len == 5
+             && ngx_strncmp(a->action.data, "block", 5) == 0)
+            || (a->action.len == 7
+                && ngx_strncmp(a->action.data, "unblock", 7) == 0)))
+    {
+        return ngx_http_tent_domains_admin(r, a->body, &a->action);
+    }
 
     if (!json_is_object(a->body)
         || ngx_http_tent_json_str(a->body, "action", &a->action) != NGX_OK

@@ -368,12 +368,13 @@ ngx_http_tent_admin_authorize(ngx_http_request_t *r, json_t *app,
     ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
 
     fields = ngx_http_tent_json_own(r->pool, json_pack(
-        "{s:[ssssssssssssssssss], s:[s], s:[s]}",
+        "{s:[ssssssssssssssssssss], s:[s], s:[s]}",
         "scopes", "read_posts", "write_posts", "import_posts", "read_profile",
         "write_profile", "read_followers", "write_followers",
         "read_followings", "write_followings", "read_groups", "write_groups",
         "read_permissions", "write_permissions", "read_apps", "write_apps",
-        "follow_ui", "read_secrets", "write_secrets",
+        "follow_ui", "read_secrets", "write_secrets", "read_blocks",
+        "write_blocks",
         "post_types", "all", "profile_info_types", "all"));
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);

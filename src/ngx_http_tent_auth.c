@@ -80,6 +80,8 @@ static ngx_http_tent_scope_t  ngx_http_tent_scopes[] = {
     { ngx_string("follow_ui"), NGX_HTTP_TENT_FOLLOW_UI },
     { ngx_string("read_secrets"), NGX_HTTP_TENT_READ_SECRETS },
     { ngx_string("write_secrets"), NGX_HTTP_TENT_WRITE_SECRETS },
+    { ngx_string("read_blocks"), NGX_HTTP_TENT_READ_BLOCKS },
+    { ngx_string("write_blocks"), NGX_HTTP_TENT_WRITE_BLOCKS },
     { ngx_null_string, 0 }
 };
 

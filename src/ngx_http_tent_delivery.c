@@ -35,6 +35,7 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
@@ -142,6 +143,13 @@ ngx_http_tent_delivery_tick(ngx_event_t *ev)
     ngx_http_tent_delivery_t *dl = ev->data;
 
     if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    /* the operator's blocked domains, read again first when they moved */
+
+    if (ngx_http_tent_domains_refresh(dl->log) != NGX_OK) {
+        ngx_add_timer(&dl->timer, dl->mcf->delivery_interval);
         return;
     }
 

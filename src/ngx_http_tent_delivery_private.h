@@ -13,12 +13,10 @@
  * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
  * the fan-out (ngx_http_tent_fanout.c, _fanout_told.c), the due jobs'
  * scan (ngx_http_tent_queue.c) and read (ngx_http_tent_delivery_load.c),
- * sending (ngx_http_tent_send.c), same-node delivery
- * (ngx_http_tent_local.c, its batches _local_batch.c, _local_write.c),
- * settling (ngx_http_tent_settle.c) and the hosts' slots and breakers
- * (ngx_http_tent_hosts.c).  Only they
- * define NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; any other file
- * that does fails to compile.
+ * sending (ngx_http_tent_send.c), same-node delivery (_local.c, its
+ * batches _local_batch.c, _local_write.c), settling (_settle.c) and the
+ * hosts' slots and breakers (_hosts.c).  Only they define
+ * NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; others fail to compile.
  */
 
 
@@ -204,6 +202,8 @@ typedef struct {
     ngx_str_t                         entity;     /* of a received post */
     ngx_str_t                         post_id;    /* for the debug log */
     ngx_array_t                      *mentioned;  /* entities to look up */
+    void                             *blocks;     /* the owner's, held */
+    ngx_atomic_uint_t                 blocks_gen; /* before their read */
     ngx_rbtree_t                     *told;       /* a profile post's */
     ngx_http_tent_host_t             *host;       /* a slot taken */
     ngx_http_tent_host_t             *failed;     /* a failure counted */
@@ -365,7 +365,7 @@ typedef struct {
     ngx_str_t                       copy_key;   /* its copy of the post */
     ngx_str_t                       target_key; /* a delete's target */
     ngx_uint_t                      cred;       /* in the batch's read */
-    ngx_uint_t                      found;      /* copy 1, target 2 */
+    ngx_uint_t                      found;      /* copy 1, target 2, block 4 */
     ngx_str_t                       copy;       /* as read */
     ngx_str_t                       target;
     ngx_queue_t                     queue;

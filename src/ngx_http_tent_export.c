@@ -78,6 +78,9 @@ static ngx_http_tent_export_section_t  ngx_http_tent_export_sections[] = {
     { "groups", NGX_HTTP_TENT_TABLE_GROUP, 200, 0,
       ngx_http_tent_export_plain, NULL },
 
+    { "blocks", NGX_HTTP_TENT_TABLE_BLOCK, 200, NGX_HTTP_TENT_EXPORT_BLOCKS,
+      ngx_http_tent_export_plain, NULL },
+
     { "apps", NGX_HTTP_TENT_TABLE_APP, 200, NGX_HTTP_TENT_EXPORT_APPS,
       ngx_http_tent_export_app, NULL },
 
@@ -231,6 +234,12 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         ex->flags |= NGX_HTTP_TENT_EXPORT_POSTS;
     }
 
+    /* the owner's blocks: for a principal that may read them, no flag */
+
+    if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_BLOCKS)) {
+        ex->flags |= NGX_HTTP_TENT_EXPORT_BLOCKS;
+    }
+
     if (inline_bytes) {
         ex->flags |= NGX_HTTP_TENT_EXPORT_INLINE;
     }
@@ -298,6 +307,11 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                          (int) !!(ex->flags & NGX_HTTP_TENT_EXPORT_POSTS));
 
     /* only when asked: documents without it read as before */
+
+    if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_BLOCKS)) {
+        json_object_set_new(json_object_get(head, "includes"), "blocks",
+                            json_true());
+    }
 
     if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)) {
         json_object_set_new(json_object_get(head, "includes"),

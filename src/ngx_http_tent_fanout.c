@@ -19,7 +19,9 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
@@ -37,6 +39,9 @@
 #define NGX_HTTP_TENT_FOLLOWER_SCAN 100
 
 
+static void ngx_http_tent_delivery_expand_blocks(
+    ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_read_post(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
@@ -70,7 +75,7 @@ void
 ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
 {
-    ngx_str_t                  id, pkey;
+    ngx_str_t                  id;
     ngx_http_tent_task_t      *t;
     ngx_http_tent_store_op_t  *op;
 
@@ -104,11 +109,66 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
                    "tent delivery: outbox row: post \"%V\" of \"%V\"",
                    &id, &t->entity);
 
+    /* the owner's blocks first: no job is made for a blocked entity */
+
+    t->blocks = ngx_http_tent_blocks_cached(t->pool, &ent->entity);
+
+    if (t->blocks) {
+        ngx_http_tent_delivery_read_post(t);
+        return;
+    }
+
     op = ngx_http_tent_store_op_create(t->pool, dl->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(t->pool, &ent->entity, &t->entity, &id,
-                                  -1, &pkey)
+        || ngx_http_tent_blocks_scan(op, &ent->entity, &t->blocks_gen)
+           != NGX_OK)
+    {
+        ngx_http_tent_task_failed(t, "building the blocks' scan");
+        return;
+    }
+
+    ngx_http_tent_task_submit(t, op, ngx_http_tent_delivery_expand_blocks);
+}
+
+
+static void
+ngx_http_tent_delivery_expand_blocks(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        && op->status != NGX_HTTP_TENT_STORE_NOT_FOUND)
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": blocks not read (store "
+                       "status %ui): later", &t->post_id, op->status);
+        ngx_http_tent_task_done(t);   /* the store: later */
+        return;
+    }
+
+    t->blocks = ngx_http_tent_blocks_loaded(t->pool, &t->ent->entity,
+                                            t->blocks_gen, op);
+    if (t->blocks == NULL) {
+        ngx_http_tent_task_failed(t, "reading the blocks");
+        return;
+    }
+
+    ngx_http_tent_delivery_read_post(t);
+}
+
+
+static void
+ngx_http_tent_delivery_read_post(ngx_http_tent_task_t *t)
+{
+    ngx_str_t                  pkey;
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_post_key(t->pool, &t->ent->entity, &t->entity,
+                                  &t->post_id, -1, &pkey)
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
     {
@@ -656,6 +716,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 static ngx_int_t
 ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
 {
+    ngx_str_t  entity;
+
+    /* a relationship with an entity blocked since gets nothing */
+
+    if (t->stage != NGX_HTTP_TENT_FANOUT_APPS
+        && ngx_http_tent_json_str(record, "entity", &entity) == NGX_OK
+        && (ngx_http_tent_blocks_has(t->blocks, &entity)
+            || ngx_http_tent_domains_entity(&entity)))
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent delivery: post \"%V\": \"%V\" is blocked: "
+                       "no job", &t->post_id, &entity);
+        return 0;
+    }
+
     switch (t->stage) {
 
     case NGX_HTTP_TENT_FANOUT_FOLLOWERS:

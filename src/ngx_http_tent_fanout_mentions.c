@@ -16,6 +16,8 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
@@ -72,6 +74,14 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
         rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
         if (rc == NGX_ERROR) {
             return NGX_ERROR;
+        }
+
+        /* a blocked entity is not told, even when named */
+
+        if (ngx_http_tent_blocks_has(t->blocks, &entity)
+            || ngx_http_tent_domains_entity(&entity))
+        {
+            continue;
         }
 
         e = t->mentioned->elts;

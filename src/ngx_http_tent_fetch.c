@@ -59,7 +59,8 @@ static char  *ngx_http_tent_fetch_errors[] = {
     "too many outbound requests in flight for this entity "
         "(tent_outbound_entity_requests)",
     "too many outbound requests in flight to this host "
-        "(tent_outbound_host_requests)"
+        "(tent_outbound_host_requests)",
+    "the host's domain is blocked by the operator (tent-admin block)"
 };
 
 
@@ -524,6 +525,16 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
         ngx_memcpy(host + 1, ff->uri.data, ff->uri.len);
         ff->uri.data = host;
         ff->uri.len++;
+    }
+
+    /* nothing is sent to a domain the operator blocked, on any hop */
+
+    if (ngx_http_tent_domain_blocked(&ff->host)) {
+        ngx_log_error(NGX_LOG_INFO, ff->log, 0,
+                      "tent: \"%V\" is blocked by the operator: not "
+                      "fetched", &ff->host);
+        ngx_http_tent_fetch_finish(f, NGX_HTTP_TENT_FETCH_BLOCKED);
+        return;
     }
 
     /* the name for c-ares: no brackets around an IPv6 literal */

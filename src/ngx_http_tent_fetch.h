@@ -32,6 +32,7 @@
 #define NGX_HTTP_TENT_FETCH_DEADLINE     11
 #define NGX_HTTP_TENT_FETCH_ENTITY_BUSY  12  /* the tenant's share */
 #define NGX_HTTP_TENT_FETCH_HOST_BUSY    13  /* the remote host's */
+#define NGX_HTTP_TENT_FETCH_BLOCKED      14  /* the operator blocked it */
 
 /* no slot for it, in the worker or in one of its shares */
 #define ngx_http_tent_fetch_busy(f)                                           \
@@ -104,6 +105,22 @@ ngx_int_t ngx_http_tent_share_take(ngx_uint_t share, ngx_str_t *name,
 void ngx_http_tent_share_give(void *held);
 ngx_int_t ngx_http_tent_share_host(ngx_pool_t *pool, ngx_str_t *url,
     ngx_str_t *host);
+
+
+/*
+ * The operator's blocked domains, as this worker holds them
+ * (ngx_http_tent_fetch_domains.c): every hop's host is matched.
+ */
+#define NGX_HTTP_TENT_DOMAINS_MAX        1024
+
+ngx_int_t ngx_http_tent_domain_normalize(ngx_pool_t *pool, ngx_str_t *in,
+    ngx_str_t *out);
+void ngx_http_tent_domains_set(ngx_pool_t *pool, ngx_array_t *domains,
+    ngx_atomic_uint_t generation);
+ngx_int_t ngx_http_tent_domains_held_at(ngx_atomic_uint_t *generation);
+ngx_str_t *ngx_http_tent_domains_list(ngx_uint_t *n);
+ngx_uint_t ngx_http_tent_domain_blocked(ngx_str_t *host);
+ngx_uint_t ngx_http_tent_domain_blocked_url(ngx_str_t *url);
 
 
 #endif /* _NGX_HTTP_TENT_FETCH_H_INCLUDED_ */

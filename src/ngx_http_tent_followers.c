@@ -16,7 +16,9 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -156,6 +158,18 @@ ngx_http_tent_follow_requested(ngx_http_request_t *r,
     if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
         return ngx_http_tent_send_error(r, 406,
                                         "Can not follow self");
+    }
+
+    /* refused before any discovery: nothing is fetched for it */
+
+    if (ngx_http_tent_blocks_has(ctx->blocks, &st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The entity is blocked");
+    }
+
+    if (ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     /* a path relative to each of the follower's servers */

@@ -16,7 +16,9 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -173,6 +175,17 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
     if (ngx_http_tent_entity_eq(&st->entity, &ctx->entity)) {
         return ngx_http_tent_send_error(r, 406,
                                         "Can not follow self");
+    }
+
+    if (ngx_http_tent_blocks_has(ctx->blocks, &st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The entity is blocked: unblock it "
+                                        "first");
+    }
+
+    if (ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     st->body = ctx->body;
@@ -954,6 +967,16 @@ ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
     if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    /* nothing is read from a blocked entity, even through us */
+
+    if (ngx_http_tent_json_str(record, "entity", &url) != NGX_OK
+        || ngx_http_tent_blocks_has(ctx->blocks, &url)
+        || ngx_http_tent_domains_entity(&url))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The entity is blocked");
     }
 
     rc = ngx_http_tent_server_url(r->pool,

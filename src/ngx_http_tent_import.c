@@ -71,6 +71,9 @@ static ngx_http_tent_import_section_t  ngx_http_tent_import_sections[] = {
     { "groups", NGX_HTTP_TENT_WRITE_GROUPS,
       ngx_http_tent_import_group },
 
+    { "blocks", NGX_HTTP_TENT_WRITE_BLOCKS,
+      ngx_http_tent_import_block },
+
     { "posts", NGX_HTTP_TENT_WRITE_POSTS|NGX_HTTP_TENT_IMPORT_POSTS,
       ngx_http_tent_import_post },
 
@@ -207,6 +210,15 @@ ngx_http_tent_import_parsed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                        "(profile 256, profile_versions 10000, others "
                        "100000)");
         }
+    }
+
+    /* the owner's blocks: with write_blocks only */
+
+    if (json_array_size(json_object_get(doc, "blocks"))
+        && !ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_BLOCKS))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
     }
 
     posts = json_object_get(doc, "posts");

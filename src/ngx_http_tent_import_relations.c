@@ -386,3 +386,58 @@ ngx_http_tent_import_follower(ngx_http_request_t *r,
                NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, record, &id, &entity,
                error);
 }
+
+
+/*
+ * An owner's block, {"entity", "created_at"}: the entity in its one
+ * spelling, never ours (the document's or the importing entity).
+ */
+
+ngx_int_t
+ngx_http_tent_import_block(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
+    const char **error)
+{
+    ngx_str_t             given, entity, key;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (!json_is_object(row)
+        || ngx_http_tent_json_str(row, "entity", &given) != NGX_OK
+        || ngx_http_tent_entity_canonical(r->pool, &given, &entity)
+           != NGX_OK)
+    {
+        *error = "entity must be an entity URL";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_entity_eq(&entity, &ctx->entity)
+        || ngx_http_tent_entity_eq(&entity, &im->from))
+    {
+        *error = "the entity itself can not be blocked";
+        return NGX_DECLINED;
+    }
+
+    if (!ngx_http_tent_import_time(row, "created_at")) {
+        *error = "created_at must be a time";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_import_once(r, im, "z", &entity) != NGX_OK) {
+        *error = "the same entity twice in the section";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_BLOCK,
+                          &entity, &key)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_import_keep(r, im, op, &key,
+               json_pack("{s:o, s:O}",
+                         "entity", ngx_http_tent_json_string(&entity),
+                         "created_at", json_object_get(row, "created_at")));
+}

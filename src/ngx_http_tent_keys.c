@@ -50,7 +50,8 @@ static u_char  ngx_http_tent_tables[] = {
     'u',    /* UNCONFIRMED */
     'D',    /* DELIVERY */
     'X',    /* DELIVERY_ENDED */
-    'Q'     /* QUOTA: the counts a quota limits */
+    'Q',    /* QUOTA: the counts a quota limits */
+    'z'     /* BLOCK: the entities the owner blocked */
 };
 
 
@@ -704,6 +705,12 @@ ngx_http_tent_key_caches(ngx_str_t *key)
 {
     u_char  *z;
 
+    /* the operator's blocked domains (the empty entity's rows) */
+
+    if (key->len > 2 && key->data[0] == '\0' && key->data[1] == 'Y') {
+        return NGX_HTTP_TENT_CACHE_DOMAINS;
+    }
+
     z = ngx_strlchr(key->data, key->data + key->len, '\0');
 
     if (z == NULL || z + 1 >= key->data + key->len) {
@@ -729,6 +736,12 @@ ngx_http_tent_key_caches(ngx_str_t *key)
 
     if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_SUBSCRIPTION]) {
         return NGX_HTTP_TENT_CACHE_APPS;
+    }
+
+    /* a block hides the entity's posts from the feeds too */
+
+    if (z[1] == ngx_http_tent_tables[NGX_HTTP_TENT_TABLE_BLOCK]) {
+        return NGX_HTTP_TENT_CACHE_BLOCKS|NGX_HTTP_TENT_CACHE_REPLIES;
     }
 
     return 0;
@@ -845,6 +858,63 @@ ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity)
 
     entity->data = key->data + 2;
     entity->len = key->len - 2;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The operator's blocked domains: rows of the empty entity too,
+ * "0x00 'Y' <domain>" (docs/blocks.md), beside the registry's.
+ */
+
+#define NGX_HTTP_TENT_DOMAIN_BLOCK  'Y'
+
+
+ngx_int_t
+ngx_http_tent_domain_key(ngx_pool_t *pool, ngx_str_t *domain, ngx_str_t *key)
+{
+    ngx_str_t  none = { 0, (u_char *) "" };
+
+    if (domain->len == 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_key_bytes(pool, &none, NGX_HTTP_TENT_DOMAIN_BLOCK,
+                                   domain, key);
+}
+
+
+ngx_int_t
+ngx_http_tent_domain_range(ngx_pool_t *pool, ngx_str_t *start,
+    ngx_str_t *end)
+{
+    ngx_str_t  none = { 0, (u_char *) "" };
+
+    if (ngx_http_tent_key_bytes(pool, &none, NGX_HTTP_TENT_DOMAIN_BLOCK,
+                                NULL, start)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_key_bytes(pool, &none,
+                                   (u_char) (NGX_HTTP_TENT_DOMAIN_BLOCK + 1),
+                                   NULL, end);
+}
+
+
+ngx_int_t
+ngx_http_tent_domain_parse(ngx_str_t *key, ngx_str_t *domain)
+{
+    if (key->len < 3 || key->data[0] != '\0'
+        || key->data[1] != NGX_HTTP_TENT_DOMAIN_BLOCK)
+    {
+        return NGX_ERROR;
+    }
+
+    domain->data = key->data + 2;
+    domain->len = key->len - 2;
 
     return NGX_OK;
 }

@@ -46,6 +46,7 @@
 #define NGX_HTTP_TENT_TABLE_DELIVERY          23
 #define NGX_HTTP_TENT_TABLE_DELIVERY_ENDED    24
 #define NGX_HTTP_TENT_TABLE_QUOTA             25
+#define NGX_HTTP_TENT_TABLE_BLOCK             26
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -121,6 +122,8 @@ ngx_int_t ngx_http_tent_type_base(ngx_str_t *type, ngx_str_t *base);
 #define NGX_HTTP_TENT_CACHE_REPLIES      0x02
 #define NGX_HTTP_TENT_CACHE_OUTBOX       0x04   /* the engine's marks */
 #define NGX_HTTP_TENT_CACHE_APPS         0x08   /* an app's subscription */
+#define NGX_HTTP_TENT_CACHE_BLOCKS       0x10   /* an owner's blocks */
+#define NGX_HTTP_TENT_CACHE_DOMAINS      0x20   /* the operator's blocks */
 
 /* the entity a key is of: the hash of its outbox mark */
 ngx_uint_t ngx_http_tent_key_entity_hash(ngx_str_t *key);
@@ -136,6 +139,12 @@ ngx_int_t ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
 ngx_int_t ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
     ngx_str_t *end);
 ngx_int_t ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity);
+/* the operator's blocked domains: "0x00 'Y' <domain>", the range of all */
+ngx_int_t ngx_http_tent_domain_key(ngx_pool_t *pool, ngx_str_t *domain,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_domain_range(ngx_pool_t *pool, ngx_str_t *start,
+    ngx_str_t *end);
+ngx_int_t ngx_http_tent_domain_parse(ngx_str_t *key, ngx_str_t *domain);
 ngx_int_t ngx_http_tent_entity_range(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *start, ngx_str_t *end);
 

@@ -162,6 +162,7 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
 {
     ngx_http_tent_local_jobs_t *lj = ev->data;
 
+    ngx_str_t                     bkey;
     ngx_uint_t                    i, j;
     ngx_pool_t                   *pool;
     ngx_queue_t                  *q;
@@ -250,10 +251,18 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
     }
 
     for (i = 0; i < b->items.nelts; i++) {
+
+        /* and the recipient's block of us, if it made one (blocks.md) */
+
         if (ngx_http_tent_store_mget_key(get, &items[i]->copy_key) != NGX_OK
             || (items[i]->target_key.len
                 && ngx_http_tent_store_mget_key(get, &items[i]->target_key)
-                   != NGX_OK))
+                   != NGX_OK)
+            || ngx_http_tent_key(pool, &items[i]->to->entity,
+                                 NGX_HTTP_TENT_TABLE_BLOCK,
+                                 &items[i]->task->ent->entity, &bkey)
+               != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK)
         {
             goto failed_batch;
         }

@@ -226,17 +226,27 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
             items[i]->copy = value;
         }
 
-        if (items[i]->target_key.len == 0) {
-            continue;
+        if (items[i]->target_key.len) {
+            if (ngx_http_tent_store_next_value(op, &found, &value)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            if (found) {
+                items[i]->found |= 2;
+                items[i]->target = value;
+            }
         }
+
+        /* the recipient's block of the sender */
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
             return NGX_ERROR;
         }
 
         if (found) {
-            items[i]->found |= 2;
-            items[i]->target = value;
+            items[i]->found |= 4;
         }
     }
 
@@ -297,6 +307,16 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
 
     status = ngx_http_tent_local_credential(l, cred->row, &sender);
     if (status != NGX_HTTP_OK) {
+        goto settle;
+    }
+
+    /* blocked by the recipient: refused as its route refuses it */
+
+    if (l->found & 4) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                       "tent local: \"%V\" blocked \"%V\": refused",
+                       &l->to->entity, &t->ent->entity);
+        status = NGX_HTTP_FORBIDDEN;
         goto settle;
     }
 

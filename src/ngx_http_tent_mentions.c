@@ -16,6 +16,8 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_notifications.h"
@@ -168,6 +170,18 @@ ngx_http_tent_mention_body(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (rc == NGX_ERROR) {
         return ngx_http_tent_internal_error(r,
                                             "spelling the mention's entity");
+    }
+
+    /* refused before it is read again at its server */
+
+    if (rc == NGX_OK && ngx_http_tent_blocks_has(ctx->blocks, &st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The entity is blocked");
+    }
+
+    if (rc == NGX_OK && ngx_http_tent_domains_entity(&st->entity)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
     }
 
     if (rc != NGX_OK

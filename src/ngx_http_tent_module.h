@@ -53,7 +53,7 @@
 #define NGX_HTTP_TENT_FOLLOWER           3
 #define NGX_HTTP_TENT_FOLLOWING          4
 
-/* the 18 scopes of Tent 0.2, as bits */
+/* the 18 scopes of Tent 0.2 and our 2, as bits */
 #define NGX_HTTP_TENT_READ_POSTS         0x00001
 #define NGX_HTTP_TENT_WRITE_POSTS        0x00002
 #define NGX_HTTP_TENT_IMPORT_POSTS       0x00004
@@ -72,6 +72,9 @@
 #define NGX_HTTP_TENT_FOLLOW_UI          0x08000
 #define NGX_HTTP_TENT_READ_SECRETS       0x10000
 #define NGX_HTTP_TENT_WRITE_SECRETS      0x20000
+/* ours: the owner's blocks (docs/blocks.md) */
+#define NGX_HTTP_TENT_READ_BLOCKS        0x40000
+#define NGX_HTTP_TENT_WRITE_BLOCKS       0x80000
 
 
 typedef struct {
@@ -263,6 +266,12 @@ typedef struct ngx_http_tent_ctx_s {
     void                           *quotas;      /* json_t: its quotas */
     off_t                           body_max;    /* 0: none of ours */
     off_t                           body_seen;   /* as it arrives */
+    void                           *blocks;      /* the owner's blocks */
+    void                           *blocks_next; /* the route after them */
+    void                           *domains_next; /* after the domains */
+    ngx_atomic_uint_t               domains_gen; /* before they were read */
+    ngx_atomic_uint_t               blocks_gen;  /* before they were read */
+    unsigned                        route_blocks:1; /* the route needs them */
 } ngx_http_tent_ctx_t;
 
 

@@ -66,6 +66,7 @@ typedef struct {
     ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
     ngx_atomic_t                    registry;    /* its generation */
     ngx_atomic_t                    subscriptions; /* their generation */
+    ngx_atomic_t                    blocks;      /* their generation */
     ngx_http_tent_census_t         *census;
     ngx_uint_t                      ncensus;     /* a power of two */
     ngx_http_tent_nonce_entity_t   *entities;
@@ -770,6 +771,32 @@ ngx_http_tent_subscription_bump(ngx_cycle_t *cycle)
 
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->subscriptions, 1);
+    }
+}
+
+
+/* blocks: moved by a write of an owner's block row (ngx_http_tent_blocks.c) */
+
+ngx_atomic_uint_t
+ngx_http_tent_blocks_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->blocks : 0;
+}
+
+
+void
+ngx_http_tent_blocks_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->blocks, 1);
     }
 }
 

@@ -18,6 +18,7 @@
 #define NGX_HTTP_TENT_POSTS_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -266,6 +267,12 @@ ngx_http_tent_query_match(ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q,
     ngx_uint_t  i, ok;
 
     if (ngx_http_tent_json_str(value, "t", &base) != NGX_OK) {
+        return 0;
+    }
+
+    /* a blocked entity's posts, kept from before, leave the feed */
+
+    if (ngx_http_tent_blocks_has(ctx->blocks, entity)) {
         return 0;
     }
 

@@ -74,6 +74,9 @@ ngx_int_t ngx_http_tent_string_list(json_t *body, const char *name,
 ngx_int_t ngx_http_tent_credential_row(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, const char *kind, json_t *record,
     ngx_str_t *key, ngx_str_t *value);
+/* the followers' tables and kind (ngx_http_tent_followers.c) */
+extern ngx_http_tent_relation_t  ngx_http_tent_followers_rel;
+
 ngx_int_t ngx_http_tent_followers_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_followers_list(ngx_http_request_t *r,

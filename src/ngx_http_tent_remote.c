@@ -119,6 +119,7 @@ ngx_http_tent_remote_status(ngx_http_tent_fetch_t *f)
     switch (f->result) {
 
     case NGX_HTTP_TENT_FETCH_REFUSED:
+    case NGX_HTTP_TENT_FETCH_BLOCKED:
         return NGX_HTTP_FORBIDDEN;
 
     case NGX_HTTP_TENT_FETCH_TIMEOUT:

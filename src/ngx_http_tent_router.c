@@ -16,9 +16,11 @@
 #define NGX_HTTP_TENT_MODULE_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_module_private.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_export.h"
 #include "ngx_http_tent_import.h"
 #include "ngx_http_tent_move.h"
@@ -34,11 +36,14 @@ typedef struct {
     ngx_str_t                       path;
     ngx_uint_t                      methods;
     ngx_http_tent_route_pt          handler;
+    ngx_uint_t                      blocks;   /* reads the owner's blocks */
 } ngx_http_tent_route_t;
 
 
 static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
 static void ngx_http_tent_raw_api_path(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_fresh(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_dispatch(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
@@ -50,169 +55,225 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/profile"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_profile_get },
+      ngx_http_tent_profile_get,
+      0 },
 
     { ngx_string("/profile/:type"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_profile_type_get },
+      ngx_http_tent_profile_type_get,
+      0 },
 
     { ngx_string("/profile/:type"),
       NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_profile_change },
+      ngx_http_tent_profile_change,
+      0 },
 
     { ngx_string("/apps"),
       NGX_HTTP_POST,
-      ngx_http_tent_apps_create },
+      ngx_http_tent_apps_create,
+      0 },
 
     { ngx_string("/apps"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_apps_list },
+      ngx_http_tent_apps_list,
+      0 },
 
     { ngx_string("/apps/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_app_get },
+      ngx_http_tent_app_get,
+      0 },
 
     { ngx_string("/apps/:id"),
       NGX_HTTP_PUT,
-      ngx_http_tent_app_update },
+      ngx_http_tent_app_update,
+      0 },
 
     { ngx_string("/apps/:id"),
       NGX_HTTP_DELETE,
-      ngx_http_tent_app_delete },
+      ngx_http_tent_app_delete,
+      0 },
 
     { ngx_string("/apps/:id/authorizations"),
       NGX_HTTP_POST,
-      ngx_http_tent_authorizations_post },
+      ngx_http_tent_authorizations_post,
+      0 },
 
     { ngx_string("/apps/:id/authorizations"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_authorizations_list },
+      ngx_http_tent_authorizations_list,
+      0 },
 
     { ngx_string("/apps/:id/authorizations/:auth"),
       NGX_HTTP_PUT,
-      ngx_http_tent_authorization_update },
+      ngx_http_tent_authorization_update,
+      0 },
 
     { ngx_string("/apps/:id/authorizations/:auth"),
       NGX_HTTP_DELETE,
-      ngx_http_tent_authorization_delete },
+      ngx_http_tent_authorization_delete,
+      0 },
 
     { ngx_string("/posts"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_move_posts_list },
+      ngx_http_tent_move_posts_list,
+      1 },
 
     { ngx_string("/posts"),
       NGX_HTTP_POST,
-      ngx_http_tent_posts_post },
+      ngx_http_tent_posts_post,
+      1 },
 
     { ngx_string("/posts/count"),
       NGX_HTTP_GET,
-      ngx_http_tent_posts_count },
+      ngx_http_tent_posts_count,
+      1 },
 
     { ngx_string("/posts/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_move_post_get },
+      ngx_http_tent_move_post_get,
+      0 },
 
     { ngx_string("/posts/:id/mentions"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_mentions_list },
+      ngx_http_tent_post_mentions_list,
+      0 },
 
     { ngx_string("/posts/:id/versions"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_versions },
+      ngx_http_tent_post_versions,
+      0 },
 
     { ngx_string("/posts/:id/deliveries"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_deliveries },
+      ngx_http_tent_post_deliveries,
+      0 },
 
     { ngx_string("/posts/:entity/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_get },
+      ngx_http_tent_post_get,
+      0 },
 
     { ngx_string("/posts/:id/attachments/:name"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_attachment },
+      ngx_http_tent_post_attachment,
+      0 },
 
     { ngx_string("/posts/:entity/:id/attachments/:name"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_post_attachment },
+      ngx_http_tent_post_attachment,
+      0 },
 
     { ngx_string("/groups"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_groups_list },
+      ngx_http_tent_groups_list,
+      0 },
 
     { ngx_string("/groups"),
       NGX_HTTP_POST,
-      ngx_http_tent_groups_post },
+      ngx_http_tent_groups_post,
+      0 },
 
     { ngx_string("/groups/count"),
       NGX_HTTP_GET,
-      ngx_http_tent_groups_list },
+      ngx_http_tent_groups_list,
+      0 },
 
     { ngx_string("/groups/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_group },
+      ngx_http_tent_group,
+      0 },
 
     { ngx_string("/followers"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_followers_list },
+      ngx_http_tent_followers_list,
+      0 },
 
     { ngx_string("/followers"),
       NGX_HTTP_POST,
-      ngx_http_tent_followers_post },
+      ngx_http_tent_followers_post,
+      1 },
 
     { ngx_string("/followers/count"),
       NGX_HTTP_GET,
-      ngx_http_tent_followers_list },
+      ngx_http_tent_followers_list,
+      0 },
 
     { ngx_string("/followers/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_follower },
+      ngx_http_tent_follower,
+      0 },
 
     { ngx_string("/followings"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_followings_list },
+      ngx_http_tent_followings_list,
+      0 },
 
     { ngx_string("/followings"),
       NGX_HTTP_POST,
-      ngx_http_tent_followings_post },
+      ngx_http_tent_followings_post,
+      1 },
 
     { ngx_string("/followings/count"),
       NGX_HTTP_GET,
-      ngx_http_tent_followings_list },
+      ngx_http_tent_followings_list,
+      0 },
 
     { ngx_string("/followings/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT|NGX_HTTP_DELETE,
-      ngx_http_tent_following },
+      ngx_http_tent_following,
+      0 },
 
     { ngx_string("/followings/:id/*"),
       NGX_HTTP_GET,
-      ngx_http_tent_following_proxy },
+      ngx_http_tent_following_proxy,
+      1 },
 
     { ngx_string("/notifications/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_notification_challenge },
+      ngx_http_tent_notification_challenge,
+      0 },
 
     { ngx_string("/notifications/:id"),
       NGX_HTTP_POST,
-      ngx_http_tent_notification_post },
+      ngx_http_tent_notification_post,
+      1 },
+
+    { ngx_string("/blocks"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_blocks_list,
+      1 },
+
+    { ngx_string("/blocks"),
+      NGX_HTTP_POST,
+      ngx_http_tent_blocks_post,
+      1 },
+
+    { ngx_string("/blocks/:entity"),
+      NGX_HTTP_DELETE,
+      ngx_http_tent_block_delete,
+      1 },
 
     { ngx_string("/export"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_export_get },
+      ngx_http_tent_export_get,
+      0 },
 
     { ngx_string("/import"),
       NGX_HTTP_POST,
-      ngx_http_tent_import_post_route },
+      ngx_http_tent_import_post_route,
+      0 },
 
     { ngx_string("/move"),
       NGX_HTTP_POST,
-      ngx_http_tent_move_post },
+      ngx_http_tent_move_post,
+      0 },
 
     { ngx_string("/oauth/authorize"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
-      ngx_http_tent_oauth_authorize },
+      ngx_http_tent_oauth_authorize,
+      0 },
 
-    { ngx_null_string, 0, NULL }
+    { ngx_null_string, 0, NULL, 0 }
 };
 
 
@@ -698,6 +759,7 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
 
         if (route->methods & r->method) {
             ctx->handler = (void *) route->handler;
+            ctx->route_blocks = route->blocks ? 1 : 0;
 
             /* the parameters of this route: matching others reset them */
             (void) ngx_http_tent_match(&route->path, &ctx->api_path, ctx);
@@ -731,14 +793,59 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
 
     /* a signed request is verified whatever it asks for, as tentd did */
 
-    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_dispatch);
+    return ngx_http_tent_authenticate(r, ctx, ngx_http_tent_fresh);
+}
+
+
+/*
+ * The operator's blocked domains, as of every block acknowledged before
+ * this request: read again when their generation moved (one scan in a
+ * worker, once), so an inbound check or a fetch of this request sees them
+ */
+
+static ngx_int_t
+ngx_http_tent_fresh(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return ngx_http_tent_domains_request(r, ctx, ngx_http_tent_dispatch);
 }
 
 
 static ngx_int_t
 ngx_http_tent_dispatch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
+    ngx_uint_t        peer;
     ngx_table_elt_t  *h;
+
+    /*
+     * The owner's blocks: read (from the worker's list, most often) for
+     * the routes that name another entity, and for any request signed
+     * with a relationship's credential, which a blocked entity may not use
+     */
+
+    peer = ctx->principal.kind == NGX_HTTP_TENT_FOLLOWER
+           || ctx->principal.kind == NGX_HTTP_TENT_FOLLOWING;
+
+    if (ctx->handler && ctx->blocks == NULL && (ctx->route_blocks || peer)) {
+        return ngx_http_tent_blocks_request(r, ctx, ngx_http_tent_dispatch);
+    }
+
+    if (ctx->handler && peer
+        && ngx_http_tent_domains_entity(&ctx->principal.entity))
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The entity's domain is blocked on this host");
+    }
+
+    if (ctx->handler && peer
+        && ngx_http_tent_blocks_has(ctx->blocks, &ctx->principal.entity))
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent blocks: \"%V\" refused: blocked by \"%V\"",
+                       &ctx->principal.entity, &ctx->entity);
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The entity is blocked");
+    }
 
     if (ctx->handler) {
         return ((ngx_http_tent_route_pt) ctx->handler)(r, ctx);

@@ -19,6 +19,7 @@
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_fetch.h"
@@ -357,7 +358,7 @@ static void
 ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
 {
     json_t                 *server, *servers;
-    ngx_str_t               path, url;
+    ngx_str_t               path, url, entity;
     ngx_http_tent_fetch_t  *f;
 
     /* an app: its absolute notification URL, signed with its u: key */
@@ -380,6 +381,24 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
                                        json_object_get(t->job, "attempt")));
 
         goto send;
+    }
+
+    /*
+     * An entity of a domain the operator blocked, wherever its servers
+     * are: a dead letter, never retried (the fetch refuses its hosts)
+     */
+
+    if ((ngx_http_tent_json_str(t->follower, "entity", &entity) == NGX_OK
+         && ngx_http_tent_domains_entity(&entity))
+        || (ngx_http_tent_json_str(t->job, "entity", &entity) == NGX_OK
+            && ngx_http_tent_domains_entity(&entity)))
+    {
+        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+                      "tent delivery: \"%V\" is of a blocked domain: "
+                      "not sent", &entity);
+        t->status = NGX_HTTP_FORBIDDEN;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
     }
 
     server = json_array_get(json_object_get(t->follower, "servers"),
@@ -528,6 +547,14 @@ ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f)
         && f->status >= 200 && f->status <= 299)
     {
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /* a domain the operator blocked: a dead letter, never retried */
+
+    if (f->result == NGX_HTTP_TENT_FETCH_BLOCKED) {
+        t->status = NGX_HTTP_FORBIDDEN;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
         return;
     }
 

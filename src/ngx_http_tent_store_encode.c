@@ -238,6 +238,10 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
         sop->apps = 1;
     }
 
+    if (caches & (NGX_HTTP_TENT_CACHE_BLOCKS|NGX_HTTP_TENT_CACHE_DOMAINS)) {
+        sop->blocks = 1;
+    }
+
     /* the delivery engine's outbox mark of the entity: one, or all */
 
     if (caches & NGX_HTTP_TENT_CACHE_OUTBOX) {

@@ -11,8 +11,7 @@
 /*
  * The store's inside: the per-process store, an operation's private
  * state, the IPC connection, the owner and its LevelDB calls.  Only the
- * store files define NGX_HTTP_TENT_STORE_PRIVATE and include this; any
- * other file that does fails to compile.
+ * store files define NGX_HTTP_TENT_STORE_PRIVATE and include this.
  */
 
 
@@ -109,6 +108,7 @@ typedef struct {
     unsigned                        request:1;     /* a client waits */
     unsigned                        outboxes:1;    /* of too many to list */
     unsigned                        apps:1;        /* a subscription */
+    unsigned                        blocks:1;      /* a block, a domain's */
     unsigned                        fence_counted:1;  /* owner: a write */
     unsigned                        fence_registry:1; /* of the registry */
     ngx_uint_t                      outbox_n;      /* outbox rows of */

@@ -1,0 +1,311 @@
+# Issue #27, item 3: the operator's blocked domains (docs/blocks.md).
+#
+# `tent-admin block DOMAIN` (the operator's {"action":"block"}) blocks a
+# domain for the whole host, by labels: example.test blocks
+# a.example.test and b.a.example.test, not badexample.test.  Every
+# inbound route refuses an entity under it with a 403 JSON error before
+# any work (a follow: no challenge; a mention: no read at its server; a
+# notification or any request signed with the credential of a
+# relationship with it), and nothing is sent to a host under it: no
+# discovery, no delivery (a job to it is a dead letter, never retried),
+# no proxied read, not even on a redirect's hop.  The operator's
+# requests: the token needed, bad domains 400, twice 409, the list.
+# Host names resolve to 127.0.0.1 inside a network namespace with an
+# /etc/hosts of the suite's own (Tent::Netns); without one, skipped.
+
+my @NAMES;
+BEGIN {
+    @NAMES = qw(example.test a.example.test b.a.example.test
+                badexample.test);
+}
+use Tent::Netns qw(reexec_in_netns);
+BEGIN { reexec_in_netns(hosts => \@NAMES) }
+
+use Test::Nginx::Socket 'no_plan';
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text
+                  http_request free_port);
+use Tent::Client;
+use Tent::Receiver;
+use Tent::Hosting qw(operator_token operator_request);
+use JSON::PP;
+use Time::HiRes qw(sleep time);
+
+our $TOKFILE;
+BEGIN {
+    $TOKFILE = "/tmp/tent-domains-token-$$";
+    $ENV{TEST_NGINX_TOKEN_FILE} = $TOKFILE;
+}
+my $TOKEN = operator_token($TOKFILE);
+END { unlink $TOKFILE if $TOKFILE }
+
+master_on();
+workers(2);
+no_shuffle();
+run_tests();
+
+start_last_nginx();
+END { stop_last_nginx() }
+
+my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+my $A_URL = "http://127.0.0.1:$PORT";
+my $c = Tent::Client->new;
+my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
+my $CORE = 'https://tent.io/types/info/core/v0.1.0';
+my $TENT_CT = 'application/vnd.tent.v0+json';
+
+my (undef, $owner) = $c->authorized_app(
+    'read_followers,write_followers,read_followings,write_followings,'
+    . 'read_posts,write_posts', post_types => 'all');
+
+sub op { operator_request(port => $PORT, token => $TOKEN, @_) }
+
+sub domains {
+    my $res = http_request(method => 'GET', path => '/tent-admin?domains',
+                           port => $PORT,
+                           headers => { Host => 'localhost',
+                                        Authorization => "Bearer $TOKEN" });
+    my $list = eval { decode_json($res->{body}) } || [];
+    return [map { $_->{domain} } @$list];
+}
+
+sub cred_of {
+    my ($json) = @_;
+    return { map { $_ => $json->{$_} } qw(mac_key_id mac_key mac_algorithm) };
+}
+
+# an entity named NAME: its receiver on 127.0.0.1, its profile's servers
+# under its name, so that every request to it goes to the name
+sub named {
+    my ($name) = @_;
+    my $p = free_port();
+    my $e = "http://$name:$p";
+    return Tent::Receiver->start(
+        port => $p, entity => $e,
+        profile => { $CORE => { entity => $e, licenses => [],
+                                servers => ["$e/tent"] } });
+}
+
+sub follows_us {
+    my ($e) = @_;
+    return $c->request(POST => '/followers',
+                       body => { entity => $e, types => ['all'],
+                                 notification_path => 'notifications/n' });
+}
+
+sub a_post {
+    my ($e, $id, %o) = @_;
+    return { id => $id, entity => $e, type => $STATUS,
+             content => { text => "$id from $e" },
+             published_at => int(time), licenses => [],
+             permissions => { public => JSON::PP::true },
+             mentions => $o{mentions} // [], version => 1 };
+}
+
+sub got {
+    my ($rx, $id) = @_;
+    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
+           $rx->requests(method => 'POST');
+}
+
+sub wait_got {
+    my ($rx, $id) = @_;
+    my $end = time + 15;
+    my @got;
+    while (time < $end) {
+        last if @got = got($rx, $id);
+        sleep 0.1;
+    }
+    return @got;
+}
+
+my $sub = named('a.example.test');       # blocked by the suffix
+my $top = named('example.test');         # blocked, the domain itself
+my $deep = named('b.a.example.test');    # blocked, two labels down
+my $near = named('badexample.test');     # not blocked: another label
+
+# before: the subdomain's entity follows us and we follow it
+my $res = follows_us($sub->entity);
+is($res->{status}, 200, 'a.example.test follows us') or diag $res->{body};
+my $subf = cred_of($res->{json});
+$res = follows_us($near->entity);
+is($res->{status}, 200, 'badexample.test follows us') or diag $res->{body};
+$res = $c->request(POST => '/followings', cred => $owner,
+                   body => { entity => $sub->entity });
+is($res->{status}, 200, 'we follow a.example.test') or diag $res->{body};
+my $gid = $res->{json}{id};
+my ($subcred) = map { cred_of($_) } $sub->followers;
+$res = $c->request(POST => '/followings', cred => $owner,
+                   body => { entity => $near->entity });
+is($res->{status}, 200, 'we follow badexample.test') or diag $res->{body};
+my $nid = $res->{json}{id};
+
+# --- the operator's requests -------------------------------------------
+
+$res = operator_request(port => $PORT, token => '',
+                        body => { action => 'block',
+                                  domain => 'example.test' });
+is($res->{status}, 401, 'no token: 401');
+$res = operator_request(port => $PORT, token => 'op-wrong',
+                        body => { action => 'block',
+                                  domain => 'example.test' });
+is($res->{status}, 401, 'a wrong token: 401');
+
+for my $bad ('', '.', 'a..b', '.example.test', 'http://example.test',
+             'example.test/x', 'example.test:80', 'a b', 'x' x 64 . '.test',
+             join('.', ('abcdefgh') x 30), "exa\x00mple", 'u@example.test',
+             ['example.test'])
+{
+    $res = op(body => { action => 'block', domain => $bad });
+    is($res->{status}, 400, 'a bad domain: 400') or diag explain $bad;
+    like($res->{body}, qr/"error"/, 'a JSON error');
+}
+is_deeply(domains(), [], 'nothing blocked');
+
+$res = op(body => { action => 'block', domain => 'Example.TEST.' });
+is($res->{status}, 201, 'example.test blocked (case, trailing dot)')
+    or diag $res->{body};
+is($res->{json}{domain}, 'example.test', 'kept as example.test');
+$res = op(body => { action => 'block', domain => 'example.test' });
+is($res->{status}, 409, 'blocked again: 409');
+$res = op(body => { action => 'unblock', domain => 'never.test' });
+is($res->{status}, 404, 'unblocking a domain not blocked: 404');
+is_deeply(domains(), ['example.test'], 'the list');
+
+# the same through bin/tent-admin: block, blocks, unblock
+my @ADMIN = ($^X, "bin/tent-admin",
+             '--url', "http://127.0.0.1:$PORT/tent-admin",
+             '--host', 'localhost', '--token-file', $TOKFILE);
+sub admin_tool {
+    my $out = qx{@{[ join ' ', map { "'$_'" } @ADMIN, @_ ]} 2>&1};
+    return ($? >> 8, $out);
+}
+my ($rc, $out) = admin_tool('block', 'other.test');
+is($rc, 0, 'tent-admin block other.test') or diag $out;
+($rc, $out) = admin_tool('blocks');
+is($rc, 0, 'tent-admin blocks') or diag $out;
+is_deeply([map { decode_json($_)->{domain} } split /\n/, $out],
+          ['example.test', 'other.test'], 'lists both, a line each');
+($rc, $out) = admin_tool('unblock', 'other.test');
+is($rc, 0, 'tent-admin unblock other.test') or diag $out;
+($rc, $out) = admin_tool('unblock', 'other.test');
+isnt($rc, 0, 'again: it fails') ;
+like($out, qr/404/, 'and says why');
+is_deeply(domains(), ['example.test'], 'the list again');
+
+# --- inbound: every route, before any work, in both workers -------------
+
+$_->clear for $sub, $top, $deep, $near;
+
+for my $n (1, 2) {
+    for my $rx ($sub, $top, $deep) {
+        my $e = $rx->entity;
+        $res = follows_us($e);
+        is($res->{status}, 403, "($n) $e follows: 403");
+        like($res->{json}{error} // '', qr/domain is blocked/,
+             "($n) the error says so");
+
+        $res = $c->request(POST => '/posts',
+                           body => a_post($e, "m$n",
+                                          mentions => [{ entity => $A_URL }]));
+        is($res->{status}, 403, "($n) $e mentions us: 403");
+    }
+
+    $res = follows_us('HTTP://B.A.EXAMPLE.TEST.:' . $deep->port);
+    is($res->{status}, 403, "($n) another spelling: 403");
+
+    $res = $c->request(POST => "/notifications/$gid", cred => $subcred,
+                       body => a_post($sub->entity, "n$n"));
+    is($res->{status}, 403, "($n) a notification from a.example.test: 403");
+    like($res->{json}{error} // '', qr/domain is blocked/,
+         "($n) the error says so");
+    is($c->request(GET => '/profile', cred => $subf)->{status}, 403,
+       "($n) its follower credential: 403 on any route");
+
+    # outbound, from a request
+    $res = $c->request(POST => '/followings', cred => $owner,
+                       body => { entity => $deep->entity });
+    is($res->{status}, 403, "($n) following b.a.example.test: 403");
+    $res = $c->request(GET => "/followings/$gid/posts", cred => $owner);
+    is($res->{status}, 403, "($n) a proxied read of a.example.test: 403");
+}
+for my $rx ($sub, $top, $deep) {
+    is(scalar $rx->requests, 0,
+       $rx->entity . ': sent nothing (no challenge, discovery, read)');
+}
+
+# badexample.test is another domain: it follows, it is read
+$res = $c->request(GET => "/followings/$nid/profile", cred => $owner);
+is($res->{status}, 200, 'a proxied read of badexample.test: 200')
+    or diag $res->{body};
+
+# a redirect's hop to a blocked host is refused too: an entity of
+# badexample.test whose discovery redirects to b.a.example.test
+my $hop = named('badexample.test');
+$hop->rules([map { { method => $_, path => '^/$',
+                     action => { status => 302, headers => {
+                         Location => $deep->entity . '/' } } } }
+             qw(HEAD GET)]);
+$res = follows_us($hop->entity);
+is($res->{status}, 403, 'a discovery redirected to b.a.example.test: 403')
+    or diag $res->{body};
+like($res->{body}, qr/blocked by the operator/, 'the error says why');
+ok(scalar $hop->requests, 'badexample.test was asked');
+is(scalar $deep->requests, 0, 'b.a.example.test got nothing');
+
+# --- outbound, the delivery: to badexample.test only ---------------------
+
+$res = $c->request(POST => '/posts', cred => $owner,
+                   body => { type => $STATUS, content => { text => 'hi' },
+                             permissions => { public => JSON::PP::true },
+                             mentions => [{ entity => $top->entity },
+                                          { entity => $near->entity }] });
+is($res->{status}, 200, 'a public post mentioning example.test')
+    or diag $res->{body};
+my $pid = $res->{json}{id};
+ok(scalar wait_got($near, $pid), 'badexample.test got it');
+$res = $c->request(POST => '/posts', cred => $owner,
+                   body => { type => $STATUS, content => { text => 'mark' },
+                             permissions => { public => JSON::PP::true } });
+my $mark = $res->{json}{id};
+ok(scalar wait_got($near, $mark), 'and the marker after it');
+is(scalar $_->requests, 0, $_->entity . ': sent nothing, not discovered')
+    for $sub, $top, $deep;
+
+# --- unblocked: like any other again --------------------------------------
+
+$res = op(body => { action => 'unblock', domain => 'EXAMPLE.test' });
+is($res->{status}, 200, 'example.test unblocked') or diag $res->{body};
+is_deeply(domains(), [], 'the list is empty');
+$res = follows_us($top->entity);
+is($res->{status}, 200, 'example.test follows us now') or diag $res->{body};
+
+my $log = error_log_text();
+my @b = $log =~ /\[notice\].*tent admin: domain "example\.test" blocked/g;
+is(scalar @b, 1, 'the block logged once at notice');
+my @u = $log =~ /\[notice\].*tent admin: domain "example\.test" unblocked/g;
+is(scalar @u, 1, 'the unblock logged once at notice');
+
+$_->stop for $sub, $top, $deep, $near, $hop;
+
+__DATA__
+
+=== TEST 1: the server
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_outbound_allow 127.0.0.0/8;
+    tent_delivery_interval 200ms;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+    location = /tent/oauth/authorize {
+        tent_owner "the owner";
+    }
+    location /tent-admin {
+        tent_admin;
+        tent_admin_token_file $TEST_NGINX_TOKEN_FILE;
+        allow 127.0.0.1;
+        deny all;
+    }
+--- request
+GET /tent/posts
+--- error_code: 200
+--- response_body: []
