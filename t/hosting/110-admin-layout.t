@@ -8,6 +8,7 @@
 # writes them; list shows the use beside the quotas.
 
 use strict;
+use IO::Socket::INET;
 use warnings;
 
 use File::Temp qw(tempdir);
@@ -336,6 +337,25 @@ is($l->{"http://dave.test:$P"}{use}{posts}, 4, 'dave\'s use: 4 posts');
        'create, credential, then delete: no entity without its credential');
     ok(!-e $cf, 'no credential file left');
     is($out, '', 'nothing on stdout');
+}
+
+# ---- a proxy in the environment is never used: the operator's token
+# would go to it (in clear over http), and --host's address be ignored
+{
+    my $px = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1',
+                                   LocalPort => 0, ReuseAddr => 1)
+        or die "proxy listener: $!";
+    my $pp = $px->sockport;
+    local $ENV{http_proxy} = "http://127.0.0.1:$pp";
+    local $ENV{https_proxy} = "http://127.0.0.1:$pp";
+    local $ENV{all_proxy} = "http://127.0.0.1:$pp";
+    ($rc, $out, $err) = run("$HTTP_OP list");
+    is($rc, 0, 'list with http_proxy set: done') or diag $err;
+    like($out, qr/"entity":"http:\/\/dave\.test:$P"/,
+         'through the --url, not the proxy');
+    $px->blocking(0);
+    ok(!$px->accept, 'the proxy got no connection');
+    close $px;
 }
 
 done_testing();
