@@ -125,8 +125,10 @@ void ngx_http_tent_store_exit_process(ngx_http_tent_main_conf_t *mcf);
 /*
  * ngx_http_tent_store_check.c, in the master: can the workers' user use
  * the store (nginx -t, start, reload; creates it at start), who holds its
- * lock (0 nobody, -1 unknown), and a lock held by another than our nginx
+ * lock (0 nobody, -1 unknown, NGX_HTTP_TENT_LOCK_NOT_FILE: LOCK is a
+ * link, a FIFO... not opened), and a lock held by another than our nginx
  */
+#define NGX_HTTP_TENT_LOCK_NOT_FILE  ((ngx_pid_t) -2)
 ngx_int_t ngx_http_tent_store_check(ngx_cycle_t *cycle, ngx_log_t *log,
     ngx_pool_t *pool, ngx_http_tent_main_conf_t *mcf);
 ngx_pid_t ngx_http_tent_store_lock_holder(ngx_str_t *db_path);

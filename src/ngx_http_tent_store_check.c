@@ -77,6 +77,8 @@ static ngx_int_t ngx_http_tent_check_add_dirs(ngx_http_tent_check_t *ck,
 static ngx_int_t ngx_http_tent_check_add(ngx_http_tent_check_t *ck,
     const char *directive, ngx_str_t *value, u_char *path, size_t len,
     int mode);
+static ngx_int_t ngx_http_tent_check_real_dir(ngx_http_tent_check_t *ck,
+    ngx_str_t *store, ngx_str_t *path);
 static ngx_int_t ngx_http_tent_check_create(ngx_http_tent_check_t *ck,
     ngx_http_tent_main_conf_t *mcf);
 static ngx_int_t ngx_http_tent_check_run(ngx_http_tent_check_t *ck);
@@ -104,6 +106,7 @@ ngx_http_tent_store_check(ngx_cycle_t *cycle, ngx_log_t *log,
 {
     ngx_int_t               rc;
     ngx_str_t               parent, sock_dir;
+    struct stat             st;
     ngx_file_info_t         fi;
     ngx_http_tent_check_t  *ck;
 
@@ -144,6 +147,19 @@ ngx_http_tent_store_check(ngx_cycle_t *cycle, ngx_log_t *log,
             ngx_log_error(NGX_LOG_EMERG, log, 0,
                           "tent_store \"%V\" is not a directory",
                           &mcf->store_path);
+            return NGX_ERROR;
+        }
+
+        /* no link the workers' user may have put there (chown_dir) */
+
+        if (ngx_http_tent_check_real_dir(ck, &mcf->store_path,
+                                         &mcf->store_path)
+            != NGX_OK
+            || (lstat((char *) mcf->db_path.data, &st) == 0
+                && ngx_http_tent_check_real_dir(ck, &mcf->store_path,
+                                                &mcf->db_path)
+                   != NGX_OK))
+        {
             return NGX_ERROR;
         }
 
@@ -421,6 +437,10 @@ ngx_http_tent_check_create(ngx_http_tent_check_t *ck,
         return NGX_ERROR;
     }
 
+    if (ngx_http_tent_check_real_dir(ck, store, store) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_create_dir(db->data, 0700) == NGX_FILE_ERROR
         && ngx_errno != NGX_EEXIST)
     {
@@ -429,10 +449,7 @@ ngx_http_tent_check_create(ngx_http_tent_check_t *ck,
         return NGX_ERROR;
     }
 
-    if (ngx_file_info(db->data, &fi) == NGX_FILE_ERROR || !ngx_is_dir(&fi)) {
-        ngx_log_error(NGX_LOG_EMERG, ck->log, 0,
-                      "tent_store \"%V\": \"%V\" is not a directory",
-                      store, db);
+    if (ngx_http_tent_check_real_dir(ck, store, db) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -472,22 +489,76 @@ ngx_http_tent_check_create(ngx_http_tent_check_t *ck,
 }
 
 
-static ngx_int_t
-ngx_http_tent_chown_dir(ngx_http_tent_check_t *ck, u_char *path)
-{
-    u_char          file[NGX_MAX_PATH];
-    DIR            *dir;
-    struct dirent  *de;
+/*
+ * The store and db/ belong to the workers' user, who may replace either
+ * by a symbolic link (to /etc...): root would then chown its target.
+ * lstat() refuses one; the open below (O_NOFOLLOW) closes the race.
+ */
 
-    if (chown((char *) path, ck->uid, ck->gid) == -1) {
+static ngx_int_t
+ngx_http_tent_check_real_dir(ngx_http_tent_check_t *ck, ngx_str_t *store,
+    ngx_str_t *path)
+{
+    struct stat  st;
+
+    if (lstat((char *) path->data, &st) == -1) {
         ngx_log_error(NGX_LOG_EMERG, ck->log, ngx_errno,
-                      "tent_store: chown(\"%s\", \"%s\") failed",
-                      path, ck->name);
+                      "tent_store \"%V\": lstat(\"%V\") failed", store, path);
         return NGX_ERROR;
     }
 
-    dir = opendir((char *) path);
+    if (S_ISLNK(st.st_mode)) {
+        ngx_log_error(NGX_LOG_EMERG, ck->log, 0,
+                      "tent_store \"%V\": \"%V\" is a symbolic link",
+                      store, path);
+        return NGX_ERROR;
+    }
+
+    if (!S_ISDIR(st.st_mode)) {
+        ngx_log_error(NGX_LOG_EMERG, ck->log, 0,
+                      "tent_store \"%V\": \"%V\" is not a directory",
+                      store, path);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The directory, opened without following a link, then its regular
+ * files not yet the user's: never a link, a device, a FIFO or a file
+ * with another name elsewhere (a hard link to root's file).
+ */
+
+static ngx_int_t
+ngx_http_tent_chown_dir(ngx_http_tent_check_t *ck, u_char *path)
+{
+    int             fd;
+    DIR            *dir;
+    struct stat     st;
+    struct dirent  *de;
+
+    fd = open((char *) path,
+              O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC);
+    if (fd == -1) {
+        ngx_log_error(NGX_LOG_EMERG, ck->log, ngx_errno,
+                      "tent_store: \"%s\" is not a directory (or a link "
+                      "to one)", path);
+        return NGX_ERROR;
+    }
+
+    if (fchown(fd, ck->uid, ck->gid) == -1) {
+        ngx_log_error(NGX_LOG_EMERG, ck->log, ngx_errno,
+                      "tent_store: chown(\"%s\", \"%s\") failed",
+                      path, ck->name);
+        (void) close(fd);
+        return NGX_ERROR;
+    }
+
+    dir = fdopendir(fd);
     if (dir == NULL) {
+        (void) close(fd);
         return NGX_OK;
     }
 
@@ -499,11 +570,21 @@ ngx_http_tent_chown_dir(ngx_http_tent_check_t *ck, u_char *path)
             continue;
         }
 
-        ngx_snprintf(file, sizeof(file), "%s/%s%Z", path, de->d_name);
+        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1
+            || !S_ISREG(st.st_mode) || st.st_nlink > 1
+            || (st.st_uid == ck->uid && st.st_gid == ck->gid))
+        {
+            continue;
+        }
 
-        if (lchown((char *) file, ck->uid, ck->gid) == -1) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ck->log, 0,
+                       "tent store: chown \"%s/%s\"", path, de->d_name);
+
+        if (fchownat(fd, de->d_name, ck->uid, ck->gid, AT_SYMLINK_NOFOLLOW)
+            == -1)
+        {
             ngx_log_error(NGX_LOG_WARN, ck->log, ngx_errno,
-                          "chown(\"%s\") failed", file);
+                          "chown(\"%s/%s\") failed", path, de->d_name);
         }
     }
 
@@ -710,6 +791,7 @@ ngx_http_tent_store_lock_holder(ngx_str_t *db_path)
 {
     int           fd;
     u_char        path[NGX_MAX_PATH];
+    struct stat   st;
     struct flock  fl;
 
     if (db_path->len + sizeof("/LOCK") > sizeof(path)) {
@@ -718,9 +800,16 @@ ngx_http_tent_store_lock_holder(ngx_str_t *db_path)
 
     (void) ngx_sprintf(path, "%V/LOCK%Z", db_path);
 
-    fd = open((char *) path, O_RDONLY|O_CLOEXEC);
+    /* a FIFO put there by the workers' user must not block us */
+
+    fd = open((char *) path, O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC);
     if (fd == -1) {
-        return 0;
+        return (ngx_errno == ELOOP) ? NGX_HTTP_TENT_LOCK_NOT_FILE : 0;
+    }
+
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        (void) close(fd);
+        return NGX_HTTP_TENT_LOCK_NOT_FILE;
     }
 
     ngx_memzero(&fl, sizeof(struct flock));
@@ -764,13 +853,33 @@ ngx_http_tent_store_lock_check(ngx_cycle_t *cycle,
         return;
     }
 
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    /*
+     * "master_process off": this process may hold the database, and
+     * closing LOCK here would drop LevelDB's fcntl() lock on it
+     */
+
+    if (!ccf->master
+        || (ngx_process == NGX_PROCESS_SINGLE
+            && cycle->old_cycle->conf_ctx != NULL))
+    {
+        return;
+    }
+
     holder = ngx_http_tent_store_lock_holder(&mcf->db_path);
 
     if (holder == 0) {
         return;
     }
 
-    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+    if (holder == NGX_HTTP_TENT_LOCK_NOT_FILE) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "tent_store \"%V\": \"%V/LOCK\" is not a regular "
+                      "file, its lock is not checked",
+                      &mcf->store_path, &mcf->db_path);
+        return;
+    }
 
     parent = (holder > 0) ? ngx_http_tent_parent_of(holder) : 0;
     running = ngx_test_config ? ngx_http_tent_pid_file(&ccf->pid) : 0;

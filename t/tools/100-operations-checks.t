@@ -2,13 +2,15 @@
 # line: a store the workers' user (www-data, under a root master, as in
 # production and t/tools/040) cannot enter, a store whose parent is
 # missing (nothing made), a socket where that user cannot create it, a
-# store that is a file, tent_status or tent_entity_page where the API
-# answers, tent_admin without its token or its store.  A good store is
+# store that is a file, a store or db/ that is a symbolic link (to
+# root's directory: never chowned through), tent_status or
+# tent_entity_page where the API answers, tent_admin without its token or its store.  A good store is
 # made, only its last component, www-data's, 0700.  A second nginx on a
 # store in use: -t warns, the start says it at error, the owner says
 # "is locked by another process (pid N)" at error (a minute apart) and
 # tent_status shows it, until the first one lets go; -t on the running
-# server's own configuration says nothing.
+# server's own configuration says nothing.  A db/LOCK that is a FIFO
+# does not block -t: it is said at warn.
 
 use strict;
 use warnings;
@@ -129,6 +131,44 @@ open my $f, '>', "$sr/afile" or die;
 close $f;
 refused('a store that is a file', "tent_store $sr/afile;\n$entity",
         qq{tent_store "$sr/afile" is not a directory});
+
+# the store is www-data's: they may swap store/db, or the store itself,
+# for a link to root's directory; the root master must refuse it, not
+# chown the link's target and what is in it to them
+my ($wuid, $wgid) = (getpwnam('www-data'))[2, 3];
+make_path("$sr/root/etc", "$sr/sl/store");
+open $f, '>', "$sr/root/etc/passwd" or die;
+close $f;
+chown $wuid, $wgid, "$sr/sl/store";
+symlink "$sr/root/etc", "$sr/sl/store/db" or die;
+refused('store/db a link to root\'s directory',
+        "tent_store $sr/sl/store;\n$entity",
+        qq{tent_store "$sr/sl/store": "$sr/sl/store/db" is a symbolic link});
+symlink "$sr/root/etc", "$sr/sl/link" or die;
+refused('a store that is a link to root\'s directory',
+        "tent_store $sr/sl/link;\n$entity",
+        qq{tent_store "$sr/sl/link": "$sr/sl/link" is a symbolic link});
+is((stat "$sr/root/etc")[4], 0, 'the link\'s target is still root\'s');
+is((stat "$sr/root/etc/passwd")[4], 0, 'and the file in it');
+
+# db/LOCK a FIFO (www-data's to make): the master's lock check must not
+# block on it (a bound, not a timing: 124 is timeout's status)
+make_path("$sr/fifo/store/db");
+chown $wuid, $wgid, "$sr/fifo/store", "$sr/fifo/store/db";
+chmod 0700, "$sr/fifo/store", "$sr/fifo/store/db";
+system('mkfifo', "$sr/fifo/store/db/LOCK") == 0 or die;
+chown $wuid, $wgid, "$sr/fifo/store/db/LOCK";
+{
+    my $conf = conf('fifo', "tent_store $sr/fifo/store;\n$entity");
+    my $out = `timeout 20 $BIN -t -p $sr/ -c $conf 2>&1`;
+    my $rc = $? >> 8;
+    isnt($rc, 124, 'LOCK a FIFO: nginx -t does not block on it');
+    is($rc, 0, 'and passes');
+    ok(has_line($out, 'warn', qq{tent_store "$sr/fifo/store": }
+                              . qq{"$sr/fifo/store/db/LOCK" is not a }
+                              . 'regular file, its lock is not checked'),
+       'and says LOCK is not a regular file') or diag $out;
+}
 
 # the line number of the directive in its file
 sub line_of {
