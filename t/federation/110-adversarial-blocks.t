@@ -404,6 +404,32 @@ ok((grep { $_ eq 'b1' } feed_ids('', cred => $owner)),
 $res = follows_us($B);
 is($res->{status}, 200, 'B may follow again') or diag $res->{body};
 
+# --- an owner's block churn does not make the operator's domains stale ----
+# Owner blocks and the operator's domain blocks had one generation: a
+# tenant alternating POST and DELETE /blocks made every worker re-read
+# the domains at each request and tick (and held delivery for the whole
+# host).  A domain scan logs "tent domains: N blocked, generation G".
+
+sub domain_scans {
+    my @s = error_log_text() =~ /tent domains: \d+ blocked, generation/g;
+    return scalar @s;
+}
+
+$c->request(GET => '/posts') for 1 .. 4;
+my $scans = domain_scans();
+ok($scans >= 1, 'the domains were read at least once') or diag $scans;
+my $churn = 'http://127.0.0.1:1/churn';
+for (1 .. 2) {
+    $res = $c->request(POST => '/blocks', cred => $owner,
+                       body => { entity => $churn });
+    is($res->{status}, 201, 'churn: blocked') or diag $res->{body};
+    $res = $c->request(DELETE => '/blocks/' . uri_escape($churn),
+                       cred => $owner);
+    is($res->{status}, 200, 'churn: unblocked') or diag $res->{body};
+}
+$c->request(GET => '/posts') for 1 .. 4;
+is(domain_scans(), $scans, 'the domains not read again after the churn');
+
 my $log = error_log_text();
 my @added = $log =~ /\[notice\].*tent blocks: "\Q$A_URL\E" blocked "\Q$B\E"/g;
 is(scalar @added, 1, 'the block logged once at notice');
