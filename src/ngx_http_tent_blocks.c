@@ -155,8 +155,10 @@ ngx_http_tent_blocks_scan(ngx_http_tent_store_op_t *op, ngx_str_t *owner,
         return NGX_ERROR;
     }
 
+    /* one row more than kept: a list past the cap is seen, not cut */
+
     return ngx_http_tent_store_scan(op, &start, &end,
-                                    NGX_HTTP_TENT_BLOCKS_MAX, 0);
+                                    NGX_HTTP_TENT_BLOCKS_MAX + 1, 0);
 }
 
 
@@ -230,6 +232,13 @@ ngx_http_tent_blocks_loaded(ngx_pool_t *pool, ngx_str_t *owner,
 
     if (rc == NGX_ERROR) {
         goto failed;
+    }
+
+    if (entities.nelts > NGX_HTTP_TENT_BLOCKS_MAX) {
+        ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                      "tent blocks: \"%V\" holds more than %d blocks: "
+                      "those past them are not read",
+                      owner, NGX_HTTP_TENT_BLOCKS_MAX);
     }
 
     b->n = entities.nelts;
@@ -410,6 +419,11 @@ ngx_http_tent_block_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (rc != NGX_OK) {
         return ngx_http_tent_send_error(r, 422, "Invalid entity");
+    }
+
+    if (bl->entity.len > NGX_HTTP_TENT_BLOCK_ENTITY_MAX) {
+        return ngx_http_tent_send_error(r, 422,
+                   "Entity URL too long (512 bytes at most)");
     }
 
     if (ngx_http_tent_entity_eq(&bl->entity, &ctx->entity)) {

@@ -24,6 +24,12 @@
 /* the most blocks an owner keeps: each one is a few hundred bytes */
 #define NGX_HTTP_TENT_BLOCKS_MAX  4096
 
+/*
+ * the longest entity URL blocked: 4,096 of them stay far below the
+ * store scan's bytes, so the list is cut by its count, never by bytes
+ */
+#define NGX_HTTP_TENT_BLOCK_ENTITY_MAX  512
+
 
 typedef struct {
     ngx_uint_t                      refs;

@@ -57,7 +57,7 @@ ngx_http_tent_domains_stale(void)
     ngx_atomic_uint_t  held;
 
     return ngx_http_tent_domains_held_at(&held) != NGX_OK
-           || held != ngx_http_tent_blocks_generation(
+           || held != ngx_http_tent_domains_generation(
                           (ngx_cycle_t *) ngx_cycle);
 }
 
@@ -68,7 +68,7 @@ ngx_http_tent_domains_scan(ngx_http_tent_store_op_t *op,
 {
     ngx_str_t  start, end;
 
-    *generation = ngx_http_tent_blocks_generation((ngx_cycle_t *) ngx_cycle);
+    *generation = ngx_http_tent_domains_generation((ngx_cycle_t *) ngx_cycle);
 
     if (ngx_http_tent_domain_range(op->pool, &start, &end) != NGX_OK) {
         return NGX_ERROR;

@@ -9,6 +9,7 @@
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
 #include "ngx_http_tent_relations.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_import_private.h"
 
 
@@ -399,6 +400,7 @@ ngx_http_tent_import_block(ngx_http_request_t *r,
     const char **error)
 {
     ngx_str_t             given, entity, key;
+    ngx_uint_t            kept;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -412,10 +414,25 @@ ngx_http_tent_import_block(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    if (entity.len > NGX_HTTP_TENT_BLOCK_ENTITY_MAX) {
+        *error = "entity is longer than 512 bytes";
+        return NGX_DECLINED;
+    }
+
     if (ngx_http_tent_entity_eq(&entity, &ctx->entity)
         || ngx_http_tent_entity_eq(&entity, &im->from))
     {
         *error = "the entity itself can not be blocked";
+        return NGX_DECLINED;
+    }
+
+    /* the cap of POST /blocks: the rows kept plus the section's */
+
+    kept = ctx->blocks ? ((ngx_http_tent_blocks_t *) ctx->blocks)->n : 0;
+
+    if (kept + im->row + 1 > NGX_HTTP_TENT_BLOCKS_MAX) {
+        *error = "more blocks than an owner keeps (4096, with those "
+                 "already kept)";
         return NGX_DECLINED;
     }
 

@@ -67,6 +67,7 @@ typedef struct {
     ngx_atomic_t                    registry;    /* its generation */
     ngx_atomic_t                    subscriptions; /* their generation */
     ngx_atomic_t                    blocks;      /* their generation */
+    ngx_atomic_t                    domains;     /* the operator's */
     ngx_http_tent_census_t         *census;
     ngx_uint_t                      ncensus;     /* a power of two */
     ngx_http_tent_nonce_entity_t   *entities;
@@ -797,6 +798,36 @@ ngx_http_tent_blocks_bump(ngx_cycle_t *cycle)
 
     if (sh) {
         (void) ngx_atomic_fetch_add(&sh->blocks, 1);
+    }
+}
+
+
+/*
+ * the operator's domain blocks: moved only by a write of a 0x00 'Y' row,
+ * never by an owner's block (a tenant must not make every worker's list
+ * stale, and so hold delivery for the whole host)
+ */
+
+ngx_atomic_uint_t
+ngx_http_tent_domains_generation(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    return sh ? sh->domains : 0;
+}
+
+
+void
+ngx_http_tent_domains_bump(ngx_cycle_t *cycle)
+{
+    ngx_http_tent_nonce_sh_t  *sh;
+
+    sh = ngx_http_tent_shared(cycle);
+
+    if (sh) {
+        (void) ngx_atomic_fetch_add(&sh->domains, 1);
     }
 }
 

@@ -261,7 +261,7 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
     { ngx_string("/import"),
       NGX_HTTP_POST,
       ngx_http_tent_import_post_route,
-      0 },
+      1 },
 
     { ngx_string("/move"),
       NGX_HTTP_POST,

@@ -41,9 +41,13 @@ void ngx_http_tent_registry_bump(ngx_cycle_t *cycle);
 ngx_atomic_uint_t ngx_http_tent_subscription_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_subscription_bump(ngx_cycle_t *cycle);
 
-/* the owners' blocks (and the operator's domain blocks): by their writes */
+/* the owners' blocks: by their writes */
 ngx_atomic_uint_t ngx_http_tent_blocks_generation(ngx_cycle_t *cycle);
 void ngx_http_tent_blocks_bump(ngx_cycle_t *cycle);
+
+/* the operator's domain blocks: by their writes (0x00 'Y' rows) only */
+ngx_atomic_uint_t ngx_http_tent_domains_generation(ngx_cycle_t *cycle);
+void ngx_http_tent_domains_bump(ngx_cycle_t *cycle);
 
 /*
  * The delivery engine's census of an entity's app subscriptions, kept

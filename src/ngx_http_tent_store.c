@@ -409,6 +409,10 @@ ngx_http_tent_store_finish(ngx_http_tent_store_op_t *op, ngx_uint_t status,
         ngx_http_tent_blocks_bump((ngx_cycle_t *) ngx_cycle);
     }
 
+    if (sop->domains) {
+        ngx_http_tent_domains_bump((ngx_cycle_t *) ngx_cycle);
+    }
+
     /* an outbox row: the engine's next pass looks at that entity's */
 
     if (sop->outboxes) {

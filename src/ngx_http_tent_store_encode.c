@@ -238,8 +238,12 @@ ngx_http_tent_store_note_key(ngx_http_tent_store_op_t *op, ngx_str_t *key)
         sop->apps = 1;
     }
 
-    if (caches & (NGX_HTTP_TENT_CACHE_BLOCKS|NGX_HTTP_TENT_CACHE_DOMAINS)) {
+    if (caches & NGX_HTTP_TENT_CACHE_BLOCKS) {
         sop->blocks = 1;
+    }
+
+    if (caches & NGX_HTTP_TENT_CACHE_DOMAINS) {
+        sop->domains = 1;
     }
 
     /* the delivery engine's outbox mark of the entity: one, or all */

@@ -108,7 +108,8 @@ typedef struct {
     unsigned                        request:1;     /* a client waits */
     unsigned                        outboxes:1;    /* of too many to list */
     unsigned                        apps:1;        /* a subscription */
-    unsigned                        blocks:1;      /* a block, a domain's */
+    unsigned                        blocks:1;      /* an owner's block */
+    unsigned                        domains:1;     /* a domain's block */
     unsigned                        fence_counted:1;  /* owner: a write */
     unsigned                        fence_registry:1; /* of the registry */
     ngx_uint_t                      outbox_n;      /* outbox rows of */

@@ -328,6 +328,37 @@ $res2 = $pc->request(GET => '/blocks', cred => $pown);
 is_deeply([sort map { $_->{entity} } @{ $res2->{json} || [] }],
           [sort $B, map { "http://blocked-$_.test" } 1 .. 4],
           'the peer blocks the same entities');
+
+# an entity URL past 512 bytes is refused (4,096 blocks must stay far
+# below the store scan's bytes, or the list was cut unseen), and an
+# import may not pass the cap of 4,096 blocks (kept plus the section's)
+my $LONG = 'http://long.test/' . ('p' x 590);
+$res2 = $pc->request(POST => '/blocks', cred => $pown,
+                     body => { entity => $LONG });
+is($res2->{status}, 422, 'a 600-byte entity URL: 422') or diag $res2->{body};
+like($res2->{json}{error} // '', qr/too long/, 'it says why');
+my $longdoc = JSON::PP->new->decode(JSON::PP->new->encode($doc));
+$longdoc->{blocks} = [{ entity => $LONG, created_at => 1 }];
+$res2 = $pc->request(POST => '/import?merge=1', cred => $pown,
+                     body => $longdoc);
+is($res2->{status}, 200, 'a document with a long block: 200')
+    or diag $res2->{body};
+ok(!$res2->{json}{blocks}{written}, 'the long block not written')
+    or diag encode_json $res2->{json}{blocks};
+like($res2->{body}, qr/longer than 512/, 'the report says why');
+my $bigdoc = JSON::PP->new->decode(JSON::PP->new->encode($doc));
+$bigdoc->{blocks} = [map { { entity => "http://many-$_.test",
+                             created_at => 1 } } 1 .. 4092];
+$res2 = $pc->request(POST => '/import?merge=1', cred => $pown,
+                     body => $bigdoc);
+is($res2->{status}, 200, 'a document past the cap: 200')
+    or diag substr($res2->{body}, 0, 500);
+ok(!$res2->{json}{blocks}{written}, 'its blocks not written (5 + 4092)')
+    or diag encode_json $res2->{json}{blocks};
+like($res2->{body}, qr/more blocks than an owner keeps/,
+     'the report says why');
+is(scalar @{ $pc->request(GET => '/blocks?limit=100', cred => $pown)
+                ->{json} || [] }, 5, 'the peer still blocks five');
 $res2 = $pc->request(POST => '/posts',
                      body => a_post($B, 'pb1',
                                     mentions => [{ entity => $peer->url }]));
@@ -403,6 +434,32 @@ ok((grep { $_ eq 'b1' } feed_ids('', cred => $owner)),
    'its old post is back in the feed');
 $res = follows_us($B);
 is($res->{status}, 200, 'B may follow again') or diag $res->{body};
+
+# --- an owner's block churn does not make the operator's domains stale ----
+# Owner blocks and the operator's domain blocks had one generation: a
+# tenant alternating POST and DELETE /blocks made every worker re-read
+# the domains at each request and tick (and held delivery for the whole
+# host).  A domain scan logs "tent domains: N blocked, generation G".
+
+sub domain_scans {
+    my @s = error_log_text() =~ /tent domains: \d+ blocked, generation/g;
+    return scalar @s;
+}
+
+$c->request(GET => '/posts') for 1 .. 4;
+my $scans = domain_scans();
+ok($scans >= 1, 'the domains were read at least once') or diag $scans;
+my $churn = 'http://127.0.0.1:1/churn';
+for (1 .. 2) {
+    $res = $c->request(POST => '/blocks', cred => $owner,
+                       body => { entity => $churn });
+    is($res->{status}, 201, 'churn: blocked') or diag $res->{body};
+    $res = $c->request(DELETE => '/blocks/' . uri_escape($churn),
+                       cred => $owner);
+    is($res->{status}, 200, 'churn: unblocked') or diag $res->{body};
+}
+$c->request(GET => '/posts') for 1 .. 4;
+is(domain_scans(), $scans, 'the domains not read again after the churn');
 
 my $log = error_log_text();
 my @added = $log =~ /\[notice\].*tent blocks: "\Q$A_URL\E" blocked "\Q$B\E"/g;
