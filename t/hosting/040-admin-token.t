@@ -26,6 +26,7 @@ my $load = join '', map { "load_module " . File::Spec->rel2abs($_) . ";\n" }
 open my $fh, '>', "$root/conf/nginx.conf" or die "conf: $!";
 print {$fh} <<"CONF";
 worker_processes 1;
+${\ Tent::Util::user_line()}
 error_log $root/logs/error.log;
 pid $root/logs/nginx.pid;
 $load

@@ -546,6 +546,7 @@ is($res->{status}, 302, 'a fixed entity: tent_owner approves as before');
         open my $fh, '>', "$t/conf/nginx.conf" or die "conf: $!";
         print {$fh} <<"CONF";
 worker_processes 1;
+${\ Tent::Util::user_line()}
 error_log $t/logs/error.log;
 pid $t/logs/nginx.pid;
 $load

@@ -103,6 +103,7 @@ sub check {
     open my $fh, '>', "$troot/conf/nginx.conf" or die "conf: $!";
     print {$fh} <<"CONF";
 worker_processes 1;
+${\ Tent::Util::user_line()}
 error_log $troot/logs/error.log;
 pid $troot/logs/nginx.pid;
 $load

@@ -384,6 +384,16 @@ sub store_lock {
 }
 
 # The root of a suite that does not load the harness (its files, its
+# The "user" line of a configuration a suite writes itself, as the
+# harness writes it: a root master's workers as root, so that they may
+# reach a server root inside a checkout only root may enter (mktemp -d is
+# 0700), which nginx -t checks (docs/operations.md)
+sub user_line {
+    my $user = $ENV{TEST_NGINX_WORKER_USER};
+    return "user $user;" if $user;
+    return $> == 0 ? 'user root;' : '';
+}
+
 # peers' roots beside it): TEST_NGINX_SERVROOT or DEFAULT, and its own
 # when files run side by side (TEST_NGINX_RANDOMIZE), as the harness
 # makes its own: two such suites must not share a token file or a peer.
