@@ -106,6 +106,22 @@ ngx_http_tent_blocks_hold(ngx_pool_t *pool, ngx_http_tent_blocks_t *b)
 }
 
 
+/* the worker's lists let go as the process exits (requests hold theirs) */
+
+void
+ngx_http_tent_blocks_exit(void)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_TENT_BLOCKS_SLOTS; i++) {
+        if (ngx_http_tent_blocks_slots[i]) {
+            ngx_http_tent_blocks_unref(ngx_http_tent_blocks_slots[i]);
+            ngx_http_tent_blocks_slots[i] = NULL;
+        }
+    }
+}
+
+
 static ngx_uint_t
 ngx_http_tent_blocks_slot(ngx_str_t *owner)
 {

@@ -43,6 +43,7 @@ typedef struct {
 
 
 /* the owner's list, if this worker holds it fresh; held by "pool" */
+void ngx_http_tent_blocks_exit(void);
 ngx_http_tent_blocks_t *ngx_http_tent_blocks_cached(ngx_pool_t *pool,
     ngx_str_t *owner);
 

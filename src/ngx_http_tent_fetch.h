@@ -115,6 +115,7 @@ ngx_int_t ngx_http_tent_share_host(ngx_pool_t *pool, ngx_str_t *url,
 
 ngx_int_t ngx_http_tent_domain_normalize(ngx_pool_t *pool, ngx_str_t *in,
     ngx_str_t *out);
+void ngx_http_tent_domains_exit(void);
 void ngx_http_tent_domains_set(ngx_pool_t *pool, ngx_array_t *domains,
     ngx_atomic_uint_t generation);
 ngx_int_t ngx_http_tent_domains_held_at(ngx_atomic_uint_t *generation);

@@ -110,6 +110,25 @@ ngx_http_tent_domain_normalize(ngx_pool_t *pool, ngx_str_t *in,
 }
 
 
+/*
+ * The worker's list freed as the process exits: its pool would be lost
+ * to valgrind once the module is unloaded
+ */
+
+void
+ngx_http_tent_domains_exit(void)
+{
+    if (ngx_http_tent_domains_pool) {
+        ngx_destroy_pool(ngx_http_tent_domains_pool);
+        ngx_http_tent_domains_pool = NULL;
+    }
+
+    ngx_http_tent_domains = NULL;
+    ngx_http_tent_domains_n = 0;
+    ngx_http_tent_domains_held = 0;
+}
+
+
 /* the worker's list, replaced: its pool is the list's from now on */
 
 void

@@ -18,8 +18,10 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_module_private.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_profile.h"
@@ -632,5 +634,7 @@ ngx_http_tent_exit_process(ngx_cycle_t *cycle)
     ngx_http_tent_resolver_destroy(mcf->resolver);
     mcf->resolver = NULL;
     ngx_http_tent_credential_cache_exit(mcf);
+    ngx_http_tent_blocks_exit();
+    ngx_http_tent_domains_exit();
     ngx_http_tent_store_exit_process(mcf);
 }
