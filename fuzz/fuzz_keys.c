@@ -123,7 +123,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           : table == NGX_HTTP_TENT_TABLE_OUTBOX
                           ? NGX_HTTP_TENT_CACHE_OUTBOX
                           : table == NGX_HTTP_TENT_TABLE_SUBSCRIPTION
-                          ? NGX_HTTP_TENT_CACHE_APPS : 0));
+                          ? NGX_HTTP_TENT_CACHE_APPS
+                          : table == NGX_HTTP_TENT_TABLE_BLOCK
+                          ? (NGX_HTTP_TENT_CACHE_BLOCKS
+                             | NGX_HTTP_TENT_CACHE_REPLIES)
+                          : 0));
 
     /* the outbox mark's hash: the entity's, as the engine makes it */
 

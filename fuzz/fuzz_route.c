@@ -22,6 +22,7 @@
 
 
 #include "../src/ngx_http_tent_router.c"
+#include "../src/ngx_http_tent_blocks.h"
 
 #include "fuzz.h"
 
@@ -151,6 +152,31 @@ ngx_int_t
 ngx_http_tent_authenticate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_route_pt next)
 {
+    return next(r, ctx);
+}
+
+
+/* no operator's blocked domains on the fuzzed server: the route goes on */
+
+ngx_int_t
+ngx_http_tent_domains_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    return next(r, ctx);
+}
+
+
+/* the owner's blocks: none on the fuzzed server (an empty list) */
+
+ngx_int_t
+ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_route_pt next)
+{
+    ctx->blocks = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_blocks_t));
+    if (ctx->blocks == NULL) {
+        return NGX_ERROR;
+    }
+
     return next(r, ctx);
 }
 

@@ -341,7 +341,15 @@ ngx_http_tent_oauth_token(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
     u_char        *p;
     u_char         digest[EVP_MAX_MD_SIZE];
     unsigned int   dlen;
-    ngx_str_t      text, src, dst;
+    ngx_str_t      text, src, dst, session;
+
+    /* no session (a fixed entity's page): none in the text, not NULL */
+
+    session = oa->session;
+
+    if (session.data == NULL) {
+        ngx_str_set(&session, "");
+    }
 
     text.len = NGX_TIME_T_LEN + oa->owner.len + oa->client_id.len
                + oa->redirect_uri.len + oa->scope.len + oa->state.len
@@ -358,7 +366,7 @@ ngx_http_tent_oauth_token(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa,
     p = ngx_sprintf(text.data, "%T\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V",
                     issued, &oa->owner, &oa->client_id, &oa->redirect_uri,
                     &oa->scope, &oa->state, &oa->post_types, &oa->info_types,
-                    &oa->notification_url, &oa->session);
+                    &oa->notification_url, &session);
     text.len = p - text.data;
 
     if (HMAC(EVP_sha256(), oa->secret.data, (int) oa->secret.len, text.data,
