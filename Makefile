@@ -11,7 +11,7 @@ RANDOMIZE    = $(if $(filter 1,$(PROVE_JOBS)),,1)
 # harness self-tests: prove -r finds the folders (docs/testing.md)
 TESTS       ?= t/
 
-SRCS = $(wildcard src/*.c src/*.h) config
+SRCS = $(wildcard src/*/*.c src/*/*.h) config
 
 .PHONY: all build deps test-deps run stop test test-asan test-valgrind \
         test-hup lint bench bench-deps fuzz fuzz-long clean deb deb-test

@@ -17,7 +17,8 @@ if [ ! -f "$top/build/ngx_auto_config.h" ]; then
 fi
 
 incs="-I $src/core -I $src/event -I $src/event/modules -I $src/os/unix
-      -I $top/src -I $top/build -I $src/http -I $src/http/modules
+      $(for d in "$top"/src/*/; do printf -- "-I %s " "$d"; done)
+      -I $top/build -I $src/http -I $src/http/modules
       -I $src/http/v2"
 
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined

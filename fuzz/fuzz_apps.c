@@ -18,12 +18,12 @@
  */
 
 
-#include "../src/ngx_http_tent_apps.c"
-#include "../src/ngx_http_tent_apps_register.c"
-#include "../src/ngx_http_tent_authorizations.c"
-#include "../src/ngx_http_tent_json.c"
-#include "../src/ngx_http_tent_auth.c"
-#include "../src/ngx_http_tent_util.c"
+#include "../src/auth/ngx_http_tent_apps.c"
+#include "../src/auth/ngx_http_tent_apps_register.c"
+#include "../src/auth/ngx_http_tent_authorizations.c"
+#include "../src/base/ngx_http_tent_json.c"
+#include "../src/auth/ngx_http_tent_auth.c"
+#include "../src/base/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

@@ -6,7 +6,7 @@
 
 /*
  * The outbound client's response parsing
- * (src/ngx_http_tent_fetch_parse.c): ngx_http_tent_fetch_parse() with
+ * (src/outbound/ngx_http_tent_fetch_parse.c): ngx_http_tent_fetch_parse() with
  * _headers() and _chunked(), over arbitrary bytes that arrive in pieces,
  * each piece moving the receive buffer to a new exact-size allocation as
  * ngx_http_tent_fetch_recv() does when it grows it (so a pointer kept
@@ -15,14 +15,14 @@
  * were cut: the same bytes in one piece give the same.  A body found is
  * no larger than the limit, lies in the buffer or the chunked copy, and
  * has the Content-Length's size when there is one.  The fetch itself
- * comes from ngx_http_tent_fetch_create() (src/ngx_http_tent_fetch.c).
+ * comes from ngx_http_tent_fetch_create() (src/outbound/ngx_http_tent_fetch.c).
  * Input: byte 0 method (bit 0: HEAD) and limit (bits 1-3); byte 1 the
  * seed of the cut points; then the response bytes.
  */
 
 
-#include "../src/ngx_http_tent_fetch.c"
-#include "../src/ngx_http_tent_fetch_parse.c"
+#include "../src/outbound/ngx_http_tent_fetch.c"
+#include "../src/outbound/ngx_http_tent_fetch_parse.c"
 
 #include "fuzz.h"
 

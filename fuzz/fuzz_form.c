@@ -15,9 +15,9 @@
  */
 
 
-#include "../src/ngx_http_tent_oauth.c"
-#include "../src/ngx_http_tent_json.c"
-#include "../src/ngx_http_tent_util.c"
+#include "../src/auth/ngx_http_tent_oauth.c"
+#include "../src/base/ngx_http_tent_json.c"
+#include "../src/base/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

@@ -5,7 +5,7 @@
 
 
 /*
- * The SSRF guard (src/ngx_http_tent_guard.c): ngx_http_tent_guard_check()
+ * The SSRF guard (src/outbound/ngx_http_tent_guard.c): ngx_http_tent_guard_check()
  * over arbitrary IPv4 and IPv6 socket addresses, with and without
  * "tent_outbound_allow" ranges.  Checked against an independent model:
  * an address inside a denied range is refused unless an allowed range
@@ -17,7 +17,7 @@
  */
 
 
-#include "../src/ngx_http_tent_guard.c"
+#include "../src/outbound/ngx_http_tent_guard.c"
 
 #include "fuzz.h"
 

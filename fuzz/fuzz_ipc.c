@@ -23,10 +23,10 @@
  */
 
 
-#include "../src/ngx_http_tent_store_ipc.c"
-#include "../src/ngx_http_tent_store_ipc_client.c"
-#include "../src/ngx_http_tent_store_owner.c"
-#include "../src/ngx_http_tent_store_owner_exec.c"
+#include "../src/store/ngx_http_tent_store_ipc.c"
+#include "../src/store/ngx_http_tent_store_ipc_client.c"
+#include "../src/store/ngx_http_tent_store_owner.c"
+#include "../src/store/ngx_http_tent_store_owner_exec.c"
 
 #include "fuzz.h"
 

@@ -5,7 +5,7 @@
 
 
 /*
- * The key layout, src/ngx_http_tent_keys.c: every builder's key starts
+ * The key layout, src/keys/ngx_http_tent_keys.c: every builder's key starts
  * with its entity and a zero byte, and each parser gives back what its
  * builder was given (pairs, timed rows, slots, post versions, feed index
  * rows); a column's range holds its keys; the key after a key is the
@@ -15,7 +15,7 @@
  */
 
 
-#include "../src/ngx_http_tent_keys.c"
+#include "../src/keys/ngx_http_tent_keys.c"
 
 #include "fuzz.h"
 

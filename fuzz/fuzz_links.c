@@ -5,7 +5,7 @@
 
 
 /*
- * Discovery's link parsers (src/ngx_http_tent_remote_discover.c):
+ * Discovery's link parsers (src/outbound/ngx_http_tent_remote_discover.c):
  * ngx_http_tent_links_header() over a Link header value,
  * ngx_http_tent_links_html() over an HTML page, then
  * ngx_http_tent_links_resolve() against the entity: every link found
@@ -17,8 +17,8 @@
  */
 
 
-#include "../src/ngx_http_tent_remote.c"
-#include "../src/ngx_http_tent_remote_discover.c"
+#include "../src/outbound/ngx_http_tent_remote.c"
+#include "../src/outbound/ngx_http_tent_remote_discover.c"
 
 #include "fuzz.h"
 

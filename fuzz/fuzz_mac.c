@@ -14,7 +14,7 @@
  */
 
 
-#include "../src/ngx_http_tent_mac.c"
+#include "../src/base/ngx_http_tent_mac.c"
 
 #include "fuzz.h"
 

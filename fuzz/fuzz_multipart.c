@@ -11,7 +11,7 @@
  */
 
 
-#include "../src/ngx_http_tent_multipart.c"
+#include "../src/base/ngx_http_tent_multipart.c"
 
 #include "fuzz.h"
 

@@ -12,9 +12,9 @@
  */
 
 
-#include "../src/ngx_http_tent_post_types.c"
-#include "../src/ngx_http_tent_post_envelope.c"
-#include "../src/ngx_http_tent_keys.c"
+#include "../src/posts/ngx_http_tent_post_types.c"
+#include "../src/posts/ngx_http_tent_post_envelope.c"
+#include "../src/keys/ngx_http_tent_keys.c"
 
 #include "fuzz.h"
 

@@ -21,8 +21,8 @@
  */
 
 
-#include "../src/ngx_http_tent_router.c"
-#include "../src/ngx_http_tent_blocks.h"
+#include "../src/module/ngx_http_tent_router.c"
+#include "../src/relations/ngx_http_tent_blocks.h"
 
 #include "fuzz.h"
 

@@ -33,10 +33,10 @@
  */
 
 
-#include "../src/ngx_http_tent_store_leveldb.c"
-#include "../src/ngx_http_tent_store_codec.c"
+#include "../src/store/ngx_http_tent_store_leveldb.c"
+#include "../src/store/ngx_http_tent_store_codec.c"
 /* the file names' hex check (ngx_http_tent_hex_valid) */
-#include "../src/ngx_http_tent_util.c"
+#include "../src/base/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

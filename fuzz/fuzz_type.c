@@ -13,9 +13,9 @@
  */
 
 
-#include "../src/ngx_http_tent_keys.c"
-#include "../src/ngx_http_tent_auth.c"
-#include "../src/ngx_http_tent_json.c"
+#include "../src/keys/ngx_http_tent_keys.c"
+#include "../src/auth/ngx_http_tent_auth.c"
+#include "../src/base/ngx_http_tent_json.c"
 
 #include "fuzz.h"
 

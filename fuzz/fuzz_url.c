@@ -15,8 +15,8 @@
  */
 
 
-#include "../src/ngx_http_tent_router.c"
-#include "../src/ngx_http_tent_util.c"
+#include "../src/module/ngx_http_tent_router.c"
+#include "../src/base/ngx_http_tent_util.c"
 
 #include "fuzz.h"
 

@@ -11,13 +11,13 @@ import sys
 nginx, module, symbols = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 texts = [open(h).read() for h in
-         sorted(glob.glob(module + '/ngx_http_tent_*.h'))
+         sorted(glob.glob(module + '/*/ngx_http_tent_*.h'))
          + sorted(glob.glob(nginx + '/**/*.h', recursive=True))]
 
 # every module header: the private ones too (a store, fetch or delivery
 # file may be among what a target leaves unreached)
 headers = sorted(h.split('/')[-1]
-                 for h in glob.glob(module + '/ngx_http_tent_*.h'))
+                 for h in glob.glob(module + '/*/ngx_http_tent_*.h'))
 
 # each ngx_http_tent_<name>_private.h wants NGX_HTTP_TENT_<NAME>_PRIVATE
 privates = ['#define NGX_HTTP_TENT_%s_PRIVATE  1'

@@ -13,31 +13,38 @@ finding() {
     status=1
 }
 
-# a file's layer, by its name: 0 base, 1 keys, 2 store, 3 outbound,
+# a file's layer, by its folder: 0 base, 1 keys, 2 store, 3 outbound,
 # 4 subsystems (domain and routes), 5 the module and its router
 layer() {
-    case "${1#src/ngx_http_tent_}" in
-        module.h|util.c|json.[ch]|multipart.c|mac.[ch]|shm.[ch])
-            echo 0 ;;
-        keys.[ch])
-            echo 1 ;;
-        store.h|store_*.[ch]|store.c)
-            echo 2 ;;
-        guard.[ch]|resolver.[ch]|fetch.[ch]|fetch_*.[ch]|remote.[ch]|remote_*.[ch])
-            echo 3 ;;
-        module.c|module_conf.c|router.[ch]|conf.[ch])
-            echo 5 ;;
-        *)
-            echo 4 ;;
+    case "$1" in
+        src/base/*) echo 0 ;;
+        src/keys/*) echo 1 ;;
+        src/store/*) echo 2 ;;
+        src/outbound/*) echo 3 ;;
+        src/module/*) echo 5 ;;
+        src/auth/*|src/posts/*|src/relations/*|src/entity/*|src/hosting/*|\
+        src/portability/*|src/delivery/*) echo 4 ;;
+        *) echo 9 ;;
     esac
 }
 
-for f in src/ngx_http_tent_*.[ch]; do
+# a header's file, by its name
+header() {
+    ls src/*/"$1" 2>/dev/null | head -1
+}
+
+for d in src/*/; do
+    [ "$(layer "$d")" != 9 ] || finding "$d is no folder of docs/architecture.md"
+done
+[ -z "$(ls src/*.[ch] 2>/dev/null)" ] || finding "a file outside the folders:" \
+    src/*.[ch]
+
+for f in src/*/ngx_http_tent_*.[ch]; do
     l=$(layer "$f")
 
     for h in $(sed -n 's/^#include "\(ngx_http_tent_[a-z_]*\.h\)".*/\1/p' "$f")
     do
-        hl=$(layer "src/$h")
+        hl=$(layer "$(header "$h")")
 
         if [ "$hl" -gt "$l" ]; then
             finding "$f (layer $l) includes $h (layer $hl)"
@@ -48,10 +55,12 @@ for f in src/ngx_http_tent_*.[ch]; do
         case "$h" in
             ngx_http_tent_resolver.h|ngx_http_tent_guard.h)
                 case "$f" in
-                    src/ngx_http_tent_fetch*|src/ngx_http_tent_resolver.c|\
-                    src/ngx_http_tent_guard.c|src/ngx_http_tent_module.c|\
-                    src/ngx_http_tent_module_conf.c|\
-                    src/ngx_http_tent_conf.c) ;;
+                    src/outbound/ngx_http_tent_fetch*|\
+                    src/outbound/ngx_http_tent_resolver.c|\
+                    src/outbound/ngx_http_tent_guard.c|\
+                    src/module/ngx_http_tent_module.c|\
+                    src/module/ngx_http_tent_module_conf.c|\
+                    src/module/ngx_http_tent_conf.c) ;;
                     *) finding "$f includes $h (the fetch's only)" ;;
                 esac ;;
         esac
@@ -59,27 +68,27 @@ for f in src/ngx_http_tent_*.[ch]; do
 done
 
 # one file calls LevelDB
-ldb=$(grep -l 'leveldb_[a-z]' src/*.[ch] | sort)
+ldb=$(grep -l 'leveldb_[a-z]' src/*/*.[ch] | sort)
 if [ "$(echo "$ldb" | wc -l)" -ne 1 ]; then
     finding "leveldb_* in more than one file:" $ldb
 fi
 
 # one subsystem connects to other servers
-peer=$(grep -l 'ngx_event_connect_peer\|ngx_peer_connection_t' src/*.[ch] \
-       | grep -v 'src/ngx_http_tent_fetch')
+peer=$(grep -l 'ngx_event_connect_peer\|ngx_peer_connection_t' src/*/*.[ch] \
+       | grep -v 'src/outbound/ngx_http_tent_fetch')
 [ -z "$peer" ] || finding "peer connections outside the fetch files:" $peer
 
 # the table bytes are the keys file's
-tables=$(grep -n "NGX_HTTP_TENT_TABLE_[A-Z_]* *'" src/*.[ch])
+tables=$(grep -n "NGX_HTTP_TENT_TABLE_[A-Z_]* *'" src/*/*.[ch])
 [ -z "$tables" ] || finding "a table byte outside keys.c: $tables"
 
 # files of one concern
-for f in src/*.c; do
+for f in src/*/*.c; do
     n=$(wc -l < "$f")
     [ "$n" -le 1200 ] || finding "$f has $n lines (at most 1,200)"
 done
 
-for f in src/*.h; do
+for f in src/*/*.h; do
     n=$(wc -l < "$f")
     [ "$n" -le 400 ] || finding "$f has $n lines (at most 400)"
 done

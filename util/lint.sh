@@ -11,23 +11,23 @@ report() {
     fi
 }
 
-report "lines over 80 columns" "$(grep -nE '.{81}' src/*.[ch])"
-report "tabs" "$(grep -nP '\t' src/*.[ch])"
-report "trailing white space" "$(grep -nE ' +$' src/*.[ch])"
-report "C++ comments" "$(grep -nE '^\s*//|[;{}]\s*//' src/*.[ch])"
+report "lines over 80 columns" "$(grep -nE '.{81}' src/*/*.[ch])"
+report "tabs" "$(grep -nP '\t' src/*/*.[ch])"
+report "trailing white space" "$(grep -nE ' +$' src/*/*.[ch])"
+report "C++ comments" "$(grep -nE '^\s*//|[;{}]\s*//' src/*/*.[ch])"
 report "missing ngx_http_tent_ prefix on non-static functions" \
-    "$(grep -nE '^[a-z_]+\(' src/*.c | grep -v ':ngx_http_tent_')"
+    "$(grep -nE '^[a-z_]+\(' src/*/*.c | grep -v ':ngx_http_tent_')"
 
 if command -v cppcheck >/dev/null 2>&1; then
     out=$(cppcheck -q --error-exitcode=1 --enable=warning,portability \
           --inline-suppr --suppress=missingIncludeSystem \
-          -I src -I /usr/share/nginx/src/src/core \
+          $(for d in src/*/; do printf -- "-I %s " "$d"; done) -I /usr/share/nginx/src/src/core \
           -I /usr/share/nginx/src/src/event \
           -I /usr/share/nginx/src/src/event/modules \
           -I /usr/share/nginx/src/src/os/unix \
           -I /usr/share/nginx/src/src/http \
           -I /usr/share/nginx/src/src/http/modules \
-          -I build -D NGX_HAVE_THREADS=1 --std=c99 src/*.c 2>&1) || {
+          -I build -D NGX_HAVE_THREADS=1 --std=c99 src/*/*.c 2>&1) || {
         report "cppcheck" "$out"
     }
 else

@@ -1,4 +1,4 @@
-# Remotes that misbehave (src/ngx_http_tent_fetch.c, _remote.c): hangs,
+# Remotes that misbehave (src/outbound/ngx_http_tent_fetch.c, _remote.c): hangs,
 # resets, 5xx, huge and garbage answers, wrong challenges, unusable
 # profiles, at every step of POST /followers (discovery, challenge) and
 # POST /followings (discovery, POST {root}/followers).  Each gives the

@@ -1,4 +1,4 @@
-# The SSRF guard (src/ngx_http_tent_guard.c): entity URLs come from
+# The SSRF guard (src/outbound/ngx_http_tent_guard.c): entity URLs come from
 # strangers, so POST /followers (anyone) and POST /followings (an app)
 # must not make nginx connect to loopback, private, link-local or other
 # special-purpose addresses, in any spelling, directly or through a

@@ -1,6 +1,6 @@
 
 /*
- * Standalone check of src/ngx_http_tent_post_types.c: the file and
+ * Standalone check of src/posts/ngx_http_tent_post_types.c: the file and
  * keys.c (for ngx_http_tent_type_base) are compiled in here, with
  * stubs for what keys.c needs of nginx: ngx_pnalloc, and the CRC-32
  * table of ngx_crc32_short (made at start, as ngx_crc32.c has it).
@@ -8,9 +8,9 @@
  */
 
 
-#include "../../src/ngx_http_tent_keys.c"
-#include "../../src/ngx_http_tent_post_types.c"
-#include "../../src/ngx_http_tent_post_envelope.c"
+#include "../../src/keys/ngx_http_tent_keys.c"
+#include "../../src/posts/ngx_http_tent_post_types.c"
+#include "../../src/posts/ngx_http_tent_post_envelope.c"
 
 #include <stdio.h>
 

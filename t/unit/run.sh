@@ -11,7 +11,8 @@ for t in t/unit/*_test.c; do
         -Werror -g -O1 -fsanitize=address,undefined \
         -I "$src/src/core" -I "$src/src/event" -I "$src/src/event/modules" \
         -I "$src/src/os/unix" -I build -I "$src/src/http" \
-        -I "$src/src/http/modules" -I "$src/src/http/v2" -I src \
+        -I "$src/src/http/modules" -I "$src/src/http/v2" \
+        $(for d in src/*/; do printf -- "-I %s " "$d"; done) \
         -o "$out" "$t" -ljansson || { status=1; continue; }
 
     "$out" || status=1

@@ -1,6 +1,6 @@
 
 /*
- * Standalone check of src/ngx_http_tent_store_stats.c: whether LevelDB
+ * Standalone check of src/store/ngx_http_tent_store_stats.c: whether LevelDB
  * would compact now, read from its "leveldb.stats" (the owner flushes its
  * memtable after background work only when not: docs/store.md).  The
  * strings are LevelDB 1.23's format (db_impl.cc, "%3d %8d %8.0f %9.0f
@@ -9,7 +9,7 @@
  */
 
 
-#include "../../src/ngx_http_tent_store_stats.c"
+#include "../../src/store/ngx_http_tent_store_stats.c"
 
 #include <stdio.h>
 
