@@ -85,6 +85,22 @@ is(scalar @{ $res->{json} || [] }, 3, 'c serves them, under its Host');
 ($rc, $out, $err) = move("-q --source-cred $sr --target-cred $tc "
                          . '--target-connect-to nowhere', $a->url, $C);
 is($rc, 2, '--target-connect-to without a port: a usage error');
+# --connect-to: the target's, under a short name (c holds 3 posts: the
+# import refuses a target that is not empty, so the copy is refused AT
+# c, which only the right address reaches)
+($rc, $out, $err) = move("-q --source-cred $sr --target-cred $tc "
+                         . '--connect-to 127.0.0.1:' . $c->port,
+                         $a->url, $C);
+is($rc, 4, '--connect-to: c reached, and it refuses a second copy')
+    or diag $err;
+like($err, qr/not empty|409|exist/i, 'it says why (c answered)')
+    or diag $err;
+unlike($err, qr/connect|refused/i, 'not a connection failure') or diag $err;
+($rc, $out, $err) = move("-q --source-cred $sr --target-cred $tc "
+                         . '--connect-to 127.0.0.1:' . $c->port
+                         . ' --target-connect-to 127.0.0.1:' . $c->port,
+                         $a->url, $C);
+is($rc, 2, '--connect-to with --target-connect-to: a usage error');
 
 # ---- --announce: a credential that may not move says so, copy made
 
