@@ -919,6 +919,45 @@ ngx_http_tent_store_lock_check(ngx_cycle_t *cycle,
 }
 
 
+/*
+ * In a worker: is PID a worker of our nginx?  A sibling (our master's
+ * child: the old owner on a reload), or across a binary upgrade a
+ * worker of our master's parent (we are the new binary) or of its
+ * child (we are the old one).  Anything else, or a pid we cannot see,
+ * is another nginx or another program: its store socket is not ours
+ * to take, nor ours to use.
+ */
+
+ngx_uint_t
+ngx_http_tent_store_kin(ngx_pid_t pid)
+{
+    ngx_pid_t  master, parent, grand;
+
+    if (pid <= 0) {
+        return 0;
+    }
+
+    master = getppid();
+    parent = ngx_http_tent_parent_of(pid);
+
+    if (parent <= 1) {
+        return 0;
+    }
+
+    if (parent == master) {
+        return 1;
+    }
+
+    if (parent == ngx_http_tent_parent_of(master)) {
+        return 1;
+    }
+
+    grand = ngx_http_tent_parent_of(parent);
+
+    return (grand == master);
+}
+
+
 /* the parent of a process, from /proc/PID/stat: "pid (comm) S ppid" */
 
 static ngx_pid_t

@@ -130,11 +130,17 @@ ngx_http_tent_ipc_sockaddr(ngx_http_tent_store_t *store,
 }
 
 
-/* the owner side */
+/*
+ * The owner side.  NGX_DECLINED: another nginx's worker, or another
+ * program, holds the database; the path is theirs (their workers are
+ * connected to it, or will be), so it is left alone until we open the
+ * database ourselves (ngx_http_tent_owner_opened() listens then).
+ */
 
 ngx_int_t
 ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
 {
+    ngx_pid_t            holder;
     ngx_socket_t         s;
     ngx_connection_t    *c;
     struct sockaddr_un   sun;
@@ -146,6 +152,25 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
         return NGX_ERROR;
     }
 
+    /* not once we hold it: closing db/LOCK would drop our own lock */
+
+    if (ngx_process == NGX_PROCESS_WORKER
+        && store->state != NGX_HTTP_TENT_OWNER_OPEN)
+    {
+        holder = ngx_http_tent_store_lock_holder(&store->db_path);
+
+        if (holder != 0 && holder != NGX_HTTP_TENT_LOCK_NOT_FILE
+            && !ngx_http_tent_store_kin(holder))
+        {
+            ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                          "tent store: \"%V\" is held by another nginx "
+                          "or program (pid %P): its socket \"%V\" is left "
+                          "to it until we open the store",
+                          &store->path, holder, &store->socket_path);
+            return NGX_DECLINED;
+        }
+    }
+
     s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s == (ngx_socket_t) -1) {
         ngx_log_error(NGX_LOG_ALERT, store->log, ngx_socket_errno,
@@ -153,7 +178,10 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
         return NGX_ERROR;
     }
 
-    /* a stale file, or the previous owner's: the path is ours from now */
+    /*
+     * a stale file, or the previous owner's (our nginx's, or nobody's
+     * once we hold the database): the path is ours from now
+     */
 
     (void) unlink(sun.sun_path);
 

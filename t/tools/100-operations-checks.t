@@ -45,11 +45,12 @@ sub conf {
     my ($name, $http, %o) = @_;
     my $pid = $o{pid} || "$sr/$name.pid";
     my $log = $o{log} || "$sr/logs/$name.log";
+    $o{workers} ||= 1;
     open my $fh, '>', "$sr/$name.conf" or die;
     print {$fh} <<"CONF";
 load_module $so;
 user www-data;
-worker_processes 1;
+worker_processes $o{workers};
 pid $pid;
 error_log $log notice;
 events { worker_connections 64; }
@@ -233,8 +234,10 @@ my $status = sub {
 my $good = "tent_store $sr/store;\n"
            . "server {\n    listen 127.0.0.1:PORT;\n"
            . "    tent_entity http://a.example;\n}\n";
-(my $ga = $good) =~ s/PORT/$PA/;
-my $ca = conf('a', $ga . $status->(free_port()));
+# A: two workers, one listening socket each (a new connection may reach
+# either), so that worker 1 is a client of worker 0's store socket
+(my $ga = $good) =~ s/PORT/$PA reuseport/;
+my $ca = conf('a', $ga . $status->(free_port()), workers => 2);
 my ($rc, $out) = nginx($ca, '-t');
 is($rc, 0, 'a good store: nginx -t passes') or diag $out;
 ok(!-e "$sr/store", 'nginx -t made nothing');
@@ -258,12 +261,14 @@ sub get {
 ok(wait_for(sub { get($PA, '/tent/profile')->{status} == 200 }),
    'A answers from its store');
 
-# A's worker 0 holds the lock
+# A's worker 0 holds the lock (/proc/locks: "pid maj:min:inode")
 open my $pf, '<', "$sr/a.pid" or die;
 my ($ma) = <$pf> =~ /(\d+)/;
 close $pf;
-my ($wa) = `pgrep -P $ma` =~ /(\d+)/;
-ok($wa, "A's worker: $wa");
+my $ino = (stat "$sr/store/db/LOCK")[1];
+my ($wa) = map { /^\d+: POSIX\s+ADVISORY\s+WRITE (\d+) \S+:$ino / ? $1 : () }
+           do { open my $lf, '<', '/proc/locks' or die; <$lf> };
+ok($wa, "A's worker 0: $wa");
 
 ($rc, $out) = nginx($ca, '-t');
 is($rc, 0, 'nginx -t of the running server passes');
@@ -310,6 +315,36 @@ my $prom = get($SB, '/tent_status?format=prometheus')->{body} // '';
 like($prom, qr/^tent_store_locked 1$/m, 'and in Prometheus');
 like($prom, qr/^tent_store_lock_holder_pid $wa$/m, 'with the holder');
 is(get($PB, '/tent/profile')->{status}, 503, 'B\'s API: 503 meanwhile');
+ok(has_line(blog(), 'error',
+            qq{tent store: "$sr/store" is held by another nginx or program }
+            . qq{(pid $wa): its socket "$sr/store/store.sock" is left to it }
+            . 'until we open the store'),
+   'B\'s owner leaves A\'s store socket alone, and says so') or diag blog();
+
+# A's socket is still A's: its workers that connect now reach A's owner
+# (B's owner once took the path over: A's new connections got B's 503)
+sub peer_pid {
+    my ($path) = @_;
+    require IO::Socket::UNIX;
+    require Socket;
+    my $s = IO::Socket::UNIX->new(Peer => $path) or return 0;
+    my $cred = getsockopt($s, Socket::SOL_SOCKET(), Socket::SO_PEERCRED());
+    return $cred ? (unpack 'l3', $cred)[0] : 0;
+}
+is(peer_pid("$sr/store/store.sock"), $wa,
+   'who listens on the store socket: A\'s worker 0');
+my ($w1) = grep { $_ != $wa } `pgrep -P $ma` =~ /(\d+)/g;
+ok($w1, "A's worker 1: $w1");
+kill 'KILL', $w1;
+ok(wait_for(sub { my @w = `pgrep -P $ma` =~ /(\d+)/g;
+                  @w == 2 && !grep { $_ == $w1 } @w }, 15),
+   'A\'s worker 1 respawned: it connects to the store socket anew');
+my $a200 = 0;
+for (1 .. 20) {
+    last unless get($PA, '/tent/profile')->{status} == 200;
+    $a200++;
+}
+is($a200, 20, 'A answers 200, from either worker, with B running');
 
 # A goes: B opens the store
 kill 'QUIT', $ma;
