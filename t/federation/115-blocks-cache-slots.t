@@ -7,12 +7,17 @@
 # log's "tent blocks: N of ... read" lines show that they do (each one's
 # list read again after the other's took the slot).  Three fixed
 # entities, a server block each by name; a receiver on loopback plays X.
+# And a burst of one owner's requests on a list just made old makes one
+# store read, the others waiting for it (one read in flight per owner
+# and worker), each answered with the new list.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
 use Tent::Client;
 use Tent::Receiver;
+use Tent::MAC qw(signed_headers random_nonce);
 use Compress::Zlib qw(crc32);
+use IO::Socket::IP;
 use JSON::PP;
 
 # ngx_crc32_short() is zlib's crc32
@@ -28,6 +33,9 @@ BEGIN {
 }
 
 workers(1);
+# multi_accept: a burst held back (the worker stopped) is accepted, and
+# its requests read, in one turn of the event loop
+worker_connections("64;\n    multi_accept on");
 no_shuffle();
 run_tests();
 
@@ -80,6 +88,54 @@ is($res->{status}, 200, "X follows $h2: not refused by ${h1}'s block")
     or diag $res->{body};
 is(follows($h1)->{status}, 403, "and $h1 still refuses it");
 
+# a burst on a list just made old (a block): one read, the others wait
+# for it, and each gets the new list.  The worker is stopped while the
+# burst is sent, so that every request is in before the read answers
+my $x2 = Tent::Receiver->start(port => 0);
+$res = $c{$h1}->request(POST => '/blocks', cred => $owner{$h1},
+                        body => { entity => $x2->entity });
+ok($res->{status} == 200 || $res->{status} == 201, "$h1 blocks X2")
+    or diag $res->{body};
+my $PORT = $ENV{TEST_NGINX_SERVER_PORT} || 1984;
+# no master process: nginx is its one worker
+my ($worker) = do {
+    open my $pf, '<', Tent::Util::servroot() . '/logs/nginx.pid' or die;
+    <$pf> =~ /(\d+)/;
+};
+ok($worker, "the worker: $worker");
+my $mark = length error_log_text();
+kill 'STOP', $worker;
+my @burst;
+for (1 .. 20) {
+    my $s = IO::Socket::IP->new(PeerAddr => '127.0.0.1', PeerPort => $PORT)
+        or last;
+    my %h = signed_headers(cred => $owner{$h1}, method => 'GET',
+                           uri => '/tent/blocks', host => $h1, port => 80,
+                           nonce => random_nonce(8));
+    print {$s} "GET /tent/blocks HTTP/1.0\r\nHost: $h1\r\n",
+               (map { "$_: $h{$_}\r\n" } sort keys %h), "\r\n";
+    push @burst, $s;
+}
+kill 'CONT', $worker;
+is(scalar @burst, 20, 'a burst of 20 GET /blocks sent');
+my $same = 0;
+for my $s (@burst) {
+    local $/;
+    my $reply = <$s> // '';
+    my ($body) = $reply =~ /\r\n\r\n(.*)\z/s;
+    my $list = eval { decode_json($body // '') } || [];
+    $same++ if $reply =~ m{^HTTP/1\.\d 200 }
+               && join(' ', sort map { $_->{entity} } @$list)
+                  eq join(' ', sort $X, $x2->entity);
+}
+is($same, 20, 'each one: 200, the new list');
+my $burst = substr(error_log_text(), $mark);
+my $reads = () = $burst =~ /tent blocks: 2 of "\Qhttp:\/\/$h1\E" read/g;
+my $waits = () = $burst =~ /tent blocks: waiting for the list of (?x)
+                             "\Qhttp:\/\/$h1\E" \s being \s read/g;
+is($reads, 1, 'one store read for them all');
+is($waits, 19, 'the others waited for it');
+
 my $log = error_log_text();
 my $read1 = () = $log =~ /tent blocks: 1 of "\Qhttp:\/\/$h1\E" read/g;
 my $read2 = () = $log =~ /tent blocks: 0 of "\Qhttp:\/\/$h2\E" read/g;
@@ -87,7 +143,7 @@ cmp_ok($read1, '>=', 3, "${h1}'s list read again as ${h2}'s took the slot");
 cmp_ok($read2, '>=', 3, "and ${h2}'s as ${h1}'s did");
 unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert in the error log');
 
-$x->stop;
+$_->stop for $x, $x2;
 
 __DATA__
 
