@@ -316,9 +316,9 @@ like($prom, qr/^tent_store_locked 1$/m, 'and in Prometheus');
 like($prom, qr/^tent_store_lock_holder_pid $wa$/m, 'with the holder');
 is(get($PB, '/tent/profile')->{status}, 503, 'B\'s API: 503 meanwhile');
 ok(has_line(blog(), 'error',
-            qq{tent store: "$sr/store" is held by another nginx or program }
-            . qq{(pid $wa): its socket "$sr/store/store.sock" is left to it }
-            . 'until we open the store'),
+            qq{tent store: another nginx (pid $wa) listens on }
+            . qq{"$sr/store/store.sock": the socket is left to it until we }
+            . 'open the store'),
    'B\'s owner leaves A\'s store socket alone, and says so') or diag blog();
 
 # A's socket is still A's: its workers that connect now reach A's owner
