@@ -10,7 +10,9 @@
 # "is locked by another process (pid N)" at error (a minute apart) and
 # tent_status shows it, until the first one lets go; -t on the running
 # server's own configuration says nothing.  A db/LOCK that is a FIFO
-# does not block -t: it is said at warn.
+# does not block -t: it is said at warn.  The first nginx keeps its store
+# socket (a respawned worker of it still answers), and a master of pid 1
+# (a container's) is its workers' own.
 
 use strict;
 use warnings;
@@ -22,6 +24,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Tent::Util qw(free_port wait_for);
 use Time::HiRes qw(sleep time);
+use POSIX ();
 
 my $BIN = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 my ($so) = grep { /ngx_http_tent_module/ }
@@ -358,6 +361,37 @@ ok(wait_for(sub { get($PB, '/tent/profile')->{status} == 200 }),
    'B answers from the store');
 my $errors = () = blog() =~ /\Q$locked\E for/g;
 is($errors, 1, 'one error line of the owner in that minute');
+
+# a master that is pid 1 (a container's; here a PID namespace's): its
+# workers' parent is pid 1 and still their master, so worker 1 uses
+# worker 0's store socket (an orphan's parent is pid 1 too: that one is
+# not ours, but a master's own workers come first)
+SKIP: {
+    skip 'no "unshare --pid" here', 2
+        if system('unshare --pid --fork --mount-proc true 2>/dev/null');
+    my $PP = free_port();
+    my $cp = conf('p1', "tent_store $sr/store1;\nserver {\n"
+                        . "    listen 127.0.0.1:$PP reuseport;\n"
+                        . "    tent_entity http://a.example;\n}",
+                  workers => 2);
+    my $un = fork // die "fork: $!";
+    if (!$un) {
+        exec 'unshare', '--pid', '--fork', '--mount-proc', $BIN,
+             '-g', 'daemon off;', '-p', "$sr/", '-c', $cp;
+        POSIX::_exit(127);
+    }
+    ok(wait_for(sub { get($PP, '/tent/profile')->{status} == 200 }),
+       'a master of pid 1: it answers');
+    my $ok = 0;
+    for (1 .. 20) {
+        last unless get($PP, '/tent/profile')->{status} == 200;
+        $ok++;
+    }
+    is($ok, 20, 'and from either worker: 200');
+    my ($m) = `pgrep -P $un` =~ /(\d+)/;
+    kill 'QUIT', $m if $m;
+    waitpid($un, 0);
+}
 
 # nothing for the sanitizers (util/run-asan.sh), in any of these nginx
 stop("$sr/b.pid");
