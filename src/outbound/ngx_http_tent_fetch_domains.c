@@ -10,9 +10,13 @@
  * store when the blocks' generation moves, and the match every outbound
  * hop and every inbound route makes.  A domain blocks itself and every
  * name under it, by labels: "example.com" blocks "a.example.com", not
- * "badexample.com".  Names are compared as given (an IDN in its UTF-8
- * or its "xn--" form, not one for the other), ASCII letters in lower
- * case, one trailing dot ignored.
+ * "badexample.com".  Names are compared as written in the URL, ASCII
+ * letters in lower case, one trailing dot ignored, on both sides; no
+ * name is resolved (no CNAME followed).  A domain is ASCII: an IDN in
+ * its "xn--" form (we have no IDNA library to map UTF-8 to it, and a
+ * URL's host is sent in that form).  An IP literal is no domain: an
+ * IPv4 host's last label is all digits, a domain's never is, and an
+ * IPv6 one is in brackets, so neither is ever matched.
  */
 
 
@@ -45,9 +49,9 @@ ngx_http_tent_domains_cmp(const void *one, const void *two)
 
 /*
  * A domain (or a host name) in the one spelling it is matched in:
- * 1-253 bytes, labels of 1-63 bytes, none of the bytes that end a host
- * in a URL; ASCII lower case, one trailing dot dropped.  NGX_DECLINED:
- * not a name.
+ * 1-253 bytes of ASCII, labels of 1-63 bytes, none of the bytes that
+ * end a host in a URL; lower case, one trailing dot dropped.
+ * NGX_DECLINED: not a name.
  */
 
 ngx_int_t
@@ -63,7 +67,7 @@ ngx_http_tent_domain_normalize(ngx_pool_t *pool, ngx_str_t *in,
         len--;
     }
 
-    if (len == 0 || len > 253 || !ngx_http_tent_utf8_valid(in->data, len)) {
+    if (len == 0 || len > 253) {
         return NGX_DECLINED;
     }
 
@@ -77,7 +81,7 @@ ngx_http_tent_domain_normalize(ngx_pool_t *pool, ngx_str_t *in,
     for (i = 0; i < len; i++) {
         c = in->data[i];
 
-        if (c <= 0x20 || c == 0x7f || c == '/' || c == ':' || c == '@'
+        if (c <= 0x20 || c >= 0x7f || c == '/' || c == ':' || c == '@'
             || c == '[' || c == ']' || c == '?' || c == '#' || c == '%'
             || c == '\\' || c == '"' || c == '<' || c == '>' || c == ','
             || c == ';' || c == '*')

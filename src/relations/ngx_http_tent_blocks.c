@@ -30,6 +30,9 @@
 
 static ngx_int_t ngx_http_tent_blocks_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_blocks_wake(ngx_http_request_t *r,
+    ngx_http_tent_blocks_t *b, ngx_int_t status);
+static void ngx_http_tent_blocks_load_cleanup(void *data);
 static void ngx_http_tent_blocks_release(void *data);
 static ngx_int_t ngx_http_tent_blocks_cmp(ngx_str_t *a, ngx_str_t *b);
 static ngx_int_t ngx_http_tent_block_create(ngx_http_request_t *r,
@@ -45,6 +48,31 @@ static ngx_int_t ngx_http_tent_block_entity(ngx_http_request_t *r,
 
 
 static ngx_http_tent_blocks_t  *ngx_http_tent_blocks_slots[
+                                                NGX_HTTP_TENT_BLOCKS_SLOTS];
+
+
+/*
+ * A list being read, by slot: requests of the same owner that need it
+ * as of the same generation wait for that one scan instead of making
+ * their own (a burst after each block write would make one each).
+ * The reader's request holds the owner's name; its store operation
+ * always answers (at worst after tent_store_timeout), and wakes them.
+ */
+
+typedef struct {
+    ngx_http_request_t             *r;          /* the reader, or NULL */
+    ngx_str_t                       owner;
+    ngx_atomic_uint_t               generation;
+    ngx_queue_t                     waiters;
+} ngx_http_tent_blocks_load_t;
+
+typedef struct {
+    ngx_queue_t                     queue;
+    ngx_http_request_t             *r;
+} ngx_http_tent_blocks_waiter_t;
+
+
+static ngx_http_tent_blocks_load_t  ngx_http_tent_blocks_loads[
                                                 NGX_HTTP_TENT_BLOCKS_SLOTS];
 
 
@@ -329,6 +357,11 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 {
     ngx_http_tent_store_op_t  *op;
 
+    ngx_int_t                       rc;
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_tent_blocks_load_t    *load;
+    ngx_http_tent_blocks_waiter_t  *w;
+
     ctx->blocks = ngx_http_tent_blocks_cached(r->pool, &ctx->entity);
 
     if (ctx->blocks) {
@@ -336,6 +369,34 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     ctx->blocks_next = (void *) next;
+
+    load = &ngx_http_tent_blocks_loads[
+                                ngx_http_tent_blocks_slot(&ctx->entity)];
+
+    /* the same owner's list, read as of this generation: wait for it */
+
+    if (load->r
+        && load->generation
+           == ngx_http_tent_blocks_generation((ngx_cycle_t *) ngx_cycle)
+        && load->owner.len == ctx->entity.len
+        && ngx_memcmp(load->owner.data, ctx->entity.data,
+                      ctx->entity.len) == 0)
+    {
+        w = ngx_palloc(r->pool, sizeof(ngx_http_tent_blocks_waiter_t));
+        if (w == NULL) {
+            return ngx_http_tent_internal_error(r, "waiting for the blocks");
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent blocks: waiting for the list of \"%V\" "
+                       "being read", &ctx->entity);
+
+        w->r = r;
+        ngx_queue_insert_tail(&load->waiters, &w->queue);
+        r->main->count++;
+
+        return NGX_DONE;
+    }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
@@ -346,8 +407,97 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_internal_error(r, "building the blocks' scan");
     }
 
-    return ngx_http_tent_store_submit_request(r, op,
-                                              ngx_http_tent_blocks_read);
+    /* a slot another owner's read holds is left to it */
+
+    if (load->r == NULL) {
+        cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln == NULL) {
+            return ngx_http_tent_internal_error(r, "reading the blocks");
+        }
+
+        cln->handler = ngx_http_tent_blocks_load_cleanup;
+        cln->data = r;
+
+        load->r = r;
+        load->owner = ctx->entity;
+        load->generation = ctx->blocks_gen;
+        ngx_queue_init(&load->waiters);
+    }
+
+    rc = ngx_http_tent_store_submit_request(r, op, ngx_http_tent_blocks_read);
+
+    if (rc != NGX_DONE) {
+        ngx_http_tent_blocks_wake(r, NULL, NGX_HTTP_SERVICE_UNAVAILABLE);
+    }
+
+    return rc;
+}
+
+
+/* the reader gone without its answer (never, but for a fenced reply) */
+
+static void
+ngx_http_tent_blocks_load_cleanup(void *data)
+{
+    ngx_http_tent_blocks_wake(data, NULL, NGX_HTTP_SERVICE_UNAVAILABLE);
+}
+
+
+/* the read is answered: each request that waited for it goes on */
+
+static void
+ngx_http_tent_blocks_wake(ngx_http_request_t *r, ngx_http_tent_blocks_t *b,
+    ngx_int_t status)
+{
+    ngx_int_t                       rc;
+    ngx_queue_t                     waiters, *q;
+    ngx_connection_t               *c;
+    ngx_http_tent_ctx_t            *wctx;
+    ngx_http_tent_blocks_load_t    *load;
+    ngx_http_tent_blocks_waiter_t  *w;
+
+    for (load = ngx_http_tent_blocks_loads;
+         load < ngx_http_tent_blocks_loads + NGX_HTTP_TENT_BLOCKS_SLOTS;
+         load++)
+    {
+        if (load->r == r) {
+            break;
+        }
+    }
+
+    if (load == ngx_http_tent_blocks_loads + NGX_HTTP_TENT_BLOCKS_SLOTS) {
+        return;
+    }
+
+    /* the slot is free again before any waiter runs (it may read) */
+
+    load->r = NULL;
+    ngx_queue_init(&waiters);
+    ngx_queue_add(&waiters, &load->waiters);
+    ngx_queue_init(&load->waiters);
+
+    while (!ngx_queue_empty(&waiters)) {
+        q = ngx_queue_head(&waiters);
+        ngx_queue_remove(q);
+
+        w = ngx_queue_data(q, ngx_http_tent_blocks_waiter_t, queue);
+        c = w->r->connection;
+        wctx = ngx_http_tent_get_ctx(w->r);
+
+        if (b == NULL) {
+            rc = ngx_http_tent_send_error(w->r, status, NULL);
+
+        } else if (ngx_http_tent_blocks_hold(w->r->pool, b) != NGX_OK) {
+            rc = ngx_http_tent_internal_error(w->r, "holding the blocks");
+
+        } else {
+            wctx->blocks = b;
+            rc = ((ngx_http_tent_route_pt) wctx->blocks_next)(w->r, wctx);
+        }
+
+        ngx_http_finalize_request(w->r, rc);
+        ngx_http_run_posted_requests(c);
+    }
 }
 
 
@@ -359,6 +509,7 @@ ngx_http_tent_blocks_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
+        ngx_http_tent_blocks_wake(r, NULL, status);
         return ngx_http_tent_send_error(r, status, NULL);
     }
 
@@ -366,6 +517,10 @@ ngx_http_tent_blocks_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ctx->blocks = ngx_http_tent_blocks_loaded(r->pool, &ctx->entity,
                                               ctx->blocks_gen, op);
+
+    ngx_http_tent_blocks_wake(r, ctx->blocks,
+                              NGX_HTTP_INTERNAL_SERVER_ERROR);
+
     if (ctx->blocks == NULL) {
         return ngx_http_tent_internal_error(r, "reading the blocks");
     }

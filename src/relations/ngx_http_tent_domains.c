@@ -32,6 +32,8 @@ static ngx_int_t ngx_http_tent_domains_take(ngx_http_tent_store_op_t *op,
 static ngx_int_t ngx_http_tent_domains_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_domains_refreshed(ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_domains_refused(ngx_http_request_t *r,
+    ngx_str_t *given);
 static ngx_int_t ngx_http_tent_domains_act(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_domains_written(ngx_http_request_t *r,
@@ -282,6 +284,11 @@ ngx_http_tent_domains_admin(ngx_http_request_t *r, json_t *body,
     rc = NGX_DECLINED;
 
     if (ngx_http_tent_json_str(body, "domain", &given) == NGX_OK) {
+        rc = ngx_http_tent_domains_refused(r, &given);
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+
         rc = ngx_http_tent_domain_normalize(r->pool, &given, &act->domain);
     }
 
@@ -303,6 +310,46 @@ ngx_http_tent_domains_admin(ngx_http_request_t *r, json_t *body,
     ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
 
     return ngx_http_tent_domains_request(r, ctx, ngx_http_tent_domains_act);
+}
+
+
+/*
+ * A name that would be stored and never match: an IDN in UTF-8 (a
+ * URL's host is in its A-label form, and we have no IDNA library to
+ * make one from the other), an IP address (domain blocks match names
+ * only).  NGX_DECLINED: neither.
+ */
+
+static ngx_int_t
+ngx_http_tent_domains_refused(ngx_http_request_t *r, ngx_str_t *given)
+{
+    u_char  *p, *last;
+
+    last = given->data + given->len;
+
+    for (p = given->data; p < last; p++) {
+        if (*p >= 0x80) {
+            return ngx_http_tent_send_error(r, 422,
+                       "\"domain\" must be ASCII: give an internationalized "
+                       "domain name in its A-label (xn--...) form");
+        }
+    }
+
+    if (last > given->data && last[-1] == '.') {
+        last--;
+    }
+
+    for (p = last; p > given->data && p[-1] >= '0' && p[-1] <= '9'; p--) {
+        /* void */
+    }
+
+    if (p < last && (p == given->data || p[-1] == '.')) {
+        return ngx_http_tent_send_error(r, 422,
+                   "\"domain\" is an IP address: domain blocks match host "
+                   "names only");
+    }
+
+    return NGX_DECLINED;
 }
 
 

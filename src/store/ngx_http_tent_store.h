@@ -134,6 +134,8 @@ ngx_int_t ngx_http_tent_store_check(ngx_cycle_t *cycle, ngx_log_t *log,
 ngx_pid_t ngx_http_tent_store_lock_holder(ngx_str_t *db_path);
 void ngx_http_tent_store_lock_check(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);
+/* in a worker: PID is a worker of our nginx (reload, binary upgrade) */
+ngx_uint_t ngx_http_tent_store_kin(ngx_pid_t pid);
 
 
 #endif /* _NGX_HTTP_TENT_STORE_H_INCLUDED_ */

@@ -919,6 +919,54 @@ ngx_http_tent_store_lock_check(ngx_cycle_t *cycle,
 }
 
 
+/*
+ * In a worker: is PID a worker of our nginx?  A sibling (our master's
+ * child: the old owner on a reload), or across a binary upgrade a
+ * worker of our master's parent (we are the new binary) or of its
+ * child (we are the old one).  Anything else is another nginx: its
+ * store socket is not ours to take, nor ours to use.  A pid whose
+ * parent /proc does not show is taken for ours: without /proc no
+ * owner could be told from another, and refusing would refuse ours.
+ */
+
+ngx_uint_t
+ngx_http_tent_store_kin(ngx_pid_t pid)
+{
+    ngx_pid_t  master, parent, grand;
+
+    if (pid <= 0) {
+        return 0;
+    }
+
+    master = getppid();
+    parent = ngx_http_tent_parent_of(pid);
+
+    /* no /proc to tell (a chroot): ours, as before this was asked */
+
+    if (parent == 0) {
+        return 1;
+    }
+
+    /* first: a master may be pid 1 itself (a container's) */
+
+    if (parent == master) {
+        return 1;
+    }
+
+    if (parent == 1) {
+        return 0;       /* an orphan: its nginx is gone */
+    }
+
+    if (parent == ngx_http_tent_parent_of(master)) {
+        return 1;
+    }
+
+    grand = ngx_http_tent_parent_of(parent);
+
+    return (grand == master);
+}
+
+
 /* the parent of a process, from /proc/PID/stat: "pid (comm) S ppid" */
 
 static ngx_pid_t

@@ -130,11 +130,57 @@ ngx_http_tent_ipc_sockaddr(ngx_http_tent_store_t *store,
 }
 
 
-/* the owner side */
+/*
+ * Who listens on the path now, if it is not our nginx: another nginx on
+ * the same store, whose owner serves its workers there.  0: nobody (a
+ * stale file, no file), or one of ours (a reload, a binary upgrade).
+ */
+
+static ngx_pid_t
+ngx_http_tent_ipc_stranger_listens(ngx_http_tent_store_t *store,
+    struct sockaddr_un *sun)
+{
+    socklen_t      len;
+    ngx_pid_t      pid;
+    ngx_socket_t   s;
+    struct ucred   cred;
+
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s == (ngx_socket_t) -1) {
+        return 0;
+    }
+
+    pid = 0;
+    len = sizeof(struct ucred);
+
+    if (connect(s, (struct sockaddr *) sun, sizeof(struct sockaddr_un)) == 0
+        && getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0
+        && !ngx_http_tent_store_kin(cred.pid))
+    {
+        pid = (cred.pid > 0) ? (ngx_pid_t) cred.pid : -1;
+    }
+
+    (void) ngx_close_socket(s);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store: a stranger at \"%V\": %P",
+                   &store->socket_path, pid);
+
+    return pid;
+}
+
+
+/*
+ * The owner side.  NGX_DECLINED: another nginx's owner listens on the
+ * path (a second nginx on a store in use); its workers use it, so it is
+ * left alone until we open the database ourselves
+ * (ngx_http_tent_owner_opened() listens then).
+ */
 
 ngx_int_t
 ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
 {
+    ngx_pid_t            pid;
     ngx_socket_t         s;
     ngx_connection_t    *c;
     struct sockaddr_un   sun;
@@ -146,6 +192,22 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
         return NGX_ERROR;
     }
 
+    /* once we hold the database, whoever listens has no store behind */
+
+    if (ngx_process == NGX_PROCESS_WORKER
+        && store->state != NGX_HTTP_TENT_OWNER_OPEN)
+    {
+        pid = ngx_http_tent_ipc_stranger_listens(store, &sun);
+
+        if (pid) {
+            ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                          "tent store: another nginx (pid %P) listens on "
+                          "\"%V\": the socket is left to it until we open "
+                          "the store", pid, &store->socket_path);
+            return NGX_DECLINED;
+        }
+    }
+
     s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s == (ngx_socket_t) -1) {
         ngx_log_error(NGX_LOG_ALERT, store->log, ngx_socket_errno,
@@ -153,7 +215,10 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
         return NGX_ERROR;
     }
 
-    /* a stale file, or the previous owner's: the path is ours from now */
+    /*
+     * a stale file, or the previous owner's (our nginx's, or nobody's
+     * once we hold the database): the path is ours from now
+     */
 
     (void) unlink(sun.sun_path);
 

@@ -26,6 +26,8 @@
 
 
 static void ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store);
+static ngx_int_t ngx_http_tent_ipc_stranger(ngx_http_tent_store_t *store,
+    ngx_socket_t s);
 static void ngx_http_tent_ipc_connect_timer(ngx_event_t *ev);
 static void ngx_http_tent_ipc_send_unsent(ngx_http_tent_store_t *store);
 static void ngx_http_tent_ipc_client_read(ngx_event_t *ev);
@@ -103,6 +105,11 @@ ngx_http_tent_ipc_connect(ngx_http_tent_store_t *store)
         goto retry;
     }
 
+    if (ngx_http_tent_ipc_stranger(store, s)) {
+        (void) ngx_close_socket(s);
+        goto retry;
+    }
+
     conn = ngx_http_tent_ipc_conn_create(store, s);
     if (conn == NULL) {
         (void) ngx_close_socket(s);
@@ -135,6 +142,55 @@ retry:
                              ? ngx_min(store->connect_backoff * 2, 250) : 10;
 
     ngx_add_timer(&store->connect_timer, store->connect_backoff);
+}
+
+
+/*
+ * Who listens on the path is our nginx's owner, or another nginx's on
+ * the same store (whose owner kept its socket): that one does not move
+ * our generations, so our caches would not see its writes.  Its store
+ * is not ours to use: our requests wait, and get 503, as for an owner
+ * that cannot open the database.
+ */
+
+static ngx_int_t
+ngx_http_tent_ipc_stranger(ngx_http_tent_store_t *store, ngx_socket_t s)
+{
+    socklen_t      len;
+    struct ucred   cred;
+
+    if (ngx_process != NGX_PROCESS_WORKER) {
+        return 0;
+    }
+
+    len = sizeof(struct ucred);
+
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, store->log, ngx_socket_errno,
+                      "tent store: getsockopt(SO_PEERCRED) failed");
+        return 1;
+    }
+
+    if (ngx_http_tent_store_kin(cred.pid)) {
+        return 0;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, store->log, 0,
+                   "tent store: pid %P at the socket is a stranger",
+                   (ngx_pid_t) cred.pid);
+
+    if (store->stranger_said == 0
+        || ngx_current_msec - store->stranger_said >= 60000)
+    {
+        store->stranger_said = ngx_current_msec ? ngx_current_msec : 1;
+
+        ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                      "tent store: \"%V\" is another nginx's (pid %P), "
+                      "not used: requests needing the store get 503",
+                      &store->socket_path, (ngx_pid_t) cred.pid);
+    }
+
+    return 1;
 }
 
 

@@ -142,7 +142,7 @@ ngx_http_tent_owner_start(ngx_http_tent_store_t *store)
     store->open_timer.log = store->log;
     store->open_timer.cancelable = 1;
 
-    if (ngx_http_tent_ipc_listen(store) != NGX_OK) {
+    if (ngx_http_tent_ipc_listen(store) == NGX_ERROR) {
         return NGX_ERROR;
     }
 
@@ -271,6 +271,16 @@ ngx_http_tent_owner_opened(ngx_event_t *ev)
     ngx_http_tent_fence_loaded(store);
 
     store->state = NGX_HTTP_TENT_OWNER_OPEN;
+
+    /* the socket, left to another nginx while it had the database */
+
+    if (store->listening == NULL
+        && ngx_http_tent_ipc_listen(store) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, store->log, 0,
+                      "tent store: the other workers cannot reach the "
+                      "store at \"%V\"", &store->socket_path);
+    }
 
     /* ours now, whoever had it (tent_status) */
 

@@ -140,7 +140,6 @@ struct ngx_http_tent_store_s {
     ngx_str_t                       path;
     ngx_str_t                       db_path;
     ngx_str_t                       socket_path;
-    ngx_str_t                       thread_pool_name;
     ngx_thread_pool_t              *thread_pool;
     ngx_msec_t                      timeout;
     ngx_uint_t                      max_waiting;
@@ -202,6 +201,7 @@ struct ngx_http_tent_store_s {
     ngx_uint_t                      client_state;
     ngx_event_t                     connect_timer;
     ngx_msec_t                      connect_backoff;
+    ngx_msec_t                      stranger_said;  /* at error, when */
     ngx_queue_t                     unsent;
     ngx_rbtree_t                    sent;
     ngx_rbtree_node_t               sent_sentinel;

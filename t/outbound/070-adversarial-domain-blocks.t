@@ -9,7 +9,9 @@
 # relationship with it), and nothing is sent to a host under it: no
 # discovery, no delivery (a job to it is a dead letter, never retried),
 # no proxied read, not even on a redirect's hop.  The operator's
-# requests: the token needed, bad domains 400, twice 409, the list.
+# requests: the token needed, bad domains 400, an IDN in UTF-8 or an IP
+# address 422 (and at tent-admin), twice 409, the list; a host matched
+# as written, lower-cased, one trailing dot dropped.
 # Host names resolve to 127.0.0.1 inside a network namespace with an
 # /etc/hosts of the suite's own (Tent::Netns); without one, skipped.
 
@@ -161,6 +163,37 @@ for my $bad ('', '.', 'a..b', '.example.test', 'http://example.test',
 }
 is_deeply(domains(), [], 'nothing blocked');
 
+# an IDN in UTF-8 would be stored and never match (a URL's host is in
+# its A-label form, and we have no IDNA library): 422, the A-label asked
+# for; an IP address is no domain (an IPv4 host is never matched)
+for my $idn ("b\x{fc}cher.test", "\x{4f8b}.test", "a.test.\x{e9}",
+             "xn--bcher-kva.\x{fc}.test") {
+    $res = op(body => { action => 'block', domain => $idn });
+    is($res->{status}, 422, 'a domain not in ASCII: 422')
+        or diag explain $res;
+    like($res->{json}{error} // '', qr/A-label \(xn--\.\.\.\) form/,
+         'the error asks for its A-label form');
+}
+for my $ip ('127.0.0.1', '10.0.0.1.', '1.2', '8') {
+    $res = op(body => { action => 'block', domain => $ip });
+    is($res->{status}, 422, "an IP address ($ip): 422") or diag $res->{body};
+    like($res->{json}{error} // '', qr/IP address/, 'the error says so');
+}
+is_deeply(domains(), [], 'nothing blocked');
+
+# its A-label form is blocked, and matches an entity of it (a trailing
+# dot, a port: the host as written in the URL, lower-cased)
+$res = op(body => { action => 'block', domain => 'XN--bcher-kva.test.' });
+is($res->{status}, 201, 'xn--bcher-kva.test blocked') or diag $res->{body};
+is($res->{json}{domain}, 'xn--bcher-kva.test', 'kept without the dot');
+for my $e ('http://xn--bcher-kva.test', 'http://a.xn--bcher-kva.test.:80/',
+           'https://A.XN--BCHER-KVA.TEST.') {
+    $res = follows_us($e);
+    is($res->{status}, 403, "$e follows: 403") or diag $res->{body};
+}
+$res = op(body => { action => 'unblock', domain => 'xn--bcher-kva.test' });
+is($res->{status}, 200, 'and unblocked') or diag $res->{body};
+
 $res = op(body => { action => 'block', domain => 'Example.TEST.' });
 is($res->{status}, 201, 'example.test blocked (case, trailing dot)')
     or diag $res->{body};
@@ -181,6 +214,11 @@ sub admin_tool {
 }
 my ($rc, $out) = admin_tool('block', 'other.test');
 is($rc, 0, 'tent-admin block other.test') or diag $out;
+($rc, $out) = admin_tool('block', "b\xc3\xbccher.test");
+is($rc, 2, 'tent-admin block of a UTF-8 name: refused (usage)');
+like($out, qr/is not ASCII: give an internationalized domain name in its/,
+     'it says why');
+like($out, qr/its A-label \(xn--\.\.\.\) form/, 'and asks for the A-label');
 ($rc, $out) = admin_tool('blocks');
 is($rc, 0, 'tent-admin blocks') or diag $out;
 is_deeply([map { decode_json($_)->{domain} } split /\n/, $out],
@@ -225,6 +263,10 @@ for my $n (1, 2) {
     $res = $c->request(POST => '/followings', cred => $owner,
                        body => { entity => $deep->entity });
     is($res->{status}, 403, "($n) following b.a.example.test: 403");
+    $res = $c->request(POST => '/followings', cred => $owner,
+                       body => { entity => 'http://B.a.example.test.:'
+                                           . $deep->port });
+    is($res->{status}, 403, "($n) and as B.a.example.test.: 403");
     $res = $c->request(GET => "/followings/$gid/posts", cred => $owner);
     is($res->{status}, 403, "($n) a proxied read of a.example.test: 403");
 }

@@ -10,7 +10,9 @@
 # "is locked by another process (pid N)" at error (a minute apart) and
 # tent_status shows it, until the first one lets go; -t on the running
 # server's own configuration says nothing.  A db/LOCK that is a FIFO
-# does not block -t: it is said at warn.
+# does not block -t: it is said at warn.  The first nginx keeps its store
+# socket (a respawned worker of it still answers), and a master of pid 1
+# (a container's) is its workers' own.
 
 use strict;
 use warnings;
@@ -22,6 +24,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Tent::Util qw(free_port wait_for);
 use Time::HiRes qw(sleep time);
+use POSIX ();
 
 my $BIN = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 my ($so) = grep { /ngx_http_tent_module/ }
@@ -45,11 +48,12 @@ sub conf {
     my ($name, $http, %o) = @_;
     my $pid = $o{pid} || "$sr/$name.pid";
     my $log = $o{log} || "$sr/logs/$name.log";
+    $o{workers} ||= 1;
     open my $fh, '>', "$sr/$name.conf" or die;
     print {$fh} <<"CONF";
 load_module $so;
 user www-data;
-worker_processes 1;
+worker_processes $o{workers};
 pid $pid;
 error_log $log notice;
 events { worker_connections 64; }
@@ -233,8 +237,10 @@ my $status = sub {
 my $good = "tent_store $sr/store;\n"
            . "server {\n    listen 127.0.0.1:PORT;\n"
            . "    tent_entity http://a.example;\n}\n";
-(my $ga = $good) =~ s/PORT/$PA/;
-my $ca = conf('a', $ga . $status->(free_port()));
+# A: two workers, one listening socket each (a new connection may reach
+# either), so that worker 1 is a client of worker 0's store socket
+(my $ga = $good) =~ s/PORT/$PA reuseport/;
+my $ca = conf('a', $ga . $status->(free_port()), workers => 2);
 my ($rc, $out) = nginx($ca, '-t');
 is($rc, 0, 'a good store: nginx -t passes') or diag $out;
 ok(!-e "$sr/store", 'nginx -t made nothing');
@@ -258,12 +264,14 @@ sub get {
 ok(wait_for(sub { get($PA, '/tent/profile')->{status} == 200 }),
    'A answers from its store');
 
-# A's worker 0 holds the lock
+# A's worker 0 holds the lock (/proc/locks: "pid maj:min:inode")
 open my $pf, '<', "$sr/a.pid" or die;
 my ($ma) = <$pf> =~ /(\d+)/;
 close $pf;
-my ($wa) = `pgrep -P $ma` =~ /(\d+)/;
-ok($wa, "A's worker: $wa");
+my $ino = (stat "$sr/store/db/LOCK")[1];
+my ($wa) = map { /^\d+: POSIX\s+ADVISORY\s+WRITE (\d+) \S+:$ino / ? $1 : () }
+           do { open my $lf, '<', '/proc/locks' or die; <$lf> };
+ok($wa, "A's worker 0: $wa");
 
 ($rc, $out) = nginx($ca, '-t');
 is($rc, 0, 'nginx -t of the running server passes');
@@ -310,6 +318,36 @@ my $prom = get($SB, '/tent_status?format=prometheus')->{body} // '';
 like($prom, qr/^tent_store_locked 1$/m, 'and in Prometheus');
 like($prom, qr/^tent_store_lock_holder_pid $wa$/m, 'with the holder');
 is(get($PB, '/tent/profile')->{status}, 503, 'B\'s API: 503 meanwhile');
+ok(has_line(blog(), 'error',
+            qq{tent store: another nginx (pid $wa) listens on }
+            . qq{"$sr/store/store.sock": the socket is left to it until we }
+            . 'open the store'),
+   'B\'s owner leaves A\'s store socket alone, and says so') or diag blog();
+
+# A's socket is still A's: its workers that connect now reach A's owner
+# (B's owner once took the path over: A's new connections got B's 503)
+sub peer_pid {
+    my ($path) = @_;
+    require IO::Socket::UNIX;
+    require Socket;
+    my $s = IO::Socket::UNIX->new(Peer => $path) or return 0;
+    my $cred = getsockopt($s, Socket::SOL_SOCKET(), Socket::SO_PEERCRED());
+    return $cred ? (unpack 'l3', $cred)[0] : 0;
+}
+is(peer_pid("$sr/store/store.sock"), $wa,
+   'who listens on the store socket: A\'s worker 0');
+my ($w1) = grep { $_ != $wa } `pgrep -P $ma` =~ /(\d+)/g;
+ok($w1, "A's worker 1: $w1");
+kill 'KILL', $w1;
+ok(wait_for(sub { my @w = `pgrep -P $ma` =~ /(\d+)/g;
+                  @w == 2 && !grep { $_ == $w1 } @w }, 15),
+   'A\'s worker 1 respawned: it connects to the store socket anew');
+my $a200 = 0;
+for (1 .. 20) {
+    last unless get($PA, '/tent/profile')->{status} == 200;
+    $a200++;
+}
+is($a200, 20, 'A answers 200, from either worker, with B running');
 
 # A goes: B opens the store
 kill 'QUIT', $ma;
@@ -323,6 +361,37 @@ ok(wait_for(sub { get($PB, '/tent/profile')->{status} == 200 }),
    'B answers from the store');
 my $errors = () = blog() =~ /\Q$locked\E for/g;
 is($errors, 1, 'one error line of the owner in that minute');
+
+# a master that is pid 1 (a container's; here a PID namespace's): its
+# workers' parent is pid 1 and still their master, so worker 1 uses
+# worker 0's store socket (an orphan's parent is pid 1 too: that one is
+# not ours, but a master's own workers come first)
+SKIP: {
+    skip 'no "unshare --pid" here', 2
+        if system('unshare --pid --fork --mount-proc true 2>/dev/null');
+    my $PP = free_port();
+    my $cp = conf('p1', "tent_store $sr/store1;\nserver {\n"
+                        . "    listen 127.0.0.1:$PP reuseport;\n"
+                        . "    tent_entity http://a.example;\n}",
+                  workers => 2);
+    my $un = fork // die "fork: $!";
+    if (!$un) {
+        exec 'unshare', '--pid', '--fork', '--mount-proc', $BIN,
+             '-g', 'daemon off;', '-p', "$sr/", '-c', $cp;
+        POSIX::_exit(127);
+    }
+    ok(wait_for(sub { get($PP, '/tent/profile')->{status} == 200 }),
+       'a master of pid 1: it answers');
+    my $ok = 0;
+    for (1 .. 20) {
+        last unless get($PP, '/tent/profile')->{status} == 200;
+        $ok++;
+    }
+    is($ok, 20, 'and from either worker: 200');
+    my ($m) = `pgrep -P $un` =~ /(\d+)/;
+    kill 'QUIT', $m if $m;
+    waitpid($un, 0);
+}
 
 # nothing for the sanitizers (util/run-asan.sh), in any of these nginx
 stop("$sr/b.pid");
