@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Writes C definitions, each aborting with its name, of the functions and
 # variables named on the command line, with their declarations from the
-# nginx headers and the module's (src/ngx_http_tent_*.h): what a fuzz
+# nginx headers and the module's (src/*/ngx_http_tent_*.h): what a fuzz
 # target's module files refer to but never run.  fuzz/build.sh uses it.
 #   gen-unreached.py NGINX_SRC_DIR MODULE_SRC_DIR SYMBOL... > unreached.c
 import glob

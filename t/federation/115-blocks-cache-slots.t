@@ -1,5 +1,5 @@
 # Issue #27, item 3: a worker keeps the owners' block lists in 64 slots
-# chosen by the crc32 of the owner's entity URL (src/ngx_http_tent_blocks.c).
+# chosen by the crc32 of the owner's entity URL (src/relations/ngx_http_tent_blocks.c).
 # Two entities of the host whose URLs take the same slot share it: each
 # one's lookup must find its own list, never the other's (the slot's
 # owner is compared in full), and a block of one must not refuse anyone
