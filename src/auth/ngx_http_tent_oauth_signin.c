@@ -374,7 +374,7 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_oauth_fields(r, &last, oa) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the form's fields");
     }
 
     ngx_http_tent_lit(r, &last,

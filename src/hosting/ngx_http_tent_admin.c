@@ -262,7 +262,8 @@ ngx_http_tent_admin_handler(ngx_http_request_t *r)
 
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "adding WWW-Authenticate");
         }
 
         h->hash = 1;
@@ -340,7 +341,8 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     a = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_admin_t));
 
     if (a == NULL || ngx_http_tent_body_bytes(r, &bytes) != NGX_OK) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r,
+            ngx_http_tent_internal_error(r, "reading the operator's body"));
         return;
     }
 
@@ -372,7 +374,8 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     /* after the decref's cleanup: run before it */
 
     if (ngx_http_tent_admin_wipe_later(r->pool, body) != NGX_OK) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r,
+            ngx_http_tent_internal_error(r, "keeping the body's wipe"));
         return;
     }
 
