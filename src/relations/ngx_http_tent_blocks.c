@@ -354,15 +354,14 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_blocks_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t             status;
+    ngx_int_t             rc;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     ctx->blocks = ngx_http_tent_blocks_loaded(r->pool, &ctx->entity,
                                               ctx->blocks_gen, op);
@@ -550,16 +549,15 @@ ngx_http_tent_block_follower(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_block_added(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_block_t  *bl;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     bl = ctx->state;
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
@@ -714,15 +712,14 @@ ngx_http_tent_block_removed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t               *out;
-    ngx_int_t             status;
+    ngx_int_t             rc;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                   "tent blocks: \"%V\" unblocked \"%V\"", &ctx->entity,
