@@ -654,15 +654,14 @@ static ngx_int_t
 ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *list, *row;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  key, value, entity;
     ngx_uint_t                 n;
     ngx_http_tent_admin_t     *a;
     ngx_http_tent_store_op_t  *uop;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     list = ngx_http_tent_json_own(r->pool, json_array());
@@ -719,14 +718,13 @@ ngx_http_tent_admin_used(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                 *use;
     size_t                  i;
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     for (i = 0; i < json_array_size(a->row); i++) {
@@ -745,14 +743,13 @@ ngx_http_tent_admin_used(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 static ngx_int_t
 ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {

@@ -767,22 +767,21 @@ static ngx_int_t
 ngx_http_tent_quota_n_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     int64_t                    limit, n;
-    ngx_int_t                  status, c;
+    ngx_int_t                  rc, c;
     ngx_str_t                  key, value;
     ngx_uint_t                 what;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_quotas_t    *q;
     ngx_http_tent_store_op_t  *cas;
 
-    ctx = ngx_http_tent_get_ctx(r);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
     q = ctx->quotas;
     what = q->what;
     n = q->want;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
 
     ngx_str_null(&value);
     c = 0;

@@ -217,7 +217,9 @@ ngx_http_tent_store_request_ctx(ngx_http_request_t *r,
         return NULL;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
+    /* the handler made it: the router's, or the operator's (admin.c) */
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
     if (ctx == NULL) {
         *rc = ngx_http_tent_internal_error(r, "finding the request's ctx");
     }
