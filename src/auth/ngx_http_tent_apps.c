@@ -424,18 +424,17 @@ static ngx_int_t
 ngx_http_tent_apps_auths_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                   status;
+    ngx_int_t                   rc;
     ngx_str_t                   key, value, app, auth, last;
     ngx_uint_t                  rows;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_apps_list_t  *lst;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     lst = ctx->state;
 
     rows = 0;
@@ -589,17 +588,16 @@ ngx_http_tent_app_get_auths(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                      *out, *list;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_uint_t                   secrets;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
     secrets = ngx_http_tent_want_secrets(r, ctx);
 
@@ -641,18 +639,17 @@ static ngx_int_t
 ngx_http_tent_app_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *app;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value, *id;
     ngx_uint_t                   self, need;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     id = ngx_http_tent_param(ctx, 0);
 
     self = ctx->principal.kind == NGX_HTTP_TENT_APP
@@ -866,18 +863,17 @@ static ngx_int_t
 ngx_http_tent_app_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *auth, *v;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    key, value, s, rest, *id;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
     id = ngx_http_tent_param(ctx, 0);
 

@@ -520,7 +520,7 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
     json_t                    *row;
     uint32_t                   s;
     uint64_t                   at, oldest_at, wait, now;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  key, value, app_id, oldest_row, oldest_id;
     ngx_uint_t                 slot, n, gap, oldest_slot, oldest;
     ngx_http_tent_ctx_t       *ctx;
@@ -528,12 +528,11 @@ ngx_http_tent_apps_slots_scanned(ngx_http_request_t *r,
     ngx_http_tent_store_op_t  *get;
     ngx_http_tent_apps_new_t  *nw;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     nw = ctx->state;
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
@@ -644,17 +643,16 @@ ngx_http_tent_apps_evict_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *old;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_apps_new_t  *nw;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     nw = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
@@ -782,16 +780,15 @@ static ngx_int_t
 ngx_http_tent_apps_slot_taken(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_apps_new_t  *nw;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     nw = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {

@@ -247,18 +247,17 @@ static ngx_int_t
 ngx_http_tent_auth_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *cred;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_auth_state_t  *st;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    st = ctx->state;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

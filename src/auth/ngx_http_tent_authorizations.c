@@ -588,30 +588,21 @@ ngx_http_tent_authorization_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                      *auth;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value, s, rest;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    auth = ngx_http_tent_store_request_record(r, op, "Not Found",
+                                              "reading the authorization",
+                                              &value, &rc);
+    if (auth == NULL) {
+        return rc;
     }
 
     ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
-
-    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
-
-    ngx_http_tent_store_value(op, &value);
-
-    auth = ngx_http_tent_json_load(r, &value);
-    if (auth == NULL) {
-        return ngx_http_tent_internal_error(r, "reading the authorization");
-    }
 
     st->auth = auth;
 

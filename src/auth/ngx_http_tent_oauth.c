@@ -242,32 +242,22 @@ ngx_http_tent_oauth_app_loaded(ngx_http_request_t *r,
 {
     size_t                     i;
     json_t                    *app, *uris, *v;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value, key, rest;
     ngx_uint_t                 found;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_oauth_t     *oa;
     ngx_http_tent_store_op_t  *get;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    app = ngx_http_tent_store_request_record(r, op, "Unknown client_id",
+                                             "reading the app record",
+                                             &value, &rc);
+    if (app == NULL) {
+        return rc;
     }
 
     ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
-
-    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
-        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND,
-                                        "Unknown client_id");
-    }
-
-    ngx_http_tent_store_value(op, &value);
-
-    app = ngx_http_tent_json_load(r, &value);
-    if (app == NULL) {
-        return ngx_http_tent_internal_error(r, "reading the app record");
-    }
 
     /* an unregistered redirect_uri is never redirected to */
 
@@ -400,17 +390,16 @@ static ngx_int_t
 ngx_http_tent_oauth_secret_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_oauth_t     *oa;
     ngx_http_tent_srv_conf_t  *scf;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
@@ -634,7 +623,7 @@ ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
     }
 
     if (ngx_http_tent_oauth_fields(r, &last, oa) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the form's fields");
     }
 
     ngx_http_tent_lit(r, &last,
@@ -948,17 +937,16 @@ static ngx_int_t
 ngx_http_tent_oauth_approved(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_str_t               code;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_oauth_t  *oa;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
 
     /* the app as shown is the app authorized, or nothing is */

@@ -60,17 +60,16 @@ ngx_http_tent_exchange_code_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *code;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value, app_id, auth_id, rest, key, *id;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *get;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     id = ngx_http_tent_param(ctx, 0);
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
@@ -117,19 +116,18 @@ ngx_http_tent_exchange_auth_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                      *auth, *v, *cred, *out;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value, code, auth_id, rest, key, key_id,
                                  new_value, *id;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *cas;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
     id = ngx_http_tent_param(ctx, 0);
 
@@ -224,18 +222,17 @@ ngx_http_tent_exchange_swapped(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                      *code;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    key_id, *id, auth_id;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_apps_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
     id = ngx_http_tent_param(ctx, 0);
 

@@ -142,18 +142,17 @@ ngx_http_tent_oauth_row_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                 *row, *pw;
-    ngx_int_t               rc, status;
+    ngx_int_t               rc;
     ngx_str_t               value;
     ngx_uint_t              session;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_oauth_t  *oa;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     oa = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
@@ -374,7 +373,7 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_oauth_fields(r, &last, oa) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "writing the form's fields");
     }
 
     ngx_http_tent_lit(r, &last,

@@ -741,7 +741,9 @@ ngx_http_tent_form_read(ngx_http_request_t *r)
     next = (ngx_http_tent_route_pt) ctx->route;
 
     if (ngx_http_tent_body_bytes(r, &ctx->form) != NGX_OK) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r,
+                                  ngx_http_tent_internal_error(r,
+                                                      "reading the form"));
         return;
     }
 

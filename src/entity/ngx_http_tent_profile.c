@@ -272,17 +272,16 @@ ngx_http_tent_profile_scanned(ngx_http_request_t *r,
 {
     json_t                    *profile, *record, *core, *wanted;
     ngx_str_t                  key, value, base, s;
-    ngx_int_t                  rc, status;
+    ngx_int_t                  rc;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_profile_t   *pr;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    pr = ctx->state;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    pr = ctx->state;
 
     profile = ngx_http_tent_json_own(r->pool, json_object());
     if (profile == NULL) {
@@ -599,17 +598,16 @@ ngx_http_tent_profile_history_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                   *record, *profile;
-    ngx_int_t                 status;
+    ngx_int_t                 rc;
     ngx_str_t                 key, value;
     ngx_http_tent_ctx_t      *ctx;
     ngx_http_tent_profile_t  *pr;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     pr = ctx->state;
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {

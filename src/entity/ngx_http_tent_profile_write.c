@@ -102,17 +102,16 @@ ngx_http_tent_profile_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                   *record;
-    ngx_int_t                 status;
+    ngx_int_t                 rc;
     ngx_str_t                 value;
     ngx_http_tent_ctx_t      *ctx;
     ngx_http_tent_profile_t  *pr;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     pr = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
@@ -325,13 +324,13 @@ static ngx_int_t
 ngx_http_tent_profile_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                 status;
+    ngx_int_t                 rc;
     ngx_http_tent_ctx_t      *ctx;
     ngx_http_tent_profile_t  *pr;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -341,7 +340,6 @@ ngx_http_tent_profile_written(ngx_http_request_t *r,
 
     /* the whole profile, as this app sees it */
 
-    ctx = ngx_http_tent_get_ctx(r);
     pr = ctx->state;
     pr->one = 0;
 
@@ -359,18 +357,17 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *record;
-    ngx_int_t                  status, current, found;
+    ngx_int_t                  rc, current, found;
     ngx_str_t                  key, value, cur_key, newest_key, newest;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_profile_t   *pr;
     ngx_http_tent_store_op_t  *wop;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     pr = ctx->state;
 
     current = (ngx_int_t) json_integer_value(json_object_get(pr->record,

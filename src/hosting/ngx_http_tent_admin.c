@@ -262,7 +262,8 @@ ngx_http_tent_admin_handler(ngx_http_request_t *r)
 
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r,
+                                                "adding WWW-Authenticate");
         }
 
         h->hash = 1;
@@ -340,7 +341,8 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     a = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_admin_t));
 
     if (a == NULL || ngx_http_tent_body_bytes(r, &bytes) != NGX_OK) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r,
+            ngx_http_tent_internal_error(r, "reading the operator's body"));
         return;
     }
 
@@ -372,7 +374,8 @@ ngx_http_tent_admin_body(ngx_http_request_t *r)
     /* after the decref's cleanup: run before it */
 
     if (ngx_http_tent_admin_wipe_later(r->pool, body) != NGX_OK) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r,
+            ngx_http_tent_internal_error(r, "keeping the body's wipe"));
         return;
     }
 
@@ -651,15 +654,14 @@ static ngx_int_t
 ngx_http_tent_admin_listed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *list, *row;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  key, value, entity;
     ngx_uint_t                 n;
     ngx_http_tent_admin_t     *a;
     ngx_http_tent_store_op_t  *uop;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     list = ngx_http_tent_json_own(r->pool, json_array());
@@ -716,14 +718,13 @@ ngx_http_tent_admin_used(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                 *use;
     size_t                  i;
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     for (i = 0; i < json_array_size(a->row); i++) {
@@ -742,14 +743,13 @@ ngx_http_tent_admin_used(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 static ngx_int_t
 ngx_http_tent_admin_created(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {

@@ -45,7 +45,7 @@ ngx_int_t
 ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *row;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value, start, end;
     const char                *state;
     ngx_http_tent_admin_t     *a;
@@ -53,9 +53,8 @@ ngx_http_tent_admin_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
@@ -227,16 +226,15 @@ ngx_http_tent_admin_fixed(ngx_str_t *entity)
 static ngx_int_t
 ngx_http_tent_admin_scanned(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  key, value;
     ngx_http_tent_admin_t     *a;
     ngx_http_tent_store_op_t  *wop;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
@@ -275,14 +273,13 @@ static ngx_int_t
 ngx_http_tent_admin_written(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                 *out;
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (a->cas && op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -326,12 +323,11 @@ ngx_http_tent_admin_app_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t     *app;
-    ngx_int_t   status;
+    ngx_int_t   rc;
     ngx_str_t   raw;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND
@@ -416,20 +412,19 @@ ngx_http_tent_admin_cred_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *row;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value;
     const char                *state;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_admin_t     *a;
     ngx_http_tent_store_op_t  *wop;
 
-    a = ngx_http_tent_admin_get(r);
-    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    a = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         if (!ngx_http_tent_admin_fixed(&a->entity)) {
@@ -480,14 +475,13 @@ static ngx_int_t
 ngx_http_tent_admin_cred_app_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -505,14 +499,13 @@ ngx_http_tent_admin_authorized_app(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                 *out;
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_admin_t  *a;
 
     a = ngx_http_tent_admin_get(r);
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    if (ngx_http_tent_store_request_ctx(r, op, &rc) == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {

@@ -179,19 +179,18 @@ static ngx_int_t
 ngx_http_tent_quota_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     int64_t                  limit;
-    ngx_int_t                status, n;
+    ngx_int_t                rc, n;
     ngx_str_t                value;
     ngx_uint_t               i, found;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_quotas_t  *q;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    q = ctx->quotas;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    q = ctx->quotas;
 
     for (i = 0; i < NGX_HTTP_TENT_QUOTAS; i++) {
         if (!(q->counted & (1 << i))) {
@@ -442,18 +441,17 @@ static ngx_int_t
 ngx_http_tent_quota_bytes_taken(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                status;
+    ngx_int_t                rc;
     ngx_str_t                key;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_quotas_t  *q;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    q = ctx->quotas;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    q = ctx->quotas;
 
     if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
 
@@ -504,18 +502,17 @@ static ngx_int_t
 ngx_http_tent_quota_bytes_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                status, n, rc;
+    ngx_int_t                n, rc;
     ngx_str_t                value;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_quotas_t  *q;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    q = ctx->quotas;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    q = ctx->quotas;
 
     q->bfound = (op->status == NGX_HTTP_TENT_STORE_OK);
     ngx_str_null(&q->braw);
@@ -770,22 +767,21 @@ static ngx_int_t
 ngx_http_tent_quota_n_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     int64_t                    limit, n;
-    ngx_int_t                  status, c;
+    ngx_int_t                  rc, c;
     ngx_str_t                  key, value;
     ngx_uint_t                 what;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_quotas_t    *q;
     ngx_http_tent_store_op_t  *cas;
 
-    ctx = ngx_http_tent_get_ctx(r);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
     q = ctx->quotas;
     what = q->what;
     n = q->want;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
-    }
 
     ngx_str_null(&value);
     c = 0;
@@ -834,17 +830,16 @@ static ngx_int_t
 ngx_http_tent_quota_n_taken(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                status;
+    ngx_int_t                rc;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_quotas_t  *q;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    q = ctx->quotas;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    q = ctx->quotas;
 
     if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
 

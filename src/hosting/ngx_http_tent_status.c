@@ -146,7 +146,7 @@ ngx_http_tent_status_handler(ngx_http_request_t *r)
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return ngx_http_tent_internal_error(r, "adding Allow");
         }
 
         h->hash = 1;
@@ -185,7 +185,7 @@ ngx_http_tent_status_handler(ngx_http_request_t *r)
 
     b = ngx_create_temp_buf(r->pool, NGX_HTTP_TENT_STATUS_SIZE);
     if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "allocating the page");
     }
 
     p = prometheus ? ngx_http_tent_status_prometheus(b->pos, &st)
@@ -213,7 +213,7 @@ ngx_http_tent_status_handler(ngx_http_request_t *r)
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_tent_internal_error(r, "adding Cache-Control");
     }
 
     h->hash = 1;

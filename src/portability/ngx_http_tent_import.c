@@ -285,8 +285,8 @@ ngx_http_tent_import_start(ngx_http_request_t *r,
            != NGX_OK
         || ngx_http_tent_store_get(op, &key) != NGX_OK)
     {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "building the core section's read");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -308,13 +308,13 @@ ngx_http_tent_import_core_read(ngx_http_request_t *r,
     {
         im->core = ngx_http_tent_json_load(r, &value);
         if (im->core == NULL) {
-            return ngx_http_tent_import_finish(r, im,
-                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+            return ngx_http_tent_import_fail(r, im, "reading the core section");
         }
 
         im->core_raw = value;
 
     } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        im->step = "reading the core section";
         return ngx_http_tent_import_finish(r, im,
                    ngx_http_tent_store_http_status(op), NULL);
     }
@@ -347,8 +347,8 @@ ngx_http_tent_import_scan(ngx_http_request_t *r, ngx_http_tent_import_t *im)
            != NGX_OK
         || ngx_http_tent_store_scan(op, &start, &end, 2, 0) != NGX_OK)
     {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "building the scan for rows already there");
     }
 
     return ngx_http_tent_store_submit_request(r, op,
@@ -370,6 +370,7 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
     im = ctx->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        im->step = "scanning for rows already there";
         return ngx_http_tent_import_finish(r, im,
                    ngx_http_tent_store_http_status(op), NULL);
     }
@@ -380,8 +381,8 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
                           &ngx_http_tent_import_core_base, &core)
         != NGX_OK)
     {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "building the core section's key");
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
@@ -394,8 +395,8 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
         {
             im->core = ngx_http_tent_json_load(r, &value);
             if (im->core == NULL) {
-                return ngx_http_tent_import_finish(r, im,
-                           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+                return ngx_http_tent_import_fail(r, im,
+                           "reading the core section");
             }
 
             im->core_raw = value;
@@ -417,9 +418,12 @@ ngx_http_tent_import_scanned(ngx_http_request_t *r,
             err = NULL;
         }
 
-        return ngx_http_tent_import_finish(r, im, err ? NGX_HTTP_CONFLICT
-                                           : NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                           err);
+        if (err == NULL) {
+            return ngx_http_tent_import_fail(r, im,
+                                             "writing the not-empty refusal");
+        }
+
+        return ngx_http_tent_import_finish(r, im, NGX_HTTP_CONFLICT, err);
     }
 
     im->check++;
@@ -440,8 +444,7 @@ ngx_http_tent_import_refuse(ngx_http_request_t *r, ngx_http_tent_import_t *im,
 
     if (err == NULL || ngx_http_tent_json_cleanup(r->pool, err) != NGX_OK) {
         json_decref(err);
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im, "writing the refusal");
     }
 
     return ngx_http_tent_import_finish(r, im, status, err);
@@ -487,8 +490,7 @@ ngx_http_tent_import_prepare(ngx_http_request_t *r,
 
     for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
         if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
-            return ngx_http_tent_import_finish(r, im,
-                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+            return ngx_http_tent_import_fail(r, im, "sizing a section's batch");
         }
 
         if (im->too_big) {
@@ -532,22 +534,22 @@ ngx_http_tent_import_build(ngx_http_request_t *r,
     {
         json_decref(im->sources);
         json_decref(im->quota_digests);
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "allocating the attachments' counts");
     }
 
     if (im->quota_digests == NULL
         || ngx_http_tent_json_cleanup(r->pool, im->quota_digests) != NGX_OK)
     {
         json_decref(im->quota_digests);
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "allocating the quota's digests");
     }
 
     for (sec = 0; sec < NGX_HTTP_TENT_IMPORT_SECTIONS; sec++) {
         if (ngx_http_tent_import_section(r, im, sec) != NGX_OK) {
-            return ngx_http_tent_import_finish(r, im,
-                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+            return ngx_http_tent_import_fail(r, im,
+                       "building a section's batch");
         }
 
         if (im->too_big) {
@@ -890,8 +892,8 @@ ngx_http_tent_import_counted(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                                   im->ops[NGX_HTTP_TENT_IMPORT_SECTION_POSTS])
         != NGX_OK)
     {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "counting the posts against the quotas");
     }
 
     return ngx_http_tent_import_next(r, im);

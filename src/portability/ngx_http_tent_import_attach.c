@@ -656,8 +656,8 @@ ngx_http_tent_import_attach_skip(ngx_http_request_t *r,
     ngx_sprintf((u_char *) key, "u:%V%Z", &fe->digest);
 
     if (ngx_http_tent_import_attach_note(r, im, key, why) != NGX_OK) {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "noting an attachment left out");
     }
 
     im->take++;
@@ -743,8 +743,8 @@ ngx_http_tent_import_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     one = ngx_array_create(r->pool, 1, sizeof(ngx_http_tent_blob_ref_t));
     if (one == NULL) {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "allocating a fetched attachment's count");
     }
 
     ref = ngx_array_push(one);
@@ -779,8 +779,8 @@ ngx_http_tent_import_attach_held(ngx_http_request_t *r, void *data,
         im->held = ngx_array_create(r->pool, 8,
                                     sizeof(ngx_http_tent_blob_ref_t));
         if (im->held == NULL) {
-            return ngx_http_tent_import_finish(r, im,
-                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+            return ngx_http_tent_import_fail(r, im,
+                       "allocating the fetched attachments' counts");
         }
     }
 
@@ -788,8 +788,8 @@ ngx_http_tent_import_attach_held(ngx_http_request_t *r, void *data,
 
     ref = ngx_array_push(im->held);
     if (ref == NULL) {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im,
+                   "keeping a fetched attachment's count");
     }
 
     ref->digest = fe[im->take].digest;

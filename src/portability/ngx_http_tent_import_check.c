@@ -111,14 +111,13 @@ ngx_http_tent_import_lookup_next(ngx_http_request_t *r,
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL || ngx_http_tent_store_mget(op) != NGX_OK) {
-        return ngx_http_tent_import_finish(r, im,
-                   NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+        return ngx_http_tent_import_fail(r, im, "building the keys' lookup");
     }
 
     for (i = im->checked; i < im->checked + n; i++) {
         if (ngx_http_tent_store_mget_key(op, &c[i].key) != NGX_OK) {
-            return ngx_http_tent_import_finish(r, im,
-                       NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+            return ngx_http_tent_import_fail(r, im,
+                       "building the keys' lookup");
         }
     }
 
@@ -145,6 +144,7 @@ ngx_http_tent_import_looked_up(ngx_http_request_t *r,
     im = ngx_http_tent_get_ctx(r)->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        im->step = "looking up the keys";
         return ngx_http_tent_import_finish(r, im,
                    ngx_http_tent_store_http_status(op), NULL);
     }
@@ -164,8 +164,8 @@ ngx_http_tent_import_looked_up(ngx_http_request_t *r,
 
                 im->marks[c->section] = ngx_pcalloc(r->pool, n + 1);
                 if (im->marks[c->section] == NULL) {
-                    return ngx_http_tent_import_finish(r, im,
-                               NGX_HTTP_INTERNAL_SERVER_ERROR, NULL);
+                    return ngx_http_tent_import_fail(r, im,
+                               "marking a row found");
                 }
             }
 
@@ -312,6 +312,19 @@ ngx_http_tent_import_locked(ngx_http_request_t *r,
 }
 
 
+/* a 500 of the import, naming its step once the marker is removed */
+
+ngx_int_t
+ngx_http_tent_import_fail(ngx_http_request_t *r, ngx_http_tent_import_t *im,
+    const char *step)
+{
+    im->step = step;
+
+    return ngx_http_tent_import_finish(r, im, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                       NULL);
+}
+
+
 /*
  * The end of an import that holds the marker: the marker removed, then
  * the reply (reply NULL: status's error).  A worker that dies before
@@ -374,7 +387,7 @@ ngx_http_tent_import_unlocked(ngx_http_request_t *r,
     }
 
     if (im->status == NGX_HTTP_INTERNAL_SERVER_ERROR) {
-        return ngx_http_tent_internal_error(r, "importing");
+        return ngx_http_tent_internal_error(r, im->step);
     }
 
     return ngx_http_tent_send_error(r, im->status, NULL);

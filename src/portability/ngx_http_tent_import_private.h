@@ -111,6 +111,7 @@ typedef struct {
     ngx_uint_t                  lock_tries;
     ngx_uint_t                  status;     /* the reply, once unlocked */
     json_t                     *reply;
+    const char                 *step;       /* what a 500 failed at */
     ngx_http_tent_request_done_pt  next;
     ngx_http_request_t         *cur_request; /* for the put's note */
 
@@ -235,6 +236,8 @@ ngx_int_t ngx_http_tent_import_lock(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_request_done_pt done);
 ngx_int_t ngx_http_tent_import_finish(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_uint_t status, json_t *reply);
+ngx_int_t ngx_http_tent_import_fail(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, const char *step);
 
 
 #endif /* _NGX_HTTP_TENT_IMPORT_PRIVATE_H_INCLUDED_ */

@@ -262,21 +262,20 @@ static ngx_int_t
 ngx_http_tent_move_core_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                *content, *prev, *record, *post, *old, *servers,
+    json_t                    *content, *prev, *record, *post, *old, *servers,
                           *type;
-    ngx_int_t              status;
-    ngx_str_t              value, key, old_key, base;
-    json_int_t             v;
-    ngx_http_tent_ctx_t   *ctx;
-    ngx_http_tent_move_t  *mv;
+    ngx_int_t                  rc;
+    ngx_str_t                  value, key, old_key, base;
+    json_int_t                 v;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_move_t      *mv;
     ngx_http_tent_store_op_t  *cas;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     mv = ctx->state;
     old = NULL;
 

@@ -131,18 +131,17 @@ ngx_http_tent_move_checked(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                     *record, *moved, *server;
-    ngx_int_t                   status;
+    ngx_int_t                   rc;
     ngx_str_t                   value, to;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_srv_conf_t   *scf;
     ngx_http_tent_move_read_t  *rd;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     rd = ctx->state;
     ctx->state = NULL;
 

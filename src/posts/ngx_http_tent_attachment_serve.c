@@ -501,22 +501,20 @@ static ngx_int_t
 ngx_http_tent_post_blob_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t             rc, status;
+    ngx_int_t             rc;
     ngx_buf_t            *b;
     ngx_str_t             bytes;
     ngx_chain_t           out;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
-
-    ctx = ngx_http_tent_get_ctx(r);
 
     ngx_http_tent_store_value(op, &bytes);
 

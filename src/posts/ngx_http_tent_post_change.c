@@ -177,21 +177,19 @@ static ngx_int_t
 ngx_http_tent_post_revert(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *old, *post;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_post_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
-
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     ngx_http_tent_store_value(op, &value);
@@ -320,16 +318,15 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_post_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
@@ -402,19 +399,18 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     json_t                      *del, *prev, *newest;
     uint32_t                     kv;
     uint64_t                     ms;
-    ngx_int_t                    status, version, current, n, count;
+    ngx_int_t                    rc, version, current, n, count;
     ngx_str_t                    key, value, k, v, id, cur, newest_key,
                                  newest_raw, gone;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_post_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     version = -1;

@@ -415,16 +415,15 @@ ngx_http_tent_post_created(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                      *out;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_post_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
@@ -649,17 +648,16 @@ static ngx_int_t
 ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                      *post, *out;
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_str_t                    value, type, entity;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_post_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {

@@ -346,19 +346,18 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                    *value;
     uint64_t                   seconds;
-    ngx_int_t                  rc, status;
+    ngx_int_t                  rc;
     ngx_str_t                  key, v, entity, id, last, *pk;
     ngx_uint_t                 n, done;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_query_t     *q;
     ngx_http_tent_store_op_t  *mget;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     q = ctx->state;
 
     n = 0;
@@ -479,18 +478,17 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                 *list, *post, *out;
-    ngx_int_t               rc, status;
+    ngx_int_t               rc;
     ngx_str_t               value;
     ngx_uint_t              found;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_query_t  *q;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     q = ctx->state;
 
     list = ngx_http_tent_json_own(r->pool, json_array());
@@ -832,16 +830,15 @@ ngx_http_tent_versions_list(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t               *list, *post, *out;
-    ngx_int_t             status, limit;
+    ngx_int_t             rc, limit;
     ngx_str_t             key, value, v;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     limit = NGX_HTTP_TENT_LIMIT_DEFAULT;
 

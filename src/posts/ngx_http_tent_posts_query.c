@@ -492,7 +492,7 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
     json_t                 *post, *json;
     uint64_t                seconds, ms;
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_str_t               value, key;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_query_t  *q;
@@ -500,12 +500,11 @@ ngx_http_tent_query_cursor(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     static const char  *fields[] = { "received_at", "published_at",
                                      "updated_at" };
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     q = ctx->state;
 
     post = NULL;

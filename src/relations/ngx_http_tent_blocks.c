@@ -507,6 +507,7 @@ ngx_http_tent_blocks_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     ngx_int_t             status;
     ngx_http_tent_ctx_t  *ctx;
 
+    /* not ngx_http_tent_store_request_ctx(): a failure wakes the waiters */
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {
         ngx_http_tent_blocks_wake(r, NULL, status);
@@ -705,16 +706,15 @@ ngx_http_tent_block_follower(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_block_added(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t               status;
+    ngx_int_t               rc;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_block_t  *bl;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     bl = ctx->state;
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
@@ -869,15 +869,14 @@ ngx_http_tent_block_removed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t               *out;
-    ngx_int_t             status;
+    ngx_int_t             rc;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                   "tent blocks: \"%V\" unblocked \"%V\"", &ctx->entity,

@@ -172,15 +172,13 @@ ngx_http_tent_domains_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_domains_read(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t             status;
+    ngx_int_t             rc;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
 
     if (ngx_http_tent_domains_take(op, ctx->domains_gen) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "reading the domains");
@@ -427,16 +425,15 @@ static ngx_int_t
 ngx_http_tent_domains_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                    status;
+    ngx_int_t                    rc;
     ngx_http_tent_ctx_t         *ctx;
     ngx_http_tent_domain_act_t  *act;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
     act = ctx->state;
 
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
@@ -484,6 +481,8 @@ ngx_http_tent_domains_listed(ngx_http_request_t *r,
     json_t     *list, *row;
     ngx_int_t   status;
     ngx_str_t   key, value, domain;
+
+    /* the operator's list has no ctx: not ngx_http_tent_store_request_ctx() */
 
     status = ngx_http_tent_store_http_status(op);
     if (status != NGX_OK) {

@@ -361,18 +361,17 @@ ngx_http_tent_following_pending(ngx_http_request_t *r,
 {
     u_char                     *p;
     json_t                     *req, *types, *licenses;
-    ngx_int_t                   status;
+    ngx_int_t                   rc;
     ngx_str_t                   url, path;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_fetch_t      *f;
     ngx_http_tent_following_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     if (ngx_http_tent_string_list(st->body, "types", "all", &types) != NGX_OK
@@ -679,16 +678,15 @@ ngx_http_tent_following_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                     *out;
-    ngx_int_t                   status;
+    ngx_int_t                   rc;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_following_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

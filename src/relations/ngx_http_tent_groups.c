@@ -179,18 +179,17 @@ ngx_http_tent_groups_listed(ngx_http_request_t *r,
 {
     json_t               *list, *group, *count;
     u_char               *p;
-    ngx_int_t             rc, status;
+    ngx_int_t             rc;
     ngx_str_t             key, value;
     ngx_uint_t            n;
     ngx_table_elt_t      *h;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     list = ngx_http_tent_json_own(r->pool, json_array());
     if (list == NULL) {
@@ -342,22 +341,20 @@ ngx_http_tent_group_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *group;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value, id, key;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_groups_t    *st;
     ngx_http_tent_store_op_t  *wop;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
-
-    ctx = ngx_http_tent_get_ctx(r);
 
     ngx_http_tent_store_value(op, &value);
 

@@ -95,16 +95,15 @@ ngx_http_tent_notification_challenged(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t               *record;
-    ngx_int_t             status;
+    ngx_int_t             rc;
     ngx_str_t            *challenge, value;
     ngx_http_tent_ctx_t  *ctx;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -353,18 +352,17 @@ ngx_http_tent_notification_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *current;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value, key;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *get;
     ngx_http_tent_received_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -435,18 +433,17 @@ ngx_http_tent_notification_target(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     json_t                    *copy;
-    ngx_int_t                  status;
+    ngx_int_t                  rc;
     ngx_str_t                  value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_store_op_t  *wop;
     ngx_http_tent_received_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
     ctx->state = NULL;
 

@@ -12,7 +12,7 @@
  * A post another entity sends us, without a request: its checks and the
  * batches that store it, shared by POST /notifications/:id
  * (ngx_http_tent_notifications.c) and same-node delivery
- * (ngx_http_tent_local.c), so that both apply the same rules.
+ * (ngx_http_tent_local_write.c), so that both apply the same rules.
  */
 
 
@@ -31,10 +31,6 @@ typedef struct {
     ngx_str_t                       raw;
     json_t                         *reply;      /* NULL: an empty 200 */
 } ngx_http_tent_received_t;
-
-
-/* how a received post ended, as the HTTP status a sender would get */
-typedef void (*ngx_http_tent_receive_pt)(void *data, ngx_uint_t status);
 
 
 ngx_int_t ngx_http_tent_received_parse(ngx_pool_t *pool, json_t *body,
@@ -58,9 +54,6 @@ ngx_int_t ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
 ngx_int_t ngx_http_tent_received_delete_rows(ngx_pool_t *pool,
     ngx_str_t *owner, ngx_http_tent_store_op_t *wop,
     ngx_http_tent_received_t *st, json_t *copy);
-ngx_int_t ngx_http_tent_notification_receive(ngx_pool_t *pool,
-    ngx_log_t *log, ngx_str_t *owner, json_t *body, ngx_str_t *sender,
-    ngx_http_tent_receive_pt handler, void *data);
 
 
 #endif /* _NGX_HTTP_TENT_RECEIVE_H_INCLUDED_ */

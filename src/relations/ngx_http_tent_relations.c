@@ -277,18 +277,17 @@ static ngx_int_t
 ngx_http_tent_relation_by_entity(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    ngx_int_t                         status;
+    ngx_int_t                         rc;
     ngx_str_t                         id;
     ngx_http_tent_ctx_t              *ctx;
     ngx_http_tent_relations_state_t  *st;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    st = ctx->state;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         ctx->state = st->saved;
@@ -308,20 +307,19 @@ ngx_http_tent_relation_loaded(ngx_http_request_t *r,
 {
     u_char                           *p;
     json_t                           *record;
-    ngx_int_t                         status;
+    ngx_int_t                         rc;
     ngx_str_t                         value, id;
     ngx_table_elt_t                  *h;
     ngx_http_tent_ctx_t              *ctx;
     ngx_http_tent_srv_conf_t         *scf;
     ngx_http_tent_relations_state_t  *st;
 
-    ctx = ngx_http_tent_get_ctx(r);
-    st = ctx->state;
-
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
+
+    st = ctx->state;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         ctx->state = st->saved;

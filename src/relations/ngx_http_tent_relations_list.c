@@ -332,19 +332,18 @@ ngx_http_tent_relations_listed(ngx_http_request_t *r,
 {
     u_char                           *p;
     json_t                           *list, *record, *out, *count;
-    ngx_int_t                         rc, status, shown;
+    ngx_int_t                         rc, shown;
     ngx_str_t                         key, value, entity, last;
     ngx_uint_t                        n, i, rows;
     ngx_table_elt_t                  *h;
     ngx_http_tent_ctx_t              *ctx;
     ngx_http_tent_relations_state_t  *st;
 
-    status = ngx_http_tent_store_http_status(op);
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, NULL);
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
     }
 
-    ctx = ngx_http_tent_get_ctx(r);
     st = ctx->state;
 
     list = st->list;

@@ -111,6 +111,11 @@ ngx_int_t ngx_http_tent_store_submit_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_store_get_request(ngx_http_request_t *r,
     u_char table, ngx_str_t *rest, ngx_http_tent_request_done_pt handler);
 ngx_int_t ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op);
+ngx_http_tent_ctx_t *ngx_http_tent_store_request_ctx(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_int_t *rc);
+json_t *ngx_http_tent_store_request_record(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, const char *missing, const char *step,
+    ngx_str_t *value, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_store_fenced(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 ngx_int_t ngx_http_tent_reply_state_json(ngx_http_request_t *r,

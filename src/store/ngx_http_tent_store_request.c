@@ -199,6 +199,70 @@ ngx_http_tent_store_http_status(ngx_http_tent_store_op_t *op)
 
 
 /*
+ * The start of a request's store callback, said once: a store failure
+ * (ngx_http_tent_store_http_status()) answered with its JSON error, and
+ * NULL with what the callback returns in *rc; else the request's ctx.
+ */
+
+ngx_http_tent_ctx_t *
+ngx_http_tent_store_request_ctx(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, ngx_int_t *rc)
+{
+    ngx_int_t             status;
+    ngx_http_tent_ctx_t  *ctx;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        *rc = ngx_http_tent_send_error(r, status, NULL);
+        return NULL;
+    }
+
+    /* the handler made it: the router's, or the operator's (admin.c) */
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_tent_module);
+    if (ctx == NULL) {
+        *rc = ngx_http_tent_internal_error(r, "finding the request's ctx");
+    }
+
+    return ctx;
+}
+
+
+/*
+ * The same for a read of one record: also a record not found answered
+ * 404 with "missing", and one that is not JSON a 500 of "step".  Else
+ * the record's JSON (the pool releases it) and its bytes in *value.
+ */
+
+json_t *
+ngx_http_tent_store_request_record(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op, const char *missing, const char *step,
+    ngx_str_t *value, ngx_int_t *rc)
+{
+    json_t  *json;
+
+    if (ngx_http_tent_store_request_ctx(r, op, rc) == NULL) {
+        return NULL;
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        *rc = ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, missing);
+        return NULL;
+    }
+
+    ngx_http_tent_store_value(op, value);
+
+    json = ngx_http_tent_json_load(r, value);
+    if (json == NULL) {
+        *rc = ngx_http_tent_internal_error(r, step);
+        return NULL;
+    }
+
+    return json;
+}
+
+
+/*
  * After a store write, the JSON prepared in ctx->state: the handlers of
  * apps, groups, followers, followings, notifications and the profile
  * end with it.  A compare-and-set that found another value is 409; no

@@ -6,7 +6,7 @@
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(http_request start_last_nginx stop_last_nginx
-                  error_log_text);
+                  no_crash);
 use Tent::Client;
 use Tent::MAC qw(mac_header);
 use JSON::PP;
@@ -56,16 +56,7 @@ sub json_4xx {
 
 sub post {
     my ($body, %o) = @_;
-    return $c->request(POST => '/posts', cred => $o{cred} || $all,
-                       body => $body, headers => $o{headers});
-}
-
-sub no_crash {
-    my ($what) = @_;
-    my @bad = grep { /exited on signal|\[alert\]|\[emerg\]/ }
-              split /\n/, error_log_text();
-    is(scalar @bad, 0, "$what: no crash, no alert in error.log")
-        or diag(join "\n", @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
+    return $c->post($o{cred} || $all, $body, headers => $o{headers});
 }
 
 my $res;

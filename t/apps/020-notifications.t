@@ -44,28 +44,12 @@ my (undef, $mute) = $c->authorized_app(
 my ($owner_app, $owner) = $c->authorized_app('write_posts,read_posts',
                                              post_types => 'all');
 
-sub post {
-    my (%b) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json};
-}
+sub post { $c->post_ok($owner, {@_}) }
 
-sub got {
-    my ($who, $id) = @_;
-    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
-           $hook->requests(method => 'POST', path => qr{^/hook/$who$});
-}
-
+sub got { my ($who, $id) = @_; $hook->posts_of($id, path => qr{^/hook/$who$}) }
 sub wait_got {
     my ($who, $id) = @_;
-    my $end = time + 15;
-    my @got;
-    while (time < $end) {
-        last if @got = got($who, $id);
-        sleep 0.1;
-    }
-    return @got;
+    return $hook->wait_posts_of($id, path => qr{^/hook/$who$});
 }
 
 # the MAC the receiver saw, with the authorization's u: credential

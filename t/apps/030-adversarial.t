@@ -48,13 +48,7 @@ sub json_4xx {
                 . ($res->{error} ? " ($res->{error})" : ''));
 }
 
-sub no_crash {
-    my ($what) = @_;
-    my @bad = grep { /exited on signal|\[alert\]|\[emerg\]|runtime error:/ }
-              split /\n/, error_log_text();
-    is(scalar @bad, 0, "$what: no crash, no alert in error.log")
-        or diag(join "\n", @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
-}
+sub no_crash { Tent::Util::no_crash($_[0], also => qr/runtime error:/) }
 
 my %good = (name => 'Good', description => 'fine', url => 'https://a.example',
             icon => 'https://a.example/i.png',

@@ -40,12 +40,7 @@ sub follow {
     return $res->{json};
 }
 
-sub post {
-    my (%b) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json};
-}
+sub post { $c->post_ok($owner, {@_}) }
 
 sub notes {
     my ($rx) = @_;

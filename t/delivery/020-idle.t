@@ -32,15 +32,7 @@ my ($app, $owner) = $c->authorized_app('write_posts,read_posts,write_profile',
                                        post_types => 'all',
                                        info_types => 'all');
 
-sub post {
-    my ($text) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner,
-                          body => { type => $STATUS,
-                                    content => { text => $text },
-                                    permissions => { public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json};
-}
+sub post { $c->post_ok($owner, Tent::Client::status_body($_[0])) }
 
 my @early = map { post("nobody reads $_") } 1 .. $N;
 is(scalar @early, $N, "$N posts with no follower are acknowledged");

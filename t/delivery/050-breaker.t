@@ -50,13 +50,10 @@ sub follow {
 
 sub post {
     my ($text, $type) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner,
-                          body => { type => $type || $STATUS,
-                                    content => { text => $text,
-                                                 body => $text },
-                                    permissions => { public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
+    my $body = Tent::Client::status_body($text);
+    $body->{type} = $type if $type;
+    $body->{content}{body} = $text;
+    return $c->post_ok($owner, $body)->{id};
 }
 
 sub got {

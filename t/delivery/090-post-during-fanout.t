@@ -46,12 +46,8 @@ sub delivered { notes_delivered($notes) }
 
 sub post {
     my ($text, $public) = @_;
-    return $c->request(POST => '/posts', cred => $owner,
-                       body => { type => 'https://tent.io/types/post/status/v0.1.0',
-                                 content => { text => $text },
-                                 permissions => { public => $public
-                                                  ? JSON::PP::true
-                                                  : JSON::PP::false } });
+    return $c->post($owner, Tent::Client::status_body($text,
+                                                      public => $public));
 }
 
 my $res = post('to all 2000', 1);

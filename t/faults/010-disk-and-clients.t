@@ -95,7 +95,7 @@ END { system('umount', '-l', $_) for grep { !$NS_SKIP && $_ } $RO, $DISK }
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(http_request start_last_nginx stop_last_nginx
-                  error_log_text);
+                  error_log_text no_crash);
 use Tent::Client;
 use JSON::PP;
 use IO::Socket::IP;
@@ -117,14 +117,6 @@ my ($wapp, $writer) = $c->authorized_app('write_posts,read_posts',
                                          post_types => 'all');
 
 # a crash or an alert anywhere fails the suite
-sub no_crash {
-    my ($what) = @_;
-    my @bad = grep { /exited on signal|\[alert\]|\[emerg\]/ }
-              split /\n/, error_log_text();
-    is(scalar @bad, 0, "$what: no crash, no alert in error.log")
-        or diag(join "\n", @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
-}
-
 sub status_post {
     my ($text) = @_;
     return $c->request(POST => '/posts', cred => $writer,

@@ -55,12 +55,11 @@ is($res->{status}, 200, 'a follower put in a group');
 
 sub post {
     my ($text, $perms) = @_;
-    my $r = $c->request(POST => '/posts', cred => $owner,
-                        body => { type => $STATUS, content => { text => $text },
-                                  permissions => $perms,
-                                  mentions => [{ entity => 'https://x.example' }] });
-    die "post: $r->{status} $r->{body}" unless $r->{status} == 200;
-    return $r->{json};
+    return $c->post_ok($owner, { type => $STATUS,
+                                 content => { text => $text },
+                                 permissions => $perms,
+                                 mentions => [{ entity =>
+                                                'https://x.example' }] });
 }
 
 my %p = (

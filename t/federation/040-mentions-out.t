@@ -44,30 +44,11 @@ sub follow {
     return $res->{json};
 }
 
-sub post {
-    my (%b) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json};
-}
+sub post { $c->post_ok($owner, {@_}) }
 
 # the notifications a receiver got of one post
-sub got {
-    my ($rx, $id) = @_;
-    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
-           $rx->requests(method => 'POST', path => qr{/notifications/n$});
-}
-
-sub wait_got {
-    my ($rx, $id) = @_;
-    my $end = time + 15;
-    my @got;
-    while (time < $end) {
-        last if @got = got($rx, $id);
-        sleep 0.1;
-    }
-    return @got;
-}
+sub got { $_[0]->posts_of($_[1], path => qr{/notifications/n$}) }
+sub wait_got { $_[0]->wait_posts_of($_[1], path => qr{/notifications/n$}) }
 
 my $essays = Tent::Receiver->start;    # subscribed to essays only
 my $all = Tent::Receiver->start;       # subscribed to everything

@@ -80,30 +80,11 @@ sub cred_of {
     return { map { $_ => $json->{$_} } qw(mac_key_id mac_key mac_algorithm) };
 }
 
-sub post {
-    my (%b) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json};
-}
+sub post { $c->post_ok($owner, {@_}) }
 
 # the requests of one post that reached a receiver, at a path
-sub got {
-    my ($rx, $id, $path) = @_;
-    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
-           $rx->requests(method => 'POST', path => $path);
-}
-
-sub wait_got {
-    my ($rx, $id, $path) = @_;
-    my $end = time + 15;
-    my @got;
-    while (time < $end) {
-        last if @got = got($rx, $id, $path);
-        sleep 0.1;
-    }
-    return @got;
-}
+sub got { $_[0]->posts_of($_[1], path => $_[2]) }
+sub wait_got { $_[0]->wait_posts_of($_[1], path => $_[2]) }
 
 sub listed_ids {
     my ($q, @cr) = @_;

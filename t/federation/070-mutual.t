@@ -67,12 +67,7 @@ sub wait_copies {
     sleep 0.1 while time < $end && grep { !copies($_, $id) } @rx;
 }
 
-sub post {
-    my (%b) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { $c->post_ok($owner, {@_})->{id} }
 
 my $NOTE = '/tent/notifications/n';
 my $POSTS = '/tent/posts';

@@ -65,12 +65,7 @@ sub follow {
     return $res->{json};
 }
 
-sub post {
-    my ($who, $cred, %b) = @_;
-    my $res = $who->request(POST => '/posts', cred => $cred, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { my ($who, $cred, %b) = @_; $who->post_ok($cred, \%b)->{id} }
 
 # the copy of A's post "id" in the feed of "who"
 sub copy {

@@ -74,12 +74,7 @@ sub notification_posts {
                   access_log();
 }
 
-sub post {
-    my ($who, $cred, %b) = @_;
-    my $res = $who->request(POST => '/posts', cred => $cred, body => \%b);
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { my ($who, $cred, %b) = @_; $who->post_ok($cred, \%b)->{id} }
 
 sub copy {
     my ($n, $id) = @_;

@@ -54,9 +54,8 @@ for my $i (1 .. $N) {
 # posts we keep: 150 of ours, one mentioning O1, one O8
 sub post {
     my (%b) = @_;
-    my $r = $c->request(POST => '/posts', cred => $owner,
-                        body => { type => $STATUS,
-                                  permissions => { public => $T }, %b });
+    my $r = $c->post($owner, { type => $STATUS,
+                               permissions => { public => $T }, %b });
     return $r->{json}{id};
 }
 my $m1 = post(content => { text => 'hi O1' },

@@ -148,14 +148,7 @@ $res = $cx->request(POST => '/followings', cred => $xf,
                     body => { entity => "http://$z:$FP" });
 is($res->{status}, 200, "$x (node1) follows $z (node2)") or diag $res->{body};
 
-sub post {
-    my ($c, $cred, $text) = @_;
-    my $r = $c->request(POST => '/posts', cred => $cred,
-                        body => { type => $STATUS, content => { text => $text },
-                                  permissions => { public => JSON::PP::true } });
-    die "post: $r->{status} $r->{body}" unless $r->{status} == 200;
-    return $r->{json}{id};
-}
+sub post { $_[0]->post_status($_[1], $_[2]) }
 
 # the post ids of $entity that $c's entity has received
 sub received {

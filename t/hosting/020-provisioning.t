@@ -158,13 +158,7 @@ $res = $bc->request(POST => '/followings', cred => $bo,
                     body => { entity => "http://alice.test:$P" });
 is($res->{status}, 200, 'bob follows alice') or diag $res->{body};
 
-sub post {
-    my ($c, $cred, $text) = @_;
-    my $r = $c->request(POST => '/posts', cred => $cred,
-                        body => { type => $STATUS, content => { text => $text },
-                                  permissions => { public => JSON::PP::true } });
-    return $r;
-}
+sub post { $_[0]->post($_[1], Tent::Client::status_body($_[2])) }
 
 $res = post($alice, $ao, 'hello from a provisioned entity');
 is($res->{status}, 200, 'alice posts') or diag $res->{body};

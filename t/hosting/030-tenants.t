@@ -38,12 +38,7 @@ sub admin {
 }
 
 
-sub post {
-    my ($c, $cred, $text) = @_;
-    return $c->request(POST => '/posts', cred => $cred,
-        body => { type => $STATUS, content => { text => $text },
-                  permissions => { public => JSON::PP::true } });
-}
+sub post { $_[0]->post($_[1], Tent::Client::status_body($_[2])) }
 
 # ---- two provisioning servers: each entity on its own name only, and
 # no entity of a name no provisioning server serves

@@ -100,12 +100,7 @@ sub run {
 
 sub cred_of { my ($out) = @_; return eval { decode_json($out) } || {} }
 
-sub post {
-    my ($c, $cred, $text) = @_;
-    return $c->request(POST => '/posts', cred => $cred,
-        body => { type => $STATUS, content => { text => $text },
-                  permissions => { public => JSON::PP::true } });
-}
+sub post { $_[0]->post($_[1], Tent::Client::status_body($_[2])) }
 
 # a signed GET of PATH (under /tent) of an https entity NAME
 sub https_get {

@@ -40,15 +40,7 @@ sub follow {
     return $res->{json};
 }
 
-sub post {
-    my ($text) = @_;
-    my $res = $c->request(POST => '/posts', cred => $owner,
-                          body => { type => $STATUS,
-                                    content => { text => $text },
-                                    permissions => { public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
-}
+sub post { $c->post_status($owner, $_[0]) }
 
 # the notifications the receiver answered (no rule: the default 200)
 sub delivered {

@@ -103,22 +103,8 @@ sub a_post {
              mentions => $o{mentions} // [], version => 1 };
 }
 
-sub got {
-    my ($rx, $id) = @_;
-    return grep { (eval { decode_json($_->{body})->{id} } // '') eq $id }
-           $rx->requests(method => 'POST');
-}
-
-sub wait_got {
-    my ($rx, $id) = @_;
-    my $end = time + 15;
-    my @got;
-    while (time < $end) {
-        last if @got = got($rx, $id);
-        sleep 0.1;
-    }
-    return @got;
-}
+sub got { $_[0]->posts_of($_[1]) }
+sub wait_got { $_[0]->wait_posts_of($_[1]) }
 
 my $sub = named('a.example.test');       # blocked by the suffix
 my $top = named('example.test');         # blocked, the domain itself

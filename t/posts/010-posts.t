@@ -29,8 +29,7 @@ my ($eapp, $essayist) = $c->authorized_app('write_posts',
 
 sub post {
     my ($body, %o) = @_;
-    return $c->request(POST => '/posts', cred => $o{cred} || $writer,
-                       body => $body, headers => $o{headers});
+    return $c->post($o{cred} || $writer, $body, headers => $o{headers});
 }
 
 sub public { { public => JSON::PP::true } }

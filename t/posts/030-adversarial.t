@@ -60,10 +60,7 @@ my $fcred = { map { $_ => $res->{json}{$_} }
 
 sub post {
     my ($cred, $post, %h) = @_;
-    my $r = $c->request(POST => '/posts', cred => $cred, body => $post,
-                        headers => \%h);
-    die "post: $r->{status} $r->{body}" unless $r->{status} == 200;
-    return $r->{json};
+    return $c->post_ok($cred, $post, headers => \%h);
 }
 
 # oldest first; the hidden posts sit between public ones, so a page placed

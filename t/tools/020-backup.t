@@ -64,11 +64,10 @@ sub marks {
 # written and compacted while the backup runs
 sub post {
     my ($c, $cred, $mark, $pad) = @_;
-    return $c->request(POST => '/posts', cred => $cred,
-                       headers => { 'Idempotency-Key' => $mark },
-                       body => { type => $TYPE,
-                                 content => { mark => $mark,
-                                              pad => 'x' x ($pad // 0) } });
+    return $c->post($cred, { type => $TYPE,
+                             content => { mark => $mark,
+                                          pad => 'x' x ($pad // 0) } },
+                    headers => { 'Idempotency-Key' => $mark });
 }
 
 # both nginx serve the same entity, whatever their port: the keys start

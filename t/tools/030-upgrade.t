@@ -47,9 +47,8 @@ my (undef, $cred) = $c->authorized_app('write_posts,read_posts',
 
 sub post {
     my ($cl, $mark) = @_;
-    return $cl->request(POST => '/posts', cred => $cred,
-                        headers => { 'Idempotency-Key' => $mark },
-                        body => { type => $TYPE, content => { mark => $mark } });
+    return $cl->post($cred, { type => $TYPE, content => { mark => $mark } },
+                     headers => { 'Idempotency-Key' => $mark });
 }
 
 sub marks {

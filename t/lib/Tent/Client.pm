@@ -179,17 +179,35 @@ sub authorized_app {
     return ($app, $ex->{json});
 }
 
+# POST /posts of BODY (a hash: JSON), signed with CRED, o{headers}: the
+# answer, whatever it is
+sub post {
+    my ($self, $cred, $body, %o) = @_;
+    return $self->request(POST => '/posts', cred => $cred, body => $body,
+                          headers => $o{headers});
+}
+
+# the same for a post the test needs taken: its JSON (else dies)
+sub post_ok {
+    my ($self, $cred, $body, %o) = @_;
+    my $res = $self->post($cred, $body, %o);
+    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
+    return $res->{json};
+}
+
+# a status post's body: TEXT, public unless o{public} is given false
+sub status_body {
+    my ($text, %o) = @_;
+    return { type => 'https://tent.io/types/post/status/v0.1.0',
+             content => { text => $text },
+             permissions => { public => (!exists $o{public} || $o{public})
+                                        ? JSON::PP::true : JSON::PP::false } };
+}
+
 # a public status post of ours, signed with $cred: its id (else dies)
 sub post_status {
     my ($self, $cred, $text) = @_;
-    my $res = $self->request(POST => '/posts', cred => $cred,
-                             body => { type => 'https://tent.io/types/post/'
-                                               . 'status/v0.1.0',
-                                       content => { text => $text },
-                                       permissions => {
-                                           public => JSON::PP::true } });
-    die "post: $res->{status} $res->{body}" unless $res->{status} == 200;
-    return $res->{json}{id};
+    return $self->post_ok($cred, status_body($text))->{id};
 }
 
 1;

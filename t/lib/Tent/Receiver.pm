@@ -149,6 +149,26 @@ sub wait_requests {
     }
 }
 
+# posts_of(ID, path => qr//): the POSTs it was sent whose JSON body is
+# the post ID (its notifications), oldest first
+sub posts_of {
+    my ($self, $id, %f) = @_;
+    return grep { (eval { $JSON->decode($_->{body})->{id} } // '') eq $id }
+           $self->requests(method => 'POST', %f);
+}
+
+# the same, polled for up to 15 s until one came (none then: none)
+sub wait_posts_of {
+    my ($self, $id, %f) = @_;
+    my $end = time + 15;
+    my @got;
+    while (time < $end) {
+        last if @got = $self->posts_of($id, %f);
+        sleep 0.1;
+    }
+    return @got;
+}
+
 sub clear {
     my ($self) = @_;
     _locked_append("$self->{dir}/requests.jsonl", undef, 1);

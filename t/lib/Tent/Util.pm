@@ -19,7 +19,7 @@ our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
                     follower_host_config follower_host follow_many
                     dechunk export_document ldb_tool ldb_rows
                     tent_status error_log_lines error_log_since
-                    free_port notes_delivered);
+                    free_port notes_delivered no_crash);
 
 sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 
@@ -323,6 +323,19 @@ sub error_log_text {
     my $t = <$fh>;
     close $fh;
     return $t;
+}
+
+# no_crash(WHAT, also => qr//): one check that the error log holds no
+# crash, alert or emerg (nor a line "also" matches); the first ten shown
+# when it does
+sub no_crash {
+    my ($what, %o) = @_;
+    my @bad = grep { /exited on signal|\[alert\]|\[emerg\]/
+                     || ($o{also} && $_ =~ $o{also}) }
+              split /\n/, error_log_text();
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    Test::More::is(scalar @bad, 0, "$what: no crash, no alert in error.log")
+        or Test::More::diag(join "\n", @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
 }
 
 # the error log as a list of lines
