@@ -39,7 +39,7 @@ stop:
 	@util/run-demo.sh stop
 
 test: test-deps $(MODULE)
-	@util/lint.sh
+	@BUILD=$(BUILD) util/lint.sh
 	@t/unit/run.sh
 	TEST_NGINX_BINARY=$(NGINX) \
 	TEST_NGINX_LOAD_MODULES=$(CURDIR)/$(MODULE) \
@@ -66,8 +66,9 @@ test-hup: test-deps $(MODULE)
 	TEST_NGINX_USE_HUP=1 \
 	    util/prove.sh -It/lib -r $(TESTS)
 
-lint:
-	@util/lint.sh
+# the layers' calls are read from the objects: built first
+lint: $(MODULE)
+	@BUILD=$(BUILD) util/lint.sh
 
 # the Debian package (docs/packaging.md): build-deb/*.deb, and its
 # install into a throwaway Debian 12 root with nginx

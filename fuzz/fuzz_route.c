@@ -22,6 +22,7 @@
 
 
 #include "../src/module/ngx_http_tent_router.c"
+#include "../src/base/ngx_http_tent_ctx.c"
 #include "../src/relations/ngx_http_tent_blocks.h"
 
 #include "fuzz.h"

@@ -15,7 +15,7 @@
  */
 
 
-#include "../src/module/ngx_http_tent_router.c"
+#include "../src/base/ngx_http_tent_ctx.c"
 #include "../src/base/ngx_http_tent_util.c"
 
 #include "fuzz.h"

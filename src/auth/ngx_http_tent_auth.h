@@ -28,6 +28,15 @@ ngx_uint_t ngx_http_tent_scope_bits(json_t *list);
 ngx_int_t ngx_http_tent_scope_bit(ngx_str_t *name);
 ngx_int_t ngx_http_tent_type_allowed(json_t *list, ngx_str_t *type);
 
+/*
+ * ngx_http_tent_nonce.c: the zone tent_mac_nonce_cache, its data ("share",
+ * the percent of it one entity may hold); the nonce cache's fill
+ */
+void *ngx_http_tent_nonce_zone_ctx(ngx_pool_t *pool, ngx_uint_t share);
+void ngx_http_tent_nonce_zone_share(ngx_shm_zone_t *zone, ngx_uint_t share);
+ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
+void ngx_http_tent_nonce_stats(ngx_cycle_t *cycle, ngx_http_tent_stats_t *st);
+
 /* ngx_http_tent_credentials.c: the worker's cache of credentials */
 void ngx_http_tent_credential_cache_exit(ngx_http_tent_main_conf_t *mcf);
 

@@ -296,12 +296,14 @@ typedef struct {
 } ngx_http_tent_part_t;
 
 
-/* ngx_http_tent_router.c: the request's ctx, the API path, the servers */
+/* ngx_http_tent_ctx.c: the request's ctx, the API path, the servers */
 ngx_http_tent_ctx_t *ngx_http_tent_get_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_is_api_request(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_servers(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t **servers);
+ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
+    ngx_str_t *path);
 
 /* ngx_http_tent_util.c: lists, UTF-8, entity URLs, clock, ids, tokens */
 ngx_uint_t ngx_http_tent_next_item(u_char **p, u_char *last,

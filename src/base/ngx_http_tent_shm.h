@@ -9,21 +9,17 @@
 
 
 /*
- * The module's shared memory zone, as the layers below auth see it: two
+ * The module's shared memory zone, as the layers below auth see it: the
  * generation counters every worker reads (the store moves them from the
- * keys a write touched; the caches compare them), and the operator's
- * counters that tent_status answers, moved where the events happen.  The
- * zone and its nonces are ngx_http_tent_nonce.c's.
+ * keys a write touched; the caches compare them), the delivery engine's
+ * census and outbox marks, and the operator's counters that tent_status
+ * answers, moved where the events happen (ngx_http_tent_shm.c).  The
+ * zone and its nonces are ngx_http_tent_nonce.c's (auth.h).
  */
 
 
 #include "ngx_http_tent_module.h"
 
-
-/* the zone's data: "share", the percent of it one entity may hold */
-void *ngx_http_tent_nonce_zone_ctx(ngx_pool_t *pool, ngx_uint_t share);
-void ngx_http_tent_nonce_zone_share(ngx_shm_zone_t *zone, ngx_uint_t share);
-ngx_int_t ngx_http_tent_nonce_zone_init(ngx_shm_zone_t *zone, void *data);
 
 /* anonymous replies: moved by a write of a post or a profile section */
 ngx_atomic_uint_t ngx_http_tent_generation(ngx_cycle_t *cycle);
@@ -124,6 +120,7 @@ typedef enum {
 } ngx_http_tent_stat_e;
 
 
+/* the counters; the nonce cache's fill is auth's (nonce_stats) */
 typedef struct {
     ngx_atomic_uint_t               value[NGX_HTTP_TENT_STATS];
     ngx_uint_t                      used[NGX_HTTP_TENT_STAT_BUDGETS];
@@ -132,10 +129,45 @@ typedef struct {
 } ngx_http_tent_stats_t;
 
 
+typedef struct ngx_http_tent_census_s  ngx_http_tent_census_t;
+
+/*
+ * The counters in the zone.  Their fields are ngx_http_tent_shm.c's (the
+ * others use the functions below); the type is whole here so that the
+ * zone's owner holds them in its first allocation, where they always
+ * were: the nonces get the rest of the zone, as many as before.
+ */
+typedef struct {
+    ngx_atomic_t                    generation;
+    ngx_atomic_t                    credentials; /* their generation */
+    ngx_atomic_t                    stats[NGX_HTTP_TENT_STATS];
+    ngx_atomic_t                    outbox[NGX_HTTP_TENT_OUTBOX_WORDS];
+    ngx_atomic_t                    registry;    /* its generation */
+    ngx_atomic_t                    subscriptions; /* their generation */
+    ngx_atomic_t                    blocks;      /* their generation */
+    ngx_atomic_t                    domains;     /* the operator's */
+    ngx_http_tent_census_t         *census;
+    ngx_uint_t                      ncensus;     /* a power of two */
+} ngx_http_tent_shm_t;
+
+/*
+ * The zone's data (zone->data) begins with this: where in the zone the
+ * counters are, set by the zone's init after ngx_http_tent_shm_init() in
+ * a new zone (which logs why it failed) or from the old zone's data.
+ */
+typedef struct {
+    ngx_http_tent_shm_t            *shm;
+} ngx_http_tent_shm_ctx_t;
+
+ngx_int_t ngx_http_tent_shm_init(ngx_shm_zone_t *zone,
+    ngx_slab_pool_t *shpool, ngx_http_tent_shm_t *shm);
+
+
+/* tent_status: a counter added to, a gauge set */
 void ngx_http_tent_count(ngx_uint_t stat, ngx_atomic_int_t n);
 void ngx_http_tent_gauge(ngx_uint_t stat, ngx_atomic_uint_t v);
 
-/* a copy of the counters and the nonce cache's fill; no zone: DECLINED */
+/* a copy of the counters, the rest 0; no zone: DECLINED */
 ngx_int_t ngx_http_tent_stats(ngx_cycle_t *cycle, ngx_http_tent_stats_t *st);
 
 

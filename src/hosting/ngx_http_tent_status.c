@@ -14,6 +14,7 @@
 
 
 #include "ngx_http_tent_module.h"
+#include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_shm.h"
 
@@ -182,6 +183,7 @@ ngx_http_tent_status_handler(ngx_http_request_t *r)
     /* without tent_store there is no zone: every counter is 0 */
 
     (void) ngx_http_tent_stats((ngx_cycle_t *) ngx_cycle, &st);
+    ngx_http_tent_nonce_stats((ngx_cycle_t *) ngx_cycle, &st);
 
     b = ngx_create_temp_buf(r->pool, NGX_HTTP_TENT_STATUS_SIZE);
     if (b == NULL) {

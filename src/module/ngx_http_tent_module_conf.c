@@ -16,7 +16,7 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_module_private.h"
-#include "ngx_http_tent_shm.h"
+#include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_guard.h"
 #include "ngx_http_tent_store.h"

@@ -18,7 +18,7 @@
  * the module (ngx_http_tent_module.c) names the setters in its table of
  * directives and the confs' handlers (ngx_http_tent_module_conf.c) in
  * its context, and installs the router's phase handler; the setters and
- * the merge check URLs as the router does.
+ * the merge check URLs as the request's ctx does (ngx_http_tent_ctx.c).
  */
 
 
@@ -51,8 +51,6 @@ ngx_int_t ngx_http_tent_cstring(ngx_pool_t *pool, ngx_str_t *s,
 
 /* ngx_http_tent_router.c: the phase that hands a request to the router */
 ngx_int_t ngx_http_tent_precontent_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
-    ngx_str_t *path);
 
 /* ngx_http_tent_module_conf.c: the confs created, merged, initialized */
 void *ngx_http_tent_create_main_conf(ngx_conf_t *cf);
