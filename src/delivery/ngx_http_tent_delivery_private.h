@@ -36,14 +36,18 @@
 #define NGX_HTTP_TENT_SETTLE_MAX    256
 #define NGX_HTTP_TENT_SETTLE_WAIT   2
 
-/* how a job settles */
-#define NGX_HTTP_TENT_DELIVERED     0
-#define NGX_HTTP_TENT_REFUSED       1
-#define NGX_HTTP_TENT_RETRY         2
+/* how a job settles: what a transport reports */
+typedef enum {
+    NGX_HTTP_TENT_DELIVERED = 0,
+    NGX_HTTP_TENT_REFUSED,                  /* for good: a dead letter */
+    NGX_HTTP_TENT_RETRY,                    /* later, attempt counted */
+    NGX_HTTP_TENT_PASSED                    /* not its own: the next's */
+} ngx_http_tent_outcome_e;
 
 
 typedef struct ngx_http_tent_host_s  ngx_http_tent_host_t;
 typedef struct ngx_http_tent_settle_s  ngx_http_tent_settle_t;
+typedef struct ngx_http_tent_transport_s  ngx_http_tent_transport_t;
 
 
 /*
@@ -218,12 +222,29 @@ typedef struct {
     unsigned                          tried:1;    /* a request made */
     unsigned                          writing:1;  /* job puts unanswered */
     unsigned                          probe:1;    /* of a paused host */
-    unsigned                          no_local:1; /* HTTP, not same-node */
     unsigned                          settling:1; /* in a settle batch */
     unsigned                          shared_pool:1; /* its batch's */
     unsigned                          gone:1;     /* its row settled */
     ngx_str_t                         record_key; /* a due job's record */
+    ngx_http_tent_transport_t        *transport;  /* that claimed it */
+    void                             *carried;    /* the transport's */
 } ngx_http_tent_task_t;
+
+
+/*
+ * A transport carries the jobs it claims (ngx_http_tent_send.c asks
+ * each in turn, once, after the batch read): "claim" says NGX_OK and
+ * keeps what it found in t->carried; "send" carries the job and reports
+ * its outcome to ngx_http_tent_delivery_settle(), once.
+ */
+struct ngx_http_tent_transport_s {
+    const char                       *name;
+    ngx_int_t                       (*claim)(ngx_http_tent_task_t *t);
+    void                            (*send)(ngx_http_tent_task_t *t);
+};
+
+extern ngx_http_tent_transport_t  ngx_http_tent_transport_local;
+extern ngx_http_tent_transport_t  ngx_http_tent_transport_http;
 
 
 /* ngx_http_tent_delivery.c: the engine, its tasks, the queue's rows */
@@ -340,48 +361,26 @@ void ngx_http_tent_host_release(ngx_http_tent_task_t *t);
 ngx_int_t ngx_http_tent_host_deferred(ngx_str_t *key);
 ngx_uint_t ngx_http_tent_hosts_deferred(void);
 
-/* ngx_http_tent_send.c */
+/* ngx_http_tent_send.c: a job read, claimed by a transport, settled */
 void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
-json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
 ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
     json_t *job, ngx_str_t *key);
 void ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t,
     ngx_str_t *record);
+void ngx_http_tent_transport_claim(ngx_http_tent_task_t *t);
+ngx_int_t ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
+    ngx_str_t *url);
 void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
-    ngx_uint_t outcome);
-void ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t);
+    ngx_http_tent_outcome_e outcome);
 ngx_http_tent_store_op_t *ngx_http_tent_delivery_settlement(
-    ngx_http_tent_task_t *t, ngx_uint_t outcome);
+    ngx_http_tent_task_t *t, ngx_http_tent_outcome_e outcome);
 
-/* ngx_http_tent_local.c: same-node delivery */
-typedef struct {
-    ngx_http_tent_task_t           *task;
-    ngx_http_tent_entity_conf_t    *to;
-    ngx_str_t                       relation;   /* the following's id */
-    ngx_str_t                       key_id;
-    ngx_str_t                       key;
-    ngx_str_t                       algorithm;
-    ngx_str_t                       cred_key;   /* the recipient's row */
-    ngx_str_t                       copy_key;   /* its copy of the post */
-    ngx_str_t                       target_key; /* a delete's target */
-    ngx_uint_t                      cred;       /* in the batch's read */
-    ngx_uint_t                      found;      /* copy 1, target 2, block 4 */
-    ngx_str_t                       copy;       /* as read */
-    ngx_str_t                       target;
-    ngx_queue_t                     queue;
-    unsigned                        released:1; /* its slot given back */
-} ngx_http_tent_local_t;
+/* ngx_http_tent_transport_http.c */
+json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
 
+/* the same-node transport's engine side (ngx_http_tent_local.h) */
 ngx_int_t ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *pool);
-ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
-ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
-    json_t *cred, ngx_str_t *sender);
-ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
-    ngx_uint_t status);
-
-/* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
-ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_local_batch_kick(ngx_http_tent_delivery_t *dl);
 

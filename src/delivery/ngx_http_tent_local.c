@@ -37,6 +37,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
@@ -65,6 +66,8 @@ typedef struct {
 } ngx_http_tent_local_index_t;
 
 
+static ngx_int_t ngx_http_tent_local_claim(ngx_http_tent_task_t *t);
+static void ngx_http_tent_local_send(ngx_http_tent_task_t *t);
 static ngx_int_t ngx_http_tent_local_index_add(ngx_pool_t *pool,
     ngx_http_tent_local_index_t *idx, ngx_http_tent_slot_t *s,
     ngx_str_t *base);
@@ -84,23 +87,36 @@ static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
 static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
 
 
+ngx_http_tent_transport_t  ngx_http_tent_transport_local = {
+    "same-node",
+    ngx_http_tent_local_claim,
+    ngx_http_tent_local_send
+};
+
+
 /*
- * NGX_DECLINED: not local, HTTP sends it; otherwise the job is on its
- * way here and settles by itself.
+ * A follower's job whose first server is one of this node's entities:
+ * NGX_OK, and what the batch needs in t->carried; NGX_DECLINED: the next
+ * transport's.
  */
 
-ngx_int_t
-ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
+static ngx_int_t
+ngx_http_tent_local_claim(ngx_http_tent_task_t *t)
 {
-    ngx_str_t                     rest, type;
+    ngx_str_t                     rest, type, u;
+    ngx_str_t                    *url;
     ngx_http_tent_local_t        *l;
     ngx_http_tent_entity_conf_t  *to;
 
     static ngx_str_t  notifications = ngx_string("notifications/");
 
-    if (json_object_get(t->job, "follower") == NULL || t->stranger
-        || t->no_local)
-    {
+    if (json_object_get(t->job, "follower") == NULL || t->stranger) {
+        return NGX_DECLINED;
+    }
+
+    url = &u;
+
+    if (ngx_http_tent_delivery_url(t, 0, url) != NGX_OK) {
         return NGX_DECLINED;
     }
 
@@ -173,13 +189,20 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
                    "tent local: post \"%V\": to \"%V\", following \"%V\" "
                    "on this node", &t->post_id, &to->entity, &l->relation);
 
-    /* with the other local jobs due now: one read, one write */
-
-    if (ngx_http_tent_local_batch_add(l) != NGX_OK) {
-        return NGX_DECLINED;
-    }
+    t->carried = l;
 
     return NGX_OK;
+}
+
+
+/* with the other local jobs due now: one read, one write */
+
+static void
+ngx_http_tent_local_send(ngx_http_tent_task_t *t)
+{
+    if (ngx_http_tent_local_batch_add(t->carried) != NGX_OK) {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_PASSED);
+    }
 }
 
 
@@ -637,7 +660,7 @@ ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
 
 /* how the same answer over HTTP would settle the job */
 
-ngx_uint_t
+ngx_http_tent_outcome_e
 ngx_http_tent_local_outcome(ngx_http_tent_local_t *l, ngx_uint_t status)
 {
     ngx_http_tent_task_t  *t;

@@ -31,7 +31,7 @@
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
-#include "ngx_http_tent_local_batch.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_shm.h"

@@ -29,7 +29,7 @@
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
-#include "ngx_http_tent_local_batch.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_shm.h"
@@ -296,7 +296,7 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
                        "tent local: \"%V\" has no credential of that key "
                        "id here: over HTTP", &l->to->entity);
         ngx_http_tent_local_slot(l);
-        ngx_http_tent_delivery_over_http(t);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_PASSED);
         return (ngx_uint_t) NGX_DECLINED;
     }
 

@@ -32,11 +32,19 @@
 
 static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t);
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
-static void ngx_http_tent_delivery_send(ngx_http_tent_task_t *t);
-static void ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t,
-    json_t *sub, ngx_str_t *out);
+static ngx_int_t ngx_http_tent_delivery_blocked(ngx_http_tent_task_t *t);
+
+
+/*
+ * The transports, asked in order which carries a job: same-node first,
+ * then HTTP, which carries any (the ActivityPub one goes before it).
+ */
+
+static ngx_http_tent_transport_t  *ngx_http_tent_transports[] = {
+    &ngx_http_tent_transport_local,
+    &ngx_http_tent_transport_http,
+    NULL
+};
 
 
 /* the key of the record a job goes to; none for a stranger */
@@ -144,9 +152,7 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
         return;
     }
 
-    t->server = 0;
-
-    ngx_http_tent_delivery_send(t);
+    ngx_http_tent_transport_claim(t);
 }
 
 
@@ -240,153 +246,74 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
                    "%uz servers", &t->post_id, &entity,
                    json_array_size(d->servers));
 
-    t->server = 0;
-
-    ngx_http_tent_delivery_send(t);
+    ngx_http_tent_transport_claim(t);
 }
 
 
-/*
- * The post as a follower sees it; an app (a subscription) sees when we
- * received it too, and with read_permissions whom it is for, as on
- * GET /posts.
- */
-
-json_t *
-ngx_http_tent_delivery_body(json_t *post, json_t *sub)
-{
-    size_t   i;
-    json_t  *out, *a;
-
-    out = json_deep_copy(post);
-    if (out == NULL) {
-        return NULL;
-    }
-
-    json_object_del(out, "rus");
-
-    if (sub == NULL) {
-        json_object_del(out, "received_at");
-    }
-
-    json_array_foreach(json_object_get(out, "attachments"), i, a) {
-        json_object_del(a, "digest");
-    }
-
-    if (sub == NULL || !ngx_http_tent_delivery_scope(sub, "read_permissions"))
-    {
-        json_object_set_new(out, "permissions",
-                            json_pack("{s:b}", "public",
-                                      json_is_true(json_object_get(
-                                          json_object_get(post,
-                                                          "permissions"),
-                                          "public"))));
-    }
-
-    return out;
-}
-
 
 /*
- * The request's body: rendered once a batch for each kind of receiver
- * (a relationship; an app; an app with read_permissions), in the
- * batch's pool, and shared by the batch's jobs of that post.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_request_body(ngx_http_tent_task_t *t, json_t *sub,
-    ngx_str_t *out)
-{
-    json_t      *body;
-    ngx_str_t   *cached;
-    ngx_pool_t  *pool;
-
-    cached = NULL;
-    pool = t->pool;
-
-    if (t->bpost) {
-        cached = &t->bpost->body[sub == NULL
-                                 ? 0
-                                 : (ngx_http_tent_delivery_scope(sub,
-                                                        "read_permissions")
-                                    ? 2 : 1)];
-
-        if (cached->data) {
-            *out = *cached;
-            return NGX_OK;
-        }
-
-        pool = t->batch->pool;
-    }
-
-    body = ngx_http_tent_delivery_body(t->post, sub);
-
-    if (body == NULL
-        || ngx_http_tent_json_cleanup(pool, body) != NGX_OK
-        || ngx_http_tent_json_dump(pool, body, out) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": rendered, %uz bytes",
-                   &t->post_id, out->len);
-
-    if (cached) {
-        *cached = *out;
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * The same job over HTTP after all: a URL of a fixed entity of this
- * nginx whose rows are not in this store (a node behind a front that
- * routes names to nodes has blocks for names other nodes serve).
+ * A job read and still wanted goes to the first transport that claims
+ * it, asked once each.  One that finds, once it has read what it needs,
+ * that the job is not its own after all settles it "passed": the next
+ * transport is asked, never the ones before (same-node hands HTTP a
+ * recipient whose rows are not in this store).
  */
 
 void
-ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t)
+ngx_http_tent_transport_claim(ngx_http_tent_task_t *t)
 {
-    t->no_local = 1;
-    ngx_http_tent_delivery_send(t);
-}
+    ngx_uint_t                  i;
+    ngx_http_tent_transport_t  *tr;
 
+    i = 0;
 
-static void
-ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
-{
-    json_t                 *server, *servers;
-    ngx_str_t               path, url, entity;
-    ngx_http_tent_fetch_t  *f;
+    if (t->transport) {
+        while (ngx_http_tent_transports[i] != t->transport) {
+            i++;
+        }
 
-    /* an app: its absolute notification URL, signed with its u: key */
+        i++;
 
-    if (json_object_get(t->job, "subscription")) {
-        if (ngx_http_tent_json_str(t->follower, "notification_url", &url)
-            != NGX_OK)
-        {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                           "tent delivery: post \"%V\": the app has no "
-                           "notification URL", &t->post_id);
-            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-            return;
+    } else if (ngx_http_tent_delivery_blocked(t)) {
+        t->status = NGX_HTTP_FORBIDDEN;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    for ( /* void */ ; ngx_http_tent_transports[i]; i++) {
+        tr = ngx_http_tent_transports[i];
+
+        if (tr->claim(t) != NGX_OK) {
+            continue;
         }
 
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": attempt %i, to the "
-                       "app's notification URL", &t->post_id,
-                       (ngx_int_t) json_integer_value(
-                                       json_object_get(t->job, "attempt")));
+                       "tent delivery: post \"%V\": carried by %s",
+                       &t->post_id, tr->name);
 
-        goto send;
+        t->transport = tr;
+        tr->send(t);
+        return;
     }
 
-    /*
-     * An entity of a domain the operator blocked, wherever its servers
-     * are: a dead letter, never retried (the fetch refuses its hosts)
-     */
+    ngx_http_tent_task_failed(t, "finding a transport");
+}
+
+
+/*
+ * An entity of a domain the operator blocked, wherever its servers are:
+ * a dead letter, never retried, on any transport (the fetch refuses its
+ * hosts too).  An app is not an entity: never blocked here.
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_blocked(ngx_http_tent_task_t *t)
+{
+    ngx_str_t  entity;
+
+    if (json_object_get(t->job, "subscription")) {
+        return 0;
+    }
 
     if ((ngx_http_tent_json_str(t->follower, "entity", &entity) == NGX_OK
          && ngx_http_tent_domains_entity(&entity))
@@ -396,18 +323,28 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
         ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
                       "tent delivery: \"%V\" is of a blocked domain: "
                       "not sent", &entity);
-        t->status = NGX_HTTP_FORBIDDEN;
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-        return;
+        return 1;
     }
 
-    server = json_array_get(json_object_get(t->follower, "servers"),
-                            t->server);
+    return 0;
+}
 
-    /*
-     * A follower's notification path; "posts" for a following, signed,
-     * and for an entity with no relationship, unsigned (spec 9.3).
-     */
+
+/*
+ * The URL of a relationship's or a mentioned entity's server "n": a
+ * follower's notification path; "posts" for a following, signed, and
+ * for an entity with no relationship, unsigned (spec 9.3).  NGX_DECLINED:
+ * no such server, or no path.
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
+    ngx_str_t *url)
+{
+    json_t     *server;
+    ngx_str_t   path;
+
+    server = json_array_get(json_object_get(t->follower, "servers"), n);
 
     if (json_object_get(t->job, "following") || t->stranger) {
         ngx_str_set(&path, "posts");
@@ -420,178 +357,16 @@ ngx_http_tent_delivery_send(ngx_http_tent_task_t *t)
     }
 
     if (!json_is_string(server) || path.len == 0) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent delivery: post \"%V\": no server %ui or no "
-                       "path to send to", &t->post_id, t->server + 1);
-        ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
-                                                   : NGX_HTTP_TENT_REFUSED);
-        return;
+        return NGX_DECLINED;
     }
 
-    if (ngx_http_tent_server_url(t->pool, server, &path, NULL, &url)
+    if (ngx_http_tent_server_url(t->pool, server, &path, NULL, url)
         != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the server's URL");
-        return;
+        return NGX_ERROR;
     }
 
-    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": attempt %i, to server %ui "
-                   "of %uz", &t->post_id,
-                   (ngx_int_t) json_integer_value(
-                                   json_object_get(t->job, "attempt")),
-                   t->server + 1,
-                   json_array_size(json_object_get(t->follower, "servers")));
-
-    /* a receiver of this nginx and its store: written, no HTTP */
-
-    if (ngx_http_tent_local_send(t, &url) != NGX_DECLINED) {
-        return;
-    }
-
-send:
-
-    /* its host may be full (later) or paused (its next server, or later) */
-
-    switch (ngx_http_tent_host_gate(t, &url)) {
-
-    case NGX_OK:
-        break;
-
-    case NGX_DECLINED:
-        servers = json_object_get(t->follower, "servers");
-
-        if (t->server + 1 < ngx_http_tent_servers_max(servers,
-                                                      &t->ent->scf->outbound)
-            && json_is_string(json_array_get(servers, t->server + 1)))
-        {
-            t->server++;
-            ngx_http_tent_delivery_send(t);
-            return;
-        }
-
-        ngx_http_tent_host_wait(t);
-        return;
-
-    default:
-        return;
-    }
-
-    f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
-
-    if (f == NULL
-        || ngx_http_tent_delivery_request_body(t,
-                                       json_object_get(t->job, "subscription")
-                                       ? t->follower : NULL,
-                                       &f->request_body)
-           != NGX_OK)
-    {
-        ngx_http_tent_task_failed(t, "building the request");
-        return;
-    }
-
-    if (!t->stranger && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "signing the request");
-        return;
-    }
-
-    f->url = url;
-    ngx_str_set(&f->method, "POST");
-    ngx_str_set(&f->content_type, NGX_HTTP_TENT_MEDIA_TYPE);
-    f->max_response = 64 * 1024;
-    f->deadline = t->deadline;
-    f->has_deadline = 1;
-    f->handler = ngx_http_tent_delivery_sent;
-    f->data = t;
-    f->resend = 1;                 /* deliveries are at-least-once */
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: job sent: post \"%V\" to %V",
-                   &t->post_id, &url);
-
-    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "starting the request");
-    }
-}
-
-
-/*
- * The answer, then its buffers given back: the task's pool is its
- * batch's, which lives until the batch's last job ends.
- */
-
-static void
-ngx_http_tent_delivery_sent(ngx_http_tent_fetch_t *f)
-{
-    ngx_http_tent_delivery_answer(f);
-    ngx_http_tent_fetch_release(f);
-}
-
-
-static void
-ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f)
-{
-    ngx_http_tent_task_t *t = f->data;
-
-    json_t  *servers;
-
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: answer from %V: %s, status %ui",
-                   &f->url, ngx_http_tent_fetch_strerror(f->result),
-                   f->status);
-
-    ngx_http_tent_host_outcome(t, f);
-    ngx_http_tent_delivery_status_answer(t, f);
-
-    if (f->result == NGX_HTTP_TENT_FETCH_OK
-        && f->status >= 200 && f->status <= 299)
-    {
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
-        return;
-    }
-
-    /* a domain the operator blocked: a dead letter, never retried */
-
-    if (f->result == NGX_HTTP_TENT_FETCH_BLOCKED) {
-        t->status = NGX_HTTP_FORBIDDEN;
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-        return;
-    }
-
-    if (f->result == NGX_HTTP_TENT_FETCH_OK
-        && (f->status == 400 || f->status == 401 || f->status == 403
-            || f->status == 404 || f->status == 410))
-    {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
-                      "tent delivery: %V refused the post (%ui): "
-                      "not retried", &f->url, f->status);
-        t->status = f->status;
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
-                  "tent delivery: POST %V: %s, status %ui", &f->url,
-                  ngx_http_tent_fetch_strerror(f->result), f->status);
-
-    /*
-     * The follower's next server, at once, of the first few only (a row
-     * may be older than the cap); after the last, later
-     */
-
-    servers = json_object_get(t->follower, "servers");
-
-    if (ngx_http_tent_fetch_next_server(f)
-        && t->server + 1 < ngx_http_tent_servers_max(servers,
-                                                     &t->ent->scf->outbound)
-        && json_is_string(json_array_get(servers, t->server + 1)))
-    {
-        t->server++;
-        ngx_http_tent_delivery_send(t);
-        return;
-    }
-
-    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+    return NGX_OK;
 }
 
 
@@ -601,9 +376,15 @@ ngx_http_tent_delivery_answer(ngx_http_tent_fetch_t *f)
  */
 
 void
-ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
+ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
+    ngx_http_tent_outcome_e outcome)
 {
     ngx_http_tent_store_op_t  *wop;
+
+    if (outcome == NGX_HTTP_TENT_PASSED) {
+        ngx_http_tent_transport_claim(t);
+        return;
+    }
 
     wop = ngx_http_tent_delivery_settlement(t, outcome);
 
@@ -621,7 +402,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t, ngx_uint_t outcome)
 
 ngx_http_tent_store_op_t *
 ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
-    ngx_uint_t outcome)
+    ngx_http_tent_outcome_e outcome)
 {
     uint64_t                    delay, due;
     ngx_int_t                   attempt;
