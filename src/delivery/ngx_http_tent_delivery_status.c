@@ -23,6 +23,8 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -201,16 +203,19 @@ ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
  */
 
 ngx_int_t
-ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_made(ngx_http_tent_fanout_t *fo,
     ngx_http_tent_store_op_t *wop, ngx_str_t *jid, json_t *record,
     ngx_str_t *entity)
 {
-    ngx_int_t  rc;
-    ngx_str_t  key, e, value;
+    ngx_int_t              rc;
+    ngx_str_t              key, e, value;
+    ngx_http_tent_task_t  *t;
 
-    if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
+    if (fo->stage == NGX_HTTP_TENT_FANOUT_APPS) {
         return NGX_OK;
     }
+
+    t = &fo->task;
 
     if (entity == NULL) {
         if (ngx_http_tent_json_str(record, "entity", &e) != NGX_OK) {
@@ -240,7 +245,7 @@ ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
 /* the answer of an attempt, kept for the job's status */
 
 void
-ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_answer(ngx_http_tent_job_t *t,
     ngx_http_tent_fetch_t *f)
 {
     t->status = (f->result == NGX_HTTP_TENT_FETCH_OK) ? f->status : 0;
@@ -257,7 +262,7 @@ ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
  */
 
 ngx_int_t
-ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
     uint64_t due)
 {
@@ -266,17 +271,18 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
     uint64_t     time;
     const char  *state;
 
-    if (t->job == NULL || json_object_get(t->job, "subscription")) {
+    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP) {
         return NGX_OK;
     }
 
-    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &time, &jid)
+    if (ngx_http_tent_timed_key_parse(&t->task.ent->entity, &t->task.key,
+                                      &time, &jid)
         != NGX_OK)
     {
         return NGX_OK;
     }
 
-    rc = ngx_http_tent_delivery_status_key(t, wop->pool, &jid, &key);
+    rc = ngx_http_tent_delivery_status_key(&t->task, wop->pool, &jid, &key);
 
     if (rc != NGX_OK) {
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
@@ -288,8 +294,11 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         return ngx_http_tent_store_write_del(wop, &key);
     }
 
-    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
-        && ngx_http_tent_json_str(t->follower, "entity", &entity) != NGX_OK)
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ENTITY) {
+        entity = t->row.to;
+
+    } else if (ngx_http_tent_json_str(t->follower, "entity", &entity)
+               != NGX_OK)
     {
         return ngx_http_tent_store_write_del(wop, &key);
     }
@@ -312,7 +321,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         return NGX_ERROR;
     }
 
-    return ngx_http_tent_delivery_status_put(t, wop, &key, &value,
+    return ngx_http_tent_delivery_status_put(&t->task, wop, &key, &value,
                                              outcome != NGX_HTTP_TENT_RETRY);
 }
 

@@ -18,13 +18,13 @@
  */
 
 
-#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_receive.h"
 
 
 /* ngx_http_tent_local.c: same-node delivery */
 typedef struct {
-    ngx_http_tent_task_t           *task;
+    ngx_http_tent_job_t           *task;
     ngx_http_tent_entity_conf_t    *to;
     ngx_str_t                       relation;   /* the following's id */
     ngx_str_t                       key_id;

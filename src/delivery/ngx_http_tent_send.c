@@ -22,6 +22,7 @@
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -30,9 +31,9 @@
 #include "ngx_http_tent_store.h"
 
 
-static void ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_stranger(ngx_http_tent_job_t *t);
 static void ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d);
-static ngx_int_t ngx_http_tent_delivery_blocked(ngx_http_tent_task_t *t);
+static ngx_int_t ngx_http_tent_delivery_blocked(ngx_http_tent_job_t *t);
 
 
 /*
@@ -50,36 +51,31 @@ static ngx_http_tent_transport_t  *ngx_http_tent_transports[] = {
 /* the key of the record a job goes to; none for a stranger */
 
 ngx_int_t
-ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
-    ngx_str_t *key)
+ngx_http_tent_delivery_record_key(ngx_http_tent_job_t *t, ngx_str_t *key)
 {
-    ngx_str_t  id, app;
+    switch (t->row.kind) {
 
-    if (t->stranger) {
-        return NGX_OK;
+    case NGX_HTTP_TENT_JOB_FOLLOWING:
+        return ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWING, &t->row.to,
+                                 key);
+
+    case NGX_HTTP_TENT_JOB_FOLLOWER:
+        return ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
+                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &t->row.to,
+                                 key);
+
+    case NGX_HTTP_TENT_JOB_APP:
+
+        /* "<app id> 0x00 <authorization id>", as the authorization's own */
+
+        return ngx_http_tent_pair_key(t->task.pool, &t->task.ent->entity,
+                                      NGX_HTTP_TENT_TABLE_SUBSCRIPTION,
+                                      &t->row.app, &t->row.to, key);
+
+    default:
+        return NGX_OK;      /* a stranger: none */
     }
-
-    if (ngx_http_tent_json_str(job, "following", &id) == NGX_OK) {
-        return ngx_http_tent_key(t->pool, &t->ent->entity,
-                                 NGX_HTTP_TENT_TABLE_FOLLOWING, &id, key);
-    }
-
-    if (ngx_http_tent_json_str(job, "follower", &id) == NGX_OK) {
-        return ngx_http_tent_key(t->pool, &t->ent->entity,
-                                 NGX_HTTP_TENT_TABLE_FOLLOWER, &id, key);
-    }
-
-    /* "<app id> 0x00 <authorization id>", as the authorization's own */
-
-    if (ngx_http_tent_json_str(job, "subscription", &id) != NGX_OK
-        || ngx_http_tent_json_str(job, "app", &app) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_tent_pair_key(t->pool, &t->ent->entity,
-                                  NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &app, &id,
-                                  key);
 }
 
 
@@ -90,11 +86,11 @@ ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t, json_t *job,
  */
 
 void
-ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
+ngx_http_tent_delivery_loaded(ngx_http_tent_job_t *t, ngx_str_t *record)
 {
     /* one attempt, discovery and every server tried, has one deadline */
 
-    t->deadline = ngx_current_msec + t->ent->scf->outbound.deadline;
+    t->deadline = ngx_current_msec + t->task.ent->scf->outbound.deadline;
 
     if (t->stranger) {
         ngx_http_tent_delivery_stranger(t);
@@ -104,15 +100,15 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
     /* a follower gone, or a post deleted: nothing to send */
 
     if (record == NULL
-        || t->post == NULL
-        || (t->follower = ngx_http_tent_record_parse(t->dl->log,
+        || t->task.post == NULL
+        || (t->follower = ngx_http_tent_record_parse(t->task.dl->log,
                                                      &t->record_key, record))
            == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
+        || ngx_http_tent_json_cleanup(t->task.pool, t->follower) != NGX_OK)
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": its receiver or the "
-                       "post is gone: nothing to send", &t->post_id);
+                       "post is gone: nothing to send", &t->task.post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -123,9 +119,9 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
         && json_integer_value(json_object_get(t->follower, "expires_at"))
            <= ngx_time())
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": the app's "
-                       "authorization has expired", &t->post_id);
+                       "authorization has expired", &t->task.post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -138,16 +134,16 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
      * authorization lets it.)
      */
 
-    if (json_object_get(t->job, "subscription") == NULL
-        && (!ngx_http_tent_delivery_permitted(t->post, t->follower)
-            || (json_is_true(json_object_get(t->job, "mention"))
-                && json_object_get(t->job, "following")
+    if (t->row.kind != NGX_HTTP_TENT_JOB_APP
+        && (!ngx_http_tent_delivery_permitted(t->task.post, t->follower)
+            || (t->row.mention
+                && t->row.kind == NGX_HTTP_TENT_JOB_FOLLOWING
                 && !json_is_true(json_object_get(t->follower,
                                                  "confirmed")))))
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": not for this entity "
-                       "as it is now: nothing sent", &t->post_id);
+                       "as it is now: nothing sent", &t->task.post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
@@ -163,34 +159,35 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t, ngx_str_t *record)
  */
 
 static void
-ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_stranger(ngx_http_tent_job_t *t)
 {
     ngx_str_t  entity;
 
-    if (t->post == NULL
-        || !json_is_true(json_object_get(json_object_get(t->post,
+    if (t->task.post == NULL
+        || !json_is_true(json_object_get(json_object_get(t->task.post,
                                                          "permissions"),
-                                         "public"))
-        || ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK)
+                                         "public")))
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": gone or no longer "
-                       "public: no mention", &t->post_id);
+                       "public: no mention", &t->task.post_id);
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
         return;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": discovering \"%V\" for "
-                   "a mention", &t->post_id, &entity);
+    entity = t->row.to;
 
-    if (ngx_http_tent_discover_start(t->pool, t->dl->log,
-                                     &t->ent->scf->outbound, &entity,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: post \"%V\": discovering \"%V\" for "
+                   "a mention", &t->task.post_id, &entity);
+
+    if (ngx_http_tent_discover_start(t->task.pool, t->task.dl->log,
+                                     &t->task.ent->scf->outbound, &entity,
                                      t->deadline,
                                      ngx_http_tent_delivery_discovered, t)
         != NGX_OK)
     {
-        ngx_http_tent_task_done(t);     /* discovery logs its failure */
+        ngx_http_tent_task_done(&t->task);     /* discovery logs its failure */
     }
 }
 
@@ -198,12 +195,12 @@ ngx_http_tent_delivery_stranger(ngx_http_tent_task_t *t)
 static void
 ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
 {
-    ngx_http_tent_task_t *t = d->data;
+    ngx_http_tent_job_t *t = d->data;
 
     ngx_str_t  entity;
 
     if (d->status) {
-        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                       "tent delivery: a mention: %s", d->error);
 
         /* no profile there, or one our guard refuses: not again */
@@ -219,10 +216,11 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
 
     /* a URL that leads to another entity's profile: not its servers */
 
-    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
-        || !ngx_http_tent_entity_eq(&d->canonical, &entity))
+    entity = t->row.to;
+
+    if (!ngx_http_tent_entity_eq(&d->canonical, &entity))
     {
-        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                       "tent delivery: a mention: the profile of \"%V\" "
                       "names another entity", &entity);
 
@@ -234,16 +232,16 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
     t->follower = json_pack("{s:O}", "servers", d->servers);
 
     if (t->follower == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->follower) != NGX_OK)
+        || ngx_http_tent_json_cleanup(t->task.pool, t->follower) != NGX_OK)
     {
         json_decref(t->follower);
-        ngx_http_tent_task_failed(t, "keeping the discovered servers");
+        ngx_http_tent_task_failed(&t->task, "keeping the discovered servers");
         return;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": \"%V\" discovered, "
-                   "%uz servers", &t->post_id, &entity,
+                   "%uz servers", &t->task.post_id, &entity,
                    json_array_size(d->servers));
 
     ngx_http_tent_transport_claim(t);
@@ -260,7 +258,7 @@ ngx_http_tent_delivery_discovered(ngx_http_tent_discover_t *d)
  */
 
 void
-ngx_http_tent_transport_claim(ngx_http_tent_task_t *t)
+ngx_http_tent_transport_claim(ngx_http_tent_job_t *t)
 {
     ngx_uint_t                  i;
     ngx_http_tent_transport_t  *tr;
@@ -287,16 +285,16 @@ ngx_http_tent_transport_claim(ngx_http_tent_task_t *t)
             continue;
         }
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": carried by %s",
-                       &t->post_id, tr->name);
+                       &t->task.post_id, tr->name);
 
         t->transport = tr;
         tr->send(t);
         return;
     }
 
-    ngx_http_tent_task_failed(t, "finding a transport");
+    ngx_http_tent_task_failed(&t->task, "finding a transport");
 }
 
 
@@ -307,20 +305,21 @@ ngx_http_tent_transport_claim(ngx_http_tent_task_t *t)
  */
 
 static ngx_int_t
-ngx_http_tent_delivery_blocked(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_blocked(ngx_http_tent_job_t *t)
 {
     ngx_str_t  entity;
 
-    if (json_object_get(t->job, "subscription")) {
+    if (t->row.kind == NGX_HTTP_TENT_JOB_APP) {
         return 0;
     }
 
     if ((ngx_http_tent_json_str(t->follower, "entity", &entity) == NGX_OK
          && ngx_http_tent_domains_entity(&entity))
-        || (ngx_http_tent_json_str(t->job, "entity", &entity) == NGX_OK
-            && ngx_http_tent_domains_entity(&entity)))
+        || (t->row.kind == NGX_HTTP_TENT_JOB_ENTITY
+            && ngx_http_tent_domains_entity(&t->row.to)
+            && (entity = t->row.to).len))
     {
-        ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                       "tent delivery: \"%V\" is of a blocked domain: "
                       "not sent", &entity);
         return 1;
@@ -338,7 +337,7 @@ ngx_http_tent_delivery_blocked(ngx_http_tent_task_t *t)
  */
 
 ngx_int_t
-ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
+ngx_http_tent_delivery_url(ngx_http_tent_job_t *t, ngx_uint_t n,
     ngx_str_t *url)
 {
     json_t     *server;
@@ -346,7 +345,7 @@ ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
 
     server = json_array_get(json_object_get(t->follower, "servers"), n);
 
-    if (json_object_get(t->job, "following") || t->stranger) {
+    if (t->row.kind == NGX_HTTP_TENT_JOB_FOLLOWING || t->stranger) {
         ngx_str_set(&path, "posts");
 
     } else if (ngx_http_tent_json_str(t->follower, "notification_path",
@@ -360,7 +359,7 @@ ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_tent_server_url(t->pool, server, &path, NULL, url)
+    if (ngx_http_tent_server_url(t->task.pool, server, &path, NULL, url)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -376,7 +375,7 @@ ngx_http_tent_delivery_url(ngx_http_tent_task_t *t, ngx_uint_t n,
  */
 
 void
-ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_settle(ngx_http_tent_job_t *t,
     ngx_http_tent_outcome_e outcome)
 {
     ngx_http_tent_store_op_t  *wop;
@@ -401,7 +400,7 @@ ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
  */
 
 ngx_http_tent_store_op_t *
-ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_settlement(ngx_http_tent_job_t *t,
     ngx_http_tent_outcome_e outcome)
 {
     uint64_t                    delay, due;
@@ -410,25 +409,24 @@ ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t   *wop;
     ngx_http_tent_main_conf_t  *mcf;
 
-    mcf = t->dl->mcf;
+    mcf = t->task.dl->mcf;
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (wop == NULL
         || ngx_http_tent_store_write(wop, 0) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK)
+        || ngx_http_tent_store_write_del(wop, &t->task.key) != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the job's settlement");
+        ngx_http_tent_task_failed(&t->task, "building the job's settlement");
         return NULL;
     }
 
-    attempt = t->job ? json_integer_value(json_object_get(t->job, "attempt"))
-                     : 0;
+    attempt = t->row.kind ? t->row.attempt : 0;
 
     if (outcome == NGX_HTTP_TENT_RETRY
         && (ngx_uint_t) attempt + 1 >= mcf->delivery_attempts)
     {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                       "tent delivery: giving up after %i attempts",
                       attempt + 1);
         outcome = NGX_HTTP_TENT_REFUSED;
@@ -436,10 +434,11 @@ ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
 
     /* the job's id: the key without its due time */
 
-    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &due, &id)
+    if (ngx_http_tent_timed_key_parse(&t->task.ent->entity, &t->task.key,
+                                      &due, &id)
         != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "reading the job's key");
+        ngx_http_tent_task_failed(&t->task, "reading the job's key");
         return NULL;
     }
 
@@ -459,78 +458,60 @@ ngx_http_tent_delivery_settlement(ngx_http_tent_task_t *t,
         delay = delay / 2 + (uint64_t) ngx_random() % (delay / 2 + 1);
         due = ngx_http_tent_now_ms() + delay;
 
-        json_object_set_new(t->job, "attempt", json_integer(attempt + 1));
+        t->row.attempt = attempt + 1;
 
-        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, due, &id,
-                                  t->job)
+        if (ngx_http_tent_job_put(&t->task, wop, NGX_HTTP_TENT_TABLE_JOB,
+                                  due, &id, &t->row)
             != NGX_OK)
         {
-            ngx_http_tent_task_done(t);     /* logged there */
+            ngx_http_tent_task_done(&t->task);     /* logged there */
             return NULL;
         }
 
-        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: settled: post \"%V\": retry at "
-                       "%uL, in %uL ms, attempt %i", &t->post_id, due,
+                       "%uL, in %uL ms, attempt %i", &t->task.post_id, due,
                        delay, attempt + 1);
 
-    } else if (outcome == NGX_HTTP_TENT_REFUSED && t->job) {
+    } else if (outcome == NGX_HTTP_TENT_REFUSED && t->row.kind) {
 
         /* a dead letter, for the operator */
 
         ngx_http_tent_count(NGX_HTTP_TENT_STAT_DEAD, 1);
 
-        json_object_set_new(t->job, "status", json_integer(t->status));
-        json_object_set_new(t->job, "failed_at", json_integer(ngx_time()));
+        t->row.status = t->status;
+        t->row.failed_at = ngx_time();
 
-        if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_DEAD,
-                                  ngx_http_tent_now_ms(), &id, t->job)
+        if (ngx_http_tent_job_put(&t->task, wop, NGX_HTTP_TENT_TABLE_DEAD,
+                                  ngx_http_tent_now_ms(), &id, &t->row)
             != NGX_OK)
         {
-            ngx_http_tent_task_done(t);     /* logged there */
+            ngx_http_tent_task_done(&t->task);     /* logged there */
             return NULL;
         }
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: settled: post \"%V\": dead letter, "
-                       "status %ui", &t->post_id, t->status);
+                       "status %ui", &t->task.post_id, t->status);
 
     } else {
         if (outcome == NGX_HTTP_TENT_DELIVERED) {
             ngx_http_tent_count(NGX_HTTP_TENT_STAT_DELIVERED, 1);
         }
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: settled: post \"%V\": %s",
-                       &t->post_id, outcome == NGX_HTTP_TENT_DELIVERED
+                       &t->task.post_id, outcome == NGX_HTTP_TENT_DELIVERED
                                     ? "delivered" : "dropped");
     }
 
     if (ngx_http_tent_delivery_status_settled(t, wop, outcome, attempt, due)
         != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "writing the delivery's status");
+        ngx_http_tent_task_failed(&t->task, "writing the delivery's status");
         return NULL;
     }
 
     return wop;
 }
 
-
-void
-ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
-{
-    ngx_http_tent_task_t *t = op->data;
-
-    if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
-                      "tent delivery: the queue could not be updated; "
-                      "the job runs again");
-
-        if (t->batch) {
-            ngx_http_tent_queue_again(t);
-        }
-    }
-
-    ngx_http_tent_task_done(t);
-}

@@ -23,17 +23,19 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_remote.h"
 #include "ngx_http_tent_store.h"
 
 
-static ngx_int_t ngx_http_tent_http_claim(ngx_http_tent_task_t *t);
-static void ngx_http_tent_http_send(ngx_http_tent_task_t *t);
+static ngx_int_t ngx_http_tent_http_claim(ngx_http_tent_job_t *t);
+static void ngx_http_tent_http_send(ngx_http_tent_job_t *t);
 static void ngx_http_tent_http_sent(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_http_answer(ngx_http_tent_fetch_t *f);
-static ngx_int_t ngx_http_tent_http_request_body(ngx_http_tent_task_t *t,
+static ngx_uint_t ngx_http_tent_http_more(ngx_http_tent_job_t *t);
+static ngx_int_t ngx_http_tent_http_request_body(ngx_http_tent_job_t *t,
     json_t *sub, ngx_str_t *out);
 
 
@@ -47,7 +49,7 @@ ngx_http_tent_transport_t  ngx_http_tent_transport_http = {
 /* any job: the last transport asked, and one that carries all */
 
 static ngx_int_t
-ngx_http_tent_http_claim(ngx_http_tent_task_t *t)
+ngx_http_tent_http_claim(ngx_http_tent_job_t *t)
 {
     t->server = 0;
 
@@ -103,7 +105,7 @@ ngx_http_tent_delivery_body(json_t *post, json_t *sub)
  */
 
 static ngx_int_t
-ngx_http_tent_http_request_body(ngx_http_tent_task_t *t, json_t *sub,
+ngx_http_tent_http_request_body(ngx_http_tent_job_t *t, json_t *sub,
     ngx_str_t *out)
 {
     json_t      *body;
@@ -111,7 +113,7 @@ ngx_http_tent_http_request_body(ngx_http_tent_task_t *t, json_t *sub,
     ngx_pool_t  *pool;
 
     cached = NULL;
-    pool = t->pool;
+    pool = t->task.pool;
 
     if (t->bpost) {
         cached = &t->bpost->body[sub == NULL
@@ -128,7 +130,7 @@ ngx_http_tent_http_request_body(ngx_http_tent_task_t *t, json_t *sub,
         pool = t->batch->pool;
     }
 
-    body = ngx_http_tent_delivery_body(t->post, sub);
+    body = ngx_http_tent_delivery_body(t->task.post, sub);
 
     if (body == NULL
         || ngx_http_tent_json_cleanup(pool, body) != NGX_OK
@@ -137,9 +139,9 @@ ngx_http_tent_http_request_body(ngx_http_tent_task_t *t, json_t *sub,
         return NGX_ERROR;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": rendered, %uz bytes",
-                   &t->post_id, out->len);
+                   &t->task.post_id, out->len);
 
     if (cached) {
         *cached = *out;
@@ -151,30 +153,28 @@ ngx_http_tent_http_request_body(ngx_http_tent_task_t *t, json_t *sub,
 
 
 static void
-ngx_http_tent_http_send(ngx_http_tent_task_t *t)
+ngx_http_tent_http_send(ngx_http_tent_job_t *t)
 {
-    json_t                 *servers;
     ngx_str_t               url;
     ngx_http_tent_fetch_t  *f;
 
     /* an app: its absolute notification URL, signed with its u: key */
 
-    if (json_object_get(t->job, "subscription")) {
+    if (t->row.kind == NGX_HTTP_TENT_JOB_APP) {
         if (ngx_http_tent_json_str(t->follower, "notification_url", &url)
             != NGX_OK)
         {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                            "tent delivery: post \"%V\": the app has no "
-                           "notification URL", &t->post_id);
+                           "notification URL", &t->task.post_id);
             ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
             return;
         }
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": attempt %i, to the "
-                       "app's notification URL", &t->post_id,
-                       (ngx_int_t) json_integer_value(
-                                       json_object_get(t->job, "attempt")));
+                       "app's notification URL", &t->task.post_id,
+                       t->row.attempt);
 
         goto send;
     }
@@ -185,23 +185,22 @@ ngx_http_tent_http_send(ngx_http_tent_task_t *t)
         break;
 
     case NGX_DECLINED:
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": no server %ui or no "
-                       "path to send to", &t->post_id, t->server + 1);
+                       "path to send to", &t->task.post_id, t->server + 1);
         ngx_http_tent_delivery_settle(t, t->server ? NGX_HTTP_TENT_RETRY
                                                    : NGX_HTTP_TENT_REFUSED);
         return;
 
     default:
-        ngx_http_tent_task_failed(t, "building the server's URL");
+        ngx_http_tent_task_failed(&t->task, "building the server's URL");
         return;
     }
 
-    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": attempt %i, to server %ui "
-                   "of %uz", &t->post_id,
-                   (ngx_int_t) json_integer_value(
-                                   json_object_get(t->job, "attempt")),
+                   "of %uz", &t->task.post_id,
+                   t->row.attempt,
                    t->server + 1,
                    json_array_size(json_object_get(t->follower, "servers")));
 
@@ -215,12 +214,7 @@ send:
         break;
 
     case NGX_DECLINED:
-        servers = json_object_get(t->follower, "servers");
-
-        if (t->server + 1 < ngx_http_tent_servers_max(servers,
-                                                      &t->ent->scf->outbound)
-            && json_is_string(json_array_get(servers, t->server + 1)))
-        {
+        if (ngx_http_tent_http_more(t)) {
             t->server++;
             ngx_http_tent_http_send(t);
             return;
@@ -233,21 +227,22 @@ send:
         return;
     }
 
-    f = ngx_http_tent_fetch_create(t->pool, t->dl->log, &t->ent->scf->outbound);
+    f = ngx_http_tent_fetch_create(t->task.pool, t->task.dl->log,
+                                   &t->task.ent->scf->outbound);
 
     if (f == NULL
         || ngx_http_tent_http_request_body(t,
-                                       json_object_get(t->job, "subscription")
+                                       t->row.kind == NGX_HTTP_TENT_JOB_APP
                                        ? t->follower : NULL,
                                        &f->request_body)
            != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the request");
+        ngx_http_tent_task_failed(&t->task, "building the request");
         return;
     }
 
     if (!t->stranger && ngx_http_tent_remote_sign(f, t->follower) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "signing the request");
+        ngx_http_tent_task_failed(&t->task, "signing the request");
         return;
     }
 
@@ -261,13 +256,28 @@ send:
     f->data = t;
     f->resend = 1;                 /* deliveries are at-least-once */
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: job sent: post \"%V\" to %V",
-                   &t->post_id, &url);
+                   &t->task.post_id, &url);
 
     if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "starting the request");
+        ngx_http_tent_task_failed(&t->task, "starting the request");
     }
+}
+
+
+/* a next server, of the first few only (a row may be older than the cap) */
+
+static ngx_uint_t
+ngx_http_tent_http_more(ngx_http_tent_job_t *t)
+{
+    json_t  *servers;
+
+    servers = json_object_get(t->follower, "servers");
+
+    return t->server + 1 < ngx_http_tent_servers_max(servers,
+                                               &t->task.ent->scf->outbound)
+           && json_is_string(json_array_get(servers, t->server + 1));
 }
 
 
@@ -287,11 +297,9 @@ ngx_http_tent_http_sent(ngx_http_tent_fetch_t *f)
 static void
 ngx_http_tent_http_answer(ngx_http_tent_fetch_t *f)
 {
-    ngx_http_tent_task_t *t = f->data;
+    ngx_http_tent_job_t *t = f->data;
 
-    json_t  *servers;
-
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: answer from %V: %s, status %ui",
                    &f->url, ngx_http_tent_fetch_strerror(f->result),
                    f->status);
@@ -318,7 +326,7 @@ ngx_http_tent_http_answer(ngx_http_tent_fetch_t *f)
         && (f->status == 400 || f->status == 401 || f->status == 403
             || f->status == 404 || f->status == 410))
     {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                       "tent delivery: %V refused the post (%ui): "
                       "not retried", &f->url, f->status);
         t->status = f->status;
@@ -326,7 +334,7 @@ ngx_http_tent_http_answer(ngx_http_tent_fetch_t *f)
         return;
     }
 
-    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+    ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                   "tent delivery: POST %V: %s, status %ui", &f->url,
                   ngx_http_tent_fetch_strerror(f->result), f->status);
 
@@ -335,13 +343,7 @@ ngx_http_tent_http_answer(ngx_http_tent_fetch_t *f)
      * may be older than the cap); after the last, later
      */
 
-    servers = json_object_get(t->follower, "servers");
-
-    if (ngx_http_tent_fetch_next_server(f)
-        && t->server + 1 < ngx_http_tent_servers_max(servers,
-                                                     &t->ent->scf->outbound)
-        && json_is_string(json_array_get(servers, t->server + 1)))
-    {
+    if (ngx_http_tent_fetch_next_server(f) && ngx_http_tent_http_more(t)) {
         t->server++;
         ngx_http_tent_http_send(t);
         return;
