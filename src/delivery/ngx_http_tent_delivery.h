@@ -18,11 +18,13 @@
 #include "ngx_http_tent_store.h"
 
 
-/* ngx_http_tent_outbox.c */
-ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
-ngx_int_t ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool,
-    ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *post);
+/*
+ * ngx_http_tent_outbox.c: the one call of the handlers (a post created,
+ * versioned or deleted, a relationship's post, a post received), the
+ * outbox row of "post" of "owner" into its write "op"
+ */
+ngx_int_t ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post);
 
 /* ngx_http_tent_hosts.c: the directives of per-host caps and breakers */
 char *ngx_http_tent_delivery_breaker_directive(ngx_conf_t *cf,
