@@ -32,6 +32,10 @@ char *ngx_http_tent_delivery_breaker_directive(ngx_conf_t *cf,
 ngx_int_t ngx_http_tent_hosts_conf(ngx_conf_t *cf,
     ngx_http_tent_main_conf_t *mcf);
 
+/* ngx_http_tent_job_row.c: a status row for GET /posts/:id/deliveries */
+json_t *ngx_http_tent_delivery_status_record(ngx_str_t *value,
+    ngx_log_t *log);
+
 /* ngx_http_tent_delivery.c */
 ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,
     ngx_http_tent_main_conf_t *mcf);

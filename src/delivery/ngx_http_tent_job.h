@@ -102,6 +102,10 @@ ngx_int_t ngx_http_tent_job_row_encode(ngx_pool_t *pool,
     ngx_http_tent_job_row_t *jr, ngx_str_t *out);
 ngx_int_t ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
     ngx_http_tent_job_row_t *jr);
+ngx_int_t ngx_http_tent_status_row_encode(ngx_pool_t *pool,
+    ngx_str_t *entity, const char *state, ngx_int_t attempts,
+    ngx_uint_t status, const char *error, time_t last, time_t next,
+    ngx_str_t *out);
 ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
     ngx_http_tent_job_row_t *jr);

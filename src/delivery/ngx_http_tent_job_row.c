@@ -5,7 +5,8 @@
 
 
 /*
- * A job's row ("j", and a dead letter's "x"), binary: read and written
+ * A job's row ("j", and a dead letter's "x") and its status row ("D"),
+ * binary.  A job's: read and written
  * with no parser and no allocation but the row's own bytes, its kind an
  * enum, not guessed from which JSON keys are there.  Big-endian:
  *
@@ -25,6 +26,20 @@
  *          authorization's id, an entity URL), the app (an app's, else
  *          empty), the post's id, the post's entity (a received post's;
  *          empty: ours)
+ *
+ * A status row, written for every job made and settled, read by
+ * GET /posts/:id/deliveries (ngx_http_tent_delivery_status_record()):
+ *
+ *   0   1  0x01, the format (a JSON row of the version before: "{")
+ *   1   1  state: 0 pending, 1 retrying, 2 failed, 3 delivered
+ *   2   1  flags: 1 an error is there
+ *   3   1  0
+ *   4   4  attempts
+ *   8   4  the last status (0: none)
+ *   12  8  the last attempt's time (s; -1: none)
+ *   20  8  the next attempt's time (s; -1: none)
+ *   28     two strings, each a 2-byte length and its bytes: the
+ *          recipient's entity, the last error
  */
 
 
@@ -40,6 +55,14 @@
 #define NGX_HTTP_TENT_JOB_ROW_FORMAT  0x01
 #define NGX_HTTP_TENT_JOB_ROW_FIXED   36
 #define NGX_HTTP_TENT_JOB_ROW_STRMAX  0xffff
+
+
+static ngx_str_t  ngx_http_tent_status_states[] = {
+    ngx_string("pending"),
+    ngx_string("retrying"),
+    ngx_string("failed"),
+    ngx_string("delivered")
+};
 
 
 static ngx_int_t ngx_http_tent_job_row_json(ngx_pool_t *pool,
@@ -228,6 +251,134 @@ ngx_http_tent_job_row_json(ngx_pool_t *pool, ngx_str_t *value,
 }
 
 
+/*
+ * A status row's bytes: "last" and "next" -1 for none, "status" 0, and
+ * "error" NULL.
+ */
+
+ngx_int_t
+ngx_http_tent_status_row_encode(ngx_pool_t *pool, ngx_str_t *entity,
+    const char *state, ngx_int_t attempts, ngx_uint_t status,
+    const char *error, time_t last, time_t next, ngx_str_t *out)
+{
+    u_char      *p;
+    ngx_str_t    e;
+    ngx_uint_t   i;
+
+    for (i = 0; i < 4; i++) {
+        if (ngx_strcmp(ngx_http_tent_status_states[i].data, state) == 0) {
+            break;
+        }
+    }
+
+    e.data = (u_char *) error;
+    e.len = error ? ngx_min(ngx_strlen(error), NGX_HTTP_TENT_JOB_ROW_STRMAX)
+                  : 0;
+
+    if (i == 4 || entity->len > NGX_HTTP_TENT_JOB_ROW_STRMAX) {
+        return NGX_ERROR;
+    }
+
+    out->len = 28 + 4 + entity->len + e.len;
+    out->data = ngx_pnalloc(pool, out->len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    *p++ = NGX_HTTP_TENT_JOB_ROW_FORMAT;
+    *p++ = (u_char) i;
+    *p++ = error ? 1 : 0;
+    *p++ = 0;
+
+    p = ngx_http_tent_job_row_u64(p, ((uint64_t) attempts << 32)
+                                     | (uint32_t) status);
+    p = ngx_http_tent_job_row_u64(p, (uint64_t) (int64_t) last);
+    p = ngx_http_tent_job_row_u64(p, (uint64_t) (int64_t) next);
+    p = ngx_http_tent_job_row_str(p, entity);
+    (void) ngx_http_tent_job_row_str(p, &e);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A status row as the route shows it: {"entity", "state", "attempts",
+ * "last_status", "last_error", "last_attempt_at", "next_attempt_at"},
+ * nulls for none; a JSON row of the version before as it is.  NULL: not
+ * one (logged).
+ */
+
+json_t *
+ngx_http_tent_delivery_status_record(ngx_str_t *value, ngx_log_t *log)
+{
+    u_char      *p, *last;
+    int64_t      at, next;
+    uint64_t     v;
+    ngx_str_t    s[2];
+    ngx_uint_t   i;
+
+    if (value->len && value->data[0] == '{') {
+        return ngx_http_tent_json_parse(value, log);
+    }
+
+    if (value->len < 28
+        || value->data[0] != NGX_HTTP_TENT_JOB_ROW_FORMAT
+        || value->data[1] > 3)
+    {
+        goto bad;
+    }
+
+    p = value->data + 28;
+    last = value->data + value->len;
+
+    for (i = 0; i < 2; i++) {
+        if (last - p < 2) {
+            goto bad;
+        }
+
+        s[i].len = ((size_t) p[0] << 8) | p[1];
+        p += 2;
+
+        if ((size_t) (last - p) < s[i].len) {
+            goto bad;
+        }
+
+        s[i].data = p;
+        p += s[i].len;
+    }
+
+    v = ngx_http_tent_job_row_get64(value->data + 4);
+    at = (int64_t) ngx_http_tent_job_row_get64(value->data + 12);
+    next = (int64_t) ngx_http_tent_job_row_get64(value->data + 20);
+
+    return json_pack("{s:s%, s:s, s:I, s:o, s:o, s:o, s:o}",
+                     "entity", (char *) s[0].data, s[0].len,
+                     "state",
+                     ngx_http_tent_status_states[value->data[1]].data,
+                     "attempts", (json_int_t) (v >> 32),
+                     "last_status", (v & 0xffffffff)
+                                    ? json_integer(v & 0xffffffff)
+                                    : json_null(),
+                     "last_error", (value->data[2] & 1)
+                                   ? json_stringn(
+                                         (char *) s[1].data, s[1].len)
+                                   : json_null(),
+                     "last_attempt_at", at >= 0 ? json_integer(at)
+                                                : json_null(),
+                     "next_attempt_at", next >= 0 ? json_integer(next)
+                                                  : json_null());
+
+bad:
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "tent deliveries: a status row not understood");
+
+    return NULL;
+}
+
+
 static u_char *
 ngx_http_tent_job_row_u64(u_char *p, uint64_t v)
 {
@@ -263,5 +414,7 @@ ngx_http_tent_job_row_str(u_char *p, ngx_str_t *s)
     *p++ = (u_char) (s->len >> 8);
     *p++ = (u_char) (s->len & 0xff);
 
-    return ngx_cpymem(p, s->data, s->len);
+    /* an empty string may have no bytes at all: memcpy takes no NULL */
+
+    return s->len ? ngx_cpymem(p, s->data, s->len) : p;
 }

@@ -2,7 +2,9 @@
 # written before the upgrade to binary job rows loses no delivery.  The
 # job of a post to a follower that answers 503 waits for its retry; with
 # nginx stopped, its row is written again as JSON under the same key; once
-# the follower takes posts, the job is read, sent and removed.
+# the follower takes posts, the job is read, sent and removed.  And a
+# delivery's status row of the version before (JSON) is still shown by
+# GET /posts/:id/deliveries, beside the binary ones.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -21,7 +23,9 @@ END { stop_last_nginx() }
 
 my $ENTITY = 'http://127.0.0.1:' . ($ENV{TEST_NGINX_SERVER_PORT} || 1984);
 my $c = Tent::Client->new;
-my (undef, $owner) = $c->authorized_app('write_posts', post_types => 'all');
+my (undef, $owner) = $c->authorized_app(
+    'write_posts,read_posts,read_followers,read_followings',
+    post_types => 'all');
 
 # a follower whose server is down for now: every notification retried
 my $rx = Tent::Receiver->start(
@@ -93,7 +97,38 @@ like($got[0] ? $got[0]{body} : '', qr/\Q$pid\E/, 'with its post');
 sleep 1;
 stop_last_nginx();
 is(scalar job_rows(), 0, 'and settled: no job row left');
+
+# a status row of the version before, beside the follower's (binary)
+my ($skey, $svalue);
+for (Tent::Util::ldb_rows($db)) {
+    chomp;
+    my ($k, $v) = split /\t/;
+    my $key = pack('H*', $k);
+    ($skey, $svalue) = ($key, pack('H*', $v // ''))
+        if $key =~ /^\Q$ENTITY\E\0D\Q$pid\E\0/;
+}
+ok(defined $skey && substr($svalue, 0, 1) ne '{',
+   'the follower\'s status row is binary');
+my $old = substr($skey // '', 0, length($ENTITY) + 2 + length($pid) + 1 + 4)
+          . 'Fdeadbeef';
+my $oldjson = encode_json({ entity => 'https://old.example', state => 'failed',
+                            attempts => 3, last_status => 410,
+                            last_error => undef, last_attempt_at => 1,
+                            next_attempt_at => undef });
+is(system($put, $db, unpack('H*', $old), unpack('H*', $oldjson)), 0,
+   'a JSON status row written as the version before wrote it');
 start_last_nginx();
+
+$res = $c->request(GET => "/posts/$pid/deliveries", cred => $owner);
+is($res->{status}, 200, 'the deliveries of the post') or diag $res->{body};
+my %by = map { $_->{id} => $_ } @{ $res->{json}{deliveries} || [] };
+is($by{Fdeadbeef}{state}, 'failed', 'the JSON row shown as it was');
+is($by{Fdeadbeef}{attempts}, 3, 'with its attempts');
+is($by{$fid}{state}, 'delivered', 'the binary row: delivered');
+is($by{$fid}{entity}, $rx->url, 'to the follower');
+is($by{$fid}{last_status}, 200, 'with the status it answered');
+is($res->{json}{counts}{failed}, 1, 'both counted: one failed');
+is($res->{json}{counts}{delivered}, 1, 'one delivered');
 
 $rx->stop;
 
