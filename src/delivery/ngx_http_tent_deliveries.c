@@ -18,6 +18,7 @@
 
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_auth.h"
+#include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
@@ -320,7 +321,8 @@ ngx_http_tent_deliveries_counted(ngx_http_request_t *r,
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
         rows++;
 
-        record = ngx_http_tent_json_parse(&value, r->connection->log);
+        record = ngx_http_tent_delivery_status_record(&value,
+                                                      r->connection->log);
 
         if (record != NULL
             && ngx_http_tent_json_str(record, "state", &state) == NGX_OK)
@@ -418,7 +420,8 @@ ngx_http_tent_deliveries_page(ngx_http_request_t *r,
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-        record = ngx_http_tent_json_parse(&value, r->connection->log);
+        record = ngx_http_tent_delivery_status_record(&value,
+                                                      r->connection->log);
 
         if (record == NULL) {
             continue;

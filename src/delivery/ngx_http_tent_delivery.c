@@ -38,6 +38,8 @@
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_shm.h"
@@ -462,24 +464,17 @@ ngx_http_tent_delivery_pruned(ngx_http_tent_store_op_t *op)
 }
 
 
-ngx_http_tent_task_t *
-ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
-{
-    return ngx_http_tent_task_create_in(dl, ent, key, value, NULL);
-}
-
-
 /*
- * A task in a pool of its own, or (a due job's) in its batch's, which
- * outlives it: one pool for a batch's jobs, not a pool and its blocks
- * allocated and freed for each.
+ * A task of "size" bytes (a fan-out's or a job's, the task first) in a
+ * pool of its own, or (a due job's) in its batch's, which outlives it:
+ * one pool for a batch's jobs, not a pool and its blocks allocated and
+ * freed for each.
  */
 
 ngx_http_tent_task_t *
-ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
+ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value,
-    ngx_pool_t *shared)
+    ngx_pool_t *shared, size_t size)
 {
     ngx_pool_t            *pool;
     ngx_http_tent_slot_t  *s;
@@ -490,7 +485,7 @@ ngx_http_tent_task_create_in(ngx_http_tent_delivery_t *dl,
         goto failed;
     }
 
-    t = ngx_pcalloc(pool, sizeof(ngx_http_tent_task_t));
+    t = ngx_pcalloc(pool, size);
     if (t == NULL) {
         goto failed_pool;
     }
@@ -731,13 +726,37 @@ ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step)
 
 
 /*
+ * A write of the queue answered (a fan-out's jobs, a settlement): the
+ * task ends; a due job whose removal failed runs again.
+ */
+
+void
+ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_task_t *t = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+                      "tent delivery: the queue could not be updated; "
+                      "the job runs again");
+
+        if (t->job && ((ngx_http_tent_job_t *) t)->batch) {
+            ngx_http_tent_queue_again(t);
+        }
+    }
+
+    ngx_http_tent_task_done(t);
+}
+
+
+/*
  * A job into a write batch: "<ms><job id>" in the jobs (when due) or the
- * dead letters (when failed), the job's JSON as the value.
+ * dead letters (when failed), its binary row as the value.
  */
 
 ngx_int_t
 ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
-    u_char table, uint64_t ms, ngx_str_t *id, json_t *job)
+    u_char table, uint64_t ms, ngx_str_t *id, ngx_http_tent_job_row_t *jr)
 {
     ngx_str_t  key, value;
 
@@ -746,7 +765,7 @@ ngx_http_tent_job_put(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
     if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity, table, ms, id,
                                 &key)
         != NGX_OK
-        || ngx_http_tent_json_dump(wop->pool, job, &value) != NGX_OK
+        || ngx_http_tent_job_row_encode(wop->pool, jr, &value) != NGX_OK
         || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
     {
         goto failed;
@@ -767,22 +786,13 @@ failed:
 }
 
 
-/*
- * A fan-out's new job (its record the write's to free): into the batch,
- * counted as queued.  NGX_ERROR is logged.
- */
+/* a fan-out's new job: into the batch, counted as queued (NGX_ERROR logged) */
 
 ngx_int_t
 ngx_http_tent_job_new(ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop,
-    uint64_t ms, ngx_str_t *id, json_t *job)
+    uint64_t ms, ngx_str_t *id, ngx_http_tent_job_row_t *jr)
 {
-    if (job == NULL || ngx_http_tent_json_cleanup(wop->pool, job) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
-                      "tent delivery: building a job failed");
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, ms, id, job)
+    if (ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, ms, id, jr)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -806,10 +816,13 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
 
     dl = t->dl;
 
-    ngx_http_tent_host_release(t);
+    if (t->job) {
+        ngx_http_tent_host_release((ngx_http_tent_job_t *) t);
+    }
+
     ngx_http_tent_queue_written(t);     /* puts never submitted */
 
-    if (t->batch) {
+    if (t->job && ((ngx_http_tent_job_t *) t)->batch) {
         ngx_http_tent_queue_poke(t);    /* a due job's: scanned again */
     }
 
@@ -840,10 +853,12 @@ ngx_http_tent_task_done(ngx_http_tent_task_t *t)
  */
 
 void
-ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
+ngx_http_tent_task_settling(ngx_http_tent_job_t *j)
 {
+    ngx_http_tent_task_t      *t;
     ngx_http_tent_delivery_t  *dl;
 
+    t = &j->task;
     dl = t->dl;
 
     /*
@@ -852,7 +867,7 @@ ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
      * batch of them, a job keeps its slot until its write is answered.
      */
 
-    if (t->settling || t->batch == NULL
+    if (t->settling || j->batch == NULL
         || dl->settling >= NGX_HTTP_TENT_SETTLE_MAX)
     {
         return;
@@ -863,7 +878,7 @@ ngx_http_tent_task_settling(ngx_http_tent_task_t *t)
     dl->inflight--;
     ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_IN_FLIGHT, dl->inflight);
 
-    ngx_http_tent_host_release(t);
+    ngx_http_tent_host_release(j);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: a job settling: its slot free, "
@@ -899,11 +914,12 @@ ngx_http_tent_task_free(ngx_event_t *ev)
 {
     ngx_http_tent_task_t *t = ev->data;
 
-    ngx_http_tent_batch_t  *batch;
+    ngx_http_tent_batch_t   *batch;
+    ngx_http_tent_fanout_t  *fo;
 
     /* the batch's pool holds the job's post: it goes after the task's */
 
-    batch = t->batch;
+    batch = t->job ? ((ngx_http_tent_job_t *) t)->batch : NULL;
 
     if (batch && --batch->refs == 0) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
@@ -913,12 +929,14 @@ ngx_http_tent_task_free(ngx_event_t *ev)
         batch = NULL;
     }
 
-    if (t->step_old) {
-        ngx_destroy_pool(t->step_old);
+    fo = t->job ? NULL : (ngx_http_tent_fanout_t *) t;
+
+    if (fo && fo->step_old) {
+        ngx_destroy_pool(fo->step_old);
     }
 
-    if (t->step) {
-        ngx_destroy_pool(t->step);
+    if (fo && fo->step) {
+        ngx_destroy_pool(fo->step);
     }
 
     if (!t->shared_pool) {

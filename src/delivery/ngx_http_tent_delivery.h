@@ -18,17 +18,23 @@
 #include "ngx_http_tent_store.h"
 
 
-/* ngx_http_tent_outbox.c */
-ngx_int_t ngx_http_tent_delivery_mark(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *post);
-ngx_int_t ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool,
-    ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *post);
+/*
+ * ngx_http_tent_outbox.c: the one call of the handlers (a post created,
+ * versioned or deleted, a relationship's post, a post received), the
+ * outbox row of "post" of "owner" into its write "op"
+ */
+ngx_int_t ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post);
 
 /* ngx_http_tent_hosts.c: the directives of per-host caps and breakers */
 char *ngx_http_tent_delivery_breaker_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_tent_hosts_conf(ngx_conf_t *cf,
     ngx_http_tent_main_conf_t *mcf);
+
+/* ngx_http_tent_job_row.c: a status row for GET /posts/:id/deliveries */
+json_t *ngx_http_tent_delivery_status_record(ngx_str_t *value,
+    ngx_log_t *log);
 
 /* ngx_http_tent_delivery.c */
 ngx_int_t ngx_http_tent_delivery_start(ngx_cycle_t *cycle,

@@ -22,6 +22,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
@@ -59,7 +60,7 @@ static ngx_http_tent_record_slot_t  *ngx_http_tent_records;
 
 /* a job of the batch, and what its read brought */
 typedef struct {
-    ngx_http_tent_task_t           *task;
+    ngx_http_tent_job_t            *task;
     ngx_str_t                       record_key;
     ngx_uint_t                      post;        /* in batch->posts */
     ngx_str_t                       record;
@@ -71,7 +72,7 @@ typedef struct {
 static ngx_http_tent_batch_t *ngx_http_tent_batch_create(
     ngx_http_tent_delivery_t *dl);
 static ngx_int_t ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch,
-    ngx_http_tent_task_t *t);
+    ngx_http_tent_job_t *t);
 static void ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_batch_run(ngx_event_t *ev);
 static void ngx_http_tent_batch_unref(ngx_http_tent_batch_t *batch);
@@ -160,10 +161,9 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *scan,
     ngx_uint_t due, ngx_str_t *last)
 {
-    json_t                     *job;
     ngx_str_t                   key, value;
     ngx_uint_t                  i, seen, complete, started;
-    ngx_http_tent_task_t       *t;
+    ngx_http_tent_job_t        *t;
     ngx_http_tent_batch_t      *batch;
     ngx_http_tent_store_op_t   *get;
     ngx_http_tent_batch_job_t  *bj;
@@ -205,11 +205,15 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
             }
         }
 
-        t = ngx_http_tent_task_create_in(dl, ent, &key, &value, batch->pool);
+        t = (ngx_http_tent_job_t *) ngx_http_tent_task_create(dl, ent, &key,
+                                   &value, batch->pool,
+                                   sizeof(ngx_http_tent_job_t));
         if (t == NULL) {
             complete = 0;
             break;
         }
+
+        t->task.job = 1;
 
         if (started) {
             *last = key;    /* settled or on its way from here on */
@@ -218,31 +222,29 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
         t->batch = batch;
         batch->refs++;
 
-        job = ngx_http_tent_json_parse(&t->raw, dl->log);
+        /* its row: binary, or JSON of a version before */
 
-        if (job == NULL || ngx_http_tent_json_cleanup(t->pool, job) != NGX_OK)
+        if (ngx_http_tent_job_row_decode(t->task.pool, &t->task.raw, &t->row)
+            != NGX_OK)
         {
             ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
-                           "tent delivery: a job that is not JSON: a dead "
-                           "letter");
-            json_decref(job);
+                           "tent delivery: a job row not understood: "
+                           "dropped");
+            t->row.kind = 0;
             ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
             continue;
         }
 
-        t->job = job;
-
         if (ngx_http_tent_batch_add(batch, t) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "building a job's reads");
+            ngx_http_tent_task_failed(&t->task, "building a job's reads");
             started = 0;    /* its row is left: the task's end says so */
             continue;
         }
 
         ngx_log_debug3(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: job due: post \"%V\" of \"%V\", "
-                       "attempt %i", &t->post_id, &t->entity,
-                       (ngx_int_t) json_integer_value(
-                                       json_object_get(job, "attempt")));
+                       "attempt %i", &t->task.post_id, &t->task.entity,
+                       t->row.attempt);
     }
 
     if (seen < due) {
@@ -274,7 +276,7 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
     bj = batch->jobs.elts;
 
     for (i = 0; i < batch->jobs.nelts; i++) {
-        if (ngx_http_tent_store_mget_key(get, &bj[i].task->key) != NGX_OK
+        if (ngx_http_tent_store_mget_key(get, &bj[i].task->task.key) != NGX_OK
             || (bj[i].record_key.len
                 && ngx_http_tent_store_mget_key(get, &bj[i].record_key)
                    != NGX_OK))
@@ -310,7 +312,7 @@ failed_read:
     bj = batch->jobs.elts;
 
     for (i = 0; i < batch->jobs.nelts; i++) {
-        ngx_http_tent_task_done(bj[i].task);
+        ngx_http_tent_task_done(&bj[i].task->task);
     }
 
     ngx_http_tent_batch_unref(batch);
@@ -322,28 +324,28 @@ failed_read:
 /* a job into the batch: its record's key, its post's place */
 
 static ngx_int_t
-ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
+ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_job_t *t)
 {
     ngx_str_t                    pid, pkey;
     ngx_uint_t                   i;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
 
-    t->stranger = json_object_get(t->job, "entity") != NULL;
+    t->stranger = (t->row.kind == NGX_HTTP_TENT_JOB_ENTITY);
 
-    if (ngx_http_tent_json_str(t->job, "post_entity", &t->entity) != NGX_OK) {
-        t->entity = t->ent->entity;
-    }
+    t->task.entity = t->row.post_entity.len ? t->row.post_entity
+                                            : t->task.ent->entity;
+    pid = t->row.id;
 
-    if (ngx_http_tent_json_str(t->job, "id", &pid) != NGX_OK
-        || ngx_http_tent_post_key(batch->read, &t->ent->entity, &t->entity,
+    if (ngx_http_tent_post_key(batch->read, &t->task.ent->entity,
+                                  &t->task.entity,
                                   &pid, -1, &pkey)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    t->post_id = pid;
+    t->task.post_id = pid;
 
     bj = ngx_array_push(&batch->jobs);
     if (bj == NULL) {
@@ -353,7 +355,7 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
     ngx_memzero(bj, sizeof(ngx_http_tent_batch_job_t));
 
     if (!t->stranger
-        && ngx_http_tent_delivery_record_key(t, t->job, &bj->record_key)
+        && ngx_http_tent_delivery_record_key(t, &bj->record_key)
            != NGX_OK)
     {
         batch->jobs.nelts--;
@@ -462,7 +464,7 @@ failed:
 done:
 
     for (i = 0; i < batch->jobs.nelts; i++) {
-        ngx_http_tent_task_done(bj[i].task);
+        ngx_http_tent_task_done(&bj[i].task->task);
     }
 
     ngx_http_tent_batch_unref(batch);
@@ -481,7 +483,7 @@ ngx_http_tent_batch_run(ngx_event_t *ev)
     ngx_http_tent_batch_t *batch = ev->data;
 
     ngx_uint_t                   n;
-    ngx_http_tent_task_t        *t;
+    ngx_http_tent_job_t         *t;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
 
@@ -503,14 +505,14 @@ ngx_http_tent_batch_run(ngx_event_t *ev)
         if (!bj->found) {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
                            "tent delivery: post \"%V\": job settled already",
-                           &t->post_id);
-            t->gone = 1;
-            ngx_http_tent_task_done(t);
+                           &t->task.post_id);
+            t->task.gone = 1;
+            ngx_http_tent_task_done(&t->task);
             continue;
         }
 
         t->bpost = &bp[bj->post];
-        t->post = t->bpost->post;
+        t->task.post = t->bpost->post;
         t->record_key = bj->record_key;
 
         ngx_http_tent_delivery_loaded(t, bj->has_record ? &bj->record : NULL);

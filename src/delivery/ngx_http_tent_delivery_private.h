@@ -9,14 +9,16 @@
 
 
 /*
- * The delivery engine's inside, shared by its files: the engine and its
- * tasks (ngx_http_tent_delivery.c), the outbox (ngx_http_tent_outbox.c),
- * the fan-out (ngx_http_tent_fanout.c, _fanout_told.c), the due jobs'
- * scan (ngx_http_tent_queue.c) and read (ngx_http_tent_delivery_load.c),
- * sending (ngx_http_tent_send.c), same-node delivery (_local.c, its
- * batches _local_batch.c, _local_write.c), settling (_settle.c) and the
- * hosts' slots and breakers (_hosts.c).  Only they define
- * NGX_HTTP_TENT_DELIVERY_PRIVATE and include this; others fail to compile.
+ * The delivery engine's inside, shared by its files: the engine, its
+ * entities and the task both kinds of work begin with
+ * (ngx_http_tent_delivery.c, _delivery_entities.c), the outbox
+ * (ngx_http_tent_outbox.c), the due jobs' scan (ngx_http_tent_queue.c)
+ * and read (ngx_http_tent_delivery_load.c).  The two kinds have their
+ * headers: a fan-out, ngx_http_tent_fanout.h; a send job, its transports
+ * and its settlement, ngx_http_tent_job.h (and the same-node transport's
+ * inside, ngx_http_tent_local.h).  Only the delivery files define
+ * NGX_HTTP_TENT_DELIVERY_PRIVATE and include these; others fail to
+ * compile.
  */
 
 
@@ -36,13 +38,8 @@
 #define NGX_HTTP_TENT_SETTLE_MAX    256
 #define NGX_HTTP_TENT_SETTLE_WAIT   2
 
-/* how a job settles */
-#define NGX_HTTP_TENT_DELIVERED     0
-#define NGX_HTTP_TENT_REFUSED       1
-#define NGX_HTTP_TENT_RETRY         2
 
 
-typedef struct ngx_http_tent_host_s  ngx_http_tent_host_t;
 typedef struct ngx_http_tent_settle_s  ngx_http_tent_settle_t;
 
 
@@ -171,58 +168,29 @@ struct ngx_http_tent_delivery_s {
 };
 
 
-/* the fan-out of a row, stage by stage: whom its jobs are for */
-typedef enum {
-    NGX_HTTP_TENT_FANOUT_FOLLOWERS = 0,
-    NGX_HTTP_TENT_FANOUT_FOLLOWINGS,         /* a profile post's */
-    NGX_HTTP_TENT_FANOUT_APPS,               /* subscribed through a URL */
-    NGX_HTTP_TENT_FANOUT_MENTIONS            /* a new post's, not told yet */
-} ngx_http_tent_fanout_stage_e;
-
-
-/* a task: the fan-out of an outbox row, or the sending of a job */
+/*
+ * What the engine runs: a task, the first member of its two kinds, a
+ * fan-out (ngx_http_tent_fanout_t) and a send job (ngx_http_tent_job_t),
+ * each in its own header; the engine's own calls take the task.
+ */
 typedef struct {
     ngx_pool_t                       *pool;
     ngx_http_tent_delivery_t         *dl;
     ngx_http_tent_entity_conf_t      *ent;
     uint64_t                          incarnation;  /* ent's, at start */
     ngx_str_t                         key;       /* job or outbox row */
-    ngx_str_t                         raw;
-    json_t                           *job;
+    ngx_str_t                         raw;       /* its value */
     json_t                           *post;
-    json_t                           *follower;
-    ngx_uint_t                        server;
-    ngx_msec_t                        deadline;  /* of this attempt */
-    ngx_uint_t                        status;
-    const char                       *error;     /* no answer: why */
-    ngx_str_t                         start;     /* followers left */
-    ngx_str_t                         end;
-    ngx_http_tent_fanout_stage_e      stage;
-    ngx_uint_t                        stranger;   /* no relationship */
     ngx_str_t                         entity;     /* of a received post */
     ngx_str_t                         post_id;    /* for the debug log */
-    ngx_array_t                      *mentioned;  /* entities to look up */
-    void                             *blocks;     /* the owner's, held */
-    ngx_atomic_uint_t                 blocks_gen; /* before their read */
-    ngx_rbtree_t                     *told;       /* a profile post's */
-    ngx_http_tent_host_t             *host;       /* a slot taken */
-    ngx_http_tent_host_t             *failed;     /* a failure counted */
-    uint64_t                          resume;     /* its paused hosts' */
-    ngx_http_tent_batch_t            *batch;      /* a due job's */
-    ngx_http_tent_batch_post_t       *bpost;      /* its post, shared */
-    ngx_pool_t                       *step;       /* a fan-out batch's */
-    ngx_pool_t                       *step_old;   /* the one before */
     ngx_http_tent_store_done_pt       then;       /* after a job put */
     ngx_queue_t                       queue;
     ngx_event_t                       free;
-    unsigned                          tried:1;    /* a request made */
+    unsigned                          job:1;      /* a send job */
     unsigned                          writing:1;  /* job puts unanswered */
-    unsigned                          probe:1;    /* of a paused host */
-    unsigned                          no_local:1; /* HTTP, not same-node */
     unsigned                          settling:1; /* in a settle batch */
     unsigned                          shared_pool:1; /* its batch's */
     unsigned                          gone:1;     /* its row settled */
-    ngx_str_t                         record_key; /* a due job's record */
 } ngx_http_tent_task_t;
 
 
@@ -230,16 +198,13 @@ typedef struct {
 uint64_t ngx_http_tent_now_ms(void);
 void ngx_http_tent_delivery_next(ngx_http_tent_delivery_t *dl);
 ngx_http_tent_task_t *ngx_http_tent_task_create(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
-ngx_http_tent_task_t *ngx_http_tent_task_create_in(
-    ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent,
-    ngx_str_t *key, ngx_str_t *value, ngx_pool_t *shared);
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value,
+    ngx_pool_t *shared, size_t size);
 ngx_int_t ngx_http_tent_task_running(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
 void ngx_http_tent_task_submit(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *op, ngx_http_tent_store_done_pt handler);
 void ngx_http_tent_task_done(ngx_http_tent_task_t *t);
-void ngx_http_tent_task_settling(ngx_http_tent_task_t *t);
 void ngx_http_tent_task_ended(ngx_http_tent_delivery_t *dl, ngx_str_t *key);
 
 /* a set of strings in a pool, looked up in log time */
@@ -248,47 +213,28 @@ ngx_int_t ngx_http_tent_key_set_add(ngx_pool_t *pool, ngx_rbtree_t *set,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_key_set_has(ngx_rbtree_t *set, ngx_str_t *key);
 void ngx_http_tent_task_failed(ngx_http_tent_task_t *t, const char *step);
+void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
 void ngx_http_tent_delivery_prune(ngx_http_tent_delivery_t *dl);
 ngx_int_t ngx_http_tent_delivery_expired_scan(ngx_http_tent_delivery_t *dl,
     ngx_uint_t table, ngx_uint_t limit, ngx_http_tent_store_done_pt handler,
     const char *what);
-ngx_int_t ngx_http_tent_job_put(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *wop, u_char table, uint64_t ms, ngx_str_t *id,
-    json_t *job);
-ngx_int_t ngx_http_tent_job_new(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *wop, uint64_t ms, ngx_str_t *id, json_t *job);
 
 /* ngx_http_tent_outbox.c */
 void ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl);
 
-/* ngx_http_tent_fanout.c */
-void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
-    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
+/* ngx_http_tent_fanout.c, _fanout_apps.c: who may see a post */
 ngx_int_t ngx_http_tent_delivery_permitted(json_t *post, json_t *record);
 ngx_int_t ngx_http_tent_delivery_unnamed(json_t *post);
 ngx_int_t ngx_http_tent_delivery_wants_app(json_t *post, json_t *sub,
     ngx_uint_t original);
-
-/* ngx_http_tent_fanout_apps.c: rows for apps only, a batch at a time */
+ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
+void ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value);
 ngx_int_t ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *rows, ngx_uint_t n);
 ngx_uint_t ngx_http_tent_fanout_apps_has(ngx_http_tent_delivery_t *dl,
     ngx_str_t *key);
-ngx_int_t ngx_http_tent_delivery_scope(json_t *sub, const char *scope);
 
-/* ngx_http_tent_fanout_mentions.c: a new post's mentioned entities */
-ngx_int_t ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t);
-void ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record);
-void ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op);
-
-/* ngx_http_tent_fanout_told.c: a profile post's followers told */
-ngx_int_t ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t);
-ngx_int_t ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t,
-    json_t *follower);
-ngx_int_t ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t,
-    json_t *following);
-
-/* ngx_http_tent_queue.c: the due jobs' scan and its cursor */
 /* ngx_http_tent_delivery_entities.c: the registry's entities */
 ngx_int_t ngx_http_tent_delivery_entities_init(ngx_http_tent_delivery_t *dl,
     ngx_cycle_t *cycle);
@@ -326,74 +272,14 @@ ngx_uint_t ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
 json_t *ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key,
     ngx_str_t *value);
 
-/* ngx_http_tent_settle.c: settlements written in batches */
-void ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *wop);
-void ngx_http_tent_settle_flush(ngx_event_t *ev);
-
-/* ngx_http_tent_hosts.c: per-host caps and breakers */
-ngx_int_t ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url);
-void ngx_http_tent_host_wait(ngx_http_tent_task_t *t);
-void ngx_http_tent_host_outcome(ngx_http_tent_task_t *t,
-    ngx_http_tent_fetch_t *f);
-void ngx_http_tent_host_release(ngx_http_tent_task_t *t);
-ngx_int_t ngx_http_tent_host_deferred(ngx_str_t *key);
-ngx_uint_t ngx_http_tent_hosts_deferred(void);
-
-/* ngx_http_tent_send.c */
-void ngx_http_tent_delivery_written(ngx_http_tent_store_op_t *op);
-json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
-ngx_int_t ngx_http_tent_delivery_record_key(ngx_http_tent_task_t *t,
-    json_t *job, ngx_str_t *key);
-void ngx_http_tent_delivery_loaded(ngx_http_tent_task_t *t,
-    ngx_str_t *record);
-void ngx_http_tent_delivery_settle(ngx_http_tent_task_t *t,
-    ngx_uint_t outcome);
-void ngx_http_tent_delivery_over_http(ngx_http_tent_task_t *t);
-ngx_http_tent_store_op_t *ngx_http_tent_delivery_settlement(
-    ngx_http_tent_task_t *t, ngx_uint_t outcome);
-
-/* ngx_http_tent_local.c: same-node delivery */
-typedef struct {
-    ngx_http_tent_task_t           *task;
-    ngx_http_tent_entity_conf_t    *to;
-    ngx_str_t                       relation;   /* the following's id */
-    ngx_str_t                       key_id;
-    ngx_str_t                       key;
-    ngx_str_t                       algorithm;
-    ngx_str_t                       cred_key;   /* the recipient's row */
-    ngx_str_t                       copy_key;   /* its copy of the post */
-    ngx_str_t                       target_key; /* a delete's target */
-    ngx_uint_t                      cred;       /* in the batch's read */
-    ngx_uint_t                      found;      /* copy 1, target 2, block 4 */
-    ngx_str_t                       copy;       /* as read */
-    ngx_str_t                       target;
-    ngx_queue_t                     queue;
-    unsigned                        released:1; /* its slot given back */
-} ngx_http_tent_local_t;
-
+/* the same-node transport's engine side (ngx_http_tent_local.h) */
 ngx_int_t ngx_http_tent_local_index(ngx_http_tent_delivery_t *dl,
     ngx_pool_t *pool);
-ngx_int_t ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url);
-ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
-    json_t *cred, ngx_str_t *sender);
-ngx_uint_t ngx_http_tent_local_outcome(ngx_http_tent_local_t *l,
-    ngx_uint_t status);
-
-/* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
-ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 ngx_uint_t ngx_http_tent_local_held(ngx_http_tent_delivery_t *dl);
 void ngx_http_tent_local_batch_kick(ngx_http_tent_delivery_t *dl);
 
-/* ngx_http_tent_delivery_status.c: a job's status record, in its batch */
-ngx_int_t ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *wop, ngx_str_t *jid, json_t *record,
-    ngx_str_t *entity);
-void ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
-    ngx_http_tent_fetch_t *f);
-ngx_int_t ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
-    ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
-    uint64_t due);
+
+/* ngx_http_tent_delivery_status.c: the ended ones pruned */
 void ngx_http_tent_delivery_status_prune(ngx_http_tent_delivery_t *dl);
 
 

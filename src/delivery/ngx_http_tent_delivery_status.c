@@ -23,6 +23,8 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -38,10 +40,6 @@ static ngx_int_t ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t,
 static ngx_int_t ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, ngx_str_t *key, ngx_str_t *value,
     ngx_uint_t ended);
-static ngx_int_t ngx_http_tent_delivery_status_json(ngx_pool_t *pool,
-    ngx_str_t *entity, const char *state, ngx_int_t attempts,
-    ngx_uint_t status, const char *error, time_t last, time_t next,
-    ngx_str_t *out);
 static void ngx_http_tent_delivery_status_expired(
     ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_delivery_status_pruned(ngx_http_tent_store_op_t *op);
@@ -90,76 +88,6 @@ ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_pool_t *pool,
 }
 
 
-/*
- * A record's JSON, printed rather than built with jansson: one for every
- * job made and settled, the largest share of a delivery's CPU when it was
- * packed and dumped.  "last" and "next" are null when -1; "status" when
- * 0; "error" when NULL.
- */
-
-static ngx_int_t
-ngx_http_tent_delivery_status_json(ngx_pool_t *pool, ngx_str_t *entity,
-    const char *state, ngx_int_t attempts, ngx_uint_t status,
-    const char *error, time_t last, time_t next, ngx_str_t *out)
-{
-    u_char     *p;
-    size_t      len, elen, rlen;
-    uintptr_t   eesc, resc;
-
-    eesc = ngx_escape_json(NULL, entity->data, entity->len);
-    elen = entity->len + eesc;
-    rlen = 0;
-    resc = 0;
-
-    if (error) {
-        rlen = ngx_strlen(error);
-        resc = ngx_escape_json(NULL, (u_char *) error, rlen);
-    }
-
-    len = sizeof("{\"entity\":\"\",\"state\":\"\",\"attempts\":,"
-                 "\"last_status\":,\"last_error\":\"\","
-                 "\"last_attempt_at\":,\"next_attempt_at\":}")
-          + elen + ngx_strlen(state) + rlen + resc + 4 * NGX_INT64_LEN;
-
-    p = ngx_pnalloc(pool, len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    out->data = p;
-
-    p = ngx_cpymem(p, "{\"entity\":\"", sizeof("{\"entity\":\"") - 1);
-    p = eesc ? (u_char *) ngx_escape_json(p, entity->data, entity->len)
-             : ngx_cpymem(p, entity->data, entity->len);
-    p = ngx_sprintf(p, "\",\"state\":\"%s\",\"attempts\":%i,"
-                    "\"last_status\":", state, attempts);
-    p = status ? ngx_sprintf(p, "%ui", status) : ngx_cpymem(p, "null", 4);
-    p = ngx_cpymem(p, ",\"last_error\":", sizeof(",\"last_error\":") - 1);
-
-    if (error) {
-        *p++ = '"';
-        p = resc ? (u_char *) ngx_escape_json(p, (u_char *) error, rlen)
-                 : ngx_cpymem(p, error, rlen);
-        *p++ = '"';
-
-    } else {
-        p = ngx_cpymem(p, "null", 4);
-    }
-
-    p = ngx_cpymem(p, ",\"last_attempt_at\":",
-                   sizeof(",\"last_attempt_at\":") - 1);
-    p = (last >= 0) ? ngx_sprintf(p, "%T", last) : ngx_cpymem(p, "null", 4);
-    p = ngx_cpymem(p, ",\"next_attempt_at\":",
-                   sizeof(",\"next_attempt_at\":") - 1);
-    p = (next >= 0) ? ngx_sprintf(p, "%T", next) : ngx_cpymem(p, "null", 4);
-    *p++ = '}';
-
-    out->len = p - out->data;
-
-    return NGX_OK;
-}
-
-
 static ngx_int_t
 ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, ngx_str_t *key, ngx_str_t *value,
@@ -201,16 +129,19 @@ ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
  */
 
 ngx_int_t
-ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_made(ngx_http_tent_fanout_t *fo,
     ngx_http_tent_store_op_t *wop, ngx_str_t *jid, json_t *record,
     ngx_str_t *entity)
 {
-    ngx_int_t  rc;
-    ngx_str_t  key, e, value;
+    ngx_int_t              rc;
+    ngx_str_t              key, e, value;
+    ngx_http_tent_task_t  *t;
 
-    if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
+    if (fo->stage == NGX_HTTP_TENT_FANOUT_APPS) {
         return NGX_OK;
     }
+
+    t = &fo->task;
 
     if (entity == NULL) {
         if (ngx_http_tent_json_str(record, "entity", &e) != NGX_OK) {
@@ -226,7 +157,7 @@ ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
     }
 
-    if (ngx_http_tent_delivery_status_json(wop->pool, entity, "pending", 0,
+    if (ngx_http_tent_status_row_encode(wop->pool, entity, "pending", 0,
                                            0, NULL, -1, ngx_time(), &value)
         != NGX_OK)
     {
@@ -240,7 +171,7 @@ ngx_http_tent_delivery_status_made(ngx_http_tent_task_t *t,
 /* the answer of an attempt, kept for the job's status */
 
 void
-ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_answer(ngx_http_tent_job_t *t,
     ngx_http_tent_fetch_t *f)
 {
     t->status = (f->result == NGX_HTTP_TENT_FETCH_OK) ? f->status : 0;
@@ -257,7 +188,7 @@ ngx_http_tent_delivery_status_answer(ngx_http_tent_task_t *t,
  */
 
 ngx_int_t
-ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
     uint64_t due)
 {
@@ -266,17 +197,18 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
     uint64_t     time;
     const char  *state;
 
-    if (t->job == NULL || json_object_get(t->job, "subscription")) {
+    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP) {
         return NGX_OK;
     }
 
-    if (ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &time, &jid)
+    if (ngx_http_tent_timed_key_parse(&t->task.ent->entity, &t->task.key,
+                                      &time, &jid)
         != NGX_OK)
     {
         return NGX_OK;
     }
 
-    rc = ngx_http_tent_delivery_status_key(t, wop->pool, &jid, &key);
+    rc = ngx_http_tent_delivery_status_key(&t->task, wop->pool, &jid, &key);
 
     if (rc != NGX_OK) {
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
@@ -288,8 +220,11 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         return ngx_http_tent_store_write_del(wop, &key);
     }
 
-    if (ngx_http_tent_json_str(t->job, "entity", &entity) != NGX_OK
-        && ngx_http_tent_json_str(t->follower, "entity", &entity) != NGX_OK)
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ENTITY) {
+        entity = t->row.to;
+
+    } else if (ngx_http_tent_json_str(t->follower, "entity", &entity)
+               != NGX_OK)
     {
         return ngx_http_tent_store_write_del(wop, &key);
     }
@@ -301,7 +236,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         t->error = "not sent: no server or notification path to send to";
     }
 
-    if (ngx_http_tent_delivery_status_json(wop->pool, &entity, state,
+    if (ngx_http_tent_status_row_encode(wop->pool, &entity, state,
                                            attempt + 1, t->status, t->error,
                                            ngx_time(),
                                            outcome == NGX_HTTP_TENT_RETRY
@@ -312,7 +247,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_task_t *t,
         return NGX_ERROR;
     }
 
-    return ngx_http_tent_delivery_status_put(t, wop, &key, &value,
+    return ngx_http_tent_delivery_status_put(&t->task, wop, &key, &value,
                                              outcome != NGX_HTTP_TENT_RETRY);
 }
 

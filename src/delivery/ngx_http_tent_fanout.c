@@ -24,6 +24,7 @@
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
@@ -41,20 +42,20 @@
 
 static void ngx_http_tent_delivery_expand_blocks(
     ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_delivery_read_post(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_read_post(ngx_http_tent_fanout_t *t);
 static void ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
+static ngx_int_t ngx_http_tent_fanout_job(ngx_http_tent_fanout_t *t,
     ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
-    ngx_str_t *fid, ngx_str_t *pid);
+    ngx_str_t *fid, ngx_str_t *pid, json_t *sub);
 static void ngx_http_tent_delivery_expand_followers(
     ngx_http_tent_store_op_t *op);
-static void ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t);
+static void ngx_http_tent_delivery_followers(ngx_http_tent_fanout_t *t);
 static void ngx_http_tent_delivery_next_followers(
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t,
+static ngx_int_t ngx_http_tent_delivery_wants_stage(ngx_http_tent_fanout_t *t,
     json_t *record);
 static ngx_http_tent_store_done_pt ngx_http_tent_delivery_next_stage(
-    ngx_http_tent_task_t *t, ngx_http_tent_store_op_t *wop);
+    ngx_http_tent_fanout_t *t, ngx_http_tent_store_op_t *wop);
 
 
 static ngx_str_t  ngx_http_tent_empty = ngx_null_string;
@@ -76,81 +77,84 @@ ngx_http_tent_delivery_expand(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *key, ngx_str_t *value)
 {
     ngx_str_t                  id;
-    ngx_http_tent_task_t      *t;
+    ngx_http_tent_fanout_t    *t;
     ngx_http_tent_store_op_t  *op;
 
     if (ngx_http_tent_task_running(dl, key)) {
         return;
     }
 
-    t = ngx_http_tent_task_create(dl, ent, key, value);
+    t = (ngx_http_tent_fanout_t *)
+            ngx_http_tent_task_create(dl, ent, key, value, NULL,
+                                      sizeof(ngx_http_tent_fanout_t));
     if (t == NULL) {
         return;
     }
 
-    t->job = ngx_http_tent_json_parse(&t->raw, dl->log);
+    t->row = ngx_http_tent_json_parse(&t->task.raw, dl->log);
 
-    if (t->job == NULL
-        || ngx_http_tent_json_cleanup(t->pool, t->job) != NGX_OK
-        || ngx_http_tent_json_str(t->job, "id", &id) != NGX_OK)
+    if (t->row == NULL
+        || ngx_http_tent_json_cleanup(t->task.pool, t->row) != NGX_OK
+        || ngx_http_tent_json_str(t->row, "id", &id) != NGX_OK)
     {
-        json_decref(t->job);
-        ngx_http_tent_task_failed(t, "reading an outbox row");
+        json_decref(t->row);
+        ngx_http_tent_task_failed(&t->task, "reading an outbox row");
         return;
     }
 
-    if (ngx_http_tent_json_str(t->job, "entity", &t->entity) != NGX_OK) {
-        t->entity = ent->entity;
+    if (ngx_http_tent_json_str(t->row, "entity", &t->task.entity) != NGX_OK) {
+        t->task.entity = ent->entity;
     }
 
-    t->post_id = id;
+    t->task.post_id = id;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: outbox row: post \"%V\" of \"%V\"",
-                   &id, &t->entity);
+                   &id, &t->task.entity);
 
     /* the owner's blocks first: no job is made for a blocked entity */
 
-    t->blocks = ngx_http_tent_blocks_cached(t->pool, &ent->entity);
+    t->blocks = ngx_http_tent_blocks_cached(t->task.pool, &ent->entity);
 
     if (t->blocks) {
         ngx_http_tent_delivery_read_post(t);
         return;
     }
 
-    op = ngx_http_tent_store_op_create(t->pool, dl->log);
+    op = ngx_http_tent_store_op_create(t->task.pool, dl->log);
 
     if (op == NULL
         || ngx_http_tent_blocks_scan(op, &ent->entity, &t->blocks_gen)
            != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the blocks' scan");
+        ngx_http_tent_task_failed(&t->task, "building the blocks' scan");
         return;
     }
 
-    ngx_http_tent_task_submit(t, op, ngx_http_tent_delivery_expand_blocks);
+    ngx_http_tent_task_submit(&t->task, op,
+                              ngx_http_tent_delivery_expand_blocks);
 }
 
 
 static void
 ngx_http_tent_delivery_expand_blocks(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK
         && op->status != NGX_HTTP_TENT_STORE_NOT_FOUND)
     {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": blocks not read (store "
-                       "status %ui): later", &t->post_id, op->status);
-        ngx_http_tent_task_done(t);   /* the store: later */
+                       "status %ui): later", &t->task.post_id, op->status);
+        ngx_http_tent_task_done(&t->task);   /* the store: later */
         return;
     }
 
-    t->blocks = ngx_http_tent_blocks_loaded(t->pool, &t->ent->entity,
+    t->blocks = ngx_http_tent_blocks_loaded(t->task.pool, &t->task.ent->entity,
                                             t->blocks_gen, op);
     if (t->blocks == NULL) {
-        ngx_http_tent_task_failed(t, "reading the blocks");
+        ngx_http_tent_task_failed(&t->task, "reading the blocks");
         return;
     }
 
@@ -159,57 +163,58 @@ ngx_http_tent_delivery_expand_blocks(ngx_http_tent_store_op_t *op)
 
 
 static void
-ngx_http_tent_delivery_read_post(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_read_post(ngx_http_tent_fanout_t *t)
 {
     ngx_str_t                  pkey;
     ngx_http_tent_store_op_t  *op;
 
-    op = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    op = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(t->pool, &t->ent->entity, &t->entity,
-                                  &t->post_id, -1, &pkey)
+        || ngx_http_tent_post_key(t->task.pool, &t->task.ent->entity,
+                                  &t->task.entity,
+                                  &t->task.post_id, -1, &pkey)
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the post's read");
+        ngx_http_tent_task_failed(&t->task, "building the post's read");
         return;
     }
 
-    ngx_http_tent_task_submit(t, op, ngx_http_tent_delivery_expand_post);
+    ngx_http_tent_task_submit(&t->task, op, ngx_http_tent_delivery_expand_post);
 }
 
 
 static void
 ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     ngx_str_t                  value;
 
     if (op->status == NGX_HTTP_TENT_STORE_OK) {
         ngx_http_tent_store_value(op, &value);
 
-        t->post = ngx_http_tent_json_parse(&value, t->dl->log);
-        if (t->post == NULL
-            || ngx_http_tent_json_cleanup(t->pool, t->post) != NGX_OK)
+        t->task.post = ngx_http_tent_json_parse(&value, t->task.dl->log);
+        if (t->task.post == NULL
+            || ngx_http_tent_json_cleanup(t->task.pool, t->task.post) != NGX_OK)
         {
-            json_decref(t->post);
-            ngx_http_tent_task_failed(t, "reading the post");
+            json_decref(t->task.post);
+            ngx_http_tent_task_failed(&t->task, "reading the post");
             return;
         }
 
     } else if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\" not read (store "
-                       "status %ui): later", &t->post_id, op->status);
-        ngx_http_tent_task_done(t);   /* the store: later */
+                       "status %ui): later", &t->task.post_id, op->status);
+        ngx_http_tent_task_done(&t->task);   /* the store: later */
         return;
 
     } else {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\" is gone: no jobs",
-                       &t->post_id);
+                       &t->task.post_id);
     }
 
     /*
@@ -218,8 +223,8 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
      * a follower post), which saves reading every follower for nothing.
      */
 
-    if (t->entity.data != t->ent->entity.data
-        || (t->post && ngx_http_tent_delivery_unnamed(t->post)))
+    if (t->task.entity.data != t->task.ent->entity.data
+        || (t->task.post && ngx_http_tent_delivery_unnamed(t->task.post)))
     {
         t->stage = NGX_HTTP_TENT_FANOUT_APPS;
 
@@ -227,30 +232,30 @@ ngx_http_tent_delivery_expand_post(ngx_http_tent_store_op_t *op)
         t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWERS;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": fan-out to %s first",
-                   &t->post_id, ngx_http_tent_fanout_stages[t->stage]);
+                   &t->task.post_id, ngx_http_tent_fanout_stages[t->stage]);
 
     if (ngx_http_tent_delivery_mentions(t) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "listing the post's mentions");
+        ngx_http_tent_task_failed(&t->task, "listing the post's mentions");
         return;
     }
 
     if (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWERS
         && ngx_http_tent_delivery_told_init(t) != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "keeping the followers told");
+        ngx_http_tent_task_failed(&t->task, "keeping the followers told");
         return;
     }
 
-    if (ngx_http_tent_key_range(t->pool, &t->ent->entity,
+    if (ngx_http_tent_key_range(t->task.pool, &t->task.ent->entity,
                                 t->stage == NGX_HTTP_TENT_FANOUT_APPS
                                 ? NGX_HTTP_TENT_TABLE_SUBSCRIPTION
                                 : NGX_HTTP_TENT_TABLE_FOLLOWER,
                                 &t->start, &t->end)
         != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the followers' scan");
+        ngx_http_tent_task_failed(&t->task, "building the followers' scan");
         return;
     }
 
@@ -276,7 +281,7 @@ ngx_http_tent_delivery_unnamed(json_t *post)
 /* the followers, a batch at a time: a row may hold a 64 KB profile */
 
 static void
-ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_followers(ngx_http_tent_fanout_t *t)
 {
     ngx_pool_t                *pool;
     ngx_http_tent_store_op_t  *scan;
@@ -288,9 +293,9 @@ ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
      * batches, not every row it read.
      */
 
-    pool = ngx_create_pool(16384, t->dl->log);
+    pool = ngx_create_pool(16384, t->task.dl->log);
     if (pool == NULL) {
-        ngx_http_tent_task_failed(t, "creating a batch's pool");
+        ngx_http_tent_task_failed(&t->task, "creating a batch's pool");
         return;
     }
 
@@ -301,18 +306,19 @@ ngx_http_tent_delivery_followers(ngx_http_tent_task_t *t)
     t->step_old = t->step;
     t->step = pool;
 
-    scan = ngx_http_tent_store_op_create(pool, t->dl->log);
+    scan = ngx_http_tent_store_op_create(pool, t->task.dl->log);
 
     if (scan == NULL
         || ngx_http_tent_store_scan(scan, &t->start, &t->end,
                                     NGX_HTTP_TENT_FOLLOWER_SCAN, 0)
            != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the followers' scan");
+        ngx_http_tent_task_failed(&t->task, "building the followers' scan");
         return;
     }
 
-    ngx_http_tent_task_submit(t, scan, ngx_http_tent_delivery_expand_followers);
+    ngx_http_tent_task_submit(&t->task, scan,
+                              ngx_http_tent_delivery_expand_followers);
 }
 
 
@@ -450,87 +456,49 @@ ngx_http_tent_delivery_scope(json_t *sub, const char *scope)
 }
 
 
-/*
- * A follower's or a following's job, as ngx_http_tent_job_new() puts one
- * but printed, not packed and dumped by jansson: {"follower" (or
- * "following"), "id", "version", "attempt": 0, "first"}.
- */
+/* a relationship's job (its id is the record's), or an app's */
 
 static ngx_int_t
-ngx_http_tent_fanout_job(ngx_http_tent_task_t *t,
+ngx_http_tent_fanout_job(ngx_http_tent_fanout_t *t,
     ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
-    ngx_str_t *fid, ngx_str_t *pid)
+    ngx_str_t *fid, ngx_str_t *pid, json_t *sub)
 {
-    u_char      *p;
-    size_t       len;
-    uintptr_t    fesc, pesc;
-    ngx_str_t    key, value, id;
-    const char  *field;
+    ngx_str_t                id;
+    ngx_http_tent_job_row_t  jr;
 
-    field = (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS) ? "following"
-                                                          : "follower";
+    ngx_memzero(&jr, sizeof(ngx_http_tent_job_row_t));
 
-    /* the post's id as the outbox row names it, as a packed job had it */
+    jr.kind = (t->stage == NGX_HTTP_TENT_FANOUT_FOLLOWINGS)
+              ? NGX_HTTP_TENT_JOB_FOLLOWING : NGX_HTTP_TENT_JOB_FOLLOWER;
+    jr.to = *fid;
 
-    if (ngx_http_tent_json_str(t->job, "id", &id) == NGX_OK) {
-        pid = &id;
+    if (sub) {
+        jr.kind = NGX_HTTP_TENT_JOB_APP;
+
+        if (ngx_http_tent_json_str(sub, "app", &jr.app) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        (void) ngx_http_tent_json_str(t->row, "entity", &jr.post_entity);
     }
 
-    fesc = ngx_escape_json(NULL, fid->data, fid->len);
-    pesc = ngx_escape_json(NULL, pid->data, pid->len);
+    /* the post's id as the outbox row names it */
 
-    len = sizeof("{\"following\":\"\",\"id\":\"\",\"version\":,"
-                 "\"attempt\":0,\"first\":}")
-          + fid->len + fesc + pid->len + pesc + 2 * NGX_INT64_LEN;
+    jr.id = (ngx_http_tent_json_str(t->row, "id", &id) == NGX_OK) ? id
+                                                                   : *pid;
+    jr.version = json_integer_value(json_object_get(t->row, "version"));
+    jr.first = now / 1000;
 
-    p = ngx_pnalloc(wop->pool, len);
-    if (p == NULL) {
-        goto failed;
-    }
-
-    value.data = p;
-
-    p = ngx_sprintf(p, "{\"%s\":\"", field);
-    p = fesc ? (u_char *) ngx_escape_json(p, fid->data, fid->len)
-             : ngx_cpymem(p, fid->data, fid->len);
-    p = ngx_cpymem(p, "\",\"id\":\"", sizeof("\",\"id\":\"") - 1);
-    p = pesc ? (u_char *) ngx_escape_json(p, pid->data, pid->len)
-             : ngx_cpymem(p, pid->data, pid->len);
-    p = ngx_sprintf(p, "\",\"version\":%L,\"attempt\":0,\"first\":%uL}",
-                    (int64_t) json_integer_value(json_object_get(t->job,
-                                                                 "version")),
-                    now / 1000);
-
-    value.len = p - value.data;
-
-    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
-                                NGX_HTTP_TENT_TABLE_JOB, now, jid, &key)
-        != NGX_OK
-        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
-    {
-        goto failed;
-    }
-
-    ngx_http_tent_queue_lower(t, now);
-    ngx_http_tent_count(NGX_HTTP_TENT_STAT_QUEUED, 1);
-
-    return NGX_OK;
-
-failed:
-
-    ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
-                  "tent delivery: writing a job row failed");
-
-    return NGX_ERROR;
+    return ngx_http_tent_job_new(&t->task, wop, now, jid, &jr);
 }
 
 
 static void
 ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
-    json_t                       *follower, *job;
+    json_t                       *follower;
     uint64_t                      now;
     ngx_str_t                     key, value, fid, pid, jid, last;
     ngx_uint_t                    n, rows;
@@ -539,18 +507,18 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_done_pt   handler;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": %s not read (store "
-                       "status %ui): later", &t->post_id,
+                       "status %ui): later", &t->task.post_id,
                        ngx_http_tent_fanout_stages[t->stage], op->status);
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_done(&t->task);
         return;
     }
 
-    wop = ngx_http_tent_store_op_create(op->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(op->pool, t->task.dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "building the jobs' write");
+        ngx_http_tent_task_failed(&t->task, "building the jobs' write");
         return;
     }
 
@@ -581,19 +549,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     /* a post deleted meanwhile goes to no one */
 
-    while (t->post && ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+    while (t->task.post
+           && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
+    {
 
         rows++;
         last = key;
 
-        follower = ngx_http_tent_record_parse(t->dl->log, &key, &value);
+        follower = ngx_http_tent_record_parse(t->task.dl->log, &key, &value);
         if (follower == NULL) {
             continue;
         }
 
         if (!ngx_http_tent_delivery_wants_stage(t, follower)
             || ngx_http_tent_json_str(follower, field, &fid) != NGX_OK
-            || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+            || ngx_http_tent_json_str(t->task.post, "id", &pid) != NGX_OK)
         {
             json_decref(follower);
             continue;
@@ -606,15 +576,15 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             && ngx_http_tent_delivery_tell(t, follower) != NGX_OK)
         {
             json_decref(follower);
-            ngx_http_tent_task_failed(t, "keeping a follower told");
+            ngx_http_tent_task_failed(&t->task, "keeping a follower told");
             return;
         }
 
-        jid.len = 1 + fid.len + 1 + t->entity.len + 1 + pid.len + 1
+        jid.len = 1 + fid.len + 1 + t->task.entity.len + 1 + pid.len + 1
                   + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(wop->pool, jid.len);
         if (jid.data == NULL) {
-            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+            ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                           "tent delivery: building a job id failed");
             json_decref(follower);
             break;
@@ -623,65 +593,43 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         /* "<kind><record id> [<post entity> ]<post id> <version>" */
 
         jid.len = ngx_sprintf(jid.data, "%s%V %V%s%V %L", kind, &fid,
-                              t->entity.data == t->ent->entity.data
-                              ? &ngx_http_tent_empty : &t->entity,
-                              t->entity.data == t->ent->entity.data
+                              t->task.entity.data == t->task.ent->entity.data
+                              ? &ngx_http_tent_empty : &t->task.entity,
+                              t->task.entity.data == t->task.ent->entity.data
                               ? "" : " ",
                               &pid,
                               (int64_t) json_integer_value(
-                                  json_object_get(t->job, "version")))
+                                  json_object_get(t->row, "version")))
                   - jid.data;
 
         if (ngx_http_tent_delivery_status_made(t, wop, &jid, follower, NULL)
             != NGX_OK)
         {
             json_decref(follower);
-            ngx_http_tent_task_failed(t, "writing a delivery's status");
+            ngx_http_tent_task_failed(&t->task, "writing a delivery's status");
             return;
         }
 
-        if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
-            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
-                            "subscription",
-                            json_object_get(follower, "authorization"),
-                            "app", json_object_get(follower, "app"),
-                            "id", json_object_get(t->job, "id"),
-                            "version", json_object_get(t->job, "version"),
-                            "attempt", 0,
-                            "first", (json_int_t) (now / 1000),
-                            "post_entity", json_object_get(t->job, "entity"));
+        /* an app's "authorization" (fid) and "app", while it is read */
 
-        } else {
-
-            /* a relationship's job: printed (its id is the record's) */
-
-            if (ngx_http_tent_fanout_job(t, wop, now, &jid, &fid, &pid)
-                != NGX_OK)
-            {
-                json_decref(follower);
-                ngx_http_tent_task_done(t);     /* logged there */
-                return;
-            }
-
+        if (ngx_http_tent_fanout_job(t, wop, now, &jid, &fid, &pid,
+                                     t->stage == NGX_HTTP_TENT_FANOUT_APPS
+                                     ? follower : NULL)
+            != NGX_OK)
+        {
             json_decref(follower);
-
-            n++;
-            continue;
+            ngx_http_tent_task_done(&t->task);     /* logged there */
+            return;
         }
 
         json_decref(follower);
 
-        if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
-            ngx_http_tent_task_done(t);     /* logged there */
-            return;
-        }
-
         n++;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": %ui jobs made for %s",
-                   &t->post_id, n, ngx_http_tent_fanout_stages[t->stage]);
+                   &t->task.post_id, n, ngx_http_tent_fanout_stages[t->stage]);
 
     /*
      * More followers: these jobs now, the rest after them; the outbox row
@@ -692,8 +640,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
      */
 
     if (rows) {
-        if (ngx_http_tent_key_after(t->pool, &last, &t->start) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "keeping the followers' place");
+        if (ngx_http_tent_key_after(t->task.pool, &last, &t->start) != NGX_OK) {
+            ngx_http_tent_task_failed(&t->task, "keeping the followers' place");
             return;
         }
 
@@ -702,19 +650,19 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
     } else {
         handler = ngx_http_tent_delivery_next_stage(t, wop);
         if (handler == NULL) {
-            ngx_http_tent_task_done(t);     /* logged there */
+            ngx_http_tent_task_done(&t->task);     /* logged there */
             return;
         }
     }
 
-    ngx_http_tent_task_submit(t, wop, handler);
+    ngx_http_tent_task_submit(&t->task, wop, handler);
 }
 
 
 /* whether a record of the stage's table gets the post */
 
 static ngx_int_t
-ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
+ngx_http_tent_delivery_wants_stage(ngx_http_tent_fanout_t *t, json_t *record)
 {
     ngx_str_t  entity;
 
@@ -725,24 +673,25 @@ ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
         && (ngx_http_tent_blocks_has(t->blocks, &entity)
             || ngx_http_tent_domains_entity(&entity)))
     {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": \"%V\" is blocked: "
-                       "no job", &t->post_id, &entity);
+                       "no job", &t->task.post_id, &entity);
         return 0;
     }
 
     switch (t->stage) {
 
     case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
-        return ngx_http_tent_delivery_wants(t->post, record);
+        return ngx_http_tent_delivery_wants(t->task.post, record);
 
     case NGX_HTTP_TENT_FANOUT_FOLLOWINGS:
-        return ngx_http_tent_delivery_wants_following(t->post, record)
+        return ngx_http_tent_delivery_wants_following(t->task.post, record)
                && !ngx_http_tent_delivery_was_told(t, record);
 
     default: /* NGX_HTTP_TENT_FANOUT_APPS */
-        return ngx_http_tent_delivery_wants_app(t->post, record,
-                                        t->entity.data == t->ent->entity.data);
+        return ngx_http_tent_delivery_wants_app(t->task.post, record,
+                                        t->task.entity.data
+                                        == t->task.ent->entity.data);
     }
 }
 
@@ -755,7 +704,7 @@ ngx_http_tent_delivery_wants_stage(ngx_http_tent_task_t *t, json_t *record)
  */
 
 static ngx_http_tent_store_done_pt
-ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
+ngx_http_tent_delivery_next_stage(ngx_http_tent_fanout_t *t,
     ngx_http_tent_store_op_t *wop)
 {
     ngx_str_t   type;
@@ -765,8 +714,8 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
 
     case NGX_HTTP_TENT_FANOUT_FOLLOWERS:
 
-        if (t->post
-            && ngx_http_tent_json_str(t->post, "type", &type) == NGX_OK
+        if (t->task.post
+            && ngx_http_tent_json_str(t->task.post, "type", &type) == NGX_OK
             && ngx_http_tent_post_type_is(&type, "profile"))
         {
             t->stage = NGX_HTTP_TENT_FANOUT_FOLLOWINGS;
@@ -786,38 +735,39 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
         if (t->mentioned && t->mentioned->nelts) {
             t->stage = NGX_HTTP_TENT_FANOUT_MENTIONS;
 
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                            "tent delivery: post \"%V\": mentions next",
-                           &t->post_id);
+                           &t->task.post_id);
 
             return ngx_http_tent_delivery_lookup;
         }
 
-        if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+        if (ngx_http_tent_store_write_del(wop, &t->task.key) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                           "tent delivery: building the outbox row's "
                           "removal failed");
             return NULL;
         }
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": fan-out done, the "
-                       "outbox row goes", &t->post_id);
+                       "outbox row goes", &t->task.post_id);
 
         return ngx_http_tent_delivery_written;
     }
 
-    if (ngx_http_tent_key_range(t->pool, &t->ent->entity, table, &t->start,
+    if (ngx_http_tent_key_range(t->task.pool, &t->task.ent->entity, table,
+                                &t->start,
                                 &t->end)
         != NGX_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                       "tent delivery: building the followers' scan failed");
         return NULL;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                   "tent delivery: post \"%V\": %s next", &t->post_id,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: post \"%V\": %s next", &t->task.post_id,
                    ngx_http_tent_fanout_stages[t->stage]);
 
     return ngx_http_tent_delivery_next_followers;
@@ -827,14 +777,14 @@ ngx_http_tent_delivery_next_stage(ngx_http_tent_task_t *t,
 static void
 ngx_http_tent_delivery_next_followers(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": jobs not written "
-                       "(store status %ui): later", &t->post_id,
+                       "(store status %ui): later", &t->task.post_id,
                        op->status);
-        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        ngx_http_tent_task_done(&t->task);     /* the row stays: again later */
         return;
     }
 

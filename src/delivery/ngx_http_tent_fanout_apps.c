@@ -19,6 +19,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
@@ -39,7 +40,7 @@ typedef struct {
 
 
 typedef struct {
-    ngx_http_tent_task_t           *task;
+    ngx_http_tent_fanout_t         *task;
     ngx_array_t                     rows;        /* _apps_row_t */
     ngx_rbtree_t                   *keys;
 } ngx_http_tent_apps_batch_t;
@@ -79,7 +80,7 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
 {
     ngx_str_t                    id, pkey;
     ngx_uint_t                   i;
-    ngx_http_tent_task_t        *t;
+    ngx_http_tent_fanout_t      *t;
     ngx_http_tent_apps_row_t    *r;
     ngx_http_tent_store_op_t    *get;
     ngx_http_tent_apps_batch_t  *b;
@@ -90,26 +91,28 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
 
     /* one task: it holds a slot, and the due scan's cursor while writing */
 
-    t = ngx_http_tent_task_create(dl, ent, &rows[0], &rows[1]);
+    t = (ngx_http_tent_fanout_t *) ngx_http_tent_task_create(dl, ent,
+                                      &rows[0], &rows[1], NULL,
+                                      sizeof(ngx_http_tent_fanout_t));
     if (t == NULL) {
         return NGX_ERROR;
     }
 
     t->stage = NGX_HTTP_TENT_FANOUT_APPS;
 
-    b = ngx_pcalloc(t->pool, sizeof(ngx_http_tent_apps_batch_t));
+    b = ngx_pcalloc(t->task.pool, sizeof(ngx_http_tent_apps_batch_t));
     if (b == NULL
-        || ngx_array_init(&b->rows, t->pool, n,
+        || ngx_array_init(&b->rows, t->task.pool, n,
                           sizeof(ngx_http_tent_apps_row_t))
            != NGX_OK
-        || (b->keys = ngx_http_tent_key_set_create(t->pool)) == NULL)
+        || (b->keys = ngx_http_tent_key_set_create(t->task.pool)) == NULL)
     {
         goto failed;
     }
 
     b->task = t;
 
-    get = ngx_http_tent_store_op_create(t->pool, dl->log);
+    get = ngx_http_tent_store_op_create(t->task.pool, dl->log);
     if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
         goto failed;
     }
@@ -122,8 +125,8 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
 
         ngx_memzero(r, sizeof(ngx_http_tent_apps_row_t));
 
-        r->key.data = ngx_pstrdup(t->pool, &rows[2 * i]);
-        r->value.data = ngx_pstrdup(t->pool, &rows[2 * i + 1]);
+        r->key.data = ngx_pstrdup(t->task.pool, &rows[2 * i]);
+        r->value.data = ngx_pstrdup(t->task.pool, &rows[2 * i + 1]);
 
         if (r->key.data == NULL || r->value.data == NULL) {
             goto failed;
@@ -132,14 +135,16 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
         r->key.len = rows[2 * i].len;
         r->value.len = rows[2 * i + 1].len;
 
-        if (ngx_http_tent_key_set_add(t->pool, b->keys, &r->key) != NGX_OK) {
+        if (ngx_http_tent_key_set_add(t->task.pool, b->keys, &r->key)
+            != NGX_OK)
+        {
             goto failed;
         }
 
         r->row = ngx_http_tent_json_parse(&r->value, dl->log);
 
         if (r->row == NULL
-            || ngx_http_tent_json_cleanup(t->pool, r->row) != NGX_OK)
+            || ngx_http_tent_json_cleanup(t->task.pool, r->row) != NGX_OK)
         {
             json_decref(r->row);
             goto failed;
@@ -150,7 +155,8 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
         }
 
         if (ngx_http_tent_json_str(r->row, "id", &id) != NGX_OK
-            || ngx_http_tent_post_key(t->pool, &ent->entity, &r->entity, &id,
+            || ngx_http_tent_post_key(t->task.pool, &ent->entity, &r->entity,
+                                      &id,
                                       -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
@@ -165,13 +171,13 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
                    "tent delivery: outbox of \"%V\": %ui rows for apps in "
                    "one batch", &ent->entity, n);
 
-    ngx_http_tent_task_submit(t, get, ngx_http_tent_fanout_apps_posts);
+    ngx_http_tent_task_submit(&t->task, get, ngx_http_tent_fanout_apps_posts);
 
     return NGX_OK;
 
 failed:
 
-    ngx_http_tent_task_failed(t, "building a batch of rows for apps");
+    ngx_http_tent_task_failed(&t->task, "building a batch of rows for apps");
 
     return NGX_ERROR;
 }
@@ -182,7 +188,7 @@ failed:
 static void
 ngx_http_tent_fanout_apps_posts(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     ngx_str_t                    value, start, end;
     ngx_uint_t                   i, found;
@@ -190,10 +196,10 @@ ngx_http_tent_fanout_apps_posts(ngx_http_tent_store_op_t *op)
     ngx_http_tent_store_op_t    *scan;
     ngx_http_tent_apps_batch_t  *b;
 
-    b = t->dl->apps_batch;
+    b = t->task.dl->apps_batch;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: the posts of a batch for apps not "
                        "read (store status %ui): later", op->status);
         ngx_http_tent_fanout_apps_end(b);
@@ -212,20 +218,20 @@ ngx_http_tent_fanout_apps_posts(ngx_http_tent_store_op_t *op)
             continue;       /* deleted meanwhile: to no one */
         }
 
-        r[i].post = ngx_http_tent_json_parse(&value, t->dl->log);
+        r[i].post = ngx_http_tent_json_parse(&value, t->task.dl->log);
 
         if (r[i].post == NULL
-            || ngx_http_tent_json_cleanup(t->pool, r[i].post) != NGX_OK)
+            || ngx_http_tent_json_cleanup(t->task.pool, r[i].post) != NGX_OK)
         {
             json_decref(r[i].post);
             r[i].post = NULL;
         }
     }
 
-    scan = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    scan = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (scan == NULL
-        || ngx_http_tent_key_range(t->pool, &t->ent->entity,
+        || ngx_http_tent_key_range(t->task.pool, &t->task.ent->entity,
                                    NGX_HTTP_TENT_TABLE_SUBSCRIPTION, &start,
                                    &end)
            != NGX_OK
@@ -233,14 +239,14 @@ ngx_http_tent_fanout_apps_posts(ngx_http_tent_store_op_t *op)
                                     NGX_HTTP_TENT_APPS_SCAN, 0)
            != NGX_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                       "tent delivery: building the subscriptions' scan "
                       "failed");
         ngx_http_tent_fanout_apps_end(b);
         return;
     }
 
-    ngx_http_tent_task_submit(t, scan, ngx_http_tent_fanout_apps_subs);
+    ngx_http_tent_task_submit(&t->task, scan, ngx_http_tent_fanout_apps_subs);
 }
 
 
@@ -249,9 +255,9 @@ ngx_http_tent_fanout_apps_posts(ngx_http_tent_store_op_t *op)
 static void
 ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
-    json_t                      *sub, *job, **slot;
+    json_t                      *sub, **slot;
     uint64_t                     now;
     ngx_str_t                    key, value, fid, pid, jid;
     ngx_uint_t                   i, j, n, original;
@@ -259,24 +265,25 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
     ngx_http_tent_apps_row_t    *r;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_apps_batch_t  *b;
+    ngx_http_tent_job_row_t      jr;
 
-    b = t->dl->apps_batch;
+    b = t->task.dl->apps_batch;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK
-        || ngx_array_init(&subs, t->pool, 4, sizeof(json_t *)) != NGX_OK)
+        || ngx_array_init(&subs, t->task.pool, 4, sizeof(json_t *)) != NGX_OK)
     {
         ngx_http_tent_fanout_apps_end(b);
         return;
     }
 
     while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
-        sub = ngx_http_tent_record_parse(t->dl->log, &key, &value);
+        sub = ngx_http_tent_record_parse(t->task.dl->log, &key, &value);
 
         if (sub == NULL) {
             continue;
         }
 
-        if (ngx_http_tent_json_cleanup(t->pool, sub) != NGX_OK) {
+        if (ngx_http_tent_json_cleanup(t->task.pool, sub) != NGX_OK) {
             json_decref(sub);
             ngx_http_tent_fanout_apps_end(b);
             return;
@@ -294,15 +301,15 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
     /* a full scan may not be all: these rows go one by one (outbox.c) */
 
     if (subs.nelts >= NGX_HTTP_TENT_APPS_SCAN) {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: too many subscriptions for a batch: "
                        "the rows go one by one");
-        t->dl->apps_many = 1;
+        t->task.dl->apps_many = 1;
         ngx_http_tent_fanout_apps_end(b);
         return;
     }
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (wop == NULL || ngx_http_tent_store_write(wop, 0) != NGX_OK) {
         ngx_http_tent_fanout_apps_end(b);
@@ -315,7 +322,7 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
 
     for (i = 0; i < b->rows.nelts; i++) {
 
-        original = (r[i].entity.data == t->ent->entity.data);
+        original = (r[i].entity.data == t->task.ent->entity.data);
 
         for (j = 0; r[i].post && j < subs.nelts; j++) {
             sub = ((json_t **) subs.elts)[j];
@@ -346,18 +353,21 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
                                       json_object_get(r[i].row, "version")))
                       - jid.data;
 
-            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
-                            "subscription",
-                            json_object_get(sub, "authorization"),
-                            "app", json_object_get(sub, "app"),
-                            "id", json_object_get(r[i].row, "id"),
-                            "version", json_object_get(r[i].row, "version"),
-                            "attempt", 0,
-                            "first", (json_int_t) (now / 1000),
-                            "post_entity",
-                            json_object_get(r[i].row, "entity"));
+            ngx_memzero(&jr, sizeof(ngx_http_tent_job_row_t));
 
-            if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
+            jr.kind = NGX_HTTP_TENT_JOB_APP;
+            jr.to = fid;
+            jr.id = pid;
+            jr.version = json_integer_value(json_object_get(r[i].row,
+                                                            "version"));
+            jr.first = now / 1000;
+            (void) ngx_http_tent_json_str(r[i].row, "entity",
+                                          &jr.post_entity);
+
+            if (ngx_http_tent_json_str(sub, "app", &jr.app) != NGX_OK
+                || ngx_http_tent_job_new(&t->task, wop, now, &jid, &jr)
+                != NGX_OK)
+            {
                 ngx_http_tent_fanout_apps_end(b);    /* logged there */
                 return;
             }
@@ -371,27 +381,27 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
         }
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: a batch of %ui rows for apps: %ui jobs "
                    "for %ui subscriptions, one write", b->rows.nelts, n,
                    subs.nelts);
 
-    ngx_http_tent_task_submit(t, wop, ngx_http_tent_fanout_apps_written);
+    ngx_http_tent_task_submit(&t->task, wop, ngx_http_tent_fanout_apps_written);
 }
 
 
 static void
 ngx_http_tent_fanout_apps_written(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                       "tent delivery: a batch of rows for apps could not be "
                       "written; its rows are looked at again");
     }
 
-    ngx_http_tent_fanout_apps_end(t->dl->apps_batch);
+    ngx_http_tent_fanout_apps_end(t->task.dl->apps_batch);
 }
 
 
@@ -405,20 +415,20 @@ static void
 ngx_http_tent_fanout_apps_end(ngx_http_tent_apps_batch_t *b)
 {
     ngx_uint_t                 i;
-    ngx_http_tent_task_t      *t;
+    ngx_http_tent_fanout_t    *t;
     ngx_http_tent_apps_row_t  *r;
 
     t = b->task;
 
-    if (t->dl->apps_batch == b) {
-        t->dl->apps_batch = NULL;
+    if (t->task.dl->apps_batch == b) {
+        t->task.dl->apps_batch = NULL;
     }
 
     r = b->rows.elts;
 
     for (i = 1; i < b->rows.nelts; i++) {
-        ngx_http_tent_task_ended(t->dl, &r[i].key);
+        ngx_http_tent_task_ended(t->task.dl, &r[i].key);
     }
 
-    ngx_http_tent_task_done(t);
+    ngx_http_tent_task_done(&t->task);
 }

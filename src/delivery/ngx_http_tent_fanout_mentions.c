@@ -20,6 +20,7 @@
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_remote.h"
@@ -40,7 +41,7 @@ static void ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op);
  */
 
 ngx_int_t
-ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_mentions(ngx_http_tent_fanout_t *t)
 {
     size_t       i;
     json_t      *m;
@@ -48,30 +49,30 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
     ngx_str_t    entity, *e;
     ngx_uint_t   j;
 
-    if (t->post == NULL
-        || t->entity.data != t->ent->entity.data
-        || json_integer_value(json_object_get(t->job, "version")) != 1
-        || json_array_size(json_object_get(t->post, "mentions")) == 0)
+    if (t->task.post == NULL
+        || t->task.entity.data != t->task.ent->entity.data
+        || json_integer_value(json_object_get(t->row, "version")) != 1
+        || json_array_size(json_object_get(t->task.post, "mentions")) == 0)
     {
         return NGX_OK;
     }
 
-    t->mentioned = ngx_array_create(t->pool, 4, sizeof(ngx_str_t));
+    t->mentioned = ngx_array_create(t->task.pool, 4, sizeof(ngx_str_t));
     if (t->mentioned == NULL) {
         return NGX_ERROR;
     }
 
-    json_array_foreach(json_object_get(t->post, "mentions"), i, m) {
+    json_array_foreach(json_object_get(t->task.post, "mentions"), i, m) {
 
         if (ngx_http_tent_json_str(m, "entity", &entity) != NGX_OK
-            || ngx_http_tent_entity_eq(&entity, &t->ent->entity))
+            || ngx_http_tent_entity_eq(&entity, &t->task.ent->entity))
         {
             continue;
         }
 
         /* looked up by its one spelling, as relationships are kept */
 
-        rc = ngx_http_tent_entity_canonical(t->pool, &entity, &entity);
+        rc = ngx_http_tent_entity_canonical(t->task.pool, &entity, &entity);
         if (rc == NGX_ERROR) {
             return NGX_ERROR;
         }
@@ -97,7 +98,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
         }
 
         if (t->mentioned->nelts == NGX_HTTP_TENT_MENTION_MAX) {
-            ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+            ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                           "tent delivery: a post mentions more than "
                           ngx_value(NGX_HTTP_TENT_MENTION_MAX)
                           " entities; the others are not told");
@@ -119,7 +120,7 @@ ngx_http_tent_delivery_mentions(ngx_http_tent_task_t *t)
 /* a relationship got the post as a subscriber: its mention is void */
 
 void
-ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
+ngx_http_tent_delivery_got(ngx_http_tent_fanout_t *t, json_t *record)
 {
     ngx_str_t   entity, *e;
     ngx_uint_t  i;
@@ -147,52 +148,53 @@ ngx_http_tent_delivery_got(ngx_http_tent_task_t *t, json_t *record)
 void
 ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
     ngx_str_t                 *e, key;
     ngx_uint_t                 i;
     ngx_http_tent_store_op_t  *get;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": jobs not written "
-                       "(store status %ui): later", &t->post_id,
+                       "(store status %ui): later", &t->task.post_id,
                        op->status);
-        ngx_http_tent_task_done(t);     /* the row stays: again later */
+        ngx_http_tent_task_done(&t->task);     /* the row stays: again later */
         return;
     }
 
-    get = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    get = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "building the mentions' lookup");
+        ngx_http_tent_task_failed(&t->task, "building the mentions' lookup");
         return;
     }
 
     e = t->mentioned->elts;
 
     for (i = 0; i < t->mentioned->nelts; i++) {
-        if (ngx_http_tent_key(t->pool, &t->ent->entity,
+        if (ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
                               NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &e[i],
                               &key)
             != NGX_OK
             || ngx_http_tent_store_mget_key(get, &key) != NGX_OK
-            || ngx_http_tent_key(t->pool, &t->ent->entity,
+            || ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
                                  NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY, &e[i],
                                  &key)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
         {
-            ngx_http_tent_task_failed(t, "building the mentions' lookup");
+            ngx_http_tent_task_failed(&t->task,
+                                      "building the mentions' lookup");
             return;
         }
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": %ui mentioned entities "
-                   "looked up", &t->post_id, t->mentioned->nelts);
+                   "looked up", &t->task.post_id, t->mentioned->nelts);
 
-    ngx_http_tent_task_submit(t, get, ngx_http_tent_delivery_mentioned);
+    ngx_http_tent_task_submit(&t->task, get, ngx_http_tent_delivery_mentioned);
 }
 
 
@@ -206,30 +208,30 @@ ngx_http_tent_delivery_lookup(ngx_http_tent_store_op_t *op)
 static void
 ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
 {
-    ngx_http_tent_task_t *t = op->data;
+    ngx_http_tent_fanout_t *t = op->data;
 
-    json_t                    *job;
+    ngx_http_tent_job_row_t    jr;
     uint64_t                   now;
     ngx_str_t                  value, id, pid, jid, *e;
     ngx_uint_t                 i, found, n, kind;
     ngx_http_tent_store_op_t  *wop;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": mentions not looked "
-                       "up (store status %ui): later", &t->post_id,
+                       "up (store status %ui): later", &t->task.post_id,
                        op->status);
-        ngx_http_tent_task_done(t);
+        ngx_http_tent_task_done(&t->task);
         return;
     }
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (wop == NULL
         || ngx_http_tent_store_write(wop, 0) != NGX_OK
-        || ngx_http_tent_json_str(t->post, "id", &pid) != NGX_OK)
+        || ngx_http_tent_json_str(t->task.post, "id", &pid) != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "building the mentions' jobs");
+        ngx_http_tent_task_failed(&t->task, "building the mentions' jobs");
         return;
     }
 
@@ -244,7 +246,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         kind = 0;
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+            ngx_http_tent_task_failed(&t->task, "reading a mentioned entity's "
                                          "records");
             return;
         }
@@ -255,7 +257,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         }
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
-            ngx_http_tent_task_failed(t, "reading a mentioned entity's "
+            ngx_http_tent_task_failed(&t->task, "reading a mentioned entity's "
                                          "records");
             return;
         }
@@ -268,7 +270,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         /* no relationship: a public post only, to a discovered server */
 
         if (kind == 0) {
-            if (!json_is_true(json_object_get(json_object_get(t->post,
+            if (!json_is_true(json_object_get(json_object_get(t->task.post,
                                                               "permissions"),
                                               "public"))
                 || ngx_http_tent_entity_valid(&e[i]) != NGX_OK)
@@ -282,7 +284,7 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
         jid.len = 2 + id.len + 1 + pid.len + 1 + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(wop->pool, jid.len);
         if (jid.data == NULL) {
-            ngx_http_tent_task_failed(t, "building a job id");
+            ngx_http_tent_task_failed(&t->task, "building a job id");
             return;
         }
 
@@ -290,46 +292,48 @@ ngx_http_tent_delivery_mentioned(ngx_http_tent_store_op_t *op)
                               kind == 2 ? "F" : (kind == 0 ? "E" : ""),
                               &id, &pid,
                               (int64_t) json_integer_value(
-                                  json_object_get(t->job, "version")))
+                                  json_object_get(t->row, "version")))
                   - jid.data;
 
         if (ngx_http_tent_delivery_status_made(t, wop, &jid, NULL, &e[i])
             != NGX_OK)
         {
-            ngx_http_tent_task_failed(t, "writing a delivery's status");
+            ngx_http_tent_task_failed(&t->task, "writing a delivery's status");
             return;
         }
 
-        job = json_pack("{s:o, s:b, s:O, s:O, s:i, s:I}",
-                        kind == 2 ? "following"
-                                  : (kind == 0 ? "entity" : "follower"),
-                        ngx_http_tent_json_string(&id),
-                        "mention", 1,
-                        "id", json_object_get(t->job, "id"),
-                        "version", json_object_get(t->job, "version"),
-                        "attempt", 0,
-                        "first", (json_int_t) (now / 1000));
+        ngx_memzero(&jr, sizeof(ngx_http_tent_job_row_t));
 
-        if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
-            ngx_http_tent_task_done(t);     /* logged there */
+        jr.kind = (kind == 2) ? NGX_HTTP_TENT_JOB_FOLLOWING
+                  : (kind == 0 ? NGX_HTTP_TENT_JOB_ENTITY
+                               : NGX_HTTP_TENT_JOB_FOLLOWER);
+        jr.mention = 1;
+        jr.to = id;
+        jr.id = pid;
+        jr.version = json_integer_value(json_object_get(t->row, "version"));
+        jr.first = now / 1000;
+
+        if (ngx_http_tent_job_new(&t->task, wop, now, &jid, &jr) != NGX_OK) {
+            ngx_http_tent_task_done(&t->task);     /* logged there */
             return;
         }
 
         n++;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": %ui jobs for mentions",
-                   &t->post_id, n);
+                   &t->task.post_id, n);
 
-    if (ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK) {
-        ngx_http_tent_task_failed(t, "building the outbox row's removal");
+    if (ngx_http_tent_store_write_del(wop, &t->task.key) != NGX_OK) {
+        ngx_http_tent_task_failed(&t->task,
+                                  "building the outbox row's removal");
         return;
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": fan-out done, the outbox "
-                   "row goes", &t->post_id);
+                   "row goes", &t->task.post_id);
 
-    ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+    ngx_http_tent_task_submit(&t->task, wop, ngx_http_tent_delivery_written);
 }

@@ -16,6 +16,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_fanout.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_posts.h"
 
@@ -33,23 +34,23 @@ static ngx_int_t ngx_http_tent_delivery_told_key(json_t *record, u_char *buf,
  */
 
 ngx_int_t
-ngx_http_tent_delivery_told_init(ngx_http_tent_task_t *t)
+ngx_http_tent_delivery_told_init(ngx_http_tent_fanout_t *t)
 {
     ngx_str_t  type;
 
     /* only what a following may get: our public profile posts */
 
-    if (t->post == NULL
-        || ngx_http_tent_json_str(t->post, "type", &type) != NGX_OK
+    if (t->task.post == NULL
+        || ngx_http_tent_json_str(t->task.post, "type", &type) != NGX_OK
         || !ngx_http_tent_post_type_is(&type, "profile")
-        || !json_is_true(json_object_get(json_object_get(t->post,
+        || !json_is_true(json_object_get(json_object_get(t->task.post,
                                                          "permissions"),
                                          "public")))
     {
         return NGX_OK;
     }
 
-    t->told = ngx_http_tent_key_set_create(t->pool);
+    t->told = ngx_http_tent_key_set_create(t->task.pool);
 
     return (t->told == NULL) ? NGX_ERROR : NGX_OK;
 }
@@ -78,7 +79,7 @@ ngx_http_tent_delivery_told_key(json_t *record, u_char *buf, ngx_str_t *key)
 
 
 ngx_int_t
-ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
+ngx_http_tent_delivery_tell(ngx_http_tent_fanout_t *t, json_t *follower)
 {
     u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
     ngx_str_t  key;
@@ -87,14 +88,14 @@ ngx_http_tent_delivery_tell(ngx_http_tent_task_t *t, json_t *follower)
         return NGX_OK;
     }
 
-    return ngx_http_tent_key_set_add(t->pool, t->told, &key);
+    return ngx_http_tent_key_set_add(t->task.pool, t->told, &key);
 }
 
 
 /* a following told as a follower already: no second copy at its /posts */
 
 ngx_int_t
-ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
+ngx_http_tent_delivery_was_told(ngx_http_tent_fanout_t *t, json_t *following)
 {
     u_char     buf[NGX_HTTP_TENT_ENTITY_MAX + NGX_HTTP_TENT_ENTITY_SLACK];
     ngx_str_t  key;
@@ -106,9 +107,9 @@ ngx_http_tent_delivery_was_told(ngx_http_tent_task_t *t, json_t *following)
         return 0;
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": following \"%V\" is a "
-                   "follower told already", &t->post_id, &key);
+                   "follower told already", &t->task.post_id, &key);
 
     return 1;
 }

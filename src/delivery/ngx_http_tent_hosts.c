@@ -27,6 +27,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_shm.h"
@@ -78,10 +79,10 @@ static ngx_int_t ngx_http_tent_host_name(ngx_str_t *url, u_char *buf,
 static ngx_http_tent_host_t *ngx_http_tent_host_get(ngx_log_t *log,
     ngx_str_t *name);
 static void ngx_http_tent_host_idle(ngx_http_tent_host_t *h);
-static ngx_int_t ngx_http_tent_host_defer(ngx_http_tent_task_t *t,
+static ngx_int_t ngx_http_tent_host_defer(ngx_http_tent_job_t *t,
     ngx_http_tent_host_t *h);
 static void ngx_http_tent_host_undefer(ngx_http_tent_host_t *h);
-static void ngx_http_tent_host_put_back(ngx_http_tent_task_t *t,
+static void ngx_http_tent_host_put_back(ngx_http_tent_job_t *t,
     uint64_t due, const char *why);
 static void ngx_http_tent_host_opened(ngx_http_tent_main_conf_t *mcf,
     ngx_log_t *log, ngx_http_tent_host_t *h);
@@ -359,7 +360,7 @@ ngx_http_tent_host_idle(ngx_http_tent_host_t *h)
  */
 
 ngx_int_t
-ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url)
+ngx_http_tent_host_gate(ngx_http_tent_job_t *t, ngx_str_t *url)
 {
     uint64_t                    now;
     ngx_str_t                   name;
@@ -367,13 +368,13 @@ ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url)
     ngx_http_tent_main_conf_t  *mcf;
     u_char                      buf[NGX_HTTP_TENT_HOST_LEN];
 
-    mcf = t->dl->mcf;
+    mcf = t->task.dl->mcf;
 
     if (ngx_http_tent_host_name(url, buf, &name) != NGX_OK) {
         return NGX_OK;
     }
 
-    h = ngx_http_tent_host_get(t->dl->log, &name);
+    h = ngx_http_tent_host_get(t->task.dl->log, &name);
     if (h == NULL) {
         return NGX_OK;      /* not counted: fairness is best effort */
     }
@@ -390,9 +391,9 @@ ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url)
                 t->resume = h->resume;
             }
 
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                            "tent delivery: post \"%V\": host %V paused",
-                           &t->post_id, &h->sn.str);
+                           &t->task.post_id, &h->sn.str);
 
             ngx_http_tent_host_idle(h);
 
@@ -408,9 +409,9 @@ ngx_http_tent_host_gate(ngx_http_tent_task_t *t, ngx_str_t *url)
         h->probing = 1;
         t->probe = 1;
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": the probe of host %V",
-                       &t->post_id, &h->sn.str);
+                       &t->task.post_id, &h->sn.str);
 
         goto go;
     }
@@ -437,7 +438,7 @@ go:
  */
 
 static ngx_int_t
-ngx_http_tent_host_defer(ngx_http_tent_task_t *t, ngx_http_tent_host_t *h)
+ngx_http_tent_host_defer(ngx_http_tent_job_t *t, ngx_http_tent_host_t *h)
 {
     ngx_http_tent_hosts_t     *hs;
     ngx_http_tent_deferred_t  *d;
@@ -447,35 +448,35 @@ ngx_http_tent_host_defer(ngx_http_tent_task_t *t, ngx_http_tent_host_t *h)
     d = NULL;
 
     if (hs->nkeys < NGX_HTTP_TENT_HOSTS_DEFERRED
-        && !ngx_http_tent_host_deferred(&t->key))
+        && !ngx_http_tent_host_deferred(&t->task.key))
     {
-        d = ngx_alloc(sizeof(ngx_http_tent_deferred_t) + t->key.len,
-                      t->dl->log);
+        d = ngx_alloc(sizeof(ngx_http_tent_deferred_t) + t->task.key.len,
+                      t->task.dl->log);
     }
 
     if (d == NULL) {
         ngx_http_tent_host_put_back(t, ngx_http_tent_now_ms()
-                                       + t->dl->mcf->delivery_interval,
+                                       + t->task.dl->mcf->delivery_interval,
                                     "full, too many jobs wait");
         return NGX_DONE;
     }
 
     d->sn.str.data = (u_char *) d + sizeof(ngx_http_tent_deferred_t);
-    d->sn.str.len = t->key.len;
-    ngx_memcpy(d->sn.str.data, t->key.data, t->key.len);
-    d->sn.node.key = ngx_crc32_long(t->key.data, t->key.len);
+    d->sn.str.len = t->task.key.len;
+    ngx_memcpy(d->sn.str.data, t->task.key.data, t->task.key.len);
+    d->sn.node.key = ngx_crc32_long(t->task.key.data, t->task.key.len);
     d->host = h;
 
     ngx_rbtree_insert(&hs->keys, &d->sn.node);
     ngx_queue_insert_tail(&h->deferred, &d->queue);
     hs->nkeys++;
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": host %V full (%ui in "
-                   "flight): left for a later pass", &t->post_id,
+                   "flight): left for a later pass", &t->task.post_id,
                    &h->sn.str, h->inflight);
 
-    ngx_http_tent_task_done(t);
+    ngx_http_tent_task_done(&t->task);
 
     return NGX_DONE;
 }
@@ -535,11 +536,11 @@ ngx_http_tent_hosts_deferred(void)
 /* every server of the job paused: back to when the first pause ends */
 
 void
-ngx_http_tent_host_wait(ngx_http_tent_task_t *t)
+ngx_http_tent_host_wait(ngx_http_tent_job_t *t)
 {
     ngx_http_tent_host_put_back(t, t->resume ? t->resume
                                              : ngx_http_tent_now_ms()
-                                               + t->dl->mcf->breaker_pause,
+                                               + t->task.dl->mcf->breaker_pause,
                                 "paused");
 }
 
@@ -547,31 +548,33 @@ ngx_http_tent_host_wait(ngx_http_tent_task_t *t)
 /* the job again, due later, its attempts unchanged */
 
 static void
-ngx_http_tent_host_put_back(ngx_http_tent_task_t *t, uint64_t due,
+ngx_http_tent_host_put_back(ngx_http_tent_job_t *t, uint64_t due,
     const char *why)
 {
     uint64_t                   was;
     ngx_str_t                  id;
     ngx_http_tent_store_op_t  *wop;
 
-    wop = ngx_http_tent_store_op_create(t->pool, t->dl->log);
+    wop = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (wop == NULL
         || ngx_http_tent_store_write(wop, 0) != NGX_OK
-        || ngx_http_tent_store_write_del(wop, &t->key) != NGX_OK
-        || ngx_http_tent_timed_key_parse(&t->ent->entity, &t->key, &was, &id)
+        || ngx_http_tent_store_write_del(wop, &t->task.key) != NGX_OK
+        || ngx_http_tent_timed_key_parse(&t->task.ent->entity, &t->task.key,
+                                         &was, &id)
            != NGX_OK
-        || ngx_http_tent_job_put(t, wop, NGX_HTTP_TENT_TABLE_JOB, due, &id,
-                                 t->job)
+        || ngx_http_tent_job_put(&t->task, wop, NGX_HTTP_TENT_TABLE_JOB, due,
+                                 &id,
+                                 &t->row)
            != NGX_OK)
     {
-        ngx_http_tent_task_failed(t, "putting back a job for its host");
+        ngx_http_tent_task_failed(&t->task, "putting back a job for its host");
         return;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent delivery: post \"%V\": host %s: the job waits "
-                   "until %uL, no attempt", &t->post_id, why, due);
+                   "until %uL, no attempt", &t->task.post_id, why, due);
 
     ngx_http_tent_settle_add(t, wop);
 }
@@ -586,7 +589,7 @@ ngx_http_tent_host_put_back(ngx_http_tent_task_t *t, uint64_t due,
  */
 
 void
-ngx_http_tent_host_outcome(ngx_http_tent_task_t *t, ngx_http_tent_fetch_t *f)
+ngx_http_tent_host_outcome(ngx_http_tent_job_t *t, ngx_http_tent_fetch_t *f)
 {
     ngx_uint_t                  failed, known;
     ngx_http_tent_host_t       *h;
@@ -598,7 +601,7 @@ ngx_http_tent_host_outcome(ngx_http_tent_task_t *t, ngx_http_tent_fetch_t *f)
         return;
     }
 
-    mcf = t->dl->mcf;
+    mcf = t->task.dl->mcf;
     known = 1;
     failed = 0;
 
@@ -638,7 +641,7 @@ ngx_http_tent_host_outcome(ngx_http_tent_task_t *t, ngx_http_tent_fetch_t *f)
             ngx_http_tent_gauge(NGX_HTTP_TENT_STAT_BREAKERS,
                                 ngx_http_tent_hosts.nopen);
 
-            ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+            ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                           "tent delivery: host %V: probe succeeded, resumed",
                           &h->sn.str);
         }
@@ -655,7 +658,7 @@ ngx_http_tent_host_outcome(ngx_http_tent_task_t *t, ngx_http_tent_fetch_t *f)
         h->failures++;
 
         if (h->open ? t->probe : h->failures >= mcf->breaker_failures) {
-            ngx_http_tent_host_opened(mcf, t->dl->log, h);
+            ngx_http_tent_host_opened(mcf, t->task.dl->log, h);
         }
     }
 
@@ -703,7 +706,7 @@ ngx_http_tent_host_opened(ngx_http_tent_main_conf_t *mcf, ngx_log_t *log,
 /* the task's slot of its host is free (from task_done too: any ending) */
 
 void
-ngx_http_tent_host_release(ngx_http_tent_task_t *t)
+ngx_http_tent_host_release(ngx_http_tent_job_t *t)
 {
     ngx_http_tent_host_t       *h;
     ngx_http_tent_main_conf_t  *mcf;
@@ -714,7 +717,7 @@ ngx_http_tent_host_release(ngx_http_tent_task_t *t)
         return;
     }
 
-    mcf = t->dl->mcf;
+    mcf = t->task.dl->mcf;
     t->host = NULL;
     h->inflight--;
 

@@ -37,6 +37,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
@@ -65,6 +66,8 @@ typedef struct {
 } ngx_http_tent_local_index_t;
 
 
+static ngx_int_t ngx_http_tent_local_claim(ngx_http_tent_job_t *t);
+static void ngx_http_tent_local_send(ngx_http_tent_job_t *t);
 static ngx_int_t ngx_http_tent_local_index_add(ngx_pool_t *pool,
     ngx_http_tent_local_index_t *idx, ngx_http_tent_slot_t *s,
     ngx_str_t *base);
@@ -76,7 +79,7 @@ static ngx_http_tent_entity_conf_t *ngx_http_tent_local_fixed(
     ngx_http_tent_delivery_t *dl, ngx_str_t *url, ngx_str_t *origin,
     ngx_str_t *rest);
 static ngx_http_tent_entity_conf_t *ngx_http_tent_local_entity(
-    ngx_http_tent_task_t *t, ngx_str_t *url, ngx_str_t *rest);
+    ngx_http_tent_job_t *t, ngx_str_t *url, ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_local_match(ngx_http_tent_entity_conf_t *ent,
     ngx_str_t *url, ngx_str_t *rest);
 static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
@@ -84,32 +87,45 @@ static ngx_int_t ngx_http_tent_local_prefix(ngx_str_t *url, ngx_str_t *base,
 static ngx_int_t ngx_http_tent_str_eq(ngx_str_t *a, ngx_str_t *b);
 
 
+ngx_http_tent_transport_t  ngx_http_tent_transport_local = {
+    "same-node",
+    ngx_http_tent_local_claim,
+    ngx_http_tent_local_send
+};
+
+
 /*
- * NGX_DECLINED: not local, HTTP sends it; otherwise the job is on its
- * way here and settles by itself.
+ * A follower's job whose first server is one of this node's entities:
+ * NGX_OK, and what the batch needs in t->carried; NGX_DECLINED: the next
+ * transport's.
  */
 
-ngx_int_t
-ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
+static ngx_int_t
+ngx_http_tent_local_claim(ngx_http_tent_job_t *t)
 {
-    ngx_str_t                     rest, type;
+    ngx_str_t                     rest, type, u;
+    ngx_str_t                    *url;
     ngx_http_tent_local_t        *l;
     ngx_http_tent_entity_conf_t  *to;
 
     static ngx_str_t  notifications = ngx_string("notifications/");
 
-    if (json_object_get(t->job, "follower") == NULL || t->stranger
-        || t->no_local)
-    {
+    if (t->row.kind != NGX_HTTP_TENT_JOB_FOLLOWER) {
         return NGX_DECLINED;
     }
 
-    if (ngx_http_tent_json_str(t->post, "type", &type) == NGX_OK
+    url = &u;
+
+    if (ngx_http_tent_delivery_url(t, 0, url) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_json_str(t->task.post, "type", &type) == NGX_OK
         && ngx_http_tent_post_type_is(&type, "profile"))
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent local: post \"%V\": a profile post goes over "
-                       "HTTP", &t->post_id);
+                       "HTTP", &t->task.post_id);
         return NGX_DECLINED;
     }
 
@@ -120,13 +136,13 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
     /* a registry entity disabled or being deleted: HTTP answers 410/404 */
 
-    if (ngx_http_tent_delivery_entity_active(t->dl, to) != NGX_OK) {
+    if (ngx_http_tent_delivery_entity_active(t->task.dl, to) != NGX_OK) {
         return NGX_DECLINED;
     }
 
     /* the recipient's slot stays in the list while the job holds "to" */
 
-    if (ngx_http_tent_delivery_hold(t->dl, to, t->pool) != NGX_OK) {
+    if (ngx_http_tent_delivery_hold(t->task.dl, to, t->task.pool) != NGX_OK) {
         return NGX_DECLINED;
     }
 
@@ -138,7 +154,7 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
         return NGX_DECLINED;
     }
 
-    l = ngx_pcalloc(t->pool, sizeof(ngx_http_tent_local_t));
+    l = ngx_pcalloc(t->task.pool, sizeof(ngx_http_tent_local_t));
     if (l == NULL) {
         return NGX_DECLINED;
     }
@@ -161,7 +177,7 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
 
     /* the recipient's own row of the key id: as its MAC check reads it */
 
-    if (ngx_http_tent_key(t->pool, &to->entity,
+    if (ngx_http_tent_key(t->task.pool, &to->entity,
                           NGX_HTTP_TENT_TABLE_CREDENTIAL, &l->key_id,
                           &l->cred_key)
         != NGX_OK)
@@ -169,17 +185,24 @@ ngx_http_tent_local_send(ngx_http_tent_task_t *t, ngx_str_t *url)
         return NGX_DECLINED;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent local: post \"%V\": to \"%V\", following \"%V\" "
-                   "on this node", &t->post_id, &to->entity, &l->relation);
+                   "on this node", &t->task.post_id, &to->entity, &l->relation);
 
-    /* with the other local jobs due now: one read, one write */
-
-    if (ngx_http_tent_local_batch_add(l) != NGX_OK) {
-        return NGX_DECLINED;
-    }
+    t->carried = l;
 
     return NGX_OK;
+}
+
+
+/* with the other local jobs due now: one read, one write */
+
+static void
+ngx_http_tent_local_send(ngx_http_tent_job_t *t)
+{
+    if (ngx_http_tent_local_batch_add(t->carried) != NGX_OK) {
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_PASSED);
+    }
 }
 
 
@@ -404,7 +427,7 @@ ngx_http_tent_local_origin(ngx_str_t *url, ngx_str_t *origin)
  */
 
 static ngx_http_tent_entity_conf_t *
-ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
+ngx_http_tent_local_entity(ngx_http_tent_job_t *t, ngx_str_t *url,
     ngx_str_t *rest)
 {
     ngx_str_t                     origin;
@@ -415,7 +438,7 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
         ngx_str_null(&origin);
     }
 
-    ent = ngx_http_tent_local_fixed(t->dl, url, &origin, rest);
+    ent = ngx_http_tent_local_fixed(t->task.dl, url, &origin, rest);
     if (ent) {
         return ent;
     }
@@ -424,7 +447,7 @@ ngx_http_tent_local_entity(ngx_http_tent_task_t *t, ngx_str_t *url,
         return NULL;
     }
 
-    s = ngx_http_tent_delivery_slot_named(t->dl, &origin);
+    s = ngx_http_tent_delivery_slot_named(t->task.dl, &origin);
 
     if (s != NULL && !s->fixed
         && ngx_http_tent_local_match(&s->conf, url, rest) == NGX_OK)
@@ -605,14 +628,14 @@ ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
         || key.len != l->key.len
         || CRYPTO_memcmp(key.data, l->key.data, key.len) != 0)
     {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->task.dl->log, 0,
                        "tent local: the follower's key is not the "
                        "recipient's: refused");
         return NGX_HTTP_FORBIDDEN;
     }
 
     if (kind.len != 9 || ngx_strncmp(kind.data, "following", 9) != 0) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, l->task->task.dl->log, 0,
                        "tent local: a credential of a %V, not of a "
                        "following: refused", &kind);
         return NGX_HTTP_UNAUTHORIZED;
@@ -621,7 +644,7 @@ ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
     if (ngx_http_tent_json_str(cred, "relation", &relation) != NGX_OK
         || !ngx_http_tent_str_eq(&relation, &l->relation))
     {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->dl->log, 0,
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, l->task->task.dl->log, 0,
                        "tent local: the credential is another "
                        "following's: refused");
         return NGX_HTTP_FORBIDDEN;
@@ -637,18 +660,18 @@ ngx_http_tent_local_credential(ngx_http_tent_local_t *l, json_t *cred,
 
 /* how the same answer over HTTP would settle the job */
 
-ngx_uint_t
+ngx_http_tent_outcome_e
 ngx_http_tent_local_outcome(ngx_http_tent_local_t *l, ngx_uint_t status)
 {
-    ngx_http_tent_task_t  *t;
+    ngx_http_tent_job_t   *t;
 
     t = l->task;
     t->status = status;
     t->error = NULL;
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent local: post \"%V\" to \"%V\": %ui",
-                   &t->post_id, &l->to->entity, status);
+                   &t->task.post_id, &l->to->entity, status);
 
     if (status >= 200 && status <= 299) {
         ngx_http_tent_count(NGX_HTTP_TENT_STAT_LOCAL, 1);
@@ -658,13 +681,13 @@ ngx_http_tent_local_outcome(ngx_http_tent_local_t *l, ngx_uint_t status)
     if (status == 400 || status == 401 || status == 403 || status == 404
         || status == 410)
     {
-        ngx_log_error(NGX_LOG_WARN, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                       "tent delivery: \"%V\" of this node refused the "
                       "post (%ui): not retried", &l->to->entity, status);
         return NGX_HTTP_TENT_REFUSED;
     }
 
-    ngx_log_error(NGX_LOG_INFO, t->dl->log, 0,
+    ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
                   "tent delivery: \"%V\" of this node: status %ui",
                   &l->to->entity, status);
 

@@ -31,7 +31,7 @@
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
-#include "ngx_http_tent_local_batch.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_shm.h"
@@ -72,7 +72,7 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
     ngx_http_tent_delivery_t    *dl;
     ngx_http_tent_local_jobs_t  *lj;
 
-    dl = l->task->dl;
+    dl = l->task->task.dl;
 
     if (ngx_http_tent_local_jobs(dl) != NGX_OK) {
         return NGX_ERROR;
@@ -120,16 +120,17 @@ ngx_http_tent_local_keys(ngx_http_tent_local_t *l)
 {
     json_t                *post;
     ngx_str_t              entity, id, type, target;
-    ngx_http_tent_task_t  *t;
+    ngx_http_tent_job_t   *t;
 
     t = l->task;
-    post = t->post;
+    post = t->task.post;
 
     if (ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK
         || ngx_http_tent_json_str(post, "id", &id) != NGX_OK
-        || ngx_http_tent_entity_canonical(t->pool, &entity, &entity)
+        || ngx_http_tent_entity_canonical(t->task.pool, &entity, &entity)
            != NGX_OK
-        || ngx_http_tent_post_key(t->pool, &l->to->entity, &entity, &id, -1,
+        || ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity, &id,
+                                  -1,
                                   &l->copy_key)
            != NGX_OK)
     {
@@ -144,7 +145,8 @@ ngx_http_tent_local_keys(ngx_http_tent_local_t *l)
                                   &target)
            == NGX_OK
         && ngx_http_tent_token_valid(&target, 64) == NGX_OK
-        && ngx_http_tent_post_key(t->pool, &l->to->entity, &entity, &target,
+        && ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity,
+                                  &target,
                                   -1, &l->target_key)
            != NGX_OK)
     {
@@ -260,7 +262,7 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
                    != NGX_OK)
             || ngx_http_tent_key(pool, &items[i]->to->entity,
                                  NGX_HTTP_TENT_TABLE_BLOCK,
-                                 &items[i]->task->ent->entity, &bkey)
+                                 &items[i]->task->task.ent->entity, &bkey)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK)
         {
@@ -343,7 +345,7 @@ ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b)
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, lj->dl->log, 0,
                            "tent local batch: post \"%V\": its copy is "
                            "written by a batch in flight: the next one",
-                           &l->task->post_id);
+                           &l->task->task.post_id);
             break;
         }
 
@@ -467,10 +469,10 @@ ngx_http_tent_local_slot(ngx_http_tent_local_t *l)
     ngx_http_tent_local_jobs_t  *lj;
 
     if (l->released) {
-        lj = l->task->dl->local;
+        lj = l->task->task.dl->local;
         l->released = 0;
         lj->released--;
-        l->task->dl->inflight++;
+        l->task->task.dl->inflight++;
     }
 }
 
@@ -479,7 +481,7 @@ void
 ngx_http_tent_local_done(ngx_http_tent_local_t *l)
 {
     ngx_http_tent_local_slot(l);
-    ngx_http_tent_task_done(l->task);
+    ngx_http_tent_task_done(&l->task->task);
 }
 
 

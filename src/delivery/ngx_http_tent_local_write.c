@@ -29,7 +29,7 @@
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
-#include "ngx_http_tent_local_batch.h"
+#include "ngx_http_tent_local.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_shm.h"
@@ -41,7 +41,7 @@ static ngx_int_t ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
 static ngx_uint_t ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l);
 static ngx_http_tent_local_post_t *ngx_http_tent_local_post(
-    ngx_http_tent_local_batch_t *b, ngx_http_tent_task_t *t,
+    ngx_http_tent_local_batch_t *b, ngx_http_tent_job_t *t,
     ngx_str_t *sender);
 static void ngx_http_tent_local_written(ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
@@ -146,8 +146,8 @@ ngx_http_tent_local_read(ngx_http_tent_store_op_t *op)
 
     for (i = 0; i < b->settled.nelts; i++) {
         if (ngx_http_tent_store_fence_rows(b->wop,
-                                           &tp[i]->task->ent->entity,
-                                           tp[i]->task->incarnation)
+                                           &tp[i]->task->task.ent->entity,
+                                           tp[i]->task->task.incarnation)
             != NGX_OK)
         {
             b->wop->status = NGX_HTTP_TENT_STORE_ERROR;
@@ -267,7 +267,7 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     json_t                      *current, *copy;
     ngx_str_t                    sender, key, value;
     ngx_uint_t                   status, outcome, write, i;
-    ngx_http_tent_task_t        *t;
+    ngx_http_tent_job_t         *t;
     ngx_http_tent_received_t     st;
     ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_local_post_t  *lp;
@@ -292,11 +292,11 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
          * MAC check answers the 401 this would have.
          */
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent local: \"%V\" has no credential of that key "
                        "id here: over HTTP", &l->to->entity);
         ngx_http_tent_local_slot(l);
-        ngx_http_tent_delivery_over_http(t);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_PASSED);
         return (ngx_uint_t) NGX_DECLINED;
     }
 
@@ -313,9 +313,9 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     /* blocked by the recipient: refused as its route refuses it */
 
     if (l->found & 4) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent local: \"%V\" blocked \"%V\": refused",
-                       &l->to->entity, &t->ent->entity);
+                       &l->to->entity, &t->task.ent->entity);
         status = NGX_HTTP_FORBIDDEN;
         goto settle;
     }
@@ -369,7 +369,7 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
         write = 1;
 
     } else {
-        current = ngx_http_tent_json_parse(&l->copy, t->dl->log);
+        current = ngx_http_tent_json_parse(&l->copy, t->task.dl->log);
 
         if (current == NULL
             || ngx_http_tent_json_cleanup(b->pool, current) != NGX_OK)
@@ -404,7 +404,7 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     /* a delete post's target, as the route removes it after storing */
 
     if (write && (l->found & 2)) {
-        copy = ngx_http_tent_json_parse(&l->target, t->dl->log);
+        copy = ngx_http_tent_json_parse(&l->target, t->task.dl->log);
 
         if (copy == NULL
             || ngx_http_tent_json_cleanup(b->pool, copy) != NGX_OK)
@@ -450,14 +450,14 @@ settle:
 
         /* the batch's write is spoilt: none of it goes, all run again */
 
-        ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                       "tent local batch: building the write failed");
         b->wop->status = NGX_HTTP_TENT_STORE_ERROR;
     }
 
-    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                    "tent local batch: post \"%V\" to \"%V\": %ui, %s",
-                   &t->post_id, &l->to->entity, status,
+                   &t->task.post_id, &l->to->entity, status,
                    write ? (copy ? "stored, its target removed" : "stored")
                          : "nothing written");
 
@@ -469,7 +469,7 @@ settle:
 
 static ngx_http_tent_local_post_t *
 ngx_http_tent_local_post(ngx_http_tent_local_batch_t *b,
-    ngx_http_tent_task_t *t, ngx_str_t *sender)
+    ngx_http_tent_job_t *t, ngx_str_t *sender)
 {
     json_t                      *body;
     ngx_uint_t                   i;
@@ -479,7 +479,7 @@ ngx_http_tent_local_post(ngx_http_tent_local_batch_t *b,
     lp = b->posts.elts;
 
     for (i = 0; i < b->posts.nelts; i++) {
-        if (lp[i].post == t->post
+        if (lp[i].post == t->task.post
             && lp[i].sender.len == sender->len
             && ngx_strncmp(lp[i].sender.data, sender->data, sender->len) == 0)
         {
@@ -493,12 +493,12 @@ ngx_http_tent_local_post(ngx_http_tent_local_batch_t *b,
     }
 
     ngx_memzero(lp, sizeof(ngx_http_tent_local_post_t));
-    lp->post = t->post;
+    lp->post = t->task.post;
     lp->sender = *sender;
 
     /* what a follower may see (ngx_http_tent_delivery_body) */
 
-    body = ngx_http_tent_delivery_body(t->post, NULL);
+    body = ngx_http_tent_delivery_body(t->task.post, NULL);
 
     if (body == NULL || ngx_http_tent_json_cleanup(b->pool, body) != NGX_OK) {
         json_decref(body);
@@ -510,12 +510,12 @@ ngx_http_tent_local_post(ngx_http_tent_local_batch_t *b,
                                           &error);
 
     if (lp->rc != NGX_OK) {
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
-                       "tent local batch: post \"%V\": %s", &t->post_id,
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent local batch: post \"%V\": %s", &t->task.post_id,
                        error);
 
         if (lp->rc == NGX_ERROR) {
-            ngx_log_error(NGX_LOG_ERR, t->dl->log, 0,
+            ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
                           "tent receive: %s failed", error);
         }
     }
@@ -545,10 +545,10 @@ ngx_http_tent_local_written(ngx_http_tent_store_op_t *op)
 
     for (i = 0; i < b->settled.nelts; i++) {
         if (op->status != NGX_HTTP_TENT_STORE_OK) {
-            ngx_http_tent_queue_again(tp[i]->task);
+            ngx_http_tent_queue_again(&tp[i]->task->task);
 
         } else {
-            tp[i]->task->gone = 1;          /* removed, or put again */
+            tp[i]->task->task.gone = 1;          /* removed, or put again */
         }
 
         ngx_http_tent_local_done(tp[i]);

@@ -48,28 +48,16 @@ static void ngx_http_tent_delivery_cleared(ngx_http_tent_store_op_t *op);
 
 /*
  * The outbox row of a post, into the post's own batch: the key orders
- * rows by creation, the value names the post.
+ * rows by creation, the value names the post.  A post only the entity's
+ * apps could get (received from another, or ours, private, naming no one
+ * and mentioning no one: a follower post) has no row while the engine's
+ * census says no app is subscribed; else its row sorts after every other
+ * (the top bit of its time), so that the rows of posts for followers
+ * never wait behind thousands of these.
  */
 
 ngx_int_t
-ngx_http_tent_delivery_mark(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    ngx_http_tent_store_op_t *op, json_t *post)
-{
-    return ngx_http_tent_delivery_mark_rows(r->pool, &ctx->entity, op, post);
-}
-
-
-/*
- * The same without a request: same-node delivery marks received posts.
- * A post only the entity's apps could get (received from another, or
- * ours, private, naming no one and mentioning no one: a follower post)
- * has no row while the engine's census says no app is subscribed; else
- * its row sorts after every other (the top bit of its time), so that the
- * rows of posts for followers never wait behind thousands of these.
- */
-
-ngx_int_t
-ngx_http_tent_delivery_mark_rows(ngx_pool_t *pool, ngx_str_t *owner,
+ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post)
 {
     json_t      *row;
@@ -203,7 +191,7 @@ ngx_http_tent_delivery_scan_outbox(ngx_http_tent_delivery_t *dl)
  * was there when the post was made, or came later: it misses nothing it
  * would have got.  When a row is for apps only, the apps are counted
  * first: that census is what spares the next such posts their rows
- * (mark_rows above).
+ * (ngx_http_tent_delivery_mark above).
  */
 
 static void

@@ -24,6 +24,7 @@
 #include "ngx_http_tent_module.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_store.h"
 
 
@@ -31,7 +32,7 @@ struct ngx_http_tent_settle_s {
     ngx_pool_t                     *pool;
     ngx_http_tent_delivery_t       *dl;
     ngx_http_tent_store_op_t       *wop;
-    ngx_array_t                     tasks;       /* ngx_http_tent_task_t * */
+    ngx_array_t                     tasks;       /* ngx_http_tent_job_t * */
     ngx_uint_t                      held;        /* of them, with slots */
     ngx_event_t                     free;
 };
@@ -44,14 +45,14 @@ static void ngx_http_tent_settle_free(ngx_event_t *ev);
 
 
 void
-ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
+ngx_http_tent_settle_add(ngx_http_tent_job_t *t,
     ngx_http_tent_store_op_t *wop)
 {
     ngx_http_tent_settle_t    *st;
-    ngx_http_tent_task_t     **tp;
+    ngx_http_tent_job_t      **tp;
     ngx_http_tent_delivery_t  *dl;
 
-    dl = t->dl;
+    dl = t->task.dl;
     tp = NULL;
 
     if (dl->settle == NULL) {
@@ -73,7 +74,8 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                        "tent delivery: a settlement written alone");
 
-        ngx_http_tent_task_submit(t, wop, ngx_http_tent_delivery_written);
+        ngx_http_tent_task_submit(&t->task, wop,
+                                  ngx_http_tent_delivery_written);
         return;
     }
 
@@ -83,7 +85,7 @@ ngx_http_tent_settle_add(ngx_http_tent_task_t *t,
 
     ngx_http_tent_task_settling(t);
 
-    if (!t->settling) {
+    if (!t->task.settling) {
         st->held++;
     }
 
@@ -121,7 +123,7 @@ ngx_http_tent_settle_create(ngx_http_tent_delivery_t *dl)
 
     if (st == NULL
         || ngx_array_init(&st->tasks, pool, 64,
-                          sizeof(ngx_http_tent_task_t *))
+                          sizeof(ngx_http_tent_job_t *))
            != NGX_OK
         || (st->wop = ngx_http_tent_store_op_create(pool, dl->log)) == NULL
         || ngx_http_tent_store_write(st->wop, 0) != NGX_OK)
@@ -151,7 +153,7 @@ ngx_http_tent_settle_flush(ngx_event_t *ev)
 
     ngx_int_t                     rc;
     ngx_uint_t                    i;
-    ngx_http_tent_task_t        **tp;
+    ngx_http_tent_job_t         **tp;
     ngx_http_tent_settle_t       *st;
     ngx_http_tent_entity_conf_t  *ent;
 
@@ -179,13 +181,13 @@ ngx_http_tent_settle_flush(ngx_event_t *ev)
     rc = NGX_OK;
 
     for (i = 0; i < st->tasks.nelts && rc == NGX_OK; i++) {
-        if (tp[i]->ent == ent || tp[i]->incarnation == 0) {
+        if (tp[i]->task.ent == ent || tp[i]->task.incarnation == 0) {
             continue;
         }
 
-        ent = tp[i]->ent;
+        ent = tp[i]->task.ent;
         rc = ngx_http_tent_store_fence_rows(st->wop, &ent->entity,
-                                            tp[i]->incarnation);
+                                            tp[i]->task.incarnation);
     }
 
     if (rc != NGX_OK || ngx_http_tent_store_submit(st->wop) != NGX_OK) {
@@ -204,7 +206,7 @@ ngx_http_tent_settle_written(ngx_http_tent_store_op_t *op)
     ngx_http_tent_settle_t *st = op->data;
 
     ngx_uint_t              i;
-    ngx_http_tent_task_t  **tp;
+    ngx_http_tent_job_t   **tp;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
         ngx_log_error(NGX_LOG_WARN, st->dl->log, 0,
@@ -216,13 +218,13 @@ ngx_http_tent_settle_written(ngx_http_tent_store_op_t *op)
 
     for (i = 0; i < st->tasks.nelts; i++) {
         if (op->status != NGX_HTTP_TENT_STORE_OK) {
-            ngx_http_tent_queue_again(tp[i]);
+            ngx_http_tent_queue_again(&tp[i]->task);
 
         } else {
-            tp[i]->gone = 1;                /* removed, or put again */
+            tp[i]->task.gone = 1;                /* removed, or put again */
         }
 
-        ngx_http_tent_task_done(tp[i]);     /* its job puts answered */
+        ngx_http_tent_task_done(&tp[i]->task);     /* its job puts answered */
     }
 
     ngx_post_event(&st->free, &ngx_posted_events);

@@ -276,7 +276,8 @@ ngx_http_tent_post_write_version(ngx_http_request_t *r,
     }
 
     if (ngx_http_tent_post_original(ctx, &st->post_entity)
-        && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
+        && ngx_http_tent_delivery_mark(r->pool, &ctx->entity, op, post)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r,
                    "adding the new version's outbox row to the batch");
@@ -583,7 +584,9 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                    "adding the delete post's index rows to the batch");
     }
 
-    if (ngx_http_tent_delivery_mark(r, ctx, wop, del) != NGX_OK) {
+    if (ngx_http_tent_delivery_mark(r->pool, &ctx->entity, wop, del)
+        != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r,
                    "adding the delete post's outbox row to the batch");
     }

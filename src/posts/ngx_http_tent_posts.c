@@ -375,7 +375,8 @@ ngx_http_tent_post_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     /* and, for a post of ours, its row in the followers' outbox */
 
     if (ngx_http_tent_post_original(ctx, &entity)
-        && ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
+        && ngx_http_tent_delivery_mark(r->pool, &ctx->entity, op, post)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r,
                    "adding the post's outbox row to the batch");

@@ -249,7 +249,7 @@ ngx_http_tent_received_rows(ngx_pool_t *pool, ngx_str_t *owner,
         return NGX_OK;
     }
 
-    return ngx_http_tent_delivery_mark_rows(pool, owner, op, st->post);
+    return ngx_http_tent_delivery_mark(pool, owner, op, st->post);
 }
 
 

@@ -447,7 +447,8 @@ ngx_http_tent_internal_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
            != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
         || ngx_http_tent_post_index(r, ctx, op, post, 0) != NGX_OK
-        || ngx_http_tent_delivery_mark(r, ctx, op, post) != NGX_OK)
+        || ngx_http_tent_delivery_mark(r->pool, &ctx->entity, op, post)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }

@@ -4,21 +4,50 @@
  */
 
 
-#ifndef _NGX_HTTP_TENT_LOCAL_BATCH_H_INCLUDED_
-#define _NGX_HTTP_TENT_LOCAL_BATCH_H_INCLUDED_
+#ifndef _NGX_HTTP_TENT_LOCAL_H_INCLUDED_
+#define _NGX_HTTP_TENT_LOCAL_H_INCLUDED_
 
 
 /*
- * What the same-node batches (ngx_http_tent_local_batch.c: the jobs
- * collected, a batch's read sent, its end) and a batch's write
+ * The same-node transport's inside: what its claim
+ * (ngx_http_tent_local.c), its batches (ngx_http_tent_local_batch.c: the
+ * jobs collected, a batch's read sent, its end) and a batch's write
  * (ngx_http_tent_local_write.c: its read answered, its copies written,
  * its jobs settled) share; only they include it, after
  * ngx_http_tent_delivery_private.h.
  */
 
 
-#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
 #include "ngx_http_tent_receive.h"
+
+
+/* ngx_http_tent_local.c: same-node delivery */
+typedef struct {
+    ngx_http_tent_job_t           *task;
+    ngx_http_tent_entity_conf_t    *to;
+    ngx_str_t                       relation;   /* the following's id */
+    ngx_str_t                       key_id;
+    ngx_str_t                       key;
+    ngx_str_t                       algorithm;
+    ngx_str_t                       cred_key;   /* the recipient's row */
+    ngx_str_t                       copy_key;   /* its copy of the post */
+    ngx_str_t                       target_key; /* a delete's target */
+    ngx_uint_t                      cred;       /* in the batch's read */
+    ngx_uint_t                      found;      /* copy 1, target 2, block 4 */
+    ngx_str_t                       copy;       /* as read */
+    ngx_str_t                       target;
+    ngx_queue_t                     queue;
+    unsigned                        released:1; /* its slot given back */
+} ngx_http_tent_local_t;
+
+ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
+    json_t *cred, ngx_str_t *sender);
+ngx_http_tent_outcome_e ngx_http_tent_local_outcome(
+    ngx_http_tent_local_t *l, ngx_uint_t status);
+
+/* ngx_http_tent_local_batch.c: same-node jobs, a batch a store write */
+ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 
 
 /* a batch: at most these many jobs, and a write of at most these bytes */
@@ -80,4 +109,4 @@ void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
 void ngx_http_tent_local_read(ngx_http_tent_store_op_t *op);
 
 
-#endif /* _NGX_HTTP_TENT_LOCAL_BATCH_H_INCLUDED_ */
+#endif /* _NGX_HTTP_TENT_LOCAL_H_INCLUDED_ */
