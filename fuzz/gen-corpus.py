@@ -32,6 +32,44 @@ seeds('fuzz_mac', [
 ])
 
 
+# fuzz_httpsig: byte 0 bit 0 clear, a cavage Signature value; set, an
+# RFC 9421 Signature-Input, a newline and the Signature (docs/activitypub.md)
+C2 = ('qdx+H7PHHDZgy4y/Ahn9Tny9V3GP6YgBPyUXMmoxWtLbHpUnXS2mg2+SbrQDMCJypxBL'
+      'SPQR2aAjn7ndmw2iicw3HMbe8VfEdKFYRqzic+efkb3nndiv/x1xSHDJWeSWkx3Butl'
+      'YSuBskLu6kd9Fswtemr3lgdDEmn04swr2Os0=')
+seeds('fuzz_httpsig', [
+    ('cavage-c2', '\x00keyId="Test",algorithm="rsa-sha256",'
+                  'headers="(request-target) host date",signature="'
+                  + C2 + '"'),
+    ('cavage-default', '\x00keyId="Test",signature="' + C2 + '"'),
+    ('cavage-authorization', '\x00Signature keyId="https://a.example/actor'
+                             '#main-key",algorithm="hs2019",created=1402170695,'
+                             'expires=1402170699.5,headers="(request-target) '
+                             '(created) (expires) host date digest '
+                             'cache-control",signature="AAAA"'),
+    ('cavage-twice', '\x00keyId="a",keyId="b",signature="AAAA"'),
+    ('rfc-b21', '\x01sig-b21=();created=1618884473;keyid="test-key-rsa-pss";'
+                'nonce="b3k2pp5k7z-50gnwp.yemd"\nsig-b21=:' + C2 + ':'),
+    ('rfc-b23', '\x01sig-b23=("date" "@method" "@path" "@query" '
+                '"@authority" "content-type" "content-digest" '
+                '"content-length");created=1618884473;'
+                'keyid="test-key-rsa-pss"\nsig-b23=:AAAA:'),
+    ('rfc-derived', '\x01sig1=("@method" "@target-uri" "@authority" "@path" '
+                    '"@query" "@request-target" "host" "cache-control");'
+                    'created=1;expires=2;keyid="k";alg="rsa-pss-sha512";'
+                    'tag="t", sig2=("date");keyid="j"\n'
+                    'sig2=:BBBB:, sig1=:AAAA:;x=1'),
+    ('rfc-ed25519', '\x01sig-b26=("date" "@method" "@path" "@authority");'
+                    'created=1618884473;keyid="test-key-ed25519";'
+                    'alg="ed25519"\nsig-b26=:wqcAqbmYJ2ji2glfAMaRy4gruYYnx2nE'
+                    'FN2HN6jrnDnQCK1u02Gb04v9EDgwUPiu4A0w6vuQv5lIp5WPpBKRCw==:'),
+    ('digest', '\x00SHA-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=, '
+               'MD5=Sd/dVLAcvNLSq16eXua5uQ=='),
+    ('content-digest', '\x01sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9'
+                       'DBPE=:, sha-512=:AAAA:'),
+])
+
+
 # fuzz_store: "u32 length, request" records; a request is
 # "u8 op, u8 flags, arguments" (docs/store.md)
 def s(b):

@@ -13,7 +13,7 @@ for t in t/unit/*_test.c; do
         -I "$src/src/os/unix" -I build -I "$src/src/http" \
         -I "$src/src/http/modules" -I "$src/src/http/v2" \
         $(for d in src/*/; do printf -- "-I %s " "$d"; done) \
-        -o "$out" "$t" -ljansson || { status=1; continue; }
+        -o "$out" "$t" -ljansson -lcrypto || { status=1; continue; }
 
     "$out" || status=1
     rm -f "$out"
