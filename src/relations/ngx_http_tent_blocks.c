@@ -33,6 +33,7 @@ static ngx_int_t ngx_http_tent_blocks_read(ngx_http_request_t *r,
 static void ngx_http_tent_blocks_wake(ngx_http_request_t *r,
     ngx_http_tent_blocks_t *b, ngx_int_t status);
 static void ngx_http_tent_blocks_load_cleanup(void *data);
+static void ngx_http_tent_blocks_waiter_cleanup(void *data);
 static void ngx_http_tent_blocks_release(void *data);
 static ngx_int_t ngx_http_tent_blocks_cmp(ngx_str_t *a, ngx_str_t *b);
 static ngx_int_t ngx_http_tent_block_create(ngx_http_request_t *r,
@@ -56,7 +57,10 @@ static ngx_http_tent_blocks_t  *ngx_http_tent_blocks_slots[
  * as of the same generation wait for that one scan instead of making
  * their own (a burst after each block write would make one each).
  * The reader's request holds the owner's name; its store operation
- * always answers (at worst after tent_store_timeout), and wakes them.
+ * always answers (at worst after tent_store_timeout), and wakes them;
+ * a reader nginx terminates wakes them as its pool goes.  A waiter
+ * nginx terminates (its body being discarded, then a malformed chunk)
+ * leaves the queue in its request's cleanup: its node is in its pool.
  */
 
 typedef struct {
@@ -69,6 +73,7 @@ typedef struct {
 typedef struct {
     ngx_queue_t                     queue;
     ngx_http_request_t             *r;
+    ngx_http_cleanup_t             *cleanup;
 } ngx_http_tent_blocks_waiter_t;
 
 
@@ -359,6 +364,7 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     ngx_int_t                       rc;
     ngx_pool_cleanup_t             *cln;
+    ngx_http_cleanup_t             *hcln;
     ngx_http_tent_blocks_load_t    *load;
     ngx_http_tent_blocks_waiter_t  *w;
 
@@ -383,7 +389,9 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                       ctx->entity.len) == 0)
     {
         w = ngx_palloc(r->pool, sizeof(ngx_http_tent_blocks_waiter_t));
-        if (w == NULL) {
+        hcln = ngx_http_cleanup_add(r, 0);
+
+        if (w == NULL || hcln == NULL) {
             return ngx_http_tent_internal_error(r, "waiting for the blocks");
         }
 
@@ -392,6 +400,10 @@ ngx_http_tent_blocks_request(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                        "being read", &ctx->entity);
 
         w->r = r;
+        w->cleanup = hcln;
+        hcln->handler = ngx_http_tent_blocks_waiter_cleanup;
+        hcln->data = w;
+
         ngx_queue_insert_tail(&load->waiters, &w->queue);
         r->main->count++;
 
@@ -443,6 +455,24 @@ ngx_http_tent_blocks_load_cleanup(void *data)
 }
 
 
+/*
+ * nginx terminates a waiter (its pool goes next): out of the queue, the
+ * reader's or wake()'s own, whichever holds it now
+ */
+
+static void
+ngx_http_tent_blocks_waiter_cleanup(void *data)
+{
+    ngx_http_tent_blocks_waiter_t *w = data;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, w->r->connection->log, 0,
+                   "tent blocks: a waiter ended before the list came");
+
+    ngx_queue_remove(&w->queue);
+    w->cleanup = NULL;
+}
+
+
 /* the read is answered: each request that waited for it goes on */
 
 static void
@@ -481,6 +511,9 @@ ngx_http_tent_blocks_wake(ngx_http_request_t *r, ngx_http_tent_blocks_t *b,
         ngx_queue_remove(q);
 
         w = ngx_queue_data(q, ngx_http_tent_blocks_waiter_t, queue);
+        w->cleanup->handler = NULL;
+        w->cleanup = NULL;
+
         c = w->r->connection;
         wctx = ngx_http_tent_get_ctx(w->r);
 

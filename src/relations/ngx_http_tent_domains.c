@@ -25,6 +25,8 @@
 #include "ngx_http_tent_store.h"
 
 
+static ngx_int_t ngx_http_tent_domains_stored_name(ngx_pool_t *pool,
+    ngx_str_t *given, ngx_str_t *name);
 static ngx_int_t ngx_http_tent_domains_scan(ngx_http_tent_store_op_t *op,
     ngx_atomic_uint_t *generation);
 static ngx_int_t ngx_http_tent_domains_take(ngx_http_tent_store_op_t *op,
@@ -282,12 +284,26 @@ ngx_http_tent_domains_admin(ngx_http_request_t *r, json_t *body,
     rc = NGX_DECLINED;
 
     if (ngx_http_tent_json_str(body, "domain", &given) == NGX_OK) {
-        rc = ngx_http_tent_domains_refused(r, &given);
-        if (rc != NGX_DECLINED) {
-            return rc;
-        }
 
-        rc = ngx_http_tent_domain_normalize(r->pool, &given, &act->domain);
+        /*
+         * An unblock names a row that is stored: those written before
+         * names not in ASCII and IP addresses were refused stay
+         * removable (a name not stored is 404 in act())
+         */
+
+        if (!act->block) {
+            rc = ngx_http_tent_domains_stored_name(r->pool, &given,
+                                                   &act->domain);
+
+        } else {
+            rc = ngx_http_tent_domains_refused(r, &given);
+            if (rc != NGX_DECLINED) {
+                return rc;
+            }
+
+            rc = ngx_http_tent_domain_normalize(r->pool, &given,
+                                                &act->domain);
+        }
     }
 
     if (rc == NGX_ERROR) {
@@ -308,6 +324,44 @@ ngx_http_tent_domains_admin(ngx_http_request_t *r, json_t *body,
     ngx_http_set_ctx(r, ctx, ngx_http_tent_module);
 
     return ngx_http_tent_domains_request(r, ctx, ngx_http_tent_domains_act);
+}
+
+
+/*
+ * A name as an unblock gives it: in the spelling rows were stored in,
+ * by any version (ASCII letters in lower case, one trailing dot
+ * dropped), but not checked against the rules of today's blocks.
+ */
+
+static ngx_int_t
+ngx_http_tent_domains_stored_name(ngx_pool_t *pool, ngx_str_t *given,
+    ngx_str_t *name)
+{
+    size_t   len;
+    u_char  *p;
+
+    len = given->len;
+
+    if (len && given->data[len - 1] == '.') {
+        len--;
+    }
+
+    if (len == 0 || len > 253 || !ngx_http_tent_utf8_valid(given->data, len))
+    {
+        return NGX_DECLINED;
+    }
+
+    p = ngx_pnalloc(pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_strlow(p, given->data, len);
+
+    name->data = p;
+    name->len = len;
+
+    return NGX_OK;
 }
 
 

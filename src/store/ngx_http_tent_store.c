@@ -222,25 +222,25 @@ ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
 }
 
 
-static void
-ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
+/*
+ * The operation out of wherever it waits (a queue, the sent tree): its
+ * handler will not be called.  NGX_BUSY: a thread has it, and its
+ * memory must outlive the thread; NGX_DECLINED: a failure is already
+ * due (WHERE_FAILED, left as it is).
+ */
+
+static ngx_int_t
+ngx_http_tent_store_unlink(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_main_conf_t      *mcf;
-    ngx_http_tent_store_op_t       *op;
     ngx_http_tent_store_op_full_t  *sop;
 
-    op = ev->data;
     sop = ngx_http_tent_sop(op);
 
     switch (sop->where) {
 
     case NGX_HTTP_TENT_WHERE_RUNNING:
-        /*
-         * A thread has it; its answer always comes back.  The timer again,
-         * not cancelable: a worker shutting down waits for that answer.
-         */
-        ngx_add_timer(&sop->timer, 1000);
-        return;
+        return NGX_BUSY;
 
     case NGX_HTTP_TENT_WHERE_OPENING:
     case NGX_HTTP_TENT_WHERE_UNSENT:
@@ -248,6 +248,7 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
         break;
 
     case NGX_HTTP_TENT_WHERE_SENT:
+        /* its late reply finds no id: dropped */
         ngx_http_tent_ipc_cancel(op);
         break;
 
@@ -259,6 +260,71 @@ ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
         break;
 
     case NGX_HTTP_TENT_WHERE_FAILED:
+        return NGX_DECLINED;
+
+    default:
+        break;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Its caller is gone (a request nginx terminated, whose pool holds the
+ * operation): out of every queue and tree, its timer removed, never
+ * answered.  NGX_BUSY: a thread has it; the caller keeps the memory
+ * until the handler is called (docs/store.md, "An operation's life").
+ */
+
+ngx_int_t
+ngx_http_tent_store_cancel(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+
+    if (ngx_http_tent_store_unlink(op) == NGX_BUSY) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
+                       "tent store: %s cancelled while a thread has it",
+                       ngx_http_tent_store_op_name(op));
+        return NGX_BUSY;
+    }
+
+    if (sop->timer.timer_set) {
+        ngx_del_timer(&sop->timer);
+    }
+
+    sop->where = NGX_HTTP_TENT_WHERE_NONE;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
+                   "tent store: %s cancelled, its caller is gone",
+                   ngx_http_tent_store_op_name(op));
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_store_timeout_handler(ngx_event_t *ev)
+{
+    ngx_http_tent_store_op_t       *op;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    op = ev->data;
+    sop = ngx_http_tent_sop(op);
+
+    switch (ngx_http_tent_store_unlink(op)) {
+
+    case NGX_BUSY:
+        /*
+         * A thread has it; its answer always comes back.  The timer again,
+         * not cancelable: a worker shutting down waits for that answer.
+         */
+        ngx_add_timer(&sop->timer, 1000);
+        return;
+
+    case NGX_DECLINED:
         ngx_log_error(NGX_LOG_WARN, op->log, 0, "tent store: %V", &sop->res);
         ngx_http_tent_store_finish(op, op->status, sop->res.data,
                                    sop->res.len);

@@ -218,6 +218,7 @@ void ngx_http_tent_store_dispatch(ngx_http_tent_store_t *store,
 void ngx_http_tent_store_wait(ngx_http_tent_store_t *store,
     ngx_http_tent_store_op_t *op, ngx_uint_t where);
 void ngx_http_tent_store_unwait(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_store_cancel(ngx_http_tent_store_op_t *op);
 void ngx_http_tent_store_fail_later(ngx_http_tent_store_op_t *op,
     ngx_uint_t status, const char *message);
 
@@ -348,7 +349,6 @@ ngx_int_t ngx_http_tent_bytes_reserve(ngx_http_tent_bytes_t *b, size_t n);
 void ngx_http_tent_bytes_free(ngx_http_tent_bytes_t *b);
 
 /* ngx_http_tent_store_codec.c: the executor's bytes, in and out */
-
 typedef struct {
     u_char                     *data;
     size_t                      len;

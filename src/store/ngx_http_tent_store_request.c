@@ -22,6 +22,7 @@
 
 
 static void ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_store_request_cleanup(void *data);
 
 
 /*
@@ -35,6 +36,7 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op, ngx_http_tent_request_done_pt handler)
 {
     ngx_int_t                       rc;
+    ngx_http_cleanup_t             *cln;
     ngx_http_tent_ctx_t            *ctx;
     ngx_http_tent_store_op_full_t  *sop;
 
@@ -58,6 +60,20 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, rc, "Internal Server Error");
     }
 
+    /*
+     * The operation lives in the request's pool, and r->count does not
+     * stop nginx from terminating the request (a body being discarded,
+     * then a malformed chunk or silence): its cleanup takes the
+     * operation out of the store first (docs/store.md, "An operation's
+     * life").
+     */
+
+    cln = ngx_http_cleanup_add(r, 0);
+    if (cln == NULL) {
+        rc = ngx_http_tent_internal_error(r, "adding the store's cleanup");
+        return ngx_http_tent_send_error(r, rc, "Internal Server Error");
+    }
+
     op->data = r;
     sop->request_done = handler;
     sop->request = 1;
@@ -68,6 +84,9 @@ ngx_http_tent_store_submit_request(ngx_http_request_t *r,
         rc = ngx_http_tent_internal_error(r, "submitting the store operation");
         return ngx_http_tent_send_error(r, rc, "Internal Server Error");
     }
+
+    cln->handler = ngx_http_tent_store_request_cleanup;
+    cln->data = op;
 
     r->main->count++;
 
@@ -111,6 +130,7 @@ ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 {
     ngx_int_t                       rc;
     ngx_connection_t               *c;
+    ngx_http_cleanup_t             *cln;
     ngx_http_request_t             *r;
     ngx_http_tent_store_op_full_t  *sop;
 
@@ -118,6 +138,29 @@ ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 
     r = op->data;
     c = r->connection;
+
+    /* answered: its cleanup has nothing to take out any more */
+
+    for (cln = r->main->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_tent_store_request_cleanup
+            && cln->data == op)
+        {
+            cln->handler = NULL;
+        }
+    }
+
+    if (sop->request_done == NULL) {
+        /* nginx ended the request while a thread had this: now it goes */
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                       "tent store: the answer of an ended request, "
+                       "dropped");
+
+        r->main->blocked--;
+        ngx_http_finalize_request(r, NGX_ERROR);
+        ngx_http_run_posted_requests(c);
+        return;
+    }
 
     /*
      * The registry fence refused a write: the entity was disabled,
@@ -134,6 +177,36 @@ ngx_http_tent_store_request_done(ngx_http_tent_store_op_t *op)
 
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
+}
+
+
+/*
+ * nginx terminates the request (its pool goes next) with the operation
+ * in flight: out of the store, never answered.  A thread that has it
+ * reads and writes its memory: the request is kept (r->blocked, as
+ * nginx's own thread I/O does) until the thread's answer ends it.
+ */
+
+static void
+ngx_http_tent_store_request_cleanup(void *data)
+{
+    ngx_http_tent_store_op_t *op = data;
+
+    ngx_http_request_t             *r;
+    ngx_http_tent_store_op_full_t  *sop;
+
+    sop = ngx_http_tent_sop(op);
+    r = op->data;
+
+    if (ngx_http_tent_store_cancel(op) == NGX_BUSY) {
+        /* no handler of the route's: the request is ended, no answer */
+        sop->request_done = NULL;
+        r->main->blocked++;
+        return;
+    }
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent store: the request ended, its operation dropped");
 }
 
 

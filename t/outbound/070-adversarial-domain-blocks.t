@@ -11,7 +11,9 @@
 # no proxied read, not even on a redirect's hop.  The operator's
 # requests: the token needed, bad domains 400, an IDN in UTF-8 or an IP
 # address 422 (and at tent-admin), twice 409, the list; a host matched
-# as written, lower-cased, one trailing dot dropped.
+# as written, lower-cased, one trailing dot dropped.  Blocks an older
+# version stored (a name in UTF-8, an IP address: rows written with
+# t/helpers/ldb-put) are unblocked still.
 # Host names resolve to 127.0.0.1 inside a network namespace with an
 # /etc/hosts of the suite's own (Tent::Netns); without one, skipped.
 
@@ -312,6 +314,31 @@ my @b = $log =~ /\[notice\].*tent admin: domain "example\.test" blocked/g;
 is(scalar @b, 1, 'the block logged once at notice');
 my @u = $log =~ /\[notice\].*tent admin: domain "example\.test" unblocked/g;
 is(scalar @u, 1, 'the unblock logged once at notice');
+
+# --- blocks stored before the names were refused: unblocked still ------
+
+# as an older version stored them: a name in UTF-8, an IP address
+my $put = Tent::Util::ldb_tool('ldb-put');
+stop_last_nginx();
+for my $d ("b\xc3\xbccher.test", '192.0.2.7') {
+    system($put, Tent::Util::servroot() . '/tent_temp/db',
+           unpack('H*', "\0Y$d"),
+           unpack('H*', qq({"domain":"$d","blocked":true,"created_at":1})))
+        == 0 or die 'ldb-put failed';
+}
+start_last_nginx();
+is_deeply(domains(), ['192.0.2.7', "b\x{fc}cher.test"],
+          'two blocks of an older version listed');
+$res = op(body => { action => 'unblock', domain => "B\x{fc}CHER.test." });
+is($res->{status}, 200, 'the UTF-8 one unblocked (its spelling as stored)')
+    or diag $res->{body};
+($rc, $out) = admin_tool('unblock', '192.0.2.7');
+is($rc, 0, 'tent-admin unblocks the IP address') or diag $out;
+$res = op(body => { action => 'unblock', domain => '192.0.2.8' });
+is($res->{status}, 404, 'an IP address not stored: 404');
+is_deeply(domains(), [], 'the list is empty');
+$res = op(body => { action => 'block', domain => '192.0.2.7' });
+is($res->{status}, 422, 'and an IP address is not blocked again');
 
 $_->stop for $sub, $top, $deep, $near, $hop;
 
