@@ -15,7 +15,7 @@
 
 #define NGX_HTTP_TENT_AUTH_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_auth_private.h"
 

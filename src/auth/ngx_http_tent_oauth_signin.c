@@ -24,7 +24,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_oauth_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"

@@ -29,7 +29,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_signin.h"
 
 #include <openssl/crypto.h>

@@ -17,7 +17,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* the hash's parameters: tent_password_scrypt */

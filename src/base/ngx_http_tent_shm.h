@@ -18,7 +18,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* anonymous replies: moved by a write of a post or a profile section */

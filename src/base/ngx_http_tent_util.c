@@ -10,7 +10,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 #include <openssl/rand.h>
 

@@ -18,7 +18,7 @@
 
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"

@@ -21,7 +21,7 @@
 
 #define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_delivery_private.h"
 #include "ngx_http_tent_job.h"

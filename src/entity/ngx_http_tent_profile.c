@@ -21,7 +21,7 @@
 
 #define NGX_HTTP_TENT_PROFILE_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_json.h"

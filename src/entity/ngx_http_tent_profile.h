@@ -13,7 +13,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* ngx_http_tent_discovery.c */

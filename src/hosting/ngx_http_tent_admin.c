@@ -36,7 +36,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_admin_private.h"
 #include "ngx_http_tent_json.h"

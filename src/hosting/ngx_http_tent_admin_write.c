@@ -16,7 +16,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_admin_private.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_json.h"

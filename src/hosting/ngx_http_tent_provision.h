@@ -16,7 +16,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 #define NGX_HTTP_TENT_QUOTA_POSTS  0

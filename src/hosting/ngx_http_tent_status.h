@@ -8,7 +8,7 @@
 #define _NGX_HTTP_TENT_STATUS_H_INCLUDED_
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* ngx_http_tent_status.c: "tent_status;", the operator's counters */

@@ -14,7 +14,7 @@
 
 #define NGX_HTTP_TENT_MODULE_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_module_private.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_profile.h"

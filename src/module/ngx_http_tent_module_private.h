@@ -22,7 +22,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* ngx_http_tent_conf.c: the directives' setters and checks */

@@ -27,7 +27,7 @@
 
 #define NGX_HTTP_TENT_FETCH_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_fetch_private.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_mac.h"

@@ -14,7 +14,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* outbound requests: results of a fetch */

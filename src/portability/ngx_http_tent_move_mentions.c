@@ -30,7 +30,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_move.h"

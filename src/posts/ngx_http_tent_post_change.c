@@ -14,7 +14,7 @@
 
 #define NGX_HTTP_TENT_POSTS_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"

@@ -14,7 +14,7 @@
 #define _NGX_HTTP_TENT_POST_CHECK_H_INCLUDED_
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 #define NGX_HTTP_TENT_POST_MAX_LICENSES  32

@@ -21,7 +21,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_posts.h"
 #include "ngx_http_tent_store.h"

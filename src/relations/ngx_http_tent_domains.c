@@ -16,7 +16,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_json.h"

@@ -16,7 +16,7 @@
  */
 
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 
 
 /* the worker's list made fresh for a request, then "next" */

@@ -14,7 +14,7 @@
 
 #define NGX_HTTP_TENT_RELATIONS_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_json.h"

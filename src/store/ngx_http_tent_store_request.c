@@ -15,7 +15,7 @@
 
 #define NGX_HTTP_TENT_STORE_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store_private.h"

@@ -4,8 +4,8 @@
  */
 
 
-#ifndef _NGX_HTTP_TENT_MODULE_H_INCLUDED_
-#define _NGX_HTTP_TENT_MODULE_H_INCLUDED_
+#ifndef _NGX_HTTP_TENT_BASE_H_INCLUDED_
+#define _NGX_HTTP_TENT_BASE_H_INCLUDED_
 
 
 /*
@@ -361,4 +361,4 @@ ngx_http_tent_visible_valid(ngx_str_t *s, size_t max)
 }
 
 
-#endif /* _NGX_HTTP_TENT_MODULE_H_INCLUDED_ */
+#endif /* _NGX_HTTP_TENT_BASE_H_INCLUDED_ */
