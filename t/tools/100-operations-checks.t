@@ -376,8 +376,8 @@ SKIP: {
                   workers => 2);
     my $un = fork // die "fork: $!";
     if (!$un) {
-        exec 'unshare', '--pid', '--fork', '--mount-proc', $BIN,
-             '-g', 'daemon off;', '-p', "$sr/", '-c', $cp;
+        { exec 'unshare', '--pid', '--fork', '--mount-proc', $BIN,
+             '-g', 'daemon off;', '-p', "$sr/", '-c', $cp };
         POSIX::_exit(127);
     }
     ok(wait_for(sub { get($PP, '/tent/profile')->{status} == 200 }),
