@@ -324,7 +324,7 @@ failed_read:
 static ngx_int_t
 ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
 {
-    ngx_str_t                    pid, pkey;
+    ngx_str_t                    pid, pkey, owner;
     ngx_uint_t                   i;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
@@ -335,8 +335,14 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
         t->entity = t->ent->entity;
     }
 
+    /* a same-node reference's post is in its author's rows */
+
+    if (ngx_http_tent_json_str(t->job, "l", &owner) != NGX_OK) {
+        owner = t->ent->entity;
+    }
+
     if (ngx_http_tent_json_str(t->job, "id", &pid) != NGX_OK
-        || ngx_http_tent_post_key(batch->read, &t->ent->entity, &t->entity,
+        || ngx_http_tent_post_key(batch->read, &owner, &t->entity,
                                   &pid, -1, &pkey)
            != NGX_OK)
     {

@@ -161,13 +161,19 @@ ngx_http_tent_delivery_expand_blocks(ngx_http_tent_store_op_t *op)
 static void
 ngx_http_tent_delivery_read_post(ngx_http_tent_task_t *t)
 {
-    ngx_str_t                  pkey;
+    ngx_str_t                  pkey, owner;
     ngx_http_tent_store_op_t  *op;
+
+    /* a same-node reference's post is in its author's rows */
+
+    if (ngx_http_tent_json_str(t->job, "l", &owner) != NGX_OK) {
+        owner = t->ent->entity;
+    }
 
     op = ngx_http_tent_store_op_create(t->pool, t->dl->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(t->pool, &t->ent->entity, &t->entity,
+        || ngx_http_tent_post_key(t->pool, &owner, &t->entity,
                                   &t->post_id, -1, &pkey)
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
@@ -641,7 +647,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         }
 
         if (t->stage == NGX_HTTP_TENT_FANOUT_APPS) {
-            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
+            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?, s:O?}",
                             "subscription",
                             json_object_get(follower, "authorization"),
                             "app", json_object_get(follower, "app"),
@@ -649,7 +655,8 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                             "version", json_object_get(t->job, "version"),
                             "attempt", 0,
                             "first", (json_int_t) (now / 1000),
-                            "post_entity", json_object_get(t->job, "entity"));
+                            "post_entity", json_object_get(t->job, "entity"),
+                            "l", json_object_get(t->job, "l"));
 
         } else {
 

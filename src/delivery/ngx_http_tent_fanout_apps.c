@@ -77,7 +77,7 @@ ngx_int_t
 ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *rows, ngx_uint_t n)
 {
-    ngx_str_t                    id, pkey;
+    ngx_str_t                    id, pkey, owner;
     ngx_uint_t                   i;
     ngx_http_tent_task_t        *t;
     ngx_http_tent_apps_row_t    *r;
@@ -149,8 +149,14 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
             r->entity = ent->entity;
         }
 
+        /* a same-node reference's post is in its author's rows */
+
+        if (ngx_http_tent_json_str(r->row, "l", &owner) != NGX_OK) {
+            owner = ent->entity;
+        }
+
         if (ngx_http_tent_json_str(r->row, "id", &id) != NGX_OK
-            || ngx_http_tent_post_key(t->pool, &ent->entity, &r->entity, &id,
+            || ngx_http_tent_post_key(t->pool, &owner, &r->entity, &id,
                                       -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
@@ -346,7 +352,7 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
                                       json_object_get(r[i].row, "version")))
                       - jid.data;
 
-            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?}",
+            job = json_pack("{s:O, s:O, s:O, s:O, s:i, s:I, s:O?, s:O?}",
                             "subscription",
                             json_object_get(sub, "authorization"),
                             "app", json_object_get(sub, "app"),
@@ -355,7 +361,8 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
                             "attempt", 0,
                             "first", (json_int_t) (now / 1000),
                             "post_entity",
-                            json_object_get(r[i].row, "entity"));
+                            json_object_get(r[i].row, "entity"),
+                            "l", json_object_get(r[i].row, "l"));
 
             if (ngx_http_tent_job_new(t, wop, now, &jid, job) != NGX_OK) {
                 ngx_http_tent_fanout_apps_end(b);    /* logged there */

@@ -71,6 +71,11 @@ typedef struct {
 } ngx_http_tent_local_batch_t;
 
 
+/* does a job write references (tent_same_node_rows index), not copies */
+#define ngx_http_tent_local_refs(l)                                          \
+    ((l)->task->dl->mcf->same_node_rows == NGX_HTTP_TENT_SAME_NODE_INDEX)
+
+
 /* ngx_http_tent_local_batch.c */
 void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);

@@ -46,6 +46,12 @@ static ngx_http_tent_local_post_t *ngx_http_tent_local_post(
 static void ngx_http_tent_local_written(ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l);
+static ngx_int_t ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t **post,
+    json_t **target, ngx_uint_t *write);
+static ngx_int_t ngx_http_tent_local_ref_rows(
+    ngx_http_tent_local_batch_t *b, ngx_http_tent_local_t *l,
+    ngx_http_tent_received_t *st, json_t *post, json_t *target);
 
 
 void
@@ -339,8 +345,11 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
 
     /* the keys read are the keys the rules name, or it is tried again */
 
-    if (ngx_http_tent_post_key(b->pool, &l->to->entity, &st.entity, &st.id,
-                               -1, &key)
+    if ((ngx_http_tent_local_refs(l)
+         ? ngx_http_tent_ref_key(b->pool, &l->to->entity, &st.entity, &st.id,
+                                 &key)
+         : ngx_http_tent_post_key(b->pool, &l->to->entity, &st.entity,
+                                  &st.id, -1, &key))
         != NGX_OK
         || key.len != l->copy_key.len
         || ngx_memcmp(key.data, l->copy_key.data, key.len) != 0
@@ -351,6 +360,19 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     }
 
     status = NGX_HTTP_OK;
+
+    /* the post stays in its author's rows: the recipient's references */
+
+    if (ngx_http_tent_local_refs(l)) {
+        if (ngx_http_tent_local_ref(b, l, &st, &current, &copy, &write)
+            != NGX_OK)
+        {
+            status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            write = 0;
+        }
+
+        goto settle;
+    }
 
     if (!(l->found & 1)) {
 
@@ -429,7 +451,11 @@ settle:
 
     i = 0;
 
-    if (write
+    if (write && ngx_http_tent_local_refs(l)) {
+        i = (ngx_http_tent_local_ref_rows(b, l, &st, current, copy)
+             != NGX_OK);
+
+    } else if (write
         && (ngx_http_tent_received_rows(b->pool, &l->to->entity, b->wop, &st,
                                         &value,
                                         NGX_HTTP_TENT_RECEIVED_ROW
@@ -576,4 +602,188 @@ ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
                    "has no outbox row", &l->to->entity);
 
     return 0;
+}
+
+
+/*
+ * tent_same_node_rows index: what the references will be.  A first
+ * delivery, or a newer version than the "l" row names (keeping its
+ * times, so its feed rows keep their keys), is written; an equal or
+ * older one is not.  "post": the received post with the times its rows
+ * are made of; "target": a delete post's target reference, as read.
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t **post,
+    json_t **target, ngx_uint_t *write)
+{
+    json_t       *current, *p;
+    const char  **k;
+
+    static const char  *kept[] = { "received_at", "published_at",
+                                   "updated_at", "rus", NULL };
+
+    *write = 0;
+    *post = NULL;
+    *target = NULL;
+    current = NULL;
+
+    if (l->found & 1) {
+        current = ngx_http_tent_json_parse(&l->copy, b->jobs->dl->log);
+
+        if (current == NULL
+            || ngx_http_tent_json_cleanup(b->pool, current) != NGX_OK)
+        {
+            json_decref(current);
+            return NGX_ERROR;
+        }
+
+        if (json_integer_value(json_object_get(current, "v")) >= st->version)
+        {
+            return NGX_OK;
+        }
+    }
+
+    /* the batch's post is its recipients': a copy of its top level */
+
+    p = json_copy(st->post);
+
+    if (p == NULL || ngx_http_tent_json_cleanup(b->pool, p) != NGX_OK) {
+        json_decref(p);
+        return NGX_ERROR;
+    }
+
+    if (current) {
+        for (k = kept; *k; k++) {
+            json_object_set(p, *k, json_object_get(current, *k));
+        }
+    }
+
+    if (l->found & 2) {
+        *target = ngx_http_tent_json_parse(&l->target, b->jobs->dl->log);
+
+        if (*target == NULL
+            || ngx_http_tent_json_cleanup(b->pool, *target) != NGX_OK)
+        {
+            json_decref(*target);
+            *target = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    *post = p;
+    *write = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The references into the batch's write: the "l" row (where the post is,
+ * the follower row it came by, the version, the times), three feed rows
+ * that say the same, the outbox row for the recipient's apps (whose
+ * fan-out reads the author's post), and a delete's target references
+ * removed.  No copy, no version row.
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref_rows(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t *post,
+    json_t *target)
+{
+    json_t     *ref, *extra, *told, *gone;
+    ngx_str_t   key, value, fid, *author;
+
+    author = &l->task->ent->entity;
+
+    if (ngx_http_tent_json_str(l->task->job, "follower", &fid) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ref = json_pack("{s:s%, s:s%, s:I, s:O, s:O, s:O, s:O}",
+                    "l", author->data, author->len,
+                    "f", fid.data, fid.len,
+                    "v", (json_int_t) st->version,
+                    "rus", json_object_get(post, "rus"),
+                    "received_at", json_object_get(post, "received_at"),
+                    "published_at", json_object_get(post, "published_at"),
+                    "updated_at", json_object_get(post, "updated_at"));
+
+    extra = json_pack("{s:s%, s:s%, s:O}",
+                      "l", author->data, author->len,
+                      "f", fid.data, fid.len,
+                      "ra", json_object_get(post, "received_at"));
+
+    told = json_copy(post);
+
+    if (ref == NULL || extra == NULL || told == NULL
+        || ngx_http_tent_json_cleanup(b->pool, ref) != NGX_OK
+        || ngx_http_tent_json_cleanup(b->pool, extra) != NGX_OK
+        || ngx_http_tent_json_cleanup(b->pool, told) != NGX_OK)
+    {
+        json_decref(ref);
+        json_decref(extra);
+        json_decref(told);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_json_dump(b->pool, ref, &value) != NGX_OK
+        || ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
+                                 &st->id, &key)
+           != NGX_OK
+        || ngx_http_tent_store_write_put(b->wop, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index_ref_rows(b->pool, &l->to->entity, b->wop,
+                                             post, extra, 0)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the apps' fan-out reads the post where "l" says it is */
+
+    if (ngx_http_tent_local_apps(b, l)
+        && (json_object_set(told, "l", json_object_get(extra, "l")) != 0
+            || ngx_http_tent_delivery_mark_rows(b->pool, &l->to->entity,
+                                                b->wop, told)
+               != NGX_OK))
+    {
+        return NGX_ERROR;
+    }
+
+    if (target == NULL) {
+        return NGX_OK;
+    }
+
+    /* a delete post: the references of the post it names go */
+
+    gone = json_pack("{s:s%, s:s%, s:O, s:O, s:O, s:O}",
+                     "entity", st->entity.data, st->entity.len,
+                     "id", st->deletes.data, st->deletes.len,
+                     "rus", json_object_get(target, "rus"),
+                     "received_at", json_object_get(target, "received_at"),
+                     "published_at", json_object_get(target, "published_at"),
+                     "updated_at", json_object_get(target, "updated_at"));
+
+    if (gone == NULL || ngx_http_tent_json_cleanup(b->pool, gone) != NGX_OK) {
+        json_decref(gone);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
+                              &st->deletes, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_del(b->wop, &key) != NGX_OK
+        || ngx_http_tent_post_index_ref_rows(b->pool, &l->to->entity, b->wop,
+                                             gone, NULL, 1)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
+                   "tent local batch: \"%V\": references of post \"%V\" "
+                   "removed", &l->to->entity, &st->deletes);
+
+    return NGX_OK;
 }

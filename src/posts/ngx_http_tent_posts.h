@@ -81,6 +81,10 @@ ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
     ngx_uint_t del);
 ngx_int_t ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del);
+/* the same for a same-node reference: "extra" ("l", "f", "ra") added */
+ngx_int_t ngx_http_tent_post_index_ref_rows(ngx_pool_t *pool,
+    ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *post,
+    json_t *extra, ngx_uint_t del);
 
 
 #endif /* _NGX_HTTP_TENT_POSTS_H_INCLUDED_ */
