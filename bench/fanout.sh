@@ -45,6 +45,8 @@
 #   THREAD_NICE=0 (tent_store_thread_nice)
 #   WRITE_BUFFER= (tent_store_write_buffer; empty: the directive is not
 #   written, the module's default holds)
+#   SAME_NODE_ROWS= (tent_same_node_rows of the same-node nginx: copy or
+#   index; empty: not written, the module's default holds)
 #   PORT=18181 (the module's; the receivers' are the free ones after it;
 #   the same-node nginx's the first free one from PORT + 100, its
 #   entities the LOCAL ports after it)
@@ -77,6 +79,10 @@ WRITE_BUFFER=${WRITE_BUFFER:-}
 wbuf_conf=
 [ -z "$WRITE_BUFFER" ] \
     || wbuf_conf="tent_store_write_buffer           $WRITE_BUFFER;"
+SAME_NODE_ROWS=${SAME_NODE_ROWS:-}
+rows_conf=
+[ -z "$SAME_NODE_ROWS" ] \
+    || rows_conf="tent_same_node_rows               $SAME_NODE_ROWS;"
 TIMEOUT=${TIMEOUT:-300}
 DURATION=${DURATION:-5}
 
@@ -378,6 +384,7 @@ if [ "$LOCAL" != 0 ]; then
     tent_store_background_threads     $BG_THREADS;
     tent_store_thread_nice            $THREAD_NICE;
     $wbuf_conf
+    $rows_conf
     log_format  notes  '\$request_method \$uri';
 $blocks"
     bench_nginx_start "$sprefix" "$surl/tent/profile"

@@ -389,6 +389,7 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_task_t *t)
 
     ngx_memzero(bp, sizeof(ngx_http_tent_batch_post_t));
     bp->key = pkey;
+    bp->ref = (owner.data != t->ent->entity.data);
     bj->post = batch->posts.nelts - 1;
 
     return NGX_OK;
@@ -451,6 +452,22 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
             && ngx_http_tent_json_cleanup(batch->pool, bp[i].post) != NGX_OK)
         {
             json_decref(bp[i].post);
+            goto failed;
+        }
+
+        /*
+         * A same-node reference's post, read in its author's rows: whom
+         * it is for stays the author's, as it would in a copy
+         */
+
+        if (bp[i].ref && bp[i].post
+            && json_object_set_new(bp[i].post, "permissions",
+                   json_pack("{s:b}", "public",
+                             json_is_true(json_object_get(
+                                 json_object_get(bp[i].post, "permissions"),
+                                 "public"))))
+               != 0)
+        {
             goto failed;
         }
     }

@@ -105,7 +105,7 @@ ok($fb && $fc, 'A has B and C as followers');
 my $hook = Tent::Receiver->start(port => $PA + 6,
     rules => [{ method => 'POST', path => '^/hook/',
                 action => { status => 200, body => '{}' } }]);
-$cl{B}->authorized_app('read_posts', post_types => 'all',
+$cl{B}->authorized_app('read_posts,read_permissions', post_types => 'all',
                        notification_url => $hook->url . '/hook/b');
 
 my $res = $a->request(POST => '/groups', cred => $acred,
@@ -154,6 +154,14 @@ is(seen('B', $p2)->{permissions}{public}, JSON::PP::false,
    'not public');
 ok(!seen('C', $p2), 'C never sees it');
 ok(!in_feed('C', $p2), 'nor has it in its feed');
+ok(wait_for(sub { grep { $_ eq $p2 } told_ids() }, 10),
+   'B\'s app is told of it') or diag join ' ', told_ids();
+my ($told) = grep { $_->{id} eq $p2 }
+             map { eval { decode_json($_->{body}) } || {} }
+             $hook->requests(method => 'POST', path => qr{^/hook/b$});
+is_deeply($told->{permissions}, { public => JSON::PP::false },
+          'with read_permissions, whom A\'s post is for is not told: as a '
+          . 'copy would hold it') or diag(encode_json($told || {}));
 
 # --- the group: C sees its post, then not once out of the group ------------
 
