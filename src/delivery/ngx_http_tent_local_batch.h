@@ -54,6 +54,9 @@ typedef struct {
     ngx_int_t                       rc;         /* received_parse's */
     ngx_http_tent_received_t        st;
     ngx_str_t                       value;      /* a first copy's */
+    ngx_str_t                       index;      /* a reference's feed rows' */
+    ngx_str_t                       author;     /* "l":"<author>" */
+    json_t                         *told;       /* for its outbox rows */
 } ngx_http_tent_local_post_t;
 
 

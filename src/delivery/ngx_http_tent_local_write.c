@@ -51,7 +51,10 @@ static ngx_int_t ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
     json_t **target, ngx_uint_t *write);
 static ngx_int_t ngx_http_tent_local_ref_rows(
     ngx_http_tent_local_batch_t *b, ngx_http_tent_local_t *l,
-    ngx_http_tent_received_t *st, json_t *post, json_t *target);
+    ngx_http_tent_local_post_t *lp, ngx_http_tent_received_t *st,
+    json_t *post, json_t *target);
+static ngx_int_t ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp);
 
 
 void
@@ -452,7 +455,7 @@ settle:
     i = 0;
 
     if (write && ngx_http_tent_local_refs(l)) {
-        i = (ngx_http_tent_local_ref_rows(b, l, &st, current, copy)
+        i = (ngx_http_tent_local_ref_rows(b, l, lp, &st, current, copy)
              != NGX_OK);
 
     } else if (write
@@ -645,16 +648,21 @@ ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
         }
     }
 
-    /* the batch's post is its recipients': a copy of its top level */
+    /*
+     * The batch's post is its recipients': a newer version gets a copy
+     * of its top level with the reference's times
+     */
 
-    p = json_copy(st->post);
-
-    if (p == NULL || ngx_http_tent_json_cleanup(b->pool, p) != NGX_OK) {
-        json_decref(p);
-        return NGX_ERROR;
-    }
+    p = st->post;
 
     if (current) {
+        p = json_copy(st->post);
+
+        if (p == NULL || ngx_http_tent_json_cleanup(b->pool, p) != NGX_OK) {
+            json_decref(p);
+            return NGX_ERROR;
+        }
+
         for (k = kept; *k; k++) {
             json_object_set(p, *k, json_object_get(current, *k));
         }
@@ -684,57 +692,88 @@ ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
  * the follower row it came by, the version, the times), three feed rows
  * that say the same, the outbox row for the recipient's apps (whose
  * fan-out reads the author's post), and a delete's target references
- * removed.  No copy, no version row.
+ * removed.  No copy, no version row.  What all the post's recipients
+ * share is made once a batch (ngx_http_tent_local_ref_once); a
+ * recipient's own rows are printed, not packed and dumped.
  */
 
 static ngx_int_t
 ngx_http_tent_local_ref_rows(ngx_http_tent_local_batch_t *b,
-    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t *post,
-    json_t *target)
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp,
+    ngx_http_tent_received_t *st, json_t *post, json_t *target)
 {
-    json_t     *ref, *extra, *told, *gone;
-    ngx_str_t   key, value, fid, *author;
+    u_char     *p;
+    size_t      len;
+    json_t     *gone;
+    int64_t     ra;
+    ngx_str_t   key, value, index, fid;
+    ngx_uint_t  i;
 
-    author = &l->task->ent->entity;
-
-    if (ngx_http_tent_json_str(l->task->job, "follower", &fid) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    ref = json_pack("{s:s%, s:s%, s:I, s:O, s:O, s:O, s:O}",
-                    "l", author->data, author->len,
-                    "f", fid.data, fid.len,
-                    "v", (json_int_t) st->version,
-                    "rus", json_object_get(post, "rus"),
-                    "received_at", json_object_get(post, "received_at"),
-                    "published_at", json_object_get(post, "published_at"),
-                    "updated_at", json_object_get(post, "updated_at"));
-
-    extra = json_pack("{s:s%, s:s%, s:O}",
-                      "l", author->data, author->len,
-                      "f", fid.data, fid.len,
-                      "ra", json_object_get(post, "received_at"));
-
-    told = json_copy(post);
-
-    if (ref == NULL || extra == NULL || told == NULL
-        || ngx_http_tent_json_cleanup(b->pool, ref) != NGX_OK
-        || ngx_http_tent_json_cleanup(b->pool, extra) != NGX_OK
-        || ngx_http_tent_json_cleanup(b->pool, told) != NGX_OK)
+    if (ngx_http_tent_json_str(l->task->job, "follower", &fid) != NGX_OK
+        || fid.len == 0 || fid.len > 128
+        || ngx_http_tent_local_ref_once(b, l, lp) != NGX_OK)
     {
-        json_decref(ref);
-        json_decref(extra);
-        json_decref(told);
         return NGX_ERROR;
     }
 
-    if (ngx_http_tent_json_dump(b->pool, ref, &value) != NGX_OK
-        || ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
-                                 &st->id, &key)
-           != NGX_OK
+    /* an id is printed as it is: only what needs no escape */
+
+    for (i = 0; i < fid.len; i++) {
+        if (!((fid.data[i] >= '0' && fid.data[i] <= '9')
+              || (fid.data[i] >= 'a' && fid.data[i] <= 'z')
+              || (fid.data[i] >= 'A' && fid.data[i] <= 'Z')
+              || fid.data[i] == '-' || fid.data[i] == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    ra = (int64_t) json_integer_value(json_object_get(post, "received_at"));
+
+    len = sizeof("{,\"f\":\"\",\"v\":,\"rus\":,\"received_at\":,"
+                 "\"published_at\":,\"updated_at\":}")
+          + lp->author.len + fid.len + 5 * NGX_INT64_LEN;
+
+    value.data = ngx_pnalloc(b->pool, len);
+    if (value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.len = ngx_sprintf(value.data,
+                            "{%V,\"f\":\"%V\",\"v\":%L,\"rus\":%L,"
+                            "\"received_at\":%L,\"published_at\":%L,"
+                            "\"updated_at\":%L}",
+                            &lp->author, &fid, (int64_t) st->version,
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "rus")),
+                            ra,
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "published_at")),
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "updated_at")))
+                - value.data;
+
+    /* the feed rows' value: the post's, less its "}", then the rest */
+
+    len = lp->index.len + 1 + lp->author.len
+          + sizeof(",\"f\":\"\",\"ra\":}") + fid.len + NGX_INT64_LEN;
+
+    index.data = ngx_pnalloc(b->pool, len);
+    if (index.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(index.data, lp->index.data, lp->index.len - 1);
+    index.len = ngx_sprintf(p, ",%V,\"f\":\"%V\",\"ra\":%L}",
+                            &lp->author, &fid, ra)
+                - index.data;
+
+    if (ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
+                              &st->id, &key)
+        != NGX_OK
         || ngx_http_tent_store_write_put(b->wop, &key, &value) != NGX_OK
         || ngx_http_tent_post_index_ref_rows(b->pool, &l->to->entity, b->wop,
-                                             post, extra, 0)
+                                             post, &index, 0)
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -743,10 +782,9 @@ ngx_http_tent_local_ref_rows(ngx_http_tent_local_batch_t *b,
     /* the apps' fan-out reads the post where "l" says it is */
 
     if (ngx_http_tent_local_apps(b, l)
-        && (json_object_set(told, "l", json_object_get(extra, "l")) != 0
-            || ngx_http_tent_delivery_mark_rows(b->pool, &l->to->entity,
-                                                b->wop, told)
-               != NGX_OK))
+        && ngx_http_tent_delivery_mark_rows(b->pool, &l->to->entity, b->wop,
+                                            lp->told)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -784,6 +822,65 @@ ngx_http_tent_local_ref_rows(ngx_http_tent_local_batch_t *b,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
                    "tent local batch: \"%V\": references of post \"%V\" "
                    "removed", &l->to->entity, &st->deletes);
+
+    return NGX_OK;
+}
+
+
+/*
+ * What every recipient of a post in the batch shares: its feed rows'
+ * value, the author as JSON ("l"), and the post its apps' outbox rows
+ * are made of (the post and "l": ngx_http_tent_delivery_mark_rows reads
+ * no time of it)
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp)
+{
+    json_t     *a;
+    ngx_str_t  *author;
+
+    if (lp->told) {
+        return NGX_OK;
+    }
+
+    author = &l->task->ent->entity;
+
+    a = json_pack("{s:s%}", "l", author->data, author->len);
+
+    if (a == NULL || ngx_http_tent_json_cleanup(b->pool, a) != NGX_OK) {
+        json_decref(a);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_json_dump(b->pool, a, &lp->author) != NGX_OK
+        || lp->author.len < 2
+        || ngx_http_tent_post_index_dump(b->pool, lp->st.post, &lp->index)
+           != NGX_OK
+        || lp->index.len < 2)
+    {
+        return NGX_ERROR;
+    }
+
+    /* "l":"<author>", without the braces */
+
+    lp->author.data++;
+    lp->author.len -= 2;
+
+    lp->told = json_copy(lp->st.post);
+
+    if (lp->told == NULL
+        || ngx_http_tent_json_cleanup(b->pool, lp->told) != NGX_OK)
+    {
+        json_decref(lp->told);
+        lp->told = NULL;
+        return NGX_ERROR;
+    }
+
+    if (json_object_set(lp->told, "l", json_object_get(a, "l")) != 0) {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }

@@ -14,7 +14,9 @@
  * only if it is still the recipient's to see: there, public or naming
  * the follower (or one of its groups) that still names the recipient.
  * GET /posts/:entity/:id comes here when the recipient has no copy; the
- * feed (ngx_http_tent_posts_feed.c) uses the same checks.
+ * feed (ngx_http_tent_posts_feed.c) keeps its rows and reads its page
+ * here, so that a reference's row reads its author's post and follower
+ * row, and a count counts a reference only once its post is read.
  */
 
 
@@ -321,4 +323,183 @@ ngx_http_tent_post_ref_fetched(ngx_http_request_t *r,
     }
 
     return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+/*
+ * A row of the page (of a count: a reference): the key of the post to
+ * read, ours or a copy; for a same-node reference the author's post
+ * and follower row
+ */
+
+ngx_int_t
+ngx_http_tent_query_keep(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_query_t *q, json_t *value, ngx_str_t *entity, ngx_str_t *id)
+{
+    ngx_int_t                   rc;
+    ngx_str_t                  *pk, fkey;
+    ngx_http_tent_query_ref_t  *ref;
+
+    pk = ngx_array_push(&q->found);
+    if (pk == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_tent_post_ref_keys(r->pool, value, id, pk, &fkey);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_tent_post_key(r->pool, &ctx->entity, entity, id, -1,
+                                      pk);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (q->refs.elts == NULL
+        && ngx_array_init(&q->refs, r->pool, 16,
+                          sizeof(ngx_http_tent_query_ref_t))
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ref = ngx_array_push(&q->refs);
+    if (ref == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref->at = q->found.nelts - 1;
+    ref->fkey = fkey;
+    ref->received_at = json_integer_value(json_object_get(value, "ra"));
+
+    return NGX_OK;
+}
+
+
+/* the posts kept, in one read: a reference's follower row after its post */
+
+ngx_int_t
+ngx_http_tent_query_read(ngx_http_request_t *r, ngx_http_tent_query_t *q,
+    ngx_http_tent_request_done_pt handler)
+{
+    ngx_str_t                  *pk;
+    ngx_uint_t                  n, j;
+    ngx_http_tent_query_ref_t  *ref;
+    ngx_http_tent_store_op_t   *mget;
+
+    mget = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (mget == NULL || ngx_http_tent_store_mget(mget) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "building the read of the page");
+    }
+
+    pk = q->found.elts;
+    ref = q->refs.elts;
+    j = 0;
+
+    for (n = 0; n < q->found.nelts; n++) {
+        if (ngx_http_tent_store_mget_key(mget, &pk[n]) != NGX_OK
+            || (j < q->refs.nelts && ref[j].at == n
+                && ngx_http_tent_store_mget_key(mget, &ref[j++].fkey)
+                   != NGX_OK))
+        {
+            return ngx_http_tent_internal_error(r,
+                       "adding a post to the read of the page");
+        }
+    }
+
+    return ngx_http_tent_store_submit_request(r, mget, handler);
+}
+
+
+/*
+ * The n-th post of the read, parsed; a reference's checked against the
+ * author's post and follower row (NULL: gone, or not ours to see).  *ref
+ * walks the references.  *rc: NGX_ERROR when the read's answer is bad.
+ */
+
+json_t *
+ngx_http_tent_query_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, ngx_uint_t n, ngx_uint_t *ref,
+    ngx_int_t *rc)
+{
+    ngx_str_t                   value, follower;
+    ngx_uint_t                  found, ffound;
+    ngx_http_tent_query_t      *q;
+    ngx_http_tent_query_ref_t  *refs;
+
+    q = ctx->state;
+    refs = q->refs.elts;
+
+    *rc = ngx_http_tent_store_next_value(op, &found, &value);
+    if (*rc != NGX_OK) {
+        return NULL;
+    }
+
+    if (*ref < q->refs.nelts && refs[*ref].at == n) {
+        *rc = ngx_http_tent_store_next_value(op, &ffound, &follower);
+        if (*rc != NGX_OK || !found) {
+            (*ref)++;
+            return NULL;
+        }
+
+        return ngx_http_tent_post_ref_post(r, ctx, &value,
+                                           ffound ? &follower : NULL,
+                                           refs[(*ref)++].received_at);
+    }
+
+    if (!found) {
+        /* deleted between the scan and now */
+        return NULL;
+    }
+
+    return ngx_http_tent_json_parse(&value, r->connection->log);
+}
+
+
+/* a count's references read: those still ours to see count, then on */
+
+ngx_int_t
+ngx_http_tent_query_counted(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                 *post;
+    ngx_int_t               rc, status;
+    ngx_uint_t              n, ref;
+    ngx_http_tent_ctx_t    *ctx;
+    ngx_http_tent_query_t  *q;
+
+    status = ngx_http_tent_store_http_status(op);
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, NULL);
+    }
+
+    ctx = ngx_http_tent_get_ctx(r);
+    q = ctx->state;
+    ref = 0;
+
+    for (n = 0; n < q->found.nelts; n++) {
+        post = ngx_http_tent_query_post(r, ctx, op, n, &ref, &rc);
+
+        if (rc != NGX_OK) {
+            return ngx_http_tent_internal_error(r,
+                       "reading the references counted");
+        }
+
+        if (post) {
+            q->count++;
+            json_decref(post);
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent feed: %ui references read, %ui counted in all",
+                   q->found.nelts, q->count);
+
+    q->found.nelts = 0;
+    q->refs.nelts = 0;
+
+    return q->more ? ngx_http_tent_query_scan(r, ctx)
+                   : ngx_http_tent_query_reply(r, ctx, NULL);
 }

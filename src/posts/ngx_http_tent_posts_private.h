@@ -134,6 +134,16 @@ json_t *ngx_http_tent_post_ref_post(ngx_http_request_t *r,
     json_int_t received_at);
 ngx_int_t ngx_http_tent_post_ref_read(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_query_keep(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q, json_t *value,
+    ngx_str_t *entity, ngx_str_t *id);
+ngx_int_t ngx_http_tent_query_read(ngx_http_request_t *r,
+    ngx_http_tent_query_t *q, ngx_http_tent_request_done_pt handler);
+json_t *ngx_http_tent_query_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, ngx_uint_t n,
+    ngx_uint_t *ref, ngx_int_t *rc);
+ngx_int_t ngx_http_tent_query_counted(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /* ngx_http_tent_attachments.c */
 ngx_int_t ngx_http_tent_post_attachments(ngx_http_request_t *r,
