@@ -213,7 +213,19 @@ ok(!seen('B', $p2), 'nor the earlier one');
 
 __DATA__
 
-=== TEST 1: four entities of one nginx, one store, index rows
+=== TEST 1: tent_same_node_rows takes copy or index, nothing else
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+    tent_same_node_rows copies;
+--- config
+    tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
+--- must_die
+--- error_log
+invalid value "copies"
+
+
+
+=== TEST 2: four entities of one nginx, one store, index rows
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;
