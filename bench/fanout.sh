@@ -33,6 +33,7 @@
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
 #   fanout: same-node: the worker, a delivery: B bytes written, C us of CPU ...; RssAnon max M kB
 #   fanout: same-node: the store's own limit ... X deliveries/s, ratio R
+#   fanout: same-node: against LevelDB writing one 64-byte row a recipient ... F rows/s, ratio R (target 0.5)
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
 #   fanout: rss of the worker's own memory (RssAnon; ... RssFile, RssShmem at the peak): max ..., before ..., after ...
@@ -44,6 +45,8 @@
 #   THREAD_NICE=0 (tent_store_thread_nice)
 #   WRITE_BUFFER= (tent_store_write_buffer; empty: the directive is not
 #   written, the module's default holds)
+#   SAME_NODE_ROWS= (tent_same_node_rows of the same-node nginx: copy or
+#   index; empty: not written, the module's default holds)
 #   PORT=18181 (the module's; the receivers' are the free ones after it;
 #   the same-node nginx's the first free one from PORT + 100, its
 #   entities the LOCAL ports after it)
@@ -76,6 +79,10 @@ WRITE_BUFFER=${WRITE_BUFFER:-}
 wbuf_conf=
 [ -z "$WRITE_BUFFER" ] \
     || wbuf_conf="tent_store_write_buffer           $WRITE_BUFFER;"
+SAME_NODE_ROWS=${SAME_NODE_ROWS:-}
+rows_conf=
+[ -z "$SAME_NODE_ROWS" ] \
+    || rows_conf="tent_same_node_rows               $SAME_NODE_ROWS;"
 TIMEOUT=${TIMEOUT:-300}
 DURATION=${DURATION:-5}
 
@@ -377,6 +384,7 @@ if [ "$LOCAL" != 0 ]; then
     tent_store_background_threads     $BG_THREADS;
     tent_store_thread_nice            $THREAD_NICE;
     $wbuf_conf
+    $rows_conf
     log_format  notes  '\$request_method \$uri';
 $blocks"
     bench_nginx_start "$sprefix" "$surl/tent/profile"
@@ -490,17 +498,25 @@ if [ "$LOCAL" != 0 ]; then
          "$lanon kB"
     # the physical limit: LevelDB alone doing each delivery's store work
     # (bench/store-limit.c), as many deliveries, on the same disk
+    # and its floor: one 64-byte row a recipient, 256 a synced write
     limit=
+    floor=
     if cc -O2 -o "$BENCH_TMP/store-limit" "$BENCH_TOP/bench/store-limit.c" \
           -lleveldb 2>/dev/null; then
-        limit=$(LDB_WRITE_BUFFER=${WRITE_BUFFER:-${LDB_WRITE_BUFFER:-}} \
-                "$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
-                "$((LOCAL * LOCAL_POSTS))" \
-                | awk '{ print $7 }')
-        rm -rf "$BENCH_TMP/store-limit.db"
+        LDB_WRITE_BUFFER=${WRITE_BUFFER:-${LDB_WRITE_BUFFER:-}} \
+            "$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
+            "$((LOCAL * LOCAL_POSTS))" > "$BENCH_TMP/store-limit.out" || true
+        limit=$(awk '$2 != "baseline:" { print $7 }' \
+                "$BENCH_TMP/store-limit.out")
+        floor=$(awk '$2 == "baseline:" { print $11 }' \
+                "$BENCH_TMP/store-limit.out")
+        rm -rf "$BENCH_TMP/store-limit.db" "$BENCH_TMP/store-limit.db-rows"
     fi
     echo "fanout: same-node: the store's own limit (LevelDB alone, the same" \
          "rows, bench/store-limit.c) ${limit:-?} deliveries/s, ratio" \
          "$(bench_ratio "$rate_local" "${limit:-0}")"
+    echo "fanout: same-node: against LevelDB writing one 64-byte row a" \
+         "recipient (batches of 256, each synced) ${floor:-?} rows/s," \
+         "ratio $(bench_ratio "$rate_local" "${floor:-0}") (target 0.5)"
 fi
 echo "fanout: the receivers saw $conns connections in all (load $(bench_load))"

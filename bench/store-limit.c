@@ -46,6 +46,15 @@
  * left due have ended (the process's CPU still for 0.1 s).
  * Defaults: 20000 deliveries, batches of 256, posts of 401 bytes.
  * Deliveries go to 1,000 recipients, each post to all of them in turn.
+ *
+ * Then, in the same run, the floor issue #28 measures same-node delivery
+ * against: LevelDB writing one 64-byte row per recipient and nothing
+ * else (no job, no copy, no read), in batches of BATCH, each batch a
+ * synced write, into a database of its own (DIR-rows, removed after).
+ * That is what a delivery that writes only the recipient's index row
+ * could cost at best.  Its line follows the first:
+ * "store-limit: baseline: D rows of 64 bytes in S s, R rows/s (batch B,
+ * each a synced write; cpu C s, W bytes written a row)".
  */
 
 
@@ -217,6 +226,94 @@ check(char *err)
         fprintf(stderr, "store-limit: %s\n", err);
         exit(1);
     }
+}
+
+
+/*
+ * The floor: one 64-byte row per recipient, BATCH rows a synced write,
+ * in a database of its own with the same options; the value varies by
+ * row (snappy would make nothing of one repeated byte).
+ */
+
+static void
+baseline(const char *dir, leveldb_options_t *opt, unsigned n, unsigned batch)
+{
+    char                    *err, k[128], v[64], path[4096], pid[23];
+    double                   start, secs, cpu0;
+    unsigned                 d, j, i, r;
+    uint64_t                 us, x;
+    struct rusage            ru;
+    unsigned long long       w0, w1;
+    leveldb_t               *db;
+    leveldb_writeoptions_t  *wo;
+    leveldb_writebatch_t    *wb;
+    size_t                   kl;
+
+    snprintf(path, sizeof(path), "%s-rows", dir);
+
+    err = NULL;
+    db = leveldb_open(opt, path, &err);
+    check(err);
+
+    wo = leveldb_writeoptions_create();
+    leveldb_writeoptions_set_sync(wo, 1);
+    wb = leveldb_writebatch_create();
+    post_id(pid);
+
+    getrusage(RUSAGE_SELF, &ru);
+    cpu0 = cpu_of(&ru);
+    w0 = wchar();
+    start = now();
+
+    for (d = 0; d < n; d += batch) {
+        leveldb_writebatch_clear(wb);
+
+        for (j = d; j < d + batch && j < n; j++) {
+            r = j % RECIPIENTS;
+
+            if (r == 0) {
+                post_id(pid);
+            }
+
+            us = (T0 + j / 5000) * 1000000 + j;
+
+            /* the recipient's feed row of the post: key as the module's */
+
+            kl = (size_t) sprintf(k, "http://127.0.0.1:%u", 22701 + r);
+            k[kl++] = '\0';
+            k[kl++] = 'i';
+            k[kl++] = 'r';
+            kl += put_u64(k + kl, us / 1000000);
+            kl += put_u64(k + kl, us);
+            kl += (size_t) sprintf(k + kl, AUTHOR "%c%s", 0, pid);
+
+            for (i = 0; i < sizeof(v); i += 8) {
+                x = rnd();
+                memcpy(v + i, &x, 8);
+            }
+
+            leveldb_writebatch_put(wb, k, kl, v, sizeof(v));
+        }
+
+        leveldb_write(db, wo, wb, &err);
+        check(err);
+    }
+
+    secs = now() - start;
+    w1 = wchar();
+    getrusage(RUSAGE_SELF, &ru);
+
+    printf("store-limit: baseline: %u rows of 64 bytes in %.3f s, %.0f "
+           "rows/s (batch %u, each a synced write; cpu %.2f s, %.0f bytes "
+           "written a row)\n",
+           n, secs, n / secs, batch, cpu_of(&ru) - cpu0,
+           (double) (w1 - w0) / n);
+
+    leveldb_writebatch_destroy(wb);
+    leveldb_writeoptions_destroy(wo);
+    leveldb_close(db);
+    leveldb_destroy_db(opt, path, &err);
+    free(err);
 }
 
 
@@ -506,8 +603,13 @@ main(int argc, char **argv)
            (double) (w1 - w0) / n, drain, last, last * 1e6 / n,
            (double) (wchar() - w0) / n);
 
+    fflush(stdout);
+
     leveldb_writebatch_destroy(wb);
     leveldb_close(db);
+
+    baseline(argv[1], opt, n, batch);
+
     leveldb_options_destroy(opt);
     leveldb_cache_destroy(bc);
     leveldb_filterpolicy_destroy(bloom);

@@ -29,6 +29,10 @@
 #define NGX_HTTP_TENT_CORE_BASE     "https://tent.io/types/info/core"
 #define NGX_HTTP_TENT_VERSION       "0.2"
 
+/* tent_same_node_rows: what a same-node delivery writes */
+#define NGX_HTTP_TENT_SAME_NODE_COPY   0
+#define NGX_HTTP_TENT_SAME_NODE_INDEX  1
+
 #define NGX_HTTP_TENT_MAX_PARAMS    4
 
 /* another entity's profile, as discovered and kept */
@@ -165,6 +169,7 @@ struct ngx_http_tent_main_conf_s {
     ngx_msec_t                      breaker_pause;
     time_t                          dead_letter_time;
     ngx_http_tent_delivery_t       *delivery;    /* the owner's */
+    ngx_uint_t                      same_node_rows;  /* _SAME_NODE_* */
 
     /* the store owner's threads for background operations, at most */
     ngx_uint_t                      store_background;

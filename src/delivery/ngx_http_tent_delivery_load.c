@@ -326,7 +326,7 @@ failed_read:
 static ngx_int_t
 ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_job_t *t)
 {
-    ngx_str_t                    pid, pkey;
+    ngx_str_t                    pid, pkey, owner;
     ngx_uint_t                   i;
     ngx_http_tent_batch_job_t   *bj;
     ngx_http_tent_batch_post_t  *bp;
@@ -337,9 +337,12 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_job_t *t)
                                             : t->task.ent->entity;
     pid = t->row.id;
 
-    if (ngx_http_tent_post_key(batch->read, &t->task.ent->entity,
-                                  &t->task.entity,
-                                  &pid, -1, &pkey)
+    /* a same-node reference's post is in its author's rows */
+
+    owner = t->row.ref_owner.len ? t->row.ref_owner : t->task.ent->entity;
+
+    if (ngx_http_tent_post_key(batch->read, &owner, &t->task.entity, &pid,
+                               -1, &pkey)
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -385,6 +388,7 @@ ngx_http_tent_batch_add(ngx_http_tent_batch_t *batch, ngx_http_tent_job_t *t)
 
     ngx_memzero(bp, sizeof(ngx_http_tent_batch_post_t));
     bp->key = pkey;
+    bp->ref = (t->row.ref_owner.len != 0);
     bj->post = batch->posts.nelts - 1;
 
     return NGX_OK;
@@ -447,6 +451,22 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
             && ngx_http_tent_json_cleanup(batch->pool, bp[i].post) != NGX_OK)
         {
             json_decref(bp[i].post);
+            goto failed;
+        }
+
+        /*
+         * A same-node reference's post, read in its author's rows: whom
+         * it is for stays the author's, as it would in a copy
+         */
+
+        if (bp[i].ref && bp[i].post
+            && json_object_set_new(bp[i].post, "permissions",
+                   json_pack("{s:b}", "public",
+                             json_is_true(json_object_get(
+                                 json_object_get(bp[i].post, "permissions"),
+                                 "public"))))
+               != 0)
+        {
             goto failed;
         }
     }

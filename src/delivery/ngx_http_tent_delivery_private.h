@@ -93,15 +93,15 @@ typedef struct {
 
 /*
  * A batch of due jobs (ngx_http_tent_delivery_load.c): one scan, one read
- * of every job's row, record and post; each post parsed once and its
- * request body rendered once, shared by its jobs.  The read's answer
- * (every record, maybe 64 KB each) goes once the jobs have parsed theirs;
- * the posts and bodies when the batch's last job is done.
+ * of every job's row, record and post; each post parsed and its request
+ * body rendered once for its jobs.  The read's answer (records may be 64
+ * KB) goes once the jobs parsed theirs; the posts and bodies with the last.
  */
 typedef struct {
     ngx_str_t                       key;
     json_t                         *post;        /* NULL: gone */
     ngx_str_t                       body[3];     /* by kind of receiver */
+    unsigned                        ref:1;       /* a same-node reference */
 } ngx_http_tent_batch_post_t;
 
 typedef struct {

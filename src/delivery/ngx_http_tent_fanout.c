@@ -165,14 +165,19 @@ ngx_http_tent_delivery_expand_blocks(ngx_http_tent_store_op_t *op)
 static void
 ngx_http_tent_delivery_read_post(ngx_http_tent_fanout_t *t)
 {
-    ngx_str_t                  pkey;
+    ngx_str_t                  pkey, owner;
     ngx_http_tent_store_op_t  *op;
+
+    /* a same-node reference's post is in its author's rows */
+
+    if (ngx_http_tent_json_str(t->row, "l", &owner) != NGX_OK) {
+        owner = t->task.ent->entity;
+    }
 
     op = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
     if (op == NULL
-        || ngx_http_tent_post_key(t->task.pool, &t->task.ent->entity,
-                                  &t->task.entity,
+        || ngx_http_tent_post_key(t->task.pool, &owner, &t->task.entity,
                                   &t->task.post_id, -1, &pkey)
            != NGX_OK
         || ngx_http_tent_store_get(op, &pkey) != NGX_OK)
@@ -480,6 +485,10 @@ ngx_http_tent_fanout_job(ngx_http_tent_fanout_t *t,
         }
 
         (void) ngx_http_tent_json_str(t->row, "entity", &jr.post_entity);
+
+        /* a same-node reference's: the post is in its author's rows */
+
+        (void) ngx_http_tent_json_str(t->row, "l", &jr.ref_owner);
     }
 
     /* the post's id as the outbox row names it */

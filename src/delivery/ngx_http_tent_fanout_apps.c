@@ -78,7 +78,7 @@ ngx_int_t
 ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
     ngx_http_tent_entity_conf_t *ent, ngx_str_t *rows, ngx_uint_t n)
 {
-    ngx_str_t                    id, pkey;
+    ngx_str_t                    id, pkey, owner;
     ngx_uint_t                   i;
     ngx_http_tent_fanout_t      *t;
     ngx_http_tent_apps_row_t    *r;
@@ -154,9 +154,14 @@ ngx_http_tent_fanout_apps(ngx_http_tent_delivery_t *dl,
             r->entity = ent->entity;
         }
 
+        /* a same-node reference's post is in its author's rows */
+
+        if (ngx_http_tent_json_str(r->row, "l", &owner) != NGX_OK) {
+            owner = ent->entity;
+        }
+
         if (ngx_http_tent_json_str(r->row, "id", &id) != NGX_OK
-            || ngx_http_tent_post_key(t->task.pool, &ent->entity, &r->entity,
-                                      &id,
+            || ngx_http_tent_post_key(t->task.pool, &owner, &r->entity, &id,
                                       -1, &pkey)
                != NGX_OK
             || ngx_http_tent_store_mget_key(get, &pkey) != NGX_OK)
@@ -363,6 +368,10 @@ ngx_http_tent_fanout_apps_subs(ngx_http_tent_store_op_t *op)
             jr.first = now / 1000;
             (void) ngx_http_tent_json_str(r[i].row, "entity",
                                           &jr.post_entity);
+
+            /* a same-node reference's: the post is in its author's rows */
+
+            (void) ngx_http_tent_json_str(r[i].row, "l", &jr.ref_owner);
 
             if (ngx_http_tent_json_str(sub, "app", &jr.app) != NGX_OK
                 || ngx_http_tent_job_new(&t->task, wop, now, &jid, &jr)

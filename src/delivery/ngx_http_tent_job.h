@@ -45,6 +45,7 @@ typedef struct {
     ngx_str_t                         app;        /* an app's */
     ngx_str_t                         id;         /* the post's */
     ngx_str_t                         post_entity; /* a received post's */
+    ngx_str_t                         ref_owner;  /* "l": whose rows */
     int64_t                           version;
     int64_t                           first;      /* made, s */
     int64_t                           failed_at;  /* a dead letter's, s */

@@ -21,11 +21,13 @@
  *   12  8  the post's version
  *   20  8  first made (s)
  *   28  8  failed at (s; a dead letter's, else 0)
- *   36     four strings, each a 2-byte length and its bytes: the
+ *   36     five strings, each a 2-byte length and its bytes: the
  *          recipient (a follower's or a following's id, an
  *          authorization's id, an entity URL), the app (an app's, else
  *          empty), the post's id, the post's entity (a received post's;
- *          empty: ours)
+ *          empty: ours), the entity whose rows hold the post (a
+ *          same-node reference's, tent_same_node_rows index; empty:
+ *          ours; a row of four strings, written before, has none)
  *
  * A status row, written for every job made and settled, read by
  * GET /posts/:id/deliveries (ngx_http_tent_delivery_status_record()):
@@ -83,13 +85,14 @@ ngx_http_tent_job_row_encode(ngx_pool_t *pool, ngx_http_tent_job_row_t *jr,
     if (jr->to.len > NGX_HTTP_TENT_JOB_ROW_STRMAX
         || jr->app.len > NGX_HTTP_TENT_JOB_ROW_STRMAX
         || jr->id.len > NGX_HTTP_TENT_JOB_ROW_STRMAX
-        || jr->post_entity.len > NGX_HTTP_TENT_JOB_ROW_STRMAX)
+        || jr->post_entity.len > NGX_HTTP_TENT_JOB_ROW_STRMAX
+        || jr->ref_owner.len > NGX_HTTP_TENT_JOB_ROW_STRMAX)
     {
         return NGX_ERROR;
     }
 
-    out->len = NGX_HTTP_TENT_JOB_ROW_FIXED + 8 + jr->to.len + jr->app.len
-               + jr->id.len + jr->post_entity.len;
+    out->len = NGX_HTTP_TENT_JOB_ROW_FIXED + 10 + jr->to.len + jr->app.len
+               + jr->id.len + jr->post_entity.len + jr->ref_owner.len;
 
     out->data = ngx_pnalloc(pool, out->len);
     if (out->data == NULL) {
@@ -112,7 +115,8 @@ ngx_http_tent_job_row_encode(ngx_pool_t *pool, ngx_http_tent_job_row_t *jr,
     p = ngx_http_tent_job_row_str(p, &jr->to);
     p = ngx_http_tent_job_row_str(p, &jr->app);
     p = ngx_http_tent_job_row_str(p, &jr->id);
-    (void) ngx_http_tent_job_row_str(p, &jr->post_entity);
+    p = ngx_http_tent_job_row_str(p, &jr->post_entity);
+    (void) ngx_http_tent_job_row_str(p, &jr->ref_owner);
 
     return NGX_OK;
 }
@@ -131,7 +135,7 @@ ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
     u_char      *p, *last;
     uint64_t     v;
     ngx_uint_t   i;
-    ngx_str_t   *s[4];
+    ngx_str_t   *s[5];
 
     ngx_memzero(jr, sizeof(ngx_http_tent_job_row_t));
 
@@ -166,8 +170,16 @@ ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
     s[1] = &jr->app;
     s[2] = &jr->id;
     s[3] = &jr->post_entity;
+    s[4] = &jr->ref_owner;
 
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
+
+        /* a row written before the reference's owner: none */
+
+        if (i == 4 && p == last) {
+            break;
+        }
+
         if (last - p < 2) {
             return NGX_DECLINED;
         }
@@ -196,8 +208,8 @@ ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
 /*
  * A row of the version before (JSON): {"follower"|"following"|"entity"
  * |"subscription" and "app", "id", "version", "attempt", "first",
- * "mention", "post_entity"}, so a store written before the upgrade still
- * delivers.  Never written now.
+ * "mention", "post_entity", "l" (a same-node reference's)}, so a store
+ * written before the upgrade still delivers.  Never written now.
  */
 
 static ngx_int_t
@@ -238,6 +250,7 @@ ngx_http_tent_job_row_json(ngx_pool_t *pool, ngx_str_t *value,
     }
 
     (void) ngx_http_tent_json_str(job, "post_entity", &jr->post_entity);
+    (void) ngx_http_tent_json_str(job, "l", &jr->ref_owner);
 
     jr->mention = json_is_true(json_object_get(job, "mention"));
     jr->version = json_integer_value(json_object_get(job, "version"));

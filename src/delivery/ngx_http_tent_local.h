@@ -83,6 +83,9 @@ typedef struct {
     ngx_int_t                       rc;         /* received_parse's */
     ngx_http_tent_received_t        st;
     ngx_str_t                       value;      /* a first copy's */
+    ngx_str_t                       index;      /* a reference's feed rows' */
+    ngx_str_t                       author;     /* "l":"<author>" */
+    json_t                         *told;       /* for its outbox rows */
 } ngx_http_tent_local_post_t;
 
 
@@ -98,6 +101,11 @@ typedef struct {
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
 } ngx_http_tent_local_batch_t;
+
+
+/* does a job write references (tent_same_node_rows index), not copies */
+#define ngx_http_tent_local_refs(l)                                          \
+    ((l)->task->task.dl->mcf->same_node_rows == NGX_HTTP_TENT_SAME_NODE_INDEX)
 
 
 /* ngx_http_tent_local_batch.c */

@@ -112,7 +112,8 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
 /*
  * The keys of the recipient's copy of the post, and of the copy a
  * delete post names, as ngx_http_tent_received_parse() will spell them
- * (checked again there).
+ * (checked again there); with tent_same_node_rows index, of its
+ * references ("l" rows) instead.
  */
 
 static ngx_int_t
@@ -129,9 +130,11 @@ ngx_http_tent_local_keys(ngx_http_tent_local_t *l)
         || ngx_http_tent_json_str(post, "id", &id) != NGX_OK
         || ngx_http_tent_entity_canonical(t->task.pool, &entity, &entity)
            != NGX_OK
-        || ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity, &id,
-                                  -1,
-                                  &l->copy_key)
+        || (ngx_http_tent_local_refs(l)
+            ? ngx_http_tent_ref_key(t->task.pool, &l->to->entity, &entity,
+                                    &id, &l->copy_key)
+            : ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity,
+                                     &id, -1, &l->copy_key))
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -145,9 +148,11 @@ ngx_http_tent_local_keys(ngx_http_tent_local_t *l)
                                   &target)
            == NGX_OK
         && ngx_http_tent_token_valid(&target, 64) == NGX_OK
-        && ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity,
-                                  &target,
-                                  -1, &l->target_key)
+        && (ngx_http_tent_local_refs(l)
+            ? ngx_http_tent_ref_key(t->task.pool, &l->to->entity, &entity,
+                                    &target, &l->target_key)
+            : ngx_http_tent_post_key(t->task.pool, &l->to->entity, &entity,
+                                     &target, -1, &l->target_key))
            != NGX_OK)
     {
         return NGX_ERROR;

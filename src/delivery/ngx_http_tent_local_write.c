@@ -46,6 +46,15 @@ static ngx_http_tent_local_post_t *ngx_http_tent_local_post(
 static void ngx_http_tent_local_written(ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l);
+static ngx_int_t ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t **post,
+    json_t **target, ngx_uint_t *write);
+static ngx_int_t ngx_http_tent_local_ref_rows(
+    ngx_http_tent_local_batch_t *b, ngx_http_tent_local_t *l,
+    ngx_http_tent_local_post_t *lp, ngx_http_tent_received_t *st,
+    json_t *post, json_t *target);
+static ngx_int_t ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp);
 
 
 void
@@ -339,8 +348,11 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
 
     /* the keys read are the keys the rules name, or it is tried again */
 
-    if (ngx_http_tent_post_key(b->pool, &l->to->entity, &st.entity, &st.id,
-                               -1, &key)
+    if ((ngx_http_tent_local_refs(l)
+         ? ngx_http_tent_ref_key(b->pool, &l->to->entity, &st.entity, &st.id,
+                                 &key)
+         : ngx_http_tent_post_key(b->pool, &l->to->entity, &st.entity,
+                                  &st.id, -1, &key))
         != NGX_OK
         || key.len != l->copy_key.len
         || ngx_memcmp(key.data, l->copy_key.data, key.len) != 0
@@ -351,6 +363,19 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     }
 
     status = NGX_HTTP_OK;
+
+    /* the post stays in its author's rows: the recipient's references */
+
+    if (ngx_http_tent_local_refs(l)) {
+        if (ngx_http_tent_local_ref(b, l, &st, &current, &copy, &write)
+            != NGX_OK)
+        {
+            status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            write = 0;
+        }
+
+        goto settle;
+    }
 
     if (!(l->found & 1)) {
 
@@ -429,7 +454,11 @@ settle:
 
     i = 0;
 
-    if (write
+    if (write && ngx_http_tent_local_refs(l)) {
+        i = (ngx_http_tent_local_ref_rows(b, l, lp, &st, current, copy)
+             != NGX_OK);
+
+    } else if (write
         && (ngx_http_tent_received_rows(b->pool, &l->to->entity, b->wop, &st,
                                         &value,
                                         NGX_HTTP_TENT_RECEIVED_ROW
@@ -576,4 +605,284 @@ ngx_http_tent_local_apps(ngx_http_tent_local_batch_t *b,
                    "has no outbox row", &l->to->entity);
 
     return 0;
+}
+
+
+/*
+ * tent_same_node_rows index: what the references will be.  A first
+ * delivery, or a newer version than the "l" row names (keeping its
+ * times, so its feed rows keep their keys), is written; an equal or
+ * older one is not.  "post": the received post with the times its rows
+ * are made of; "target": a delete post's target reference, as read.
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_received_t *st, json_t **post,
+    json_t **target, ngx_uint_t *write)
+{
+    json_t       *current, *p;
+    const char  **k;
+
+    static const char  *kept[] = { "received_at", "published_at",
+                                   "updated_at", "rus", NULL };
+
+    *write = 0;
+    *post = NULL;
+    *target = NULL;
+    current = NULL;
+
+    if (l->found & 1) {
+        current = ngx_http_tent_json_parse(&l->copy, b->jobs->dl->log);
+
+        if (current == NULL
+            || ngx_http_tent_json_cleanup(b->pool, current) != NGX_OK)
+        {
+            json_decref(current);
+            return NGX_ERROR;
+        }
+
+        if (json_integer_value(json_object_get(current, "v")) >= st->version)
+        {
+            return NGX_OK;
+        }
+    }
+
+    /*
+     * The batch's post is its recipients': a newer version gets a copy
+     * of its top level with the reference's times
+     */
+
+    p = st->post;
+
+    if (current) {
+        p = json_copy(st->post);
+
+        if (p == NULL || ngx_http_tent_json_cleanup(b->pool, p) != NGX_OK) {
+            json_decref(p);
+            return NGX_ERROR;
+        }
+
+        for (k = kept; *k; k++) {
+            json_object_set(p, *k, json_object_get(current, *k));
+        }
+    }
+
+    if (l->found & 2) {
+        *target = ngx_http_tent_json_parse(&l->target, b->jobs->dl->log);
+
+        if (*target == NULL
+            || ngx_http_tent_json_cleanup(b->pool, *target) != NGX_OK)
+        {
+            json_decref(*target);
+            *target = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    *post = p;
+    *write = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The references into the batch's write: the "l" row (where the post is,
+ * the follower row it came by, the version, the times), three feed rows
+ * that say the same, the outbox row for the recipient's apps (whose
+ * fan-out reads the author's post), and a delete's target references
+ * removed.  No copy, no version row.  What all the post's recipients
+ * share is made once a batch (ngx_http_tent_local_ref_once); a
+ * recipient's own rows are printed, not packed and dumped.
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref_rows(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp,
+    ngx_http_tent_received_t *st, json_t *post, json_t *target)
+{
+    u_char     *p;
+    size_t      len;
+    json_t     *gone;
+    int64_t     ra;
+    ngx_str_t   key, value, index, fid;
+    ngx_uint_t  i;
+
+    fid = l->task->row.to;             /* a follower's job, claimed so */
+
+    if (l->task->row.kind != NGX_HTTP_TENT_JOB_FOLLOWER
+        || fid.len == 0 || fid.len > 128
+        || ngx_http_tent_local_ref_once(b, l, lp) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* an id is printed as it is: only what needs no escape */
+
+    for (i = 0; i < fid.len; i++) {
+        if (!((fid.data[i] >= '0' && fid.data[i] <= '9')
+              || (fid.data[i] >= 'a' && fid.data[i] <= 'z')
+              || (fid.data[i] >= 'A' && fid.data[i] <= 'Z')
+              || fid.data[i] == '-' || fid.data[i] == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    ra = (int64_t) json_integer_value(json_object_get(post, "received_at"));
+
+    len = sizeof("{,\"f\":\"\",\"v\":,\"rus\":,\"received_at\":,"
+                 "\"published_at\":,\"updated_at\":}")
+          + lp->author.len + fid.len + 5 * NGX_INT64_LEN;
+
+    value.data = ngx_pnalloc(b->pool, len);
+    if (value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.len = ngx_sprintf(value.data,
+                            "{%V,\"f\":\"%V\",\"v\":%L,\"rus\":%L,"
+                            "\"received_at\":%L,\"published_at\":%L,"
+                            "\"updated_at\":%L}",
+                            &lp->author, &fid, (int64_t) st->version,
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "rus")),
+                            ra,
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "published_at")),
+                            (int64_t) json_integer_value(
+                                json_object_get(post, "updated_at")))
+                - value.data;
+
+    /* the feed rows' value: the post's, less its "}", then the rest */
+
+    len = lp->index.len + 1 + lp->author.len
+          + sizeof(",\"f\":\"\",\"ra\":}") + fid.len + NGX_INT64_LEN;
+
+    index.data = ngx_pnalloc(b->pool, len);
+    if (index.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(index.data, lp->index.data, lp->index.len - 1);
+    index.len = ngx_sprintf(p, ",%V,\"f\":\"%V\",\"ra\":%L}",
+                            &lp->author, &fid, ra)
+                - index.data;
+
+    if (ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
+                              &st->id, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(b->wop, &key, &value) != NGX_OK
+        || ngx_http_tent_post_index_ref_rows(b->pool, &l->to->entity, b->wop,
+                                             post, &index, 0)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the apps' fan-out reads the post where "l" says it is */
+
+    if (ngx_http_tent_local_apps(b, l)
+        && ngx_http_tent_delivery_mark(b->pool, &l->to->entity, b->wop,
+                                       lp->told)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (target == NULL) {
+        return NGX_OK;
+    }
+
+    /* a delete post: the references of the post it names go */
+
+    gone = json_pack("{s:s%, s:s%, s:O, s:O, s:O, s:O}",
+                     "entity", st->entity.data, st->entity.len,
+                     "id", st->deletes.data, st->deletes.len,
+                     "rus", json_object_get(target, "rus"),
+                     "received_at", json_object_get(target, "received_at"),
+                     "published_at", json_object_get(target, "published_at"),
+                     "updated_at", json_object_get(target, "updated_at"));
+
+    if (gone == NULL || ngx_http_tent_json_cleanup(b->pool, gone) != NGX_OK) {
+        json_decref(gone);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_ref_key(b->pool, &l->to->entity, &st->entity,
+                              &st->deletes, &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_del(b->wop, &key) != NGX_OK
+        || ngx_http_tent_post_index_ref_rows(b->pool, &l->to->entity, b->wop,
+                                             gone, NULL, 1)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
+                   "tent local batch: \"%V\": references of post \"%V\" "
+                   "removed", &l->to->entity, &st->deletes);
+
+    return NGX_OK;
+}
+
+
+/*
+ * What every recipient of a post in the batch shares: its feed rows'
+ * value, the author as JSON ("l"), and the post its apps' outbox rows
+ * are made of (the post and "l": ngx_http_tent_delivery_mark() reads
+ * no time of it)
+ */
+
+static ngx_int_t
+ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_http_tent_local_post_t *lp)
+{
+    json_t     *a;
+    ngx_str_t  *author;
+
+    if (lp->told) {
+        return NGX_OK;
+    }
+
+    author = &l->task->task.ent->entity;
+
+    a = json_pack("{s:s%}", "l", author->data, author->len);
+
+    if (a == NULL || ngx_http_tent_json_cleanup(b->pool, a) != NGX_OK) {
+        json_decref(a);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_json_dump(b->pool, a, &lp->author) != NGX_OK
+        || lp->author.len < 2
+        || ngx_http_tent_post_index_dump(b->pool, lp->st.post, &lp->index)
+           != NGX_OK
+        || lp->index.len < 2)
+    {
+        return NGX_ERROR;
+    }
+
+    /* "l":"<author>", without the braces */
+
+    lp->author.data++;
+    lp->author.len -= 2;
+
+    lp->told = json_copy(lp->st.post);
+
+    if (lp->told == NULL
+        || ngx_http_tent_json_cleanup(b->pool, lp->told) != NGX_OK)
+    {
+        json_decref(lp->told);
+        lp->told = NULL;
+        return NGX_ERROR;
+    }
+
+    if (json_object_set(lp->told, "l", json_object_get(a, "l")) != 0) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }

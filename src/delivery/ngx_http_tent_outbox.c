@@ -111,6 +111,12 @@ ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
     if (received) {
         json_object_set(row, "entity", json_object_get(post, "entity"));
 
+        /* a same-node reference: the post is in its author's rows */
+
+        if (json_is_string(json_object_get(post, "l"))) {
+            json_object_set(row, "l", json_object_get(post, "l"));
+        }
+
     } else if (mentions) {
         json_object_set_new(row, "mentions", json_true());
 

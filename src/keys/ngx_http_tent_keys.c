@@ -51,7 +51,8 @@ static u_char  ngx_http_tent_tables[] = {
     'D',    /* DELIVERY */
     'X',    /* DELIVERY_ENDED */
     'Q',    /* QUOTA: the counts a quota limits */
-    'z'     /* BLOCK: the entities the owner blocked */
+    'z',    /* BLOCK: the entities the owner blocked */
+    'l'     /* LOCAL_REF: a same-node post, kept in its author's rows */
 };
 
 
@@ -545,6 +546,34 @@ ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
     return ngx_http_tent_key(pool, entity,
                              version >= 0 ? NGX_HTTP_TENT_TABLE_POST_VERSION
                                           : NGX_HTTP_TENT_TABLE_POST,
+                             &rest, key);
+}
+
+
+/*
+ * "<entity> l <post entity> 0x00 <id>": the reference to a post of an
+ * entity of the same store, which keeps it (docs/federation.md, "Index
+ * rows, not copies")
+ */
+
+ngx_int_t
+ngx_http_tent_ref_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_str_t *id, ngx_str_t *key)
+{
+    u_char     *p;
+    ngx_str_t   rest;
+
+    rest.len = post_entity->len + 1 + id->len;
+    rest.data = ngx_pnalloc(pool, rest.len);
+    if (rest.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rest.data, post_entity->data, post_entity->len);
+    *p++ = '\0';
+    ngx_memcpy(p, id->data, id->len);
+
+    return ngx_http_tent_key(pool, entity, NGX_HTTP_TENT_TABLE_LOCAL_REF,
                              &rest, key);
 }
 

@@ -47,6 +47,7 @@
 #define NGX_HTTP_TENT_TABLE_DELIVERY_ENDED    24
 #define NGX_HTTP_TENT_TABLE_QUOTA             25
 #define NGX_HTTP_TENT_TABLE_BLOCK             26
+#define NGX_HTTP_TENT_TABLE_LOCAL_REF         27
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -95,6 +96,8 @@ ngx_int_t ngx_http_tent_history_key(ngx_pool_t *pool, ngx_str_t *entity,
 /* posts, their versions and the feed indexes */
 ngx_int_t ngx_http_tent_post_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *post_entity, ngx_str_t *id, ngx_int_t version, ngx_str_t *key);
+ngx_int_t ngx_http_tent_ref_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *post_entity, ngx_str_t *id, ngx_str_t *key);
 ngx_int_t ngx_http_tent_key_version(ngx_str_t *key, uint32_t *version);
 ngx_int_t ngx_http_tent_index_key(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_uint_t column, uint64_t seconds, uint64_t ms, ngx_str_t *post_entity,

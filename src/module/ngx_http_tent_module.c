@@ -55,6 +55,12 @@ static ngx_conf_num_bounds_t  ngx_http_tent_store_write_buffer_bounds = {
     ngx_conf_check_num_bounds, 64 * 1024, 1024 * 1024 * 1024
 };
 
+static ngx_conf_enum_t  ngx_http_tent_same_node_rows[] = {
+    { ngx_string("copy"), NGX_HTTP_TENT_SAME_NODE_COPY },
+    { ngx_string("index"), NGX_HTTP_TENT_SAME_NODE_INDEX },
+    { ngx_null_string, 0 }
+};
+
 
 static ngx_command_t  ngx_http_tent_commands[] = {
 
@@ -316,6 +322,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("tent_same_node_rows"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_tent_main_conf_t, same_node_rows),
+      &ngx_http_tent_same_node_rows },
 
     { ngx_string("tent_delivery_attempts"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,

@@ -68,6 +68,7 @@ ngx_http_tent_create_main_conf(ngx_conf_t *cf)
     mcf->delivery_interval = NGX_CONF_UNSET_MSEC;
     mcf->delivery_concurrency = NGX_CONF_UNSET_UINT;
     mcf->delivery_attempts = NGX_CONF_UNSET_UINT;
+    mcf->same_node_rows = NGX_CONF_UNSET_UINT;
     mcf->delivery_retry = NGX_CONF_UNSET_MSEC;
     mcf->delivery_retry_max = NGX_CONF_UNSET_MSEC;
     mcf->delivery_host_concurrency = NGX_CONF_UNSET_UINT;
@@ -118,6 +119,8 @@ ngx_http_tent_outbound_init(ngx_conf_t *cf, ngx_http_tent_main_conf_t *mcf)
     ngx_conf_init_msec_value(mcf->delivery_interval, 1000);
     ngx_conf_init_uint_value(mcf->delivery_concurrency, 16);
     ngx_conf_init_uint_value(mcf->delivery_attempts, 12);
+    ngx_conf_init_uint_value(mcf->same_node_rows,
+                             NGX_HTTP_TENT_SAME_NODE_COPY);
     ngx_conf_init_msec_value(mcf->delivery_retry, 30000);
     ngx_conf_init_msec_value(mcf->delivery_retry_max, 6 * 3600 * 1000);
     ngx_conf_init_value(mcf->dead_letter_time, 7 * 86400);

@@ -662,6 +662,17 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     st = ctx->state;
 
     if (op->status != NGX_HTTP_TENT_STORE_OK) {
+
+        /* another's post with no copy: maybe a same-node reference */
+
+        if (st && !st->versions && st->attachment.len == 0
+            && (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
+            && ngx_http_arg(r, (u_char *) "version", 7, &value) != NGX_OK
+            && !ngx_http_tent_post_original(ctx, &st->post_entity))
+        {
+            return ngx_http_tent_post_ref_read(r, ctx);
+        }
+
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 

@@ -81,6 +81,12 @@ ngx_int_t ngx_http_tent_post_index(ngx_http_request_t *r,
     ngx_uint_t del);
 ngx_int_t ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del);
+/* the same for a same-node reference: its value given */
+ngx_int_t ngx_http_tent_post_index_ref_rows(ngx_pool_t *pool,
+    ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *post,
+    ngx_str_t *given, ngx_uint_t del);
+ngx_int_t ngx_http_tent_post_index_dump(ngx_pool_t *pool, json_t *post,
+    ngx_str_t *v);
 
 
 #endif /* _NGX_HTTP_TENT_POSTS_H_INCLUDED_ */

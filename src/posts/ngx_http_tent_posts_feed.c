@@ -127,7 +127,44 @@ ngx_int_t
 ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post, ngx_uint_t del)
 {
-    json_t      *value;
+    return ngx_http_tent_post_index_ref_rows(pool, owner, op, post, NULL,
+                                             del);
+}
+
+
+/* a post's index value as its three rows hold it */
+
+ngx_int_t
+ngx_http_tent_post_index_dump(ngx_pool_t *pool, json_t *post, ngx_str_t *v)
+{
+    json_t  *value;
+
+    value = ngx_http_tent_post_index_value(post);
+
+    if (value == NULL
+        || ngx_http_tent_json_cleanup(pool, value) != NGX_OK
+        || ngx_http_tent_json_dump(pool, value, v) != NGX_OK)
+    {
+        json_decref(value);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * With "given", a same-node reference's value: the index value with
+ * where the post is ("l", "f") and when the recipient got it ("ra"), so
+ * that a feed read finds it (ngx_http_tent_post_ref.c); made once a batch
+ * by same-node delivery, not once a recipient
+ */
+
+ngx_int_t
+ngx_http_tent_post_index_ref_rows(ngx_pool_t *pool, ngx_str_t *owner,
+    ngx_http_tent_store_op_t *op, json_t *post, ngx_str_t *given,
+    ngx_uint_t del)
+{
     uint64_t     seconds, ms;
     ngx_str_t    entity, id, key, v;
     ngx_uint_t   i;
@@ -143,17 +180,14 @@ ngx_http_tent_post_index_rows(ngx_pool_t *pool, ngx_str_t *owner,
 
     ms = (uint64_t) json_integer_value(json_object_get(post, "rus"));
 
-    value = NULL;
+    ngx_str_null(&v);
 
-    if (!del) {
-        value = ngx_http_tent_post_index_value(post);
-        if (value == NULL
-            || ngx_http_tent_json_cleanup(pool, value) != NGX_OK
-            || ngx_http_tent_json_dump(pool, value, &v) != NGX_OK)
-        {
-            json_decref(value);
-            return NGX_ERROR;
-        }
+    if (given) {
+        v = *given;
+
+    } else if (!del && ngx_http_tent_post_index_dump(pool, post, &v) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     for (i = 0; i < 3; i++) {
@@ -347,11 +381,10 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     json_t                    *value;
     uint64_t                   seconds;
     ngx_int_t                  rc;
-    ngx_str_t                  key, v, entity, id, last, *pk;
-    ngx_uint_t                 n, done;
+    ngx_str_t                  key, v, entity, id, last;
+    ngx_uint_t                 n, done, ref;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_query_t     *q;
-    ngx_http_tent_store_op_t  *mget;
 
     ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
     if (ctx == NULL) {
@@ -385,26 +418,25 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
         }
 
         if (ngx_http_tent_query_match(ctx, q, &entity, value)) {
-            q->count++;
 
-            if (!q->count_only) {
-                pk = ngx_array_push(&q->found);
-                if (pk == NULL) {
+            /* a same-node reference counts once its post is read */
+
+            ref = (json_object_get(value, "l") != NULL);
+
+            if (!ref || !q->count_only) {
+                q->count++;
+            }
+
+            if (!q->count_only || ref) {
+                if (ngx_http_tent_query_keep(r, ctx, q, value, &entity, &id)
+                    != NGX_OK)
+                {
                     json_decref(value);
                     return ngx_http_tent_internal_error(r,
                                "keeping a row of the page");
                 }
 
-                if (ngx_http_tent_post_key(r->pool, &ctx->entity, &entity,
-                                           &id, -1, pk)
-                    != NGX_OK)
-                {
-                    json_decref(value);
-                    return ngx_http_tent_internal_error(r,
-                               "building a page post's key");
-                }
-
-                if (q->found.nelts >= q->limit) {
+                if (!q->count_only && q->found.nelts >= q->limit) {
                     done = 1;
                 }
             }
@@ -431,6 +463,8 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
      * empty scan is the end.
      */
 
+    q->more = 0;
+
     if (!done && n > 0
         && q->scanned < NGX_HTTP_TENT_SCAN_MAX)
     {
@@ -444,32 +478,29 @@ ngx_http_tent_query_batch(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
                        "building the key after the batch");
         }
 
-        return ngx_http_tent_query_scan(r, ctx);
+        q->more = 1;
     }
 
     if (q->count_only) {
-        return ngx_http_tent_query_reply(r, ctx, NULL);
+
+        /* the batch's references: their posts read, then on */
+
+        if (q->found.nelts) {
+            return ngx_http_tent_query_read(r, q,
+                                            ngx_http_tent_query_counted);
+        }
+
+        return q->more ? ngx_http_tent_query_scan(r, ctx)
+                       : ngx_http_tent_query_reply(r, ctx, NULL);
+    }
+
+    if (q->more) {
+        return ngx_http_tent_query_scan(r, ctx);
     }
 
     /* the page's posts in one read */
 
-    mget = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-
-    if (mget == NULL || ngx_http_tent_store_mget(mget) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "building the read of the page");
-    }
-
-    pk = q->found.elts;
-
-    for (n = 0; n < q->found.nelts; n++) {
-        if (ngx_http_tent_store_mget_key(mget, &pk[n]) != NGX_OK) {
-            return ngx_http_tent_internal_error(r,
-                       "adding a post to the read of the page");
-        }
-    }
-
-    return ngx_http_tent_store_submit_request(r, mget,
-                                              ngx_http_tent_query_fetched);
+    return ngx_http_tent_query_read(r, q, ngx_http_tent_query_fetched);
 }
 
 
@@ -479,8 +510,7 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
 {
     json_t                 *list, *post, *out;
     ngx_int_t               rc;
-    ngx_str_t               value;
-    ngx_uint_t              found;
+    ngx_uint_t              n, ref;
     ngx_http_tent_ctx_t    *ctx;
     ngx_http_tent_query_t  *q;
 
@@ -496,15 +526,17 @@ ngx_http_tent_query_fetched(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "making the page");
     }
 
-    while ((rc = ngx_http_tent_store_next_value(op, &found, &value))
-           == NGX_OK)
-    {
-        if (!found) {
-            /* deleted between the scan and now */
-            continue;
+    ref = 0;
+    rc = NGX_OK;
+
+    for (n = 0; n < q->found.nelts; n++) {
+        post = ngx_http_tent_query_post(r, ctx, op, n, &ref, &rc);
+
+        if (rc != NGX_OK) {
+            rc = NGX_ERROR;
+            break;
         }
 
-        post = ngx_http_tent_json_parse(&value, r->connection->log);
         if (post == NULL) {
             continue;
         }

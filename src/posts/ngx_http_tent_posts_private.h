@@ -61,6 +61,14 @@ typedef struct {
 } ngx_http_tent_post_state_t;
 
 
+/* a same-node reference of a feed's read: its follower row's key */
+typedef struct {
+    ngx_uint_t                      at;          /* in "found" */
+    ngx_str_t                       fkey;
+    json_int_t                      received_at;
+} ngx_http_tent_query_ref_t;
+
+
 /* a feed query: GET and HEAD /posts, /posts/count, a post's mentions */
 typedef struct {
     ngx_uint_t                      column;      /* INDEX_* */
@@ -85,6 +93,8 @@ typedef struct {
     ngx_uint_t                      count;
     ngx_uint_t                      scanned;
     ngx_array_t                     found;
+    ngx_array_t                     refs;        /* _query_ref_t */
+    ngx_uint_t                      more;        /* a count's scan */
     ngx_http_tent_cached_t          cached;
     ngx_uint_t                      cache;
 } ngx_http_tent_query_t;
@@ -115,6 +125,25 @@ ngx_int_t ngx_http_tent_post_record_visible(ngx_http_tent_ctx_t *ctx,
 json_t *ngx_http_tent_post_render(ngx_http_tent_ctx_t *ctx, json_t *post);
 json_t *ngx_http_tent_post_render_view(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
+
+/* ngx_http_tent_post_ref.c: same-node references */
+ngx_int_t ngx_http_tent_post_ref_keys(ngx_pool_t *pool, json_t *ref,
+    ngx_str_t *id, ngx_str_t *pkey, ngx_str_t *fkey);
+json_t *ngx_http_tent_post_ref_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *raw, ngx_str_t *follower,
+    json_int_t received_at);
+ngx_int_t ngx_http_tent_post_ref_read(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_query_keep(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_query_t *q, json_t *value,
+    ngx_str_t *entity, ngx_str_t *id);
+ngx_int_t ngx_http_tent_query_read(ngx_http_request_t *r,
+    ngx_http_tent_query_t *q, ngx_http_tent_request_done_pt handler);
+json_t *ngx_http_tent_query_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, ngx_uint_t n,
+    ngx_uint_t *ref, ngx_int_t *rc);
+ngx_int_t ngx_http_tent_query_counted(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
 
 /* ngx_http_tent_attachments.c */
 ngx_int_t ngx_http_tent_post_attachments(ngx_http_request_t *r,
