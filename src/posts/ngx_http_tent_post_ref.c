@@ -22,7 +22,7 @@
 
 #define NGX_HTTP_TENT_POSTS_PRIVATE  1
 
-#include "ngx_http_tent_module.h"
+#include "ngx_http_tent_base.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_posts.h"
