@@ -133,7 +133,10 @@ ngx_http_tent_ipc_sockaddr(ngx_http_tent_store_t *store,
 /*
  * Who listens on the path now, if it is not our nginx: another nginx on
  * the same store, whose owner serves its workers there.  0: nobody (a
- * stale file, no file), or one of ours (a reload, a binary upgrade).
+ * stale file, no file), or one of ours (a reload, a binary upgrade);
+ * -1: someone whose queue of connections is full (EAGAIN: a listener
+ * that does not accept now, whose pid a refused connection cannot
+ * tell): not ours to take while another holds the database.
  */
 
 static ngx_pid_t
@@ -153,11 +156,16 @@ ngx_http_tent_ipc_stranger_listens(ngx_http_tent_store_t *store,
     pid = 0;
     len = sizeof(struct ucred);
 
-    if (connect(s, (struct sockaddr *) sun, sizeof(struct sockaddr_un)) == 0
-        && getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0
-        && !ngx_http_tent_store_kin(cred.pid))
+    if (connect(s, (struct sockaddr *) sun, sizeof(struct sockaddr_un)) == 0)
     {
-        pid = (cred.pid > 0) ? (ngx_pid_t) cred.pid : -1;
+        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0
+            && !ngx_http_tent_store_kin(cred.pid))
+        {
+            pid = (cred.pid > 0) ? (ngx_pid_t) cred.pid : -1;
+        }
+
+    } else if (ngx_socket_errno == NGX_EAGAIN) {
+        pid = -1;
     }
 
     (void) ngx_close_socket(s);
@@ -199,11 +207,20 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
     {
         pid = ngx_http_tent_ipc_stranger_listens(store, &sun);
 
-        if (pid) {
+        if (pid > 0) {
             ngx_log_error(NGX_LOG_ERR, store->log, 0,
                           "tent store: another nginx (pid %P) listens on "
                           "\"%V\": the socket is left to it until we open "
                           "the store", pid, &store->socket_path);
+            return NGX_DECLINED;
+        }
+
+        if (pid) {
+            ngx_log_error(NGX_LOG_ERR, store->log, 0,
+                          "tent store: another process listens on \"%V\" "
+                          "and accepts nothing now (its queue is full): "
+                          "the socket is left to it until we open the "
+                          "store", &store->socket_path);
             return NGX_DECLINED;
         }
     }
