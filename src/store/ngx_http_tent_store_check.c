@@ -920,7 +920,10 @@ ngx_http_tent_store_lock_check(ngx_cycle_t *cycle,
 
 
 /*
- * In a worker: is PID a worker of our nginx?  A sibling (our master's
+ * Is PID a process of our nginx?  With "master_process off" only this
+ * one is (no reload hands the store over to another process; another
+ * such nginx started from the same shell is a sibling, not ours).  In a
+ * worker: a worker of our nginx.  A sibling (our master's
  * child: the old owner on a reload), or across a binary upgrade a
  * worker of our master's parent (we are the new binary) or of its
  * child (we are the old one).  Anything else is another nginx: its
@@ -936,6 +939,10 @@ ngx_http_tent_store_kin(ngx_pid_t pid)
 
     if (pid <= 0) {
         return 0;
+    }
+
+    if (ngx_process == NGX_PROCESS_SINGLE) {
+        return (pid == ngx_pid);
     }
 
     master = getppid();

@@ -202,7 +202,8 @@ ngx_http_tent_ipc_listen(ngx_http_tent_store_t *store)
 
     /* once we hold the database, whoever listens has no store behind */
 
-    if (ngx_process == NGX_PROCESS_WORKER
+    if ((ngx_process == NGX_PROCESS_WORKER
+         || ngx_process == NGX_PROCESS_SINGLE)
         && store->state != NGX_HTTP_TENT_OWNER_OPEN)
     {
         pid = ngx_http_tent_ipc_stranger_listens(store, &sun);
