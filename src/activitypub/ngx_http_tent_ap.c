@@ -92,6 +92,19 @@ ngx_http_tent_ap_conf(ngx_conf_t *cf, ngx_http_tent_srv_conf_t *scf)
         return NGX_OK;
     }
 
+    /*
+     * open mode: any Host name is an entity, and an anonymous GET of
+     * its actor would make and store a key for each name made up
+     */
+
+    if (scf->entity->lengths && !scf->provisioning) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tent_activitypub\" with a variable "
+                           "\"tent_entity\" needs \"tent_provisioning "
+                           "on\"");
+        return NGX_ERROR;
+    }
+
     /* the keys' generation: off the event loop, on nginx's own pool */
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_tent_module);

@@ -158,25 +158,31 @@ ngx_http_tent_webfinger(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
                    "The resource must be an acct: URI or an http(s) URL");
     }
 
-    if (rc == NGX_DECLINED) {
-        return ngx_http_tent_ap_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
-    }
+    switch (rc) {
 
-    if (rc == NGX_AGAIN) {
+    case NGX_OK:
+        return ngx_http_tent_webfinger_reply(r, ctx, wf);
+
+    case NGX_AGAIN:
         return ngx_http_tent_webfinger_lookup(r, ctx, wf);
-    }
 
-    if (rc != NGX_OK) {
-        return rc;
-    }
+    case NGX_DECLINED:
+        return ngx_http_tent_ap_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
 
-    return ngx_http_tent_webfinger_reply(r, ctx, wf);
+    case NGX_ABORT:
+        return ngx_http_tent_ap_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "The resource is malformed");
+
+    default:
+        return ngx_http_tent_internal_error(r, "reading the resource");
+    }
 }
 
 
 /*
  * "acct:NAME@HOST".  NGX_OK: the request's entity; NGX_AGAIN: a
- * candidate of the registry; NGX_DECLINED: none of ours; else a reply.
+ * candidate of the registry; NGX_DECLINED: none of ours; NGX_ABORT:
+ * malformed; NGX_ERROR: no memory.  Nothing is sent here.
  */
 
 static ngx_int_t
@@ -196,8 +202,7 @@ ngx_http_tent_webfinger_acct(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     if (at == NULL || at == res->data + 5 || at + 1 == last) {
-        return ngx_http_tent_ap_error(r, NGX_HTTP_BAD_REQUEST,
-                                      "The resource is malformed");
+        return NGX_ABORT;
     }
 
     name.data = res->data + 5;
@@ -239,7 +244,7 @@ ngx_http_tent_webfinger_acct(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         wf->entity.len = ctx->origin.len + dir.len + name.len;
         wf->entity.data = ngx_pnalloc(r->pool, wf->entity.len);
         if (wf->entity.data == NULL) {
-            return ngx_http_tent_internal_error(r, "naming the entity");
+            return NGX_ERROR;
         }
 
         p = ngx_cpymem(wf->entity.data, ctx->origin.data, ctx->origin.len);
@@ -269,7 +274,7 @@ ngx_http_tent_webfinger_acct(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
-/* the entity URL itself, in any of its spellings */
+/* the entity URL itself, in any of its spellings; as the acct: one */
 
 static ngx_int_t
 ngx_http_tent_webfinger_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
@@ -282,12 +287,11 @@ ngx_http_tent_webfinger_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     rc = ngx_http_tent_entity_canonical(r->pool, res, &url);
 
     if (rc == NGX_ERROR) {
-        return ngx_http_tent_internal_error(r, "reading the resource URL");
+        return NGX_ERROR;
     }
 
     if (rc != NGX_OK) {
-        return ngx_http_tent_ap_error(r, NGX_HTTP_BAD_REQUEST,
-                                      "The resource is malformed");
+        return NGX_ABORT;
     }
 
     if (ngx_http_tent_entity_eq(&url, &ctx->entity)) {

@@ -57,7 +57,20 @@ __DATA__
 
 
 
-=== TEST 5: not a flag
+=== TEST 5: a variable tent_entity in the open mode
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://$host:$TEST_NGINX_SERVER_PORT;
+    tent_provisioning off;
+    tent_activitypub on;
+--- must_die
+--- error_log
+"tent_activitypub" with a variable "tent_entity" needs "tent_provisioning on"
+
+
+
+=== TEST 6: not a flag
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -69,7 +82,7 @@ invalid value "yes" in "tent_activitypub" directive
 
 
 
-=== TEST 6: off by default: no WebFinger (nginx's own 404)
+=== TEST 7: off by default: no WebFinger (nginx's own 404)
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -81,7 +94,7 @@ GET /.well-known/webfinger?resource=acct:localhost@localhost
 
 
 
-=== TEST 7: off by default: the entity URL asked for as ActivityStreams is the page
+=== TEST 8: off by default: the entity URL asked for as ActivityStreams is the page
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -100,7 +113,7 @@ Tent!
 
 
 
-=== TEST 8: off by default: no actor routes under the API root
+=== TEST 9: off by default: no actor routes under the API root
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config
@@ -112,7 +125,7 @@ GET /tent/activitypub/outbox
 
 
 
-=== TEST 9: on, named: it loads
+=== TEST 10: on, named: it loads
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config

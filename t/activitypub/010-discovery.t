@@ -238,6 +238,26 @@ $a = actor($P)->{json};
 ok(!exists $a->{name} && !exists $a->{icon},
    'a section not public is not in the actor');
 
+# each reply answered once: no second reply after an error, no 500
+sub log_clean {
+    my ($p, $what) = @_;
+    my @bad = grep { /\[(alert|emerg|crit)\]|header already sent|tent: .* failed/ }
+                   split /^/, $p->error_log_text;
+    ok(!@bad, "$what: no alert, no failed step in the error log")
+        or diag join '', @bad[0 .. ($#bad < 4 ? $#bad : 4)];
+}
+# the owner's export: the key's row is not one of its sections
+my ($ex, $exporter) = $c->authorized_app(
+    'read_secrets,read_profile,read_followers,read_followings,read_groups,'
+    . 'read_posts', info_types => 'all', post_types => 'all');
+my $doc = Tent::Util::export_document(port => $P, cred => $exporter);
+ok($doc && $doc->{complete}, 'the owner\'s export');
+my $text = encode_json($doc // {});
+push @replies, $text;
+unlike($text, qr/BEGIN PUBLIC KEY|PRIVATE KEY/, '... no key in it');
+
+log_clean($peer, 'one entity');
+
 # after a restart: the same key
 $peer->restart;
 $res = actor($P);
@@ -290,6 +310,7 @@ $pem2 =~ s/\|/\n/g;
 is(pem_kind($pem2), 'RSA 2048', '... RSA 2048');
 isnt($pem2, $pem, 'another entity, another key');
 is(actor($P2)->{json}{publicKey}{publicKeyPem}, $pem2, 'kept');
+log_clean($peer2, 'concurrent first requests');
 my $dir = $peer2->servroot;
 $peer2->stop;
 my $rows = grep { /004b6d61696e\t/ } Tent::Util::ldb_rows("$dir/tent_temp/db");
@@ -397,6 +418,7 @@ $res = req(port => $HP, path => '/.well-known/nodeinfo/2.1',
            headers => { Host => "q.test:$HP" });
 is_deeply($res->{json}{usage}{users}, {},
           'on paths: nodeinfo scans no registry, says no count');
+log_clean($host, 'tenants');
 $host->stop;
 
 # ---- the private key: in no reply
