@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
+#include <openssl/err.h>
 
 
 #define NGX_HTTP_TENT_AP_KEY_BITS    2048
@@ -76,7 +77,7 @@ static ngx_queue_t  ngx_http_tent_ap_keygens;
 static ngx_uint_t   ngx_http_tent_ap_nkeygens;
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ap_key_row(ngx_pool_t *pool, ngx_str_t *entity, ngx_str_t *key)
 {
     ngx_str_t  rest;
@@ -493,4 +494,73 @@ ngx_http_tent_ap_key_stored(ngx_http_request_t *r,
                    "tent ap: the key of \"%V\" written", &ctx->entity);
 
     return kr->done(r, ctx, &kr->key);
+}
+
+
+/*
+ * An imported key (ngx_http_tent_import_rows.c): a PEM private key, RSA
+ * of 2048 to 4096 bits, and its public part as the actor shows it
+ */
+
+ngx_int_t
+ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
+    ngx_str_t *public_pem, const char **error)
+{
+    BIO       *in, *out;
+    char      *p;
+    long       n;
+    ngx_int_t  rc;
+    EVP_PKEY  *pkey;
+
+    *error = "private must be a PEM RSA key of 2048 to 4096 bits";
+
+    if (private_pem->len == 0 || private_pem->len > 8192) {
+        return NGX_DECLINED;
+    }
+
+    rc = NGX_DECLINED;
+    pkey = NULL;
+    out = NULL;
+
+    in = BIO_new_mem_buf(private_pem->data, (int) private_pem->len);
+    if (in == NULL) {
+        return NGX_ERROR;
+    }
+
+    pkey = PEM_read_bio_PrivateKey(in, NULL, NULL, (void *) "");
+
+    if (pkey == NULL || EVP_PKEY_base_id(pkey) != EVP_PKEY_RSA
+        || EVP_PKEY_bits(pkey) < 2048 || EVP_PKEY_bits(pkey) > 4096)
+    {
+        goto done;
+    }
+
+    out = BIO_new(BIO_s_mem());
+
+    if (out == NULL || PEM_write_bio_PUBKEY(out, pkey) != 1) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    n = BIO_get_mem_data(out, &p);
+
+    public_pem->data = ngx_pnalloc(pool, n);
+    if (n <= 0 || public_pem->data == NULL) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    ngx_memcpy(public_pem->data, p, n);
+    public_pem->len = n;
+
+    rc = NGX_OK;
+
+done:
+
+    ERR_clear_error();
+    BIO_free(in);
+    BIO_free(out);
+    EVP_PKEY_free(pkey);
+
+    return rc;
 }
