@@ -66,6 +66,8 @@ ngx_int_t ngx_http_tent_ap_actor_handler(ngx_http_request_t *r);
 /* ngx_http_tent_ap_keys.c: the actor's key, made on first use */
 ngx_int_t ngx_http_tent_ap_key(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_pt done);
+ngx_int_t ngx_http_tent_ap_key_rotate(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_ap_key_row(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,

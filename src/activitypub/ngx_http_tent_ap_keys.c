@@ -18,6 +18,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
@@ -54,6 +55,7 @@ typedef struct {
     ngx_http_request_t             *request;
     ngx_http_tent_ap_key_pt         done;
     ngx_uint_t                      tries;
+    ngx_uint_t                      rotate;      /* the owner's new key */
     ngx_http_tent_ap_key_t          key;
 } ngx_http_tent_ap_keyreq_t;
 
@@ -70,6 +72,8 @@ static ngx_int_t ngx_http_tent_ap_key_store(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_ap_key_stored(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_key_rotated(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
 
 
 /* this worker's generations in flight */
@@ -434,7 +438,76 @@ ngx_http_tent_ap_keygen_done(ngx_event_t *ev)
 }
 
 
-/* the first write wins: put if absent, else read the one written */
+/*
+ * POST {api}/activitypub/key: the owner's new key (write_secrets), made
+ * as a first one is, written over the old one.  Servers that cached the
+ * old key fetch the actor again when a signature fails.
+ */
+
+ngx_int_t
+ngx_http_tent_ap_key_rotate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t                   rc;
+    ngx_http_tent_ap_keyreq_t  *kr;
+    ngx_http_tent_srv_conf_t   *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    /* nothing of the body is read: it goes before the wait */
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (!scf->activitypub) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
+    }
+
+    if (!ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_WRITE_SECRETS)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "Unauthorized");
+    }
+
+    kr = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_keyreq_t));
+    if (kr == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the key's state");
+    }
+
+    kr->request = r;
+    kr->done = ngx_http_tent_ap_key_rotated;
+    kr->rotate = 1;
+    ctx->state = kr;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent ap: a new key of \"%V\" asked for", &ctx->entity);
+
+    return ngx_http_tent_ap_key_make(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_key_rotated(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_ap_key_t *key)
+{
+    json_t  *reply;
+
+    reply = ngx_http_tent_json_own(r->pool, json_pack(
+                "{s:s%}", "public", key->public_pem.data,
+                key->public_pem.len));
+
+    if (reply == NULL) {
+        return ngx_http_tent_internal_error(r, "writing the new key");
+    }
+
+    return ngx_http_tent_send_json(r, NGX_HTTP_OK, reply);
+}
+
+
+/*
+ * The first write wins: put if absent, else read the one written.  The
+ * owner's new key is put whatever was there.
+ */
 
 static ngx_int_t
 ngx_http_tent_ap_key_store(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
@@ -456,9 +529,19 @@ ngx_http_tent_ap_key_store(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (row == NULL || op == NULL
         || ngx_http_tent_json_dump(r->pool, row, &value) != NGX_OK
-        || ngx_http_tent_ap_key_row(r->pool, &ctx->entity, &key) != NGX_OK
-        || ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK)
+        || ngx_http_tent_ap_key_row(r->pool, &ctx->entity, &key) != NGX_OK)
     {
+        return ngx_http_tent_internal_error(r, "building the key's write");
+    }
+
+    if (kr->rotate) {
+        if (ngx_http_tent_store_write(op, 1) != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r, "building the key's write");
+        }
+
+    } else if (ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "building the key's write");
     }
 
@@ -482,7 +565,7 @@ ngx_http_tent_ap_key_stored(ngx_http_request_t *r,
 
     kr = ctx->state;
 
-    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT) {
+    if (op->status == NGX_HTTP_TENT_STORE_CONFLICT && !kr->rotate) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent ap: another key of \"%V\" was written first",
                        &ctx->entity);

@@ -286,6 +286,11 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_ap_not_yet,
       0 },
 
+    { ngx_string("/activitypub/key"),
+      NGX_HTTP_POST,
+      ngx_http_tent_ap_key_rotate,
+      0 },
+
     { ngx_string("/activitypub/outbox"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_ap_not_yet,

@@ -125,7 +125,19 @@ GET /tent/activitypub/outbox
 
 
 
-=== TEST 10: on, named: it loads
+=== TEST 10: off by default: no key route
+--- http_config
+    tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
+--- config
+    tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
+--- request
+POST /tent/activitypub/key
+--- error_code: 404
+--- response_body_like: "error"
+
+
+
+=== TEST 11: on, named: it loads
 --- http_config
     tent_store $TEST_NGINX_SERVER_ROOT/tent_temp;
 --- config

@@ -92,6 +92,34 @@ sub genkey {
     return $k;
 }
 
+# the owner's new key: write_secrets only
+my ($wo, $weak) = $b->client->authorized_app('write_profile',
+                                             info_types => 'all');
+$res = $b->client->request(POST => '/activitypub/key', body => '{}');
+is($res->{status}, 403, 'a new key, anonymous: 403');
+$res = $b->client->request(POST => '/activitypub/key', cred => $weak,
+                           body => '{}');
+is($res->{status}, 403, 'a new key without write_secrets: 403');
+is(key_of($b), $pem, '... the key unchanged');
+my ($ws, $secret) = $b->client->authorized_app('write_secrets',
+                                               info_types => 'all');
+$res = $b->client->request(POST => '/activitypub/key', cred => $secret,
+                           body => '{}');
+is($res->{status}, 200, 'a new key with write_secrets: 200')
+    or diag $res->{body};
+my $new = $res->{json}{public} // '';
+like($new, qr/BEGIN PUBLIC KEY/, '... its public part');
+isnt($new, $pem, '... another key');
+unlike($res->{body}, qr/PRIVATE/, '... no private part');
+is(key_of($b), $new, 'the actor shows it');
+$b->restart;
+is(key_of($b), $new, '... after a restart');
+$res = $a->client->request(POST => '/activitypub/key', cred => $secret,
+                           body => '{}');
+is($res->{status}, 401, "B's credential on A: 401 (A knows no such key)")
+    or diag "$res->{status} $res->{body}";
+is(key_of($a), $pem, "A's key unchanged");
+
 # refused keys: the section not written, the entity makes its own
 my $other = $doc->{activitypub_keys}[0]{public};
 my @bad = (
