@@ -55,6 +55,7 @@ ngx_int_t ngx_http_tent_ap_error(ngx_http_request_t *r, ngx_uint_t status,
 
 /* ngx_http_tent_webfinger.c: /.well-known/ webfinger, host-meta */
 ngx_int_t ngx_http_tent_webfinger_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_ap_dir(ngx_http_request_t *r, ngx_str_t *dir);
 
 /* ngx_http_tent_nodeinfo.c: /.well-known/nodeinfo and its document */
 ngx_int_t ngx_http_tent_nodeinfo(ngx_http_request_t *r,

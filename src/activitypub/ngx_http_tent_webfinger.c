@@ -35,8 +35,6 @@ static ngx_int_t ngx_http_tent_webfinger_acct(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_str_t *res, ngx_http_tent_webfinger_t *wf);
 static ngx_int_t ngx_http_tent_webfinger_url(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_str_t *res, ngx_http_tent_webfinger_t *wf);
-static ngx_int_t ngx_http_tent_webfinger_dir(ngx_http_request_t *r,
-    ngx_str_t *dir);
 static ngx_int_t ngx_http_tent_webfinger_lookup(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_webfinger_t *wf);
 static ngx_int_t ngx_http_tent_webfinger_looked(ngx_http_request_t *r,
@@ -234,7 +232,7 @@ ngx_http_tent_webfinger_acct(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     /* an entity per path: "<origin><dir><name>", if the registry has it */
 
-    if (ngx_http_tent_webfinger_dir(r, &dir) == NGX_OK) {
+    if (ngx_http_tent_ap_dir(r, &dir) == NGX_OK) {
         for (p = name.data; p < name.data + name.len; p++) {
             if (*p == '/' || *p == '%' || *p == '?' || *p == '#') {
                 return NGX_DECLINED;
@@ -307,7 +305,7 @@ ngx_http_tent_webfinger_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     /* another path of this origin: one segment under the template's */
 
-    if (ngx_http_tent_webfinger_dir(r, &dir) != NGX_OK
+    if (ngx_http_tent_ap_dir(r, &dir) != NGX_OK
         || url.len <= ctx->origin.len + dir.len
         || ngx_strncasecmp(url.data, ctx->origin.data, ctx->origin.len) != 0
         || ngx_strncmp(url.data + ctx->origin.len, dir.data, dir.len) != 0)
@@ -340,8 +338,8 @@ ngx_http_tent_webfinger_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
  * ("/").  NGX_DECLINED: entities are named by their host.
  */
 
-static ngx_int_t
-ngx_http_tent_webfinger_dir(ngx_http_request_t *r, ngx_str_t *dir)
+ngx_int_t
+ngx_http_tent_ap_dir(ngx_http_request_t *r, ngx_str_t *dir)
 {
     u_char                    *p, *path, *var, *last;
     ngx_http_tent_srv_conf_t  *scf;

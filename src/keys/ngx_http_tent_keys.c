@@ -877,6 +877,34 @@ ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
 }
 
 
+/* the registry rows of the entities whose URL begins with "prefix" */
+
+ngx_int_t
+ngx_http_tent_registry_prefix_range(ngx_pool_t *pool, ngx_str_t *prefix,
+    ngx_str_t *start, ngx_str_t *end)
+{
+    u_char     *p;
+    ngx_str_t   last;
+
+    if (ngx_http_tent_registry_key(pool, prefix, start) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* an entity URL is ASCII: 0xff after the prefix is past them all */
+
+    last.len = prefix->len + 1;
+    last.data = ngx_pnalloc(pool, last.len);
+    if (last.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(last.data, prefix->data, prefix->len);
+    *p = 0xff;
+
+    return ngx_http_tent_registry_key(pool, &last, end);
+}
+
+
 ngx_int_t
 ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity)
 {

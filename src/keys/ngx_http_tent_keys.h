@@ -143,6 +143,8 @@ ngx_int_t ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
 ngx_int_t ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
     ngx_str_t *end);
 ngx_int_t ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity);
+ngx_int_t ngx_http_tent_registry_prefix_range(ngx_pool_t *pool,
+    ngx_str_t *prefix, ngx_str_t *start, ngx_str_t *end);
 /* the operator's blocked domains: "0x00 'Y' <domain>", the range of all */
 ngx_int_t ngx_http_tent_domain_key(ngx_pool_t *pool, ngx_str_t *domain,
     ngx_str_t *key);

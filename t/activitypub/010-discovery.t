@@ -419,10 +419,24 @@ is(pem_kind($res->{json}{publicKey}{publicKeyPem} // ''), 'RSA 2048',
    '... its key');
 is(actor($HP, Host => "q.test:$HP", path => '/users/bob')->{status}, 404,
    'on paths: an entity not created: no actor');
-$res = req(port => $HP, path => '/.well-known/nodeinfo/2.1',
-           headers => { Host => "q.test:$HP" });
-is_deeply($res->{json}{usage}{users}, {},
-          'on paths: nodeinfo scans no registry, says no count');
+sub q_users {
+    my $r = req(port => $HP, path => '/.well-known/nodeinfo/2.1',
+                headers => { Host => "q.test:$HP" });
+    return $r->{json}{usage}{users}{total} // 'none';
+}
+is(q_users(), 1, 'on paths: nodeinfo counts the registry\'s entities: 1');
+is(q_users(), 1, '... again (the worker\'s count)');
+$res = operator_request(port => $HP, token => $token,
+                        body => { action => 'create',
+                                  entity => "http://q.test:$HP/users/bob" });
+is($res->{status}, 201, 'q.test/users/bob created');
+is(q_users(), 2, '... counted at once (the registry\'s generation moved)');
+$res = operator_request(port => $HP, token => $token,
+                        body => { action => 'disable',
+                                  entity => "http://q.test:$HP/users/bob" });
+is(q_users(), 1, '... a disabled one is not');
+like($host->error_log_text, qr/tent nodeinfo: 1 users under "[^"]+" \(kept\)/,
+     '... a count kept served without a scan');
 log_clean($host, 'tenants');
 $host->stop;
 
