@@ -23,7 +23,7 @@ layer() {
         src/outbound/*) echo 3 ;;
         src/module/*) echo 5 ;;
         src/auth/*|src/posts/*|src/relations/*|src/entity/*|src/hosting/*|\
-        src/portability/*|src/delivery/*) echo 4 ;;
+        src/portability/*|src/delivery/*|src/activitypub/*) echo 4 ;;
         *) echo 9 ;;
     esac
 }

@@ -189,6 +189,9 @@ struct ngx_http_tent_main_conf_s {
     ngx_shm_zone_t                 *signin_zone;
     ngx_str_t                       password_pool_name;
     ngx_thread_pool_t              *password_pool;
+
+    /* ActivityPub (docs/activitypub.md): the actors' keys' threads */
+    ngx_thread_pool_t              *ap_pool;
 };
 
 
@@ -209,6 +212,8 @@ typedef struct ngx_http_tent_srv_conf_s {
     off_t                           quota_bytes;
     ngx_array_t                    *names;       /* server_name, ngx_str_t */
     ngx_array_t                    *regexes;     /* "~...", ngx_regex_t * */
+    ngx_flag_t                      activitypub; /* tent_activitypub */
+    ngx_str_t                       ap_name;     /* tent_ap_name */
 } ngx_http_tent_srv_conf_t;
 
 

@@ -52,7 +52,8 @@ static u_char  ngx_http_tent_tables[] = {
     'X',    /* DELIVERY_ENDED */
     'Q',    /* QUOTA: the counts a quota limits */
     'z',    /* BLOCK: the entities the owner blocked */
-    'l'     /* LOCAL_REF: a same-node post, kept in its author's rows */
+    'l',    /* LOCAL_REF: a same-node post, kept in its author's rows */
+    'K'     /* AP_KEY: the ActivityPub actor's key pair (activitypub.md) */
 };
 
 
@@ -873,6 +874,34 @@ ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
     return ngx_http_tent_key_bytes(pool, &none,
                                    (u_char) (NGX_HTTP_TENT_REGISTRY + 1),
                                    NULL, end);
+}
+
+
+/* the registry rows of the entities whose URL begins with "prefix" */
+
+ngx_int_t
+ngx_http_tent_registry_prefix_range(ngx_pool_t *pool, ngx_str_t *prefix,
+    ngx_str_t *start, ngx_str_t *end)
+{
+    u_char     *p;
+    ngx_str_t   last;
+
+    if (ngx_http_tent_registry_key(pool, prefix, start) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* an entity URL is ASCII: 0xff after the prefix is past them all */
+
+    last.len = prefix->len + 1;
+    last.data = ngx_pnalloc(pool, last.len);
+    if (last.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(last.data, prefix->data, prefix->len);
+    *p = 0xff;
+
+    return ngx_http_tent_registry_key(pool, &last, end);
 }
 
 

@@ -48,6 +48,7 @@
 #define NGX_HTTP_TENT_TABLE_QUOTA             25
 #define NGX_HTTP_TENT_TABLE_BLOCK             26
 #define NGX_HTTP_TENT_TABLE_LOCAL_REF         27
+#define NGX_HTTP_TENT_TABLE_AP_KEY            28
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
@@ -142,6 +143,8 @@ ngx_int_t ngx_http_tent_registry_key(ngx_pool_t *pool, ngx_str_t *entity,
 ngx_int_t ngx_http_tent_registry_range(ngx_pool_t *pool, ngx_str_t *start,
     ngx_str_t *end);
 ngx_int_t ngx_http_tent_registry_parse(ngx_str_t *key, ngx_str_t *entity);
+ngx_int_t ngx_http_tent_registry_prefix_range(ngx_pool_t *pool,
+    ngx_str_t *prefix, ngx_str_t *start, ngx_str_t *end);
 /* the operator's blocked domains: "0x00 'Y' <domain>", the range of all */
 ngx_int_t ngx_http_tent_domain_key(ngx_pool_t *pool, ngx_str_t *domain,
     ngx_str_t *key);

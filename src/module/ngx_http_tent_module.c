@@ -17,6 +17,7 @@
 
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_module_private.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_cache.h"
@@ -420,6 +421,20 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       offsetof(ngx_http_tent_srv_conf_t, provisioning),
       NULL },
 
+    { ngx_string("tent_activitypub"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, activitypub),
+      NULL },
+
+    { ngx_string("tent_ap_name"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, ap_name),
+      NULL },
+
     { ngx_string("tent_admin"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_tent_admin_directive,
@@ -547,6 +562,10 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
     if (ngx_http_tent_signin_init(cf) != NGX_OK
         || ngx_http_tent_body_limit_init(cf) != NGX_OK)
     {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_ap_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 

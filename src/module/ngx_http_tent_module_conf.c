@@ -16,6 +16,7 @@
 
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_module_private.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_guard.h"
@@ -400,6 +401,7 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->apps_unconfirmed_time = NGX_CONF_UNSET;
     scf->moved_redirect_time = NGX_CONF_UNSET;
     scf->provisioning = NGX_CONF_UNSET;
+    scf->activitypub = NGX_CONF_UNSET;
     scf->quota_posts = NGX_CONF_UNSET_UINT;
     scf->quota_apps = NGX_CONF_UNSET_UINT;
     scf->quota_bytes = NGX_CONF_UNSET;
@@ -449,6 +451,7 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->quota_posts, prev->quota_posts, 0);
     ngx_conf_merge_uint_value(conf->quota_apps, prev->quota_apps, 0);
     ngx_conf_merge_off_value(conf->quota_bytes, prev->quota_bytes, 0);
+    ngx_conf_merge_value(conf->activitypub, prev->activitypub, 0);
 
     if (conf->outbound.deadline == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -466,6 +469,13 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     if (conf->entity == NULL) {
+        if (conf->activitypub || conf->ap_name.data) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"tent_activitypub\" and \"tent_ap_name\" "
+                               "need a \"tent_entity\" in the server");
+            return NGX_CONF_ERROR;
+        }
+
         return NGX_CONF_OK;
     }
 
@@ -571,6 +581,10 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                 return NGX_CONF_ERROR;
             }
         }
+    }
+
+    if (ngx_http_tent_ap_conf(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
     /* a fixed entity: its URL's parts once, not on every request */

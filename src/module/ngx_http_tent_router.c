@@ -18,6 +18,7 @@
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_module_private.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_apps.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
@@ -273,6 +274,38 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_oauth_authorize,
       0 },
 
+    /* the actor's inboxes and collections: 501 until they are made */
+
+    { ngx_string("/activitypub/inbox"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
+      ngx_http_tent_ap_not_yet,
+      0 },
+
+    { ngx_string("/activitypub/shared-inbox"),
+      NGX_HTTP_POST,
+      ngx_http_tent_ap_not_yet,
+      0 },
+
+    { ngx_string("/activitypub/key"),
+      NGX_HTTP_POST,
+      ngx_http_tent_ap_key_rotate,
+      0 },
+
+    { ngx_string("/activitypub/outbox"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_ap_not_yet,
+      0 },
+
+    { ngx_string("/activitypub/followers"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_ap_not_yet,
+      0 },
+
+    { ngx_string("/activitypub/following"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_ap_not_yet,
+      0 },
+
     { ngx_null_string, 0, NULL, 0 }
 };
 
@@ -329,6 +362,12 @@ ngx_http_tent_precontent_handler(ngx_http_request_t *r)
     rc = ngx_http_tent_provision_check(r, ctx);
     if (rc != NGX_DECLINED) {
         return rc;
+    }
+
+    /* ActivityPub's (tent_activitypub on): its handlers read the state */
+
+    if (ngx_http_tent_ap_claim(r, ctx)) {
+        return NGX_DECLINED;
     }
 
     if (ctx->registry > NGX_HTTP_TENT_REG_ACTIVE) {

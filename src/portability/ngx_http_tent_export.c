@@ -88,6 +88,10 @@ static ngx_http_tent_export_section_t  ngx_http_tent_export_sections[] = {
       NGX_HTTP_TENT_EXPORT_APPS,
       ngx_http_tent_export_authorization, NULL },
 
+    { "activitypub_keys", NGX_HTTP_TENT_TABLE_AP_KEY, 200,
+      NGX_HTTP_TENT_EXPORT_AP_KEYS,
+      ngx_http_tent_export_plain, NULL },
+
     { "posts", NGX_HTTP_TENT_TABLE_POST_VERSION, 100,
       NGX_HTTP_TENT_EXPORT_POSTS,
       ngx_http_tent_export_post, ngx_http_tent_export_posts_end },
@@ -126,6 +130,7 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     ngx_table_elt_t         *h;
     ngx_pool_cleanup_t      *cln;
     ngx_http_tent_export_t  *ex;
+    ngx_http_tent_srv_conf_t  *scf;
 
     scopes = NGX_HTTP_TENT_READ_SECRETS | NGX_HTTP_TENT_READ_PROFILE
              | NGX_HTTP_TENT_READ_FOLLOWERS | NGX_HTTP_TENT_READ_FOLLOWINGS
@@ -244,6 +249,14 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         ex->flags |= NGX_HTTP_TENT_EXPORT_INLINE;
     }
 
+    /* the actor's key, private part and all: read_secrets, as credentials */
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (scf->activitypub) {
+        ex->flags |= NGX_HTTP_TENT_EXPORT_AP_KEYS;
+    }
+
     ngx_rbtree_init(&ex->inlined, &ex->inlined_sentinel,
                     ngx_str_rbtree_insert_value);
 
@@ -311,6 +324,11 @@ ngx_http_tent_export_get(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_BLOCKS)) {
         json_object_set_new(json_object_get(head, "includes"), "blocks",
                             json_true());
+    }
+
+    if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_AP_KEYS)) {
+        json_object_set_new(json_object_get(head, "includes"),
+                            "activitypub_keys", json_true());
     }
 
     if (head != NULL && (ex->flags & NGX_HTTP_TENT_EXPORT_INLINE)) {

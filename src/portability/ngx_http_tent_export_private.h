@@ -39,6 +39,7 @@
 #define NGX_HTTP_TENT_EXPORT_POSTS    0x02
 #define NGX_HTTP_TENT_EXPORT_INLINE   0x04
 #define NGX_HTTP_TENT_EXPORT_BLOCKS   0x08   /* the principal reads them */
+#define NGX_HTTP_TENT_EXPORT_AP_KEYS  0x10   /* tent_activitypub on */
 
 /* ?attachments=inline: a file over this stays a URL ("data": null) */
 #define NGX_HTTP_TENT_EXPORT_INLINE_MAX  (64 * 1024 * 1024)

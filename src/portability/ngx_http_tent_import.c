@@ -74,6 +74,9 @@ static ngx_http_tent_import_section_t  ngx_http_tent_import_sections[] = {
     { "blocks", NGX_HTTP_TENT_WRITE_BLOCKS,
       ngx_http_tent_import_block },
 
+    { "activitypub_keys", NGX_HTTP_TENT_WRITE_SECRETS,
+      ngx_http_tent_import_ap_key },
+
     { "posts", NGX_HTTP_TENT_WRITE_POSTS|NGX_HTTP_TENT_IMPORT_POSTS,
       ngx_http_tent_import_post },
 

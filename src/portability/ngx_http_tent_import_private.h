@@ -35,10 +35,10 @@
 #define NGX_HTTP_TENT_IMPORT_FUTURE        86400
 
 /* the sections, in the order they are written */
-#define NGX_HTTP_TENT_IMPORT_SECTIONS    7
+#define NGX_HTTP_TENT_IMPORT_SECTIONS    8
 
 /* the posts' section, whose batch waits for its attachments' counts */
-#define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  6
+#define NGX_HTTP_TENT_IMPORT_SECTION_POSTS  7
 
 /* the profile's history: its versions count against the posts' quota */
 #define NGX_HTTP_TENT_IMPORT_SECTION_HISTORY  1
@@ -217,6 +217,9 @@ ngx_int_t ngx_http_tent_import_group(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error);
 ngx_int_t ngx_http_tent_import_block(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
+    const char **error);
+ngx_int_t ngx_http_tent_import_ap_key(ngx_http_request_t *r,
     ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
     const char **error);
 ngx_int_t ngx_http_tent_import_post(ngx_http_request_t *r,

@@ -5,6 +5,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
@@ -460,6 +461,66 @@ ngx_http_tent_import_group(ngx_http_request_t *r,
                          "name", name,
                          "created_at", json_object_get(row, "created_at"),
                          "updated_at", json_object_get(row, "updated_at")));
+}
+
+
+/*
+ * The ActivityPub actor's key, {"public", "private", "created_at"}: one,
+ * its private part an RSA key of 2048 to 4096 bits, its public part
+ * that key's (made again from it: a document cannot pair one key's
+ * public part with another's private part).  It replaces a key the
+ * entity made before the import.
+ */
+
+ngx_int_t
+ngx_http_tent_import_ap_key(ngx_http_request_t *r,
+    ngx_http_tent_import_t *im, ngx_http_tent_store_op_t *op, json_t *row,
+    const char **error)
+{
+    ngx_str_t             priv, pub, given, key, once;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_get_ctx(r);
+
+    if (!json_is_object(row)
+        || ngx_http_tent_json_str(row, "private", &priv) != NGX_OK
+        || ngx_http_tent_json_str(row, "public", &given) != NGX_OK)
+    {
+        *error = "public and private must be PEM strings";
+        return NGX_DECLINED;
+    }
+
+    ngx_str_set(&once, "main");
+
+    if (ngx_http_tent_import_once(r, im, "K", &once) != NGX_OK) {
+        *error = "a second key: an entity has one";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_ap_key_check(r->pool, &priv, &pub, error) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (given.len != pub.len || ngx_strncmp(given.data, pub.data, pub.len))
+    {
+        *error = "public is not the private key's public part";
+        return NGX_DECLINED;
+    }
+
+    if (!ngx_http_tent_import_time(row, "created_at")) {
+        *error = "created_at must be a time";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_ap_key_row(r->pool, &ctx->entity, &key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_import_keep(r, im, op, &key,
+               json_pack("{s:s%, s:s%, s:O}",
+                         "public", pub.data, pub.len,
+                         "private", priv.data, priv.len,
+                         "created_at", json_object_get(row, "created_at")));
 }
 
 

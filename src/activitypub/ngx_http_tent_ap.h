@@ -1,0 +1,78 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+#ifndef _NGX_HTTP_TENT_AP_H_INCLUDED_
+#define _NGX_HTTP_TENT_AP_H_INCLUDED_
+
+
+/*
+ * ActivityPub (issue #29, docs/activitypub.md): discovery so far.  The
+ * well-known routes (WebFinger, host-meta, NodeInfo), the actor at the
+ * entity URL by content negotiation, the actor's RSA key.
+ */
+
+
+#include "ngx_http_tent_base.h"
+
+
+#define NGX_HTTP_TENT_AP_TYPE       "application/activity+json"
+#define NGX_HTTP_TENT_AP_PATH       "/activitypub"
+#define NGX_HTTP_TENT_AP_NAME_MAX   64
+
+/* a WebFinger resource: longer is a 400 */
+#define NGX_HTTP_TENT_AP_RESOURCE_MAX  512
+
+
+/* the actor's key, as its row keeps it (the private part never served) */
+typedef struct {
+    ngx_str_t                       public_pem;
+    ngx_str_t                       private_pem;
+} ngx_http_tent_ap_key_t;
+
+typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
+
+
+/* ngx_http_tent_ap.c: the directives, the routes, the Vary filter */
+ngx_int_t ngx_http_tent_ap_conf(ngx_conf_t *cf,
+    ngx_http_tent_srv_conf_t *scf);
+ngx_int_t ngx_http_tent_ap_init(ngx_conf_t *cf);
+ngx_uint_t ngx_http_tent_ap_claim(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_not_yet(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_name(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_str_t *name);
+ngx_int_t ngx_http_tent_ap_url(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, const char *what, json_t **url);
+ngx_int_t ngx_http_tent_ap_send(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, ngx_str_t *body);
+ngx_int_t ngx_http_tent_ap_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message);
+
+/* ngx_http_tent_webfinger.c: /.well-known/ webfinger, host-meta */
+ngx_int_t ngx_http_tent_webfinger_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_ap_dir(ngx_http_request_t *r, ngx_str_t *dir);
+
+/* ngx_http_tent_nodeinfo.c: /.well-known/nodeinfo and its document */
+ngx_int_t ngx_http_tent_nodeinfo(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_uint_t document);
+
+/* ngx_http_tent_ap_actor.c: the Person at the entity URL */
+ngx_int_t ngx_http_tent_ap_actor_handler(ngx_http_request_t *r);
+
+/* ngx_http_tent_ap_keys.c: the actor's key, made on first use */
+ngx_int_t ngx_http_tent_ap_key(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_pt done);
+ngx_int_t ngx_http_tent_ap_key_rotate(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_key_row(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
+    ngx_str_t *public_pem, const char **error);
+
+
+#endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */
