@@ -232,14 +232,14 @@ wait_for() {
 
 # perf_start PREFIX NAME: with PERF=DIR, "perf record -g" the workers of
 # the nginx under PREFIX into DIR/NAME.data until perf_stop (a profile of
-# one phase; perf stops by itself after TIMEOUT s)
+# one phase; perf stops by itself after TIMEOUT s; PERF_FREQ=499 Hz)
 perf_start() {
     local pids
     perfpid=
     [ -n "${PERF:-}" ] || return 0
     mkdir -p "$PERF"
     pids=$(bench_workers "$1" | paste -sd, -)
-    perf record -q -g -F 499 -p "$pids" -o "$PERF/$2.data" \
+    perf record -q ${PERF_CALL_GRAPH:--g} -F "${PERF_FREQ:-499}" -p "$pids" -o "$PERF/$2.data" \
         -- sleep "$TIMEOUT" 2>/dev/null &
     perfpid=$!
     sleep 0.2
@@ -252,14 +252,29 @@ perf_stop() {
     perfpid=
 }
 
+# mcpu: the CPU ticks (utime + stime, all threads) of the module's
+# workers together
+mcpu() {
+    local w t=0 c
+    for w in $(bench_workers "$mprefix"); do
+        c=$(sed 's/.*) //' "/proc/$w/stat" 2>/dev/null \
+            | awk '{ print $12 + $13 }')
+        t=$((t + ${c:-0}))
+    done
+    echo "$t"
+}
+
 # fan FOLLOWERS POSTS: POSTS public posts to FOLLOWERS, timed, with the
-# latency client meanwhile; sets rate, lat
+# latency client meanwhile; sets rate, lat, cpu (us of the module's CPU
+# a delivery: its workers, every thread, the latency client's posts in)
 fan() {
     local n=$1 posts=$2 before want got start end secs stop=$BENCH_TMP/stop
+    local c0 c1
     before=$(notes)
     want=$((before + n * posts))
     rm -f "$stop"
     perf_start "$mprefix" "$n"
+    c0=$(mcpu)
     start=$(date +%s.%N)
     post "$posts"
     perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" "$stop" 100000 \
@@ -267,6 +282,7 @@ fan() {
     latpid=$!
     got=$(wait_for notes "$want")
     end=$(date +%s.%N)
+    c1=$(mcpu)
     perf_stop
     touch "$stop"
     wait "$latpid" || bench_die "the latency client failed"
@@ -274,6 +290,9 @@ fan() {
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
     rate=$(awk -v n="$((got - before))" -v s="$secs" \
            'BEGIN { printf "%d", n / s }')
+    cpu=$(awk -v c="$((c1 - c0))" -v t="$(getconf CLK_TCK)" \
+              -v n="$((got - before))" \
+              'BEGIN { printf "%.1f", n ? c / t * 1e6 / n : 0 }')
     bench_log "  $((got - before)) of $((n * posts)) deliveries in $secs s," \
               "$rate/s; POST /posts latency: $(cat "$BENCH_TMP/lat")"
     [ "$got" -ge "$want" ] \
@@ -295,6 +314,7 @@ bench_log "$SMALL_POSTS posts to $SMALL followers"
 fan "$SMALL" "$SMALL_POSTS"
 rate_small=$rate
 lat_small=$lat
+cpu_small=$cpu
 
 # --- 3. BIG followers ------------------------------------------------------------
 if [ "$BIG" != 0 ]; then
@@ -314,6 +334,7 @@ if [ "$BIG" != 0 ]; then
     wait "$rsspid" 2>/dev/null || true
     rate_big=$rate
     lat_big=$lat
+    cpu_big=$cpu
     p99_big=${lat#*/}
     rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$BENCH_TMP/rss")
     anon_max=$(awk '{ if ($3 > m) m = $3 } END { print m }' "$BENCH_TMP/rss")
@@ -469,10 +490,15 @@ conns=$(awk '$1 == "POST" { c[$2] = 1 } END { print length(c) }' \
 echo "fanout: $SMALL followers: module $rate_small deliveries/s," \
      "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_small" "${base:-0}")" \
      "(target 20000 deliveries/s; $HOSTS hosts, $SMALL_POSTS posts)"
+echo "fanout: $SMALL followers: the module's workers, a delivery:" \
+     "$cpu_small us of CPU (all threads, the latency client's posts in;" \
+     "target <= 40)"
 if [ "$BIG" != 0 ]; then
     echo "fanout: $BIG followers: module $rate_big deliveries/s," \
          "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_big" "${base:-0}")" \
          "(target 20000 deliveries/s; $HOSTS hosts, 1 post)"
+    echo "fanout: $BIG followers: the module's workers, a delivery:" \
+         "$cpu_big us of CPU (target <= 40)"
 fi
 big_lat=
 p99_top=${lat_small#*/}
