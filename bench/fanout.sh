@@ -29,7 +29,7 @@
 #      port for DURATION s, keep-alive.
 # Result lines (bench/run-all.sh keeps those with "ratio ... (target"):
 #   fanout: 1000 followers: module D deliveries/s, receiver B POST/s, ratio R (target ...)
-#   fanout: 1000 followers: the module's workers, a delivery: C us of CPU, all threads; C' us without the latency client's posts (P us each alone) (target <= 40)
+#   fanout: 1000 followers: the module's workers, a delivery: C us of CPU, all threads (T us in /proc ticks); C' us without the latency client's posts (P us each alone) (target <= 40)
 #   fanout: 100000 followers: ...
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
 #   fanout: same-node: the worker, a delivery: B bytes written, C us of CPU ...; RssAnon max M kB
@@ -233,15 +233,18 @@ wait_for() {
 
 # perf_start PREFIX NAME: with PERF=DIR, "perf record -g" the workers of
 # the nginx under PREFIX into DIR/NAME.data until perf_stop (a profile of
-# one phase; perf stops by itself after TIMEOUT s; PERF_FREQ=499 Hz)
+# one phase; perf stops by itself after TIMEOUT s; PERF_FREQ=499 Hz,
+# PERF_CALL_GRAPH=-g)
 perf_start() {
     local pids
     perfpid=
     [ -n "${PERF:-}" ] || return 0
     mkdir -p "$PERF"
     pids=$(bench_workers "$1" | paste -sd, -)
-    perf record -q ${PERF_CALL_GRAPH:--g} -F "${PERF_FREQ:-499}" -p "$pids" -o "$PERF/$2.data" \
-        -- sleep "$TIMEOUT" 2>/dev/null &
+    # PERF_CALL_GRAPH: perf's options, split ("--call-graph dwarf,16384")
+    # shellcheck disable=SC2086
+    perf record -q ${PERF_CALL_GRAPH:--g} -F "${PERF_FREQ:-499}" \
+        -p "$pids" -o "$PERF/$2.data" -- sleep "$TIMEOUT" 2>/dev/null &
     perfpid=$!
     sleep 0.2
 }
@@ -255,7 +258,8 @@ perf_stop() {
 
 # mcpu: the CPU time (ns) of the module's workers together, every
 # thread (their schedstat: the ticks of /proc/PID/stat are too coarse
-# for the 200 posts of phase 1)
+# for the 200 posts of phase 1); mticks: the same in /proc/PID/stat's
+# ticks, as the same-node line counts (a paired run read 22% more there)
 mcpu() {
     local w
     for w in $(bench_workers "$mprefix"); do
@@ -263,18 +267,27 @@ mcpu() {
     done | awk '{ t += $1 } END { printf "%d\n", t }'
 }
 
+mticks() {
+    local w
+    for w in $(bench_workers "$mprefix"); do
+        sed 's/.*) //' "/proc/$w/stat" 2>/dev/null
+    done | awk '{ t += $12 + $13 } END { printf "%d\n", t }'
+}
+
 # fan FOLLOWERS POSTS: POSTS public posts to FOLLOWERS, timed, with the
-# latency client meanwhile; sets rate, lat, cpu ("A B": us of the
+# latency client meanwhile; sets rate, lat, cpu ("A B C": us of the
 # module's CPU a delivery, its workers, every thread; A with the latency
-# client's posts, B without them at phase 1's cost a post)
+# client's posts, B without them at phase 1's cost a post, C as A in
+# /proc ticks)
 fan() {
     local n=$1 posts=$2 before want got start end secs stop=$BENCH_TMP/stop
-    local c0 c1
+    local c0 c1 t0 t1
     before=$(notes)
     want=$((before + n * posts))
     rm -f "$stop"
     perf_start "$mprefix" "$n"
     c0=$(mcpu)
+    t0=$(mticks)
     start=$(date +%s.%N)
     post "$posts"
     perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" "$stop" 100000 \
@@ -283,6 +296,7 @@ fan() {
     got=$(wait_for notes "$want")
     end=$(date +%s.%N)
     c1=$(mcpu)
+    t1=$(mticks)
     perf_stop
     touch "$stop"
     wait "$latpid" || bench_die "the latency client failed"
@@ -290,12 +304,14 @@ fan() {
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
     rate=$(awk -v n="$((got - before))" -v s="$secs" \
            'BEGIN { printf "%d", n / s }')
-    # and without the latency client's posts, at phase 1's cost a post
+    # and without the latency client's posts, at phase 1's cost a post;
+    # and in ticks
     cpu=$(awk -v c="$((c1 - c0))" -v n="$((got - before))" \
               -v p="$(awk '{ print $2 }' "$BENCH_TMP/lat")" -v a="$post_ns" \
-              'BEGIN { if (!n) { print "0 0"; exit }
-                       printf "%.1f %.1f", c / 1e3 / n,
-                              (c - p * a) / 1e3 / n }')
+              -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" \
+              'BEGIN { if (!n) { print "0 0 0"; exit }
+                       printf "%.1f %.1f %.1f", c / 1e3 / n,
+                              (c - p * a) / 1e3 / n, t / hz * 1e6 / n }')
     bench_log "  $((got - before)) of $((n * posts)) deliveries in $secs s," \
               "$rate/s; POST /posts latency: $(cat "$BENCH_TMP/lat")"
     [ "$got" -ge "$want" ] \
@@ -498,16 +514,20 @@ conns=$(awk '$1 == "POST" { c[$2] = 1 } END { print length(c) }' \
 echo "fanout: $SMALL followers: module $rate_small deliveries/s," \
      "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_small" "${base:-0}")" \
      "(target 20000 deliveries/s; $HOSTS hosts, $SMALL_POSTS posts)"
+read -r c_all c_net c_ticks <<< "$cpu_small"
 echo "fanout: $SMALL followers: the module's workers, a delivery:" \
-     "${cpu_small% *} us of CPU, all threads; ${cpu_small#* } us without" \
+     "$c_all us of CPU, all threads ($c_ticks us in /proc ticks);" \
+     "$c_net us without" \
      "the latency client's posts ($((post_ns / 1000)) us each alone)" \
      "(target <= 40)"
 if [ "$BIG" != 0 ]; then
     echo "fanout: $BIG followers: module $rate_big deliveries/s," \
          "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_big" "${base:-0}")" \
          "(target 20000 deliveries/s; $HOSTS hosts, 1 post)"
+    read -r c_all c_net c_ticks <<< "$cpu_big"
     echo "fanout: $BIG followers: the module's workers, a delivery:" \
-         "${cpu_big% *} us of CPU, all threads; ${cpu_big#* } us without" \
+         "$c_all us of CPU, all threads ($c_ticks us in /proc ticks);" \
+         "$c_net us without" \
          "the latency client's posts (target <= 40)"
 fi
 big_lat=

@@ -46,8 +46,9 @@
  * is a row whose bytes are those parsed, so an update of the row is
  * never missed; rows above NGX_HTTP_TENT_RECORD_MAX bytes (a big
  * profile) are parsed each time.  The batches' posts go through it too
- * (ngx_http_tent_batch_loaded): a post's key and bytes are a row's.
- * At most 4096 x 2 KB of rows, and their parses: a few MB.
+ * (ngx_http_tent_batch_loaded): a post's key and bytes are a row's, and
+ * a same-node batch's credential rows (ngx_http_tent_local_write.c).  At
+ * most 4096 x 2 KB of rows (8 MB), and their parses.
  */
 #define NGX_HTTP_TENT_RECORDS      4096
 #define NGX_HTTP_TENT_RECORD_WAYS  4
