@@ -29,6 +29,7 @@
 #      port for DURATION s, keep-alive.
 # Result lines (bench/run-all.sh keeps those with "ratio ... (target"):
 #   fanout: 1000 followers: module D deliveries/s, receiver B POST/s, ratio R (target ...)
+#   fanout: 1000 followers: the module's workers, a delivery: C us of CPU, all threads (T us in /proc ticks); C' us without the latency client's posts (P us each alone) (target <= 40)
 #   fanout: 100000 followers: ...
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
 #   fanout: same-node: the worker, a delivery: B bytes written, C us of CPU ...; RssAnon max M kB
@@ -232,15 +233,18 @@ wait_for() {
 
 # perf_start PREFIX NAME: with PERF=DIR, "perf record -g" the workers of
 # the nginx under PREFIX into DIR/NAME.data until perf_stop (a profile of
-# one phase; perf stops by itself after TIMEOUT s)
+# one phase; perf stops by itself after TIMEOUT s; PERF_FREQ=499 Hz,
+# PERF_CALL_GRAPH=-g)
 perf_start() {
     local pids
     perfpid=
     [ -n "${PERF:-}" ] || return 0
     mkdir -p "$PERF"
     pids=$(bench_workers "$1" | paste -sd, -)
-    perf record -q -g -F 499 -p "$pids" -o "$PERF/$2.data" \
-        -- sleep "$TIMEOUT" 2>/dev/null &
+    # PERF_CALL_GRAPH: perf's options, split ("--call-graph dwarf,16384")
+    # shellcheck disable=SC2086
+    perf record -q ${PERF_CALL_GRAPH:--g} -F "${PERF_FREQ:-499}" \
+        -p "$pids" -o "$PERF/$2.data" -- sleep "$TIMEOUT" 2>/dev/null &
     perfpid=$!
     sleep 0.2
 }
@@ -252,14 +256,38 @@ perf_stop() {
     perfpid=
 }
 
+# mcpu: the CPU time (ns) of the module's workers together, every
+# thread (their schedstat: the ticks of /proc/PID/stat are too coarse
+# for the 200 posts of phase 1); mticks: the same in /proc/PID/stat's
+# ticks, as the same-node line counts (a paired run read 22% more there)
+mcpu() {
+    local w
+    for w in $(bench_workers "$mprefix"); do
+        cat /proc/"$w"/task/*/schedstat 2>/dev/null
+    done | awk '{ t += $1 } END { printf "%d\n", t }'
+}
+
+mticks() {
+    local w
+    for w in $(bench_workers "$mprefix"); do
+        sed 's/.*) //' "/proc/$w/stat" 2>/dev/null
+    done | awk '{ t += $12 + $13 } END { printf "%d\n", t }'
+}
+
 # fan FOLLOWERS POSTS: POSTS public posts to FOLLOWERS, timed, with the
-# latency client meanwhile; sets rate, lat
+# latency client meanwhile; sets rate, lat, cpu ("A B C": us of the
+# module's CPU a delivery, its workers, every thread; A with the latency
+# client's posts, B without them at phase 1's cost a post, C as A in
+# /proc ticks)
 fan() {
     local n=$1 posts=$2 before want got start end secs stop=$BENCH_TMP/stop
+    local c0 c1 t0 t1
     before=$(notes)
     want=$((before + n * posts))
     rm -f "$stop"
     perf_start "$mprefix" "$n"
+    c0=$(mcpu)
+    t0=$(mticks)
     start=$(date +%s.%N)
     post "$posts"
     perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" "$stop" 100000 \
@@ -267,6 +295,8 @@ fan() {
     latpid=$!
     got=$(wait_for notes "$want")
     end=$(date +%s.%N)
+    c1=$(mcpu)
+    t1=$(mticks)
     perf_stop
     touch "$stop"
     wait "$latpid" || bench_die "the latency client failed"
@@ -274,6 +304,14 @@ fan() {
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
     rate=$(awk -v n="$((got - before))" -v s="$secs" \
            'BEGIN { printf "%d", n / s }')
+    # and without the latency client's posts, at phase 1's cost a post;
+    # and in ticks
+    cpu=$(awk -v c="$((c1 - c0))" -v n="$((got - before))" \
+              -v p="$(awk '{ print $2 }' "$BENCH_TMP/lat")" -v a="$post_ns" \
+              -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" \
+              'BEGIN { if (!n) { print "0 0 0"; exit }
+                       printf "%.1f %.1f %.1f", c / 1e3 / n,
+                              (c - p * a) / 1e3 / n, t / hz * 1e6 / n }')
     bench_log "  $((got - before)) of $((n * posts)) deliveries in $secs s," \
               "$rate/s; POST /posts latency: $(cat "$BENCH_TMP/lat")"
     [ "$got" -ge "$want" ] \
@@ -282,8 +320,13 @@ fan() {
 
 # --- 1. no follower -------------------------------------------------------------
 bench_log "POST /posts latency with no follower"
+c0=$(mcpu)
 perl "$BENCH_TOP/bench/fanout-post.pl" "$mport" "$cred" /nonexistent 200 \
     > "$BENCH_TMP/lat0" || bench_die "the latency client failed"
+c1=$(mcpu)
+# the module's CPU a post of the latency client's (ns)
+post_ns=$(awk -v c="$((c1 - c0))" '{ printf "%d", $2 ? c / $2 : 0 }' \
+          "$BENCH_TMP/lat0")
 lat0=$(awk '{ printf "%s/%s", $4, $6 }' "$BENCH_TMP/lat0")
 p99_0=$(awk '{ print $6 }' "$BENCH_TMP/lat0")
 
@@ -295,6 +338,7 @@ bench_log "$SMALL_POSTS posts to $SMALL followers"
 fan "$SMALL" "$SMALL_POSTS"
 rate_small=$rate
 lat_small=$lat
+cpu_small=$cpu
 
 # --- 3. BIG followers ------------------------------------------------------------
 if [ "$BIG" != 0 ]; then
@@ -314,6 +358,7 @@ if [ "$BIG" != 0 ]; then
     wait "$rsspid" 2>/dev/null || true
     rate_big=$rate
     lat_big=$lat
+    cpu_big=$cpu
     p99_big=${lat#*/}
     rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$BENCH_TMP/rss")
     anon_max=$(awk '{ if ($3 > m) m = $3 } END { print m }' "$BENCH_TMP/rss")
@@ -469,10 +514,21 @@ conns=$(awk '$1 == "POST" { c[$2] = 1 } END { print length(c) }' \
 echo "fanout: $SMALL followers: module $rate_small deliveries/s," \
      "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_small" "${base:-0}")" \
      "(target 20000 deliveries/s; $HOSTS hosts, $SMALL_POSTS posts)"
+read -r c_all c_net c_ticks <<< "$cpu_small"
+echo "fanout: $SMALL followers: the module's workers, a delivery:" \
+     "$c_all us of CPU, all threads ($c_ticks us in /proc ticks);" \
+     "$c_net us without" \
+     "the latency client's posts ($((post_ns / 1000)) us each alone)" \
+     "(target <= 40)"
 if [ "$BIG" != 0 ]; then
     echo "fanout: $BIG followers: module $rate_big deliveries/s," \
          "receiver ${base:-?} POST/s, ratio $(bench_ratio "$rate_big" "${base:-0}")" \
          "(target 20000 deliveries/s; $HOSTS hosts, 1 post)"
+    read -r c_all c_net c_ticks <<< "$cpu_big"
+    echo "fanout: $BIG followers: the module's workers, a delivery:" \
+         "$c_all us of CPU, all threads ($c_ticks us in /proc ticks);" \
+         "$c_net us without" \
+         "the latency client's posts (target <= 40)"
 fi
 big_lat=
 p99_top=${lat_small#*/}

@@ -38,14 +38,20 @@
 
 /*
  * The records (a follower's row, a following's) parsed once, not for
- * each post's fan-out and each job: the engine keeps the last parse of
- * each row's key in one of NGX_HTTP_TENT_RECORDS slots (by the key's
- * hash; a newer row takes the slot).  A hit is a row whose bytes are
- * those parsed, so an update of the row is never missed; rows above
- * NGX_HTTP_TENT_RECORD_MAX bytes (a big profile) are parsed each time.
- * At most 1024 x 2 KB of rows, and their parses: a few MB.
+ * each post's fan-out and each job: the engine keeps the last parses in
+ * NGX_HTTP_TENT_RECORDS slots, NGX_HTTP_TENT_RECORD_WAYS to a set (by
+ * the key's hash; a newer row of a key takes its slot, a new key the
+ * set's least recently used), so that 1,000 followers stay parsed where
+ * one slot a hash left six in ten of them parsed for every job.  A hit
+ * is a row whose bytes are those parsed, so an update of the row is
+ * never missed; rows above NGX_HTTP_TENT_RECORD_MAX bytes (a big
+ * profile) are parsed each time.  The batches' posts go through it too
+ * (ngx_http_tent_batch_loaded): a post's key and bytes are a row's, and
+ * a same-node batch's credential rows (ngx_http_tent_local_write.c).  At
+ * most 4096 x 2 KB of rows (8 MB), and their parses.
  */
-#define NGX_HTTP_TENT_RECORDS      1024
+#define NGX_HTTP_TENT_RECORDS      4096
+#define NGX_HTTP_TENT_RECORD_WAYS  4
 #define NGX_HTTP_TENT_RECORD_MAX   2048
 
 typedef struct {
@@ -53,9 +59,11 @@ typedef struct {
     size_t                          key_len;
     size_t                          value_len;
     json_t                         *json;
+    ngx_uint_t                      used;        /* last hit, a count */
 } ngx_http_tent_record_slot_t;
 
 static ngx_http_tent_record_slot_t  *ngx_http_tent_records;
+static ngx_uint_t                    ngx_http_tent_records_used;
 
 
 /* a job of the batch, and what its read brought */
@@ -445,7 +453,15 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
             continue;
         }
 
-        bp[i].post = ngx_http_tent_json_parse(&value, op->log);
+        /*
+         * a post's parse is shared by the batches that send it (a
+         * reference's is changed below: its own)
+         */
+
+        bp[i].post = bp[i].ref
+                     ? ngx_http_tent_json_parse(&value, op->log)
+                     : ngx_http_tent_record_parse(op->log, &bp[i].key,
+                                                  &value);
 
         if (bp[i].post != NULL
             && ngx_http_tent_json_cleanup(batch->pool, bp[i].post) != NGX_OK)
@@ -598,7 +614,7 @@ ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
     u_char                       *bytes;
     ngx_uint_t                    i;
     ngx_pool_cleanup_t           *cln;
-    ngx_http_tent_record_slot_t  *slot;
+    ngx_http_tent_record_slot_t  *slot, *set;
 
     if (ngx_http_tent_records == NULL) {
         cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
@@ -617,8 +633,35 @@ ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
         cln->data = NULL;
     }
 
-    i = ngx_hash_key(key->data, key->len) % NGX_HTTP_TENT_RECORDS;
-    slot = &ngx_http_tent_records[i];
+    set = &ngx_http_tent_records[ngx_hash_key(key->data, key->len)
+                                 % (NGX_HTTP_TENT_RECORDS
+                                    / NGX_HTTP_TENT_RECORD_WAYS)
+                                 * NGX_HTTP_TENT_RECORD_WAYS];
+
+    /* the key's slot, else an empty one, else the least recently used */
+
+    slot = NULL;
+
+    for (i = 0; i < NGX_HTTP_TENT_RECORD_WAYS; i++) {
+        if (set[i].json == NULL) {
+            if (slot == NULL || slot->json) {
+                slot = &set[i];
+            }
+
+            continue;
+        }
+
+        if (set[i].key_len == key->len
+            && ngx_memcmp(set[i].bytes, key->data, key->len) == 0)
+        {
+            slot = &set[i];
+            break;
+        }
+
+        if (slot == NULL || (slot->json && set[i].used < slot->used)) {
+            slot = &set[i];
+        }
+    }
 
     if (slot->json
         && slot->key_len == key->len
@@ -628,6 +671,8 @@ ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
                        "tent delivery: record \"%V\" parsed already", key);
+
+        slot->used = ++ngx_http_tent_records_used;
 
         return json_incref(slot->json);
     }
@@ -657,6 +702,7 @@ ngx_http_tent_record_parse(ngx_log_t *log, ngx_str_t *key, ngx_str_t *value)
     slot->key_len = key->len;
     slot->value_len = value->len;
     slot->json = json_incref(json);
+    slot->used = ++ngx_http_tent_records_used;
 
     return json;
 }

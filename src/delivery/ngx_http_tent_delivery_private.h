@@ -130,7 +130,7 @@ struct ngx_http_tent_delivery_s {
     ngx_uint_t                      settling;    /* slots given back */
     ngx_uint_t                      handing;     /* batches starting jobs */
     ngx_uint_t                      next_entity;
-    ngx_array_t                     rows;        /* key, value: outbox */
+    ngx_array_t                     rows;        /* outbox.c's, listed */
     ngx_rbtree_t                   *done;        /* keys ended this step */
     ngx_uint_t                      census;      /* the table looked at */
     ngx_msec_t                      pruned;      /* dead letters, last */

@@ -210,7 +210,10 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
             continue;
         }
 
-        cred[i].row = ngx_http_tent_json_parse(&value, op->log);
+        /* a recipient's row, the same for each post: parsed once */
+
+        cred[i].row = ngx_http_tent_record_parse(op->log, &cred[i].key,
+                                                 &value);
 
         if (cred[i].row == NULL
             || ngx_http_tent_json_cleanup(b->pool, cred[i].row) != NGX_OK)

@@ -38,6 +38,14 @@
 
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_delivery_row(ngx_str_t *value);
+
+
+/* a row listed: what it says read once, for the listing and the pass */
+typedef struct {
+    ngx_str_t                       key;
+    ngx_str_t                       value;
+    ngx_uint_t                      flags;
+} ngx_http_tent_outbox_row_t;
 static void ngx_http_tent_delivery_census(ngx_http_tent_delivery_t *dl,
     ngx_uint_t table);
 static void ngx_http_tent_delivery_counted(ngx_http_tent_store_op_t *op);
@@ -205,11 +213,13 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t              key, value, *row;
-    ngx_uint_t             flags;
-    ngx_http_tent_slot_t  *s;
+    ngx_str_t                    key, value;
+    ngx_uint_t                   flags;
+    ngx_http_tent_slot_t        *s;
+    ngx_http_tent_outbox_row_t  *row;
 
-    if (ngx_array_init(&dl->rows, dl->pool, 16, 2 * sizeof(ngx_str_t))
+    if (ngx_array_init(&dl->rows, dl->pool, 16,
+                       sizeof(ngx_http_tent_outbox_row_t))
         != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ERR, dl->log, 0,
@@ -255,10 +265,11 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
                 break;
             }
 
-            row[0] = key;
-            row[1] = value;
+            row->key = key;
+            row->value = value;
 
             flags = ngx_http_tent_delivery_row(&value);
+            row->flags = flags;
 
             if (flags & NGX_HTTP_TENT_ROW_PROFILE) {
                 dl->profile_rows = 1;
@@ -476,10 +487,11 @@ static void
 ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
     ngx_uint_t others)
 {
-    ngx_str_t                    *row, *a;
+    ngx_str_t                    *a;
     ngx_uint_t                    i, n, gone, flags, someone, apps;
     ngx_array_t                   batch;
     ngx_http_tent_store_op_t     *wop;
+    ngx_http_tent_outbox_row_t   *row;
     ngx_http_tent_entity_conf_t  *ent;
 
     ent = ngx_http_tent_delivery_conf(dl, dl->next_entity);
@@ -506,7 +518,7 @@ ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
     gone = 0;
 
     for (i = 0; i < dl->rows.nelts; i++) {
-        flags = ngx_http_tent_delivery_row(&row[2 * i + 1]);
+        flags = row[i].flags;
 
         apps = flags & (NGX_HTTP_TENT_ROW_RECEIVED | NGX_HTTP_TENT_ROW_APPS);
 
@@ -526,21 +538,21 @@ ngx_http_tent_delivery_decide(ngx_http_tent_delivery_t *dl,
                 break;
             }
 
-            a[0] = row[2 * i];
-            a[1] = row[2 * i + 1];
+            a[0] = row[i].key;
+            a[1] = row[i].value;
             continue;
         }
 
         if (someone) {
             if (n++ < NGX_HTTP_TENT_OUTBOX_EXPAND) {
-                ngx_http_tent_delivery_expand(dl, ent, &row[2 * i],
-                                              &row[2 * i + 1]);
+                ngx_http_tent_delivery_expand(dl, ent, &row[i].key,
+                                              &row[i].value);
             }
 
             continue;
         }
 
-        if (ngx_http_tent_store_write_del(wop, &row[2 * i]) != NGX_OK) {
+        if (ngx_http_tent_store_write_del(wop, &row[i].key) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, dl->log, 0,
                           "tent delivery: building the outbox's removal "
                           "failed");

@@ -38,7 +38,7 @@ ngx_http_tent_out_put(ngx_http_tent_out_t *out, const void *data, size_t n)
 
     if (out->len + n > out->size) {
         size = ngx_max(out->size * 2, out->len + n);
-        size = ngx_max(size, 64);
+        size = ngx_max(size, 4096);      /* a batch's answer: few reallocs */
 
         p = realloc(out->data, size);
         if (p == NULL) {

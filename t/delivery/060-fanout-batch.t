@@ -156,6 +156,11 @@ ok($loads > 0 && $loads * 4 <= $due,
    "one load a batch, not a job ($loads loads for $due due jobs)");
 ok($rendered <= $loads,
    "the post rendered once a batch ($rendered for $loads batches)");
+# and a post's body rendered by one batch is the next batches' too (the
+# post's parse shared through the records' cache, its body kept)
+ok($rendered <= 2,
+   "each post rendered once, not once a batch ($rendered for 2 posts, "
+   . "$loads batches)");
 ok($settles > 0 && $settles * 2 <= $settled,
    "settlements in batches ($settles writes for $settled)");
 is($alone, 0, 'none written alone');
