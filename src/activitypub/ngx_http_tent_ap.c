@@ -18,13 +18,10 @@
 #include "ngx_http_tent_ap.h"
 
 
-static ngx_int_t ngx_http_tent_ap_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_ap_vary(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_tent_ap_accepts(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_tent_ap_is_root(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
-
-
-static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 
 
 static ngx_str_t  ngx_http_tent_ap_wellknown[] = {
@@ -122,16 +119,6 @@ ngx_http_tent_ap_conf(ngx_conf_t *cf, ngx_http_tent_srv_conf_t *scf)
 }
 
 
-ngx_int_t
-ngx_http_tent_ap_init(ngx_conf_t *cf)
-{
-    ngx_http_next_header_filter = ngx_http_top_header_filter;
-    ngx_http_top_header_filter = ngx_http_tent_ap_header_filter;
-
-    return NGX_OK;
-}
-
-
 /* in the precontent phase: 1 when the request is ActivityPub's */
 
 ngx_uint_t
@@ -143,6 +130,18 @@ ngx_http_tent_ap_claim(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
     if (!scf->activitypub || r != r->main) {
+        return 0;
+    }
+
+    /*
+     * The entity URL answers a page or the actor: caches must know.  Set
+     * here, on the URI as asked: an index or try_files may move the
+     * request to another URI (a static index.html) before a header
+     * filter could see it, and headers_out stays across that move.
+     */
+
+    if (ngx_http_tent_ap_is_root(r, ctx) && ngx_http_tent_ap_vary(r) != NGX_OK)
+    {
         return 0;
     }
 
@@ -242,43 +241,58 @@ ngx_http_tent_ap_accepts(ngx_http_request_t *r)
 }
 
 
+/* "Vary: Accept", once: a request moved back to the root comes again */
+
 static ngx_int_t
-ngx_http_tent_ap_header_filter(ngx_http_request_t *r)
+ngx_http_tent_ap_vary(ngx_http_request_t *r)
 {
-    ngx_table_elt_t           *h;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_srv_conf_t  *scf;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
 
-    if (r != r->main) {
-        return ngx_http_next_header_filter(r);
-    }
+    part = &r->headers_out.headers.part;
+    h = part->elts;
 
-    ctx = ngx_http_tent_get_ctx(r);
+    for (i = 0; /* void */; i++) {
 
-    if (ctx == NULL || ctx->invalid) {
-        return ngx_http_next_header_filter(r);
-    }
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
 
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-    /* the entity URL answers a page or the actor: caches must know */
-
-    if (scf->activitypub && ngx_http_tent_ap_is_root(r, ctx)) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_ERROR;
+            part = part->next;
+            h = part->elts;
+            i = 0;
         }
 
-        h->hash = 1;
-        ngx_str_set(&h->key, "Vary");
-        ngx_str_set(&h->value, "Accept");
-
-#if (nginx_version >= 1023000)
-        h->next = NULL;
-#endif
+        if (h[i].hash && h[i].key.len == sizeof("Vary") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Vary",
+                               sizeof("Vary") - 1) == 0
+            && h[i].value.len == sizeof("Accept") - 1
+            && ngx_strncasecmp(h[i].value.data, (u_char *) "Accept",
+                               sizeof("Accept") - 1) == 0)
+        {
+            return NGX_OK;
+        }
     }
 
-    return ngx_http_next_header_filter(r);
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Vary");
+    ngx_str_set(&h->value, "Accept");
+
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent ap: the entity URL varies by Accept");
+
+    return NGX_OK;
 }
 
 

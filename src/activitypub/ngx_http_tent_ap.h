@@ -36,10 +36,9 @@ typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
 
 
-/* ngx_http_tent_ap.c: the directives, the routes, the Vary filter */
+/* ngx_http_tent_ap.c: the directives, the routes, Vary at the root */
 ngx_int_t ngx_http_tent_ap_conf(ngx_conf_t *cf,
     ngx_http_tent_srv_conf_t *scf);
-ngx_int_t ngx_http_tent_ap_init(ngx_conf_t *cf);
 ngx_uint_t ngx_http_tent_ap_claim(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_ap_not_yet(ngx_http_request_t *r,

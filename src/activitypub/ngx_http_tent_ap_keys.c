@@ -41,7 +41,9 @@ typedef struct {
     ngx_queue_t                     waiters;
     ngx_pool_t                     *pool;
     ngx_str_t                       entity;
+    uint64_t                        registry_inc;    /* its fence, or 0 */
     ngx_uint_t                      ok;
+    ngx_uint_t                      taken;       /* a waiter stores it */
     size_t                          public_len;
     size_t                          private_len;
     u_char                          public_pem[1024];
@@ -68,6 +70,8 @@ static ngx_int_t ngx_http_tent_ap_key_make(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static void ngx_http_tent_ap_keygen_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_ap_keygen_done(ngx_event_t *ev);
+static ngx_int_t ngx_http_tent_ap_key_keep(ngx_http_tent_ap_keygen_t *kg);
+static void ngx_http_tent_ap_key_kept(ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_key_store(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_ap_key_stored(ngx_http_request_t *r,
@@ -251,6 +255,8 @@ ngx_http_tent_ap_key_make(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
         kg = task->ctx;
         kg->pool = pool;
+        kg->registry_inc = (ctx->registry == NGX_HTTP_TENT_REG_ACTIVE)
+                           ? ctx->registry_inc : 0;
         ngx_queue_init(&kg->waiters);
 
         kg->entity.len = ctx->entity.len;
@@ -425,12 +431,97 @@ ngx_http_tent_ap_keygen_done(ngx_event_t *ev)
                 ngx_memcpy(kr->key.private_pem.data, kg->private_pem,
                            kg->private_len);
 
+                kg->taken = 1;
                 rc = ngx_http_tent_ap_key_store(r, ctx);
             }
         }
 
         ngx_http_finalize_request(r, rc);
         ngx_http_run_posted_requests(c);
+    }
+
+    /*
+     * Every waiter gone (each one's connection broken meanwhile): the key
+     * is written all the same, or the next request would make another,
+     * and an anonymous client breaking its requests would keep the
+     * threads making keys for ever
+     */
+
+    if (kg->ok && !kg->taken && ngx_http_tent_ap_key_keep(kg) == NGX_OK) {
+        return;
+    }
+
+    ngx_explicit_memzero(kg->private_pem, sizeof(kg->private_pem));
+    ngx_destroy_pool(kg->pool);
+}
+
+
+/* a key no request is left to write: written if the entity has none */
+
+static ngx_int_t
+ngx_http_tent_ap_key_keep(ngx_http_tent_ap_keygen_t *kg)
+{
+    json_t                    *row;
+    ngx_str_t                  key, value;
+    ngx_http_tent_store_op_t  *op;
+
+    row = ngx_http_tent_json_own(kg->pool, json_pack(
+              "{s:s%, s:s%, s:I}",
+              "public", kg->public_pem, kg->public_len,
+              "private", kg->private_pem, kg->private_len,
+              "created_at", (json_int_t) ngx_time()));
+
+    op = ngx_http_tent_store_op_create(kg->pool, ngx_cycle->log);
+
+    if (row == NULL || op == NULL
+        || ngx_http_tent_json_dump(kg->pool, row, &value) != NGX_OK
+        || ngx_http_tent_ap_key_row(kg->pool, &kg->entity, &key) != NGX_OK
+        || ngx_http_tent_store_cas(op, &key, NULL, &value) != NGX_OK
+        || (kg->registry_inc
+            && ngx_http_tent_store_fence(op, &kg->entity, kg->registry_inc)
+               != NGX_OK))
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "tent ap: building the write of the key of \"%V\" "
+                      "failed", &kg->entity);
+        return NGX_ERROR;
+    }
+
+    op->handler = ngx_http_tent_ap_key_kept;
+    op->data = kg;
+
+    if (ngx_http_tent_store_submit(op) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "tent ap: submitting the key of \"%V\" failed",
+                      &kg->entity);
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "tent ap: the key of \"%V\" written with no request "
+                   "left", &kg->entity);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_tent_ap_key_kept(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_ap_keygen_t *kg = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        && op->status != NGX_HTTP_TENT_STORE_CONFLICT)
+    {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "tent ap: the key of \"%V\" not written (%ui)",
+                      &kg->entity, op->status);
+
+    } else {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "tent ap: the key of \"%V\" kept: %s", &kg->entity,
+                       op->status == NGX_HTTP_TENT_STORE_OK
+                       ? "written" : "another was there first");
     }
 
     ngx_explicit_memzero(kg->private_pem, sizeof(kg->private_pem));
@@ -582,8 +673,19 @@ ngx_http_tent_ap_key_stored(ngx_http_request_t *r,
 
 /*
  * An imported key (ngx_http_tent_import_rows.c): a PEM private key, RSA
- * of 2048 to 4096 bits, and its public part as the actor shows it
+ * of 2048 to 4096 bits, and its public part as the actor shows it.  An
+ * encrypted PEM is refused without trying a password (its PBKDF2 count
+ * is the document's: millions of rounds would hold the worker), and what
+ * is kept is OpenSSL's own unencrypted PKCS#8 of the key, not the bytes
+ * given (nothing around them, no cost at each later read).
  */
+
+static int
+ngx_http_tent_ap_key_no_password(char *buf, int size, int rwflag, void *u)
+{
+    return -1;
+}
+
 
 ngx_int_t
 ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
@@ -610,7 +712,8 @@ ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
         return NGX_ERROR;
     }
 
-    pkey = PEM_read_bio_PrivateKey(in, NULL, NULL, (void *) "");
+    pkey = PEM_read_bio_PrivateKey(in, NULL,
+                                   ngx_http_tent_ap_key_no_password, NULL);
 
     if (pkey == NULL || EVP_PKEY_base_id(pkey) != EVP_PKEY_RSA
         || EVP_PKEY_bits(pkey) < 2048 || EVP_PKEY_bits(pkey) > 4096)
@@ -635,6 +738,28 @@ ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
 
     ngx_memcpy(public_pem->data, p, n);
     public_pem->len = n;
+
+    /* the private key as we write it: the public part's BIO again */
+
+    (void) BIO_reset(out);
+
+    if (PEM_write_bio_PrivateKey(out, pkey, NULL, NULL, 0, NULL, NULL) != 1)
+    {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    n = BIO_get_mem_data(out, &p);
+
+    private_pem->data = ngx_pnalloc(pool, n);
+    if (n <= 0 || private_pem->data == NULL) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    ngx_memcpy(private_pem->data, p, n);
+    private_pem->len = n;
+    OPENSSL_cleanse(p, n);
 
     rc = NGX_OK;
 

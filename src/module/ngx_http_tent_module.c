@@ -565,10 +565,6 @@ ngx_http_tent_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    if (ngx_http_tent_ap_init(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
     return ngx_http_tent_discovery_init(cf);
 }
 

@@ -9,6 +9,7 @@ use strict;
 use warnings;
 
 use Test::More;
+use File::Temp;
 use JSON::PP;
 use Tent::Peer;
 use Tent::Client;
@@ -92,6 +93,19 @@ sub genkey {
     return $k;
 }
 
+# an RSA 2048 key encrypted with the empty password, its public part
+sub encrypted_row {
+    my $plain = genkey('-algorithm RSA -pkeyopt rsa_keygen_bits:2048');
+    my $tmp = File::Temp->new;
+    print {$tmp} $plain;
+    close $tmp;
+    my $enc = `openssl pkcs8 -topk8 -v2 aes-256-cbc -iter 1000 -passout pass: -in $tmp 2>/dev/null`;
+    my $pub = `openssl pkey -pubout -in $tmp 2>/dev/null`;
+    die 'openssl pkcs8 failed' unless $enc =~ /BEGIN ENCRYPTED PRIVATE KEY/
+                                      && $pub =~ /BEGIN PUBLIC KEY/;
+    return { public => $pub, private => $enc, created_at => 1 };
+}
+
 # the owner's new key: write_secrets only
 my ($wo, $weak) = $b->client->authorized_app('write_profile',
                                              info_types => 'all');
@@ -138,6 +152,9 @@ my @bad = (
     [{ public => $pem, private => $k->{private}, created_at => 'x' },
      qr/created_at/, 'created_at not a time'],
     ['a string', qr/PEM strings/, 'not an object'],
+    # encrypted (with the empty password): refused without a try, since
+    # the document sets the PBKDF2 rounds (a worker held for minutes)
+    [encrypted_row(), qr/PEM RSA key/, 'an encrypted PKCS#8 key'],
 );
 for my $t (@bad) {
     my ($row, $why, $what) = @$t;
@@ -166,6 +183,28 @@ for my $t (@bad) {
     is($res->{status}, 200, 'two keys: 200') or diag $res->{body};
     like(encode_json($res->{json}{activitypub_keys} // {}), qr/a second key/,
          'the second refused');
+    $c->stop;
+}
+
+# what is kept is the key as OpenSSL writes it, not the bytes given (a
+# traditional RSA PEM, text after it): the export shows PKCS#8 alone
+{
+    my $c = Tent::Peer->start(server_config => $CONF);
+    my $tmp = File::Temp->new;
+    print {$tmp} $k->{private};
+    close $tmp;
+    my $trad = `openssl pkey -traditional -in $tmp 2>/dev/null`;
+    like($trad, qr/^-----BEGIN RSA PRIVATE KEY-----/, 'a traditional PEM');
+    my %d = %$doc;
+    $d{activitypub_keys} = [{ %$k, private => "$trad\ntext after it\n" }];
+    $res = import_into($c, \%d);
+    is($res->{json}{activitypub_keys}{taken}, 1, 'it is taken')
+        or diag $res->{body};
+    my ($rc, $cr) = $c->client->authorized_app($READ, info_types => 'all',
+                                               post_types => 'all');
+    my $cdoc = Tent::Util::export_document(port => $c->port, cred => $cr);
+    is($cdoc->{activitypub_keys}[0]{private}, $k->{private},
+       'exported as PKCS#8, nothing after it');
     $c->stop;
 }
 
