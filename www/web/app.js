@@ -43,8 +43,10 @@ function pageUrl() {
     return location.origin + location.pathname;
 }
 
+// one notice at a time: an error replaces a notice and the other way round
 function showError(e) {
     const el = $('error');
+    $('notice').textContent = '';
     const msg = e instanceof ApiError || e instanceof Error ? e.message
                                                            : String(e);
     el.textContent = msg;
@@ -60,6 +62,9 @@ function clearError() {
 }
 
 function notice(text) {
+    if (text) {
+        clearError();
+    }
     $('notice').textContent = text;
 }
 
@@ -70,6 +75,7 @@ function action(button, fn) {
             ev.preventDefault();
         }
         clearError();
+        notice('');
         if (button) {
             button.disabled = true;
         }
@@ -168,7 +174,7 @@ async function callback() {
     save('auth', { id: r.data.access_token, key: r.data.mac_key,
                    algorithm: r.data.mac_algorithm, root: state.root,
                    entity: state.entity });
-    notice('Signed in.');
+    // the header says "Signed in"; no notice repeats it
 }
 
 // Sign out deletes this browser's app (DELETE /apps/:id with its a:
@@ -390,6 +396,7 @@ async function loadFeed(more) {
         feed.append(renderPost(p));
     }
     state.next = r.links.next || null;
+    $('feed-loading').hidden = true;
     $('older').hidden = !state.next;
     $('feed-empty').hidden = feed.children.length > 0;
 }
@@ -626,8 +633,11 @@ function showTab(name) {
     }
 }
 
+// Until then the header says "Loading…": a signed-in owner is not
+// offered "Sign in" while the page finds out who is there.
 function render() {
     const signed = !!state.api;
+    $('loading').hidden = true;
     $('sign-in').hidden = signed;
     $('sign-out').hidden = !signed;
     $('signed-as').hidden = !signed;
@@ -683,6 +693,8 @@ async function main() {
     const d = await discover();
     const moved = movedTo(d);
     if (moved) {
+        $('loading').hidden = true;
+        $('feed-loading').hidden = true;
         $('entity-url').textContent = location.origin;
         showMoved(moved);
         document.body.dataset.ready = 'true';
@@ -769,6 +781,8 @@ async function main() {
 }
 
 main().catch((e) => {
+    $('loading').hidden = true;
+    $('feed-loading').hidden = true;
     showError(e);
     document.body.dataset.ready = 'true';
 });
