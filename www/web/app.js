@@ -286,8 +286,123 @@ function renderPost(p) {
         const b = li.querySelector('.deliveries-button');
         b.hidden = false;
         b.addEventListener('click', action(b, () => deliveries(li, p)));
+        wireChanges(li, p);
+    }
+    if (Number(p.version) > 1) {
+        li.querySelector('.edited').hidden = false;
     }
     return li;
+}
+
+
+/* editing and deleting the owner's own posts (the API refuses others') */
+
+// the content field an edit replaces: statuses and photos' captions
+function editField(p) {
+    const t = typeof p.type === 'string' ? p.type : '';
+    if (t.startsWith(STATUS.replace(/v0\.1\.0$/, ''))) {
+        return 'text';
+    }
+    if (t.startsWith(PHOTO.replace(/v0\.1\.0$/, ''))) {
+        return 'caption';
+    }
+    return null;
+}
+
+// asks in a modal dialog (Escape or Cancel: no); resolves true for OK
+function confirmAction(text, ok) {
+    const d = $('confirm');
+    $('confirm-text').textContent = text;
+    $('confirm-ok').textContent = ok;
+    d.returnValue = '';
+    const back = document.activeElement;
+    d.showModal();
+    return new Promise((resolve) => {
+        d.addEventListener('close', () => {
+            if (back && back.isConnected) {
+                back.focus();
+            }
+            resolve(d.returnValue === 'ok');
+        }, { once: true });
+    });
+}
+
+function wireChanges(li, p) {
+    const del = li.querySelector('.delete-button');
+    del.hidden = false;
+    del.addEventListener('click', async () => {
+        if (await confirmAction('Delete this post? It is deleted for '
+                                + 'everyone it was sent to too.', 'Delete')) {
+            await action(del, () => deletePost(li, p))();
+        }
+    });
+    const field = editField(p);
+    if (!field) {
+        return;
+    }
+    const edit = li.querySelector('.edit-button');
+    const form = li.querySelector('.edit-form');
+    const text = li.querySelector('.edit-text');
+    const count = li.querySelector('.edit-count');
+    const recount = () => {
+        const n = codePoints(text.value);
+        const limited = field === 'text';
+        count.textContent = limited ? `${n} / ${STATUS_CHARS}` : '';
+        count.classList.toggle('over', limited && n > STATUS_CHARS);
+    };
+    const close = () => {
+        form.hidden = true;
+        li.querySelector('.text').hidden = false;
+        edit.hidden = false;
+        edit.focus();
+    };
+    edit.hidden = false;
+    edit.addEventListener('click', () => {
+        text.value = postText(p);
+        recount();
+        form.hidden = false;
+        li.querySelector('.text').hidden = true;
+        edit.hidden = true;
+        text.focus();
+    });
+    text.addEventListener('input', recount);
+    text.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Escape') {
+            ev.preventDefault();
+            close();
+        }
+    });
+    li.querySelector('.edit-cancel').addEventListener('click', close);
+    form.addEventListener('submit', action(li.querySelector('.edit-save'),
+        () => saveEdit(li, p, field, text.value)));
+}
+
+// PUT /posts/:id with the new content: a new version, the rest kept
+async function saveEdit(li, p, field, value) {
+    if (field === 'text' && !value.trim()) {
+        throw new Error('Write something first.');
+    }
+    if (field === 'text' && codePoints(value) > STATUS_CHARS) {
+        throw new Error(`A status is at most ${STATUS_CHARS} characters; `
+                        + `this one has ${codePoints(value)}.`);
+    }
+    const content = Object.assign({}, p.content || {}, { [field]: value });
+    const r = await state.api.request('PUT',
+        'posts/' + encodeURIComponent(p.id), { json: { content } });
+    const fresh = renderPost(r.data);
+    li.replaceWith(fresh);
+    fresh.querySelector('.edit-button').focus();
+    notice('Post edited.');
+}
+
+async function deletePost(li, p) {
+    await state.api.request('DELETE', 'posts/' + encodeURIComponent(p.id));
+    const next = li.nextElementSibling;
+    li.remove();
+    $('feed-empty').hidden = $('feed').children.length > 0;
+    const focus = next && next.querySelector('.actions button:not([hidden])');
+    (focus || $('refresh')).focus();
+    notice('Post deleted.');
 }
 
 // the bytes fetched with the signature (private posts need it), shown
@@ -541,12 +656,18 @@ async function loadPeople(kind, more) {
             b.type = 'button';
             b.textContent = 'Unfollow';
             b.setAttribute('aria-label', 'Unfollow ' + f.entity);
-            b.addEventListener('click', action(b, async () => {
+            const unfollow = action(b, async () => {
                 await state.api.request('DELETE', 'followings/'
                                         + encodeURIComponent(f.id));
                 notice('Unfollowed ' + f.entity + '.');
                 await loadPeople('followings', false);
-            }));
+            });
+            b.addEventListener('click', async () => {
+                if (await confirmAction('Stop following ' + f.entity
+                                        + '?', 'Unfollow')) {
+                    await unfollow();
+                }
+            });
         }
         list.append(person(f.entity, b));
     }
@@ -755,6 +876,9 @@ async function main() {
     for (const b of document.querySelectorAll('#tabs button')) {
         b.addEventListener('click', () => showTab(b.dataset.tab));
     }
+    $('confirm-ok').addEventListener('click', () => $('confirm').close('ok'));
+    $('confirm-cancel').addEventListener('click',
+                                         () => $('confirm').close('cancel'));
 
     // WebCrypto is there in a secure context only (https, loopback)
     if (!window.isSecureContext || !crypto.subtle) {
