@@ -5,6 +5,7 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
+import { refreshEntities, remember, showEntity } from './people.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const STATUS = 'https://tent.io/types/post/status/v0.1.0';
@@ -247,7 +248,7 @@ function renderPost(p) {
     const a = li.querySelector('.author');
     if (link) {
         a.href = link;
-        a.textContent = p.entity;
+        showEntity(a, p.entity);
     } else {
         a.remove();
         li.querySelector('.author-text').textContent = String(p.entity);
@@ -631,7 +632,7 @@ function person(entity, button) {
         const a = document.createElement('a');
         a.href = link;
         a.rel = 'noopener noreferrer nofollow';
-        a.textContent = String(entity);
+        showEntity(a, entity);
         li.append(a);
     } else {
         li.append(document.createTextNode(String(entity)));
@@ -650,6 +651,7 @@ async function loadPeople(kind, more) {
         list.replaceChildren();
     }
     for (const f of Array.isArray(r.data) ? r.data : []) {
+        remember(f.entity, f.profile);
         let b = null;
         if (kind === 'followings') {
             b = document.createElement('button');
@@ -698,6 +700,8 @@ async function loadProfile() {
     $('profile-fields').disabled = true;
     const r = await state.api.request('GET', 'profile');
     const b = (r.data && r.data[BASIC]) || {};
+    remember(state.entity, r.data);
+    refreshEntities();
     const str = (v) => (typeof v === 'string' ? v : '');
     $('p-name').value = str(b.name);
     $('p-bio').value = str(b.bio);
@@ -728,6 +732,20 @@ async function saveProfile() {
                             { json: body });
     notice('Profile saved.');
     await loadProfile();
+}
+
+// the names and faces of the entities this server keeps a profile of:
+// those followed and the followers (one page of each)
+async function loadNames() {
+    for (const kind of ['followings', 'followers']) {
+        const r = await state.api.request('GET', kind + '?limit=200');
+        for (const f of Array.isArray(r.data) ? r.data : []) {
+            if (f && typeof f === 'object') {
+                remember(f.entity, f.profile);
+            }
+        }
+    }
+    refreshEntities();
 }
 
 function showName(basic) {
@@ -824,6 +842,7 @@ async function main() {
     state.entity = d.entity;
     state.root = d.root;
     state.anon = new Api(d.root);
+    remember(d.entity, d.profile);
     $('entity-url').textContent = d.entity;
     showName(d.profile[BASIC]);
 
@@ -900,6 +919,7 @@ async function main() {
     }
     if (state.api) {
         loadGroups().catch(showError);
+        loadNames().catch(showError);
     }
     document.body.dataset.ready = 'true';
 }
