@@ -130,7 +130,10 @@ export function showEntity(el, entity) {
         el.append(name, url);
         el.title = String(entity);
     } else {
-        el.append(String(entity));
+        const bare = document.createElement('span');
+        bare.className = 'bare';
+        bare.textContent = String(entity);
+        el.append(bare);
         el.removeAttribute('title');
     }
 }
