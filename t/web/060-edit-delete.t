@@ -131,6 +131,29 @@ $r = $client->request(GET => "/posts/$edit_me->{id}/versions", cred => $cred);
 is(scalar @{ $r->{json} || [] }, 2, 'the first version is kept');
 $w->step('edited');
 
+# a photo's caption: a new version that keeps the photo
+{
+    open my $fh, '>:raw', "$w->{tmp}/small.png" or die $!;
+    print {$fh} Tent::WebDemo::png(24, 16);
+    close $fh;
+}
+$page->type('#status-text', 'A caption');
+$page->set_files('#status-photo', "$w->{tmp}/small.png");
+$page->click('#post-button');
+ok($w->feed_has($page, 'A caption'), 'a photo posted from the page');
+$page->js(post_of('A caption') . ".querySelector('.edit-button').click(), "
+          . "true");
+ok($page->wait_js("document.activeElement.value === 'A caption'"),
+   'Edit opens its caption');
+$page->type('.post .edit-text:focus', 'A better caption');
+$page->click('.post:not([hidden]) .edit-form:not([hidden]) .edit-save');
+ok($w->feed_has($page, 'A better caption'), 'the new caption is shown');
+ok($page->wait_js("(() => { const i = (" . post_of('A better caption')
+                  . ").querySelector('.photos img'); return i && i.complete"
+                  . " && i.naturalWidth === 24 })()"),
+   'with the photo, kept by the new version');
+$w->step('caption-edited');
+
 # delete: asked first, Escape keeps the post
 $page->js(post_of('Delete me') . ".querySelector('.delete-button').click(),"
           . " true");

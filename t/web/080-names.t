@@ -15,7 +15,6 @@ use utf8;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
-use Compress::Zlib qw(crc32);
 use JSON::PP;
 use Tent::WebDemo;
 
@@ -29,18 +28,6 @@ my ($bc, $bcred) = ($w->bob_client, $w->bob_cred);
 my $JSON = JSON::PP->new->utf8->canonical;
 my $BASIC = 'https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0';
 
-sub png {
-    my ($w, $h) = @_;
-    my $raw = (pack('C', 0) . (pack('CCC', 200, 60, 60) x $w)) x $h;
-    my $chunk = sub {
-        pack('N', length $_[1]) . $_[0] . $_[1] . pack('N', crc32($_[0] . $_[1]))
-    };
-    return "\x89PNG\r\n\x1a\n"
-        . $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0))
-        . $chunk->('IDAT', Compress::Zlib::compress($raw))
-        . $chunk->('IEND', '');
-}
-
 # the first entity's avatar: a public photo of its own, on its origin
 my $b = 'namesboundary';
 my $r = $ac->request(POST => '/posts', cred => $acred,
@@ -52,7 +39,7 @@ my $r = $ac->request(POST => '/posts', cred => $acred,
                             permissions => { public => JSON::PP::true } })
           . "\r\n--$b\r\nContent-Disposition: form-data; name=\"photos[0]\"; "
           . "filename=\"face.png\"\r\nContent-Type: image/png\r\n\r\n"
-          . png(32, 32) . "\r\n--$b--\r\n");
+          . Tent::WebDemo::png(32, 32) . "\r\n--$b--\r\n");
 is($r->{status}, 200, 'a photo for the avatar');
 my $att = $r->{json}{attachments}[0]{name};
 my $avatar = "$alice/tent/posts/$r->{json}{id}/attachments/$att";

@@ -679,6 +679,7 @@ async function loadPeople(kind, more) {
     }
     state.lists[kind] = r.links.next || null;
     $(kind + '-more').hidden = !state.lists[kind];
+    refreshEntities();              // names it brought, in the feed too
 }
 
 async function follow() {

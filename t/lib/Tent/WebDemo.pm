@@ -9,7 +9,7 @@ package Tent::WebDemo;
 #   my $page = $w->page;                               # chromium
 #   $w->sign_in($page);  $w->step('name');  $w->feed_has($page, 'text');
 #   $w->owner_client; $w->owner_cred; $w->bob_client; $w->bob_cred;
-#   $w->{alice}, $w->{bob}: the two entities' URLs
+#   $w->{alice}, $w->{bob}: the two entities' URLs; Tent::WebDemo::png(w, h)
 #
 # Screenshots and logs are kept (and their path printed) when a test
 # fails or TEST_WEB_KEEP=1.
@@ -124,6 +124,21 @@ sub post_status {
         permissions => { public => JSON::PP::true }, %o });
     die "posting: $r->{status}" unless $r->{status} == 200;
     return $r->{json};
+}
+
+# a PNG of w x h pixels (one colour)
+sub png {
+    my ($w, $h) = @_;
+    require Compress::Zlib;
+    my $raw = (pack('C', 0) . (pack('CCC', 200, 60, 60) x $w)) x $h;
+    my $chunk = sub {
+        pack('N', length $_[1]) . $_[0] . $_[1]
+            . pack('N', Compress::Zlib::crc32($_[0] . $_[1]))
+    };
+    return "\x89PNG\r\n\x1a\n"
+        . $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0))
+        . $chunk->('IDAT', Compress::Zlib::compress($raw))
+        . $chunk->('IEND', '');
 }
 
 sub step {
