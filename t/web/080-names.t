@@ -131,6 +131,24 @@ ok($page->wait_js("Array.from(document.querySelectorAll('#followers "
    'the followers list too');
 $w->step('names-followers');
 
+# a private post's delivery status names its recipient
+$page->click('#tabs button[data-tab=feed]');
+$page->type('#status-text', 'For the second only');
+$page->click('input[name=visibility][value=private]');
+$page->type('#status-entities', $bob);
+$page->click('#post-button');
+ok($w->feed_has($page, 'For the second only'), 'a private post');
+my $named;
+for (1 .. 30) {             # its delivery is made after the answer
+    $page->click('#feed .post .deliveries-button');
+    last if $named = $page->wait_js("(() => { const n = document."
+        . "querySelector('#feed .post .deliveries .entity .name'); return n"
+        . " && n.textContent.startsWith('Bob') && n.closest('.entity')"
+        . ".title === '$bob' })()", 0.5);
+}
+ok($named, 'its delivery status names the recipient');
+$w->step('names-deliveries');
+
 $page->call('Emulation.setDeviceMetricsOverride', { width => 390,
     height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
 $page->click('#tabs button[data-tab=feed]');

@@ -478,7 +478,9 @@ async function deliveries(li, p) {
     const ul = document.createElement('ul');
     for (const x of Array.isArray(d.deliveries) ? d.deliveries : []) {
         const item = document.createElement('li');
-        const bits = [String(x.entity), String(x.state)];
+        const who = document.createElement('span');
+        showEntity(who, String(x.entity));
+        const bits = [String(x.state)];
         if (x.last_status) {
             bits.push('HTTP ' + x.last_status);
         }
@@ -488,7 +490,7 @@ async function deliveries(li, p) {
         if (x.last_attempt_at) {
             bits.push(when.format(new Date(x.last_attempt_at * 1000)));
         }
-        item.textContent = bits.join(' — ');
+        item.append(who, ' — ' + bits.join(' — '));
         ul.append(item);
     }
     if (!ul.children.length) {
