@@ -157,5 +157,44 @@ ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
    'a focused name with its URL fits a phone\'s width');
 $w->step('names-phone');
 
+$page->call('Emulation.setDeviceMetricsOverride', { width => 900,
+    height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });
+
+# kept in the browser: a reload names the entity before the followings
+# are read again (their request held)
+like($page->js("localStorage.getItem('tent-web:people')") || '',
+     qr/\Q$bob\E/, 'the names are kept in localStorage');
+$page->call('Fetch.enable', { patterns => [
+    { urlPattern => '*/tent/followings*' } ] });
+my $seen = scalar $w->chrome->events;
+$page->go("$alice/");
+ok($w->feed_has($page, 'A status of the second'), 'reloaded');
+my $held;
+for (1 .. 100) {
+    ($held) = grep { ($_->{method} || '') eq 'Fetch.requestPaused' }
+              ($w->chrome->events)[$seen .. scalar($w->chrome->events) - 1];
+    last if $held;
+    $page->js('1');
+    select undef, undef, undef, 0.1;
+}
+ok($held, 'the followings\' request is held');
+is(author($page, 'A status of the second',
+          "a.querySelector('.name') && a.querySelector('.name').textContent"),
+   $bob_name, 'the name is shown from the browser\'s copy');
+$page->call('Fetch.continueRequest',
+            { requestId => $held->{params}{requestId} }) if $held;
+$page->call('Fetch.disable');
+
+# signing out forgets them, the entity's own name stays
+$page->click('#sign-out');
+ok($page->wait_js("document.body.dataset.state === 'anonymous' && "
+                  . "!document.getElementById('refresh').disabled"),
+   'signed out');
+is($page->js("localStorage.getItem('tent-web:people')"), undef,
+   'the names are forgotten');
+ok($w->feed_has($page, 'A status of mine'), 'the public posts');
+is(author($page, 'A status of mine', "a.querySelector('.name').textContent"),
+   'Alice Example', 'by the entity\'s own name still');
+
 $w->finish;
 done_testing();

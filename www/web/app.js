@@ -5,7 +5,8 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
-import { refreshEntities, remember, showEntity } from './people.js';
+import { forgetPeople, refreshEntities, remember, restorePeople,
+         savedPeople, showEntity } from './people.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const STATUS = 'https://tent.io/types/post/status/v0.1.0';
@@ -98,6 +99,7 @@ function forgetRevoked(e) {
     if (e instanceof ApiError && e.status === 401 && state.api
         && /MAC Key ID/i.test(e.message)) {
         save('auth', null);
+        save('people', null);
         state.api = null;
         render();
         e.message += ': sign in again.';
@@ -184,6 +186,8 @@ async function callback() {
 async function signOut() {
     const app = load('app');
     save('auth', null);
+    save('people', null);
+    forgetPeople(state.entity);
     state.api = null;
     render();
     if (app && app.root === state.root) {
@@ -748,6 +752,7 @@ async function loadNames() {
             }
         }
     }
+    save('people', savedPeople());
     refreshEntities();
 }
 
@@ -858,6 +863,7 @@ async function main() {
     const auth = load('auth');
     if (auth && auth.root === state.root && auth.entity === state.entity) {
         state.api = new Api(state.root, auth);
+        restorePeople(load('people'));  // names at once, read again below
     }
     render();
 

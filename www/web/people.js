@@ -45,6 +45,32 @@ export function remember(entity, profile) {
     }
 }
 
+// the cache as JSON for localStorage, and back (checked as a profile)
+export function savedPeople() {
+    return Object.fromEntries(Array.from(people, ([e, who]) =>
+        [e, { name: who.name, avatar_url: who.avatar || undefined }]));
+}
+
+export function restorePeople(saved) {
+    if (!saved || typeof saved !== 'object') {
+        return;
+    }
+    for (const [entity, basic] of Object.entries(saved)) {
+        if (!people.has(entityKey(entity))) {    // what is fresher stays
+            remember(entity, { [BASIC]: basic });
+        }
+    }
+}
+
+// all but the one entity (the page's own, which anyone may read)
+export function forgetPeople(keep) {
+    for (const e of Array.from(people.keys())) {
+        if (e !== entityKey(keep)) {
+            people.delete(e);
+        }
+    }
+}
+
 export function known(entity) {
     return people.get(entityKey(entity)) || null;
 }
