@@ -49,8 +49,9 @@ $r = $ac->request(PUT => "/profile/$BASIC", cred => $acred, body => {
     permissions => { public => JSON::PP::true } });
 is($r->{status}, 200, 'the first entity\'s name and avatar');
 my $bob_name = 'Bob <img src=x onerror="document.body.dataset.xss=1">';
+my $bidi = "\x{202E}"; # a right-to-left override: dropped from the name
 $r = $bc->request(PUT => "/profile/$BASIC", cred => $bcred, body => {
-    name => $bob_name, avatar_url => "$bob/elsewhere.png",
+    name => "$bidi$bob_name", avatar_url => "$bob/elsewhere.png",
     permissions => { public => JSON::PP::true } });
 is($r->{status}, 200, 'the second entity\'s name, with markup');
 is($ac->request(POST => '/followings', cred => $acred,

@@ -35,8 +35,11 @@ export function remember(entity, profile) {
     if (typeof entity !== 'string' || !b || typeof b !== 'object') {
         return;
     }
+    // bidi overrides and isolates would let a name run into the URL
+    // after it (and the CSS isolates the name too)
     const name = typeof b.name === 'string'
-        ? Array.from(b.name.trim()).slice(0, NAME_CHARS).join('') : '';
+        ? Array.from(b.name.replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
+                     .trim()).slice(0, NAME_CHARS).join('') : '';
     const avatar = ownOriginImage(b.avatar_url);
     if (name || avatar) {
         people.set(entityKey(entity), { name, avatar });
@@ -98,7 +101,9 @@ function avatarUrl(url) {
         avatars.set(url, (async () => {
             const res = await fetch(url, { headers: { Accept: '*/*' },
                                            credentials: 'omit' });
-            const bytes = res.ok ? await res.arrayBuffer() : null;
+            const len = Number(res.headers.get('Content-Length'));
+            const bytes = res.ok && !(len > AVATAR_BYTES)
+                ? await res.arrayBuffer() : null;
             if (!bytes || bytes.byteLength > AVATAR_BYTES) {
                 return null;
             }
