@@ -91,7 +91,7 @@ ok($page->wait_js("document.activeElement.classList.contains('edit-text')"
                   . " && document.activeElement.value === 'Edit me'"),
    'Edit opens the text, focused');
 $w->step('editing');
-$page->type('.post .edit-text:focus', 'Not this');
+$page->type('.post .edit-form:not([hidden]) .edit-text', 'Not this');
 $page->key('Escape');
 ok($page->wait_js("!!(" . post_of('Edit me') . ")"),
    'Escape leaves the post as it was');
@@ -103,7 +103,7 @@ $page->key('Enter');
 ok($page->wait_js("document.activeElement.classList.contains('edit-text')"),
    'Edit opened with the keyboard');
 my $long = 'x' x 257;
-$page->type('.post .edit-text:focus', $long);
+$page->type('.post .edit-form:not([hidden]) .edit-text', $long);
 $page->click('.post:not([hidden]) .edit-form:not([hidden]) .edit-save');
 ok($page->wait_js("!document.getElementById('error').hidden"),
    'an edit over 256 characters is refused');
@@ -145,7 +145,7 @@ $page->js(post_of('A caption') . ".querySelector('.edit-button').click(), "
           . "true");
 ok($page->wait_js("document.activeElement.value === 'A caption'"),
    'Edit opens its caption');
-$page->type('.post .edit-text:focus', 'A better caption');
+$page->type('.post .edit-form:not([hidden]) .edit-text', 'A better caption');
 $page->click('.post:not([hidden]) .edit-form:not([hidden]) .edit-save');
 ok($w->feed_has($page, 'A better caption'), 'the new caption is shown');
 ok($page->wait_js("(() => { const i = (" . post_of('A better caption')
