@@ -314,22 +314,35 @@ function editField(p) {
     return null;
 }
 
-// asks in a modal dialog (Escape or Cancel: no); resolves true for OK
+// asks in a modal dialog (Escape or Cancel: no); resolves true for OK.
+// Answered by its buttons and its cancel event (Escape), which come in
+// order: its close event is queued and could reach the next question.
+const asking = { resolve: null, back: null };
+
 function confirmAction(text, ok) {
     const d = $('confirm');
     $('confirm-text').textContent = text;
     $('confirm-ok').textContent = ok;
-    d.returnValue = '';
-    const back = document.activeElement;
+    asking.back = document.activeElement;
     d.showModal();
     return new Promise((resolve) => {
-        d.addEventListener('close', () => {
-            if (back && back.isConnected) {
-                back.focus();
-            }
-            resolve(d.returnValue === 'ok');
-        }, { once: true });
+        asking.resolve = resolve;
     });
+}
+
+function answer(yes) {
+    const d = $('confirm');
+    const { resolve, back } = asking;
+    asking.resolve = null;
+    if (d.open) {
+        d.close();
+    }
+    if (back && back.isConnected) {
+        back.focus();
+    }
+    if (resolve) {
+        resolve(yes);
+    }
 }
 
 function wireChanges(li, p) {
@@ -904,9 +917,9 @@ async function main() {
     for (const b of document.querySelectorAll('#tabs button')) {
         b.addEventListener('click', () => showTab(b.dataset.tab));
     }
-    $('confirm-ok').addEventListener('click', () => $('confirm').close('ok'));
-    $('confirm-cancel').addEventListener('click',
-                                         () => $('confirm').close('cancel'));
+    $('confirm-ok').addEventListener('click', () => answer(true));
+    $('confirm-cancel').addEventListener('click', () => answer(false));
+    $('confirm').addEventListener('cancel', () => answer(false));
 
     // WebCrypto is there in a secure context only (https, loopback)
     if (!window.isSecureContext || !crypto.subtle) {

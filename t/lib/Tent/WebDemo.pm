@@ -88,9 +88,15 @@ sub start {
 
 sub chrome { $_[0]{chrome} }
 
+# the suite's tab, which always acts as the focused window (':focus' and
+# focus events as a person's would, whatever else the browser does)
 sub page {
     my ($self, %o) = @_;
-    return $self->{page} ||= $self->{chrome}->page(%o);
+    return $self->{page} if $self->{page};
+    my $p = $self->{chrome}->page(%o);
+    $p->call('Emulation.setFocusEmulationEnabled',
+             { enabled => JSON::PP::true });
+    return $self->{page} = $p;
 }
 
 sub cred {
