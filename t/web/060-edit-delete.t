@@ -72,6 +72,9 @@ for (1 .. 50) {
                                     0.5);
 }
 ok($arrived, "the second entity's post is in the feed");
+# no refresh still under way (its answer would replace the feed)
+ok($page->wait_js("!document.getElementById('refresh').disabled"),
+   'the feed is loaded');
 ok(shown($page, 'Edit me', 'edit-button')
    && shown($page, 'Edit me', 'delete-button'),
    'the owner\'s own status has Edit and Delete');

@@ -89,6 +89,8 @@ for (1 .. 50) {
     last if $arrived = $w->feed_has($page, 'A status of the second', 0.5);
 }
 ok($arrived, 'the followed entity\'s status arrives');
+ok($page->wait_js("!document.getElementById('refresh').disabled"),
+   'no refresh under way');
 ok($page->wait_js("!!Array.from(document.querySelectorAll('#feed .author"
                   . " .name')).find((n) => n.textContent.startsWith('Bob'))"),
    'its name is shown once the followings are read');
