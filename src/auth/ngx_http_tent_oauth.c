@@ -557,84 +557,6 @@ ngx_http_tent_oauth_hidden(ngx_http_request_t *r, ngx_chain_t ***last,
 }
 
 
-static ngx_int_t
-ngx_http_tent_oauth_list(ngx_http_request_t *r, ngx_chain_t ***last,
-    const char *title, ngx_str_t *list)
-{
-    u_char     *p;
-    ngx_str_t   item, t;
-
-    if (list->len == 0) {
-        return NGX_OK;
-    }
-
-    t.data = (u_char *) title;
-    t.len = ngx_strlen(title);
-
-    ngx_http_tent_lit(r, last, "<h2>");
-    ngx_http_tent_esc(r, last, &t);
-    ngx_http_tent_lit(r, last, "</h2>\n<ul>\n");
-
-    p = list->data;
-
-    while (ngx_http_tent_next_item(&p, list->data + list->len, &item)) {
-        ngx_http_tent_lit(r, last, "<li>");
-        ngx_http_tent_esc(r, last, &item);
-        ngx_http_tent_lit(r, last, "</li>\n");
-    }
-
-    ngx_http_tent_lit(r, last, "</ul>\n");
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_tent_oauth_page(ngx_http_request_t *r, ngx_http_tent_oauth_t *oa)
-{
-    ngx_str_t     name, url;
-    ngx_chain_t  *out, **last;
-
-    (void) ngx_http_tent_json_str(oa->app, "name", &name);
-    (void) ngx_http_tent_json_str(oa->app, "url", &url);
-
-    out = NULL;
-    last = &out;
-
-    ngx_http_tent_lit(r, &last,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-        "<title>Authorize an app</title></head>\n<body>\n"
-        "<h1>Authorize <q>");
-    ngx_http_tent_esc(r, &last, &name);
-    ngx_http_tent_lit(r, &last, "</q>?</h1>\n<p>App site: <code>");
-    ngx_http_tent_esc(r, &last, &url);
-    ngx_http_tent_lit(r, &last, "</code><br>It will return to <code>");
-    ngx_http_tent_esc(r, &last, &oa->redirect_uri);
-    ngx_http_tent_lit(r, &last, "</code></p>\n");
-
-    if (ngx_http_tent_oauth_list(r, &last, "Scopes", &oa->scope) != NGX_OK
-        || ngx_http_tent_oauth_list(r, &last, "Post types", &oa->post_types)
-           != NGX_OK
-        || ngx_http_tent_oauth_list(r, &last, "Profile info types",
-                                    &oa->info_types)
-           != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "listing the scopes and types");
-    }
-
-    if (ngx_http_tent_oauth_fields(r, &last, oa) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "writing the form's fields");
-    }
-
-    ngx_http_tent_lit(r, &last,
-        "<button name=\"decision\" value=\"approve\">Approve</button>\n"
-        "<button name=\"decision\" value=\"deny\">Deny</button>\n"
-        "</form>\n</body></html>\n");
-
-    return ngx_http_tent_oauth_send(r, out, NGX_HTTP_OK);
-}
-
-
 /* "<form ...>" and its hidden fields: the parameters and a new token */
 
 ngx_int_t
@@ -708,7 +630,10 @@ ngx_http_tent_oauth_send(ngx_http_request_t *r, ngx_chain_t *out,
 
     h->hash = 1;
     ngx_str_set(&h->key, "Content-Security-Policy");
-    ngx_str_set(&h->value, "default-src 'none'; frame-ancestors 'none'");
+
+    if (ngx_http_tent_oauth_csp(&h->value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "hashing the page's style");
+    }
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {

@@ -9,9 +9,9 @@
 
 
 /*
- * What the authorize page (ngx_http_tent_oauth.c) and its sign-in on a
- * provisioning server (ngx_http_tent_oauth_signin.c) share; only they
- * include it.
+ * What the authorize page (ngx_http_tent_oauth.c, its HTML in
+ * ngx_http_tent_oauth_page.c) and its sign-in on a provisioning server
+ * (ngx_http_tent_oauth_signin.c) share; only they include it.
  */
 
 
@@ -61,10 +61,15 @@ ngx_int_t ngx_http_tent_oauth_fields(ngx_http_request_t *r,
     ngx_chain_t ***last, ngx_http_tent_oauth_t *oa);
 ngx_int_t ngx_http_tent_oauth_send(ngx_http_request_t *r, ngx_chain_t *out,
     ngx_uint_t status);
-ngx_int_t ngx_http_tent_oauth_page(ngx_http_request_t *r,
-    ngx_http_tent_oauth_t *oa);
 ngx_int_t ngx_http_tent_oauth_decide(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_oauth_t *oa);
+
+/* ngx_http_tent_oauth_page.c */
+ngx_int_t ngx_http_tent_oauth_csp(ngx_str_t *csp);
+ngx_int_t ngx_http_tent_oauth_head(ngx_http_request_t *r, ngx_chain_t ***last,
+    const char *title);
+ngx_int_t ngx_http_tent_oauth_page(ngx_http_request_t *r,
+    ngx_http_tent_oauth_t *oa);
 
 /* ngx_http_tent_oauth_signin.c */
 ngx_int_t ngx_http_tent_oauth_signin(ngx_http_request_t *r,

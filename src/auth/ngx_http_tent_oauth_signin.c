@@ -354,12 +354,14 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
     out = NULL;
     last = &out;
 
-    ngx_http_tent_lit(r, &last,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-        "<title>Sign in</title></head>\n<body>\n"
-        "<h1>Sign in to authorize <q>");
+    if (ngx_http_tent_oauth_head(r, &last, "Sign in") != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_tent_lit(r, &last, "<h1>Sign in to authorize <q>");
     ngx_http_tent_esc(r, &last, &name);
-    ngx_http_tent_lit(r, &last, "</q></h1>\n<p>As the owner of <code>");
+    ngx_http_tent_lit(r, &last, "</q></h1>\n<p class=\"muted\">As the owner "
+                      "of <code>");
     ngx_http_tent_esc(r, &last, &ctx->entity);
     ngx_http_tent_lit(r, &last, "</code></p>\n");
 
@@ -367,7 +369,7 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
         text.data = (u_char *) message;
         text.len = ngx_strlen(message);
 
-        ngx_http_tent_lit(r, &last, "<p role=\"alert\">");
+        ngx_http_tent_lit(r, &last, "<p class=\"alert\" role=\"alert\">");
         ngx_http_tent_esc(r, &last, &text);
         ngx_http_tent_lit(r, &last, "</p>\n");
     }
@@ -379,7 +381,8 @@ ngx_http_tent_oauth_signin_form(ngx_http_request_t *r,
     ngx_http_tent_lit(r, &last,
         "<label>Password <input type=\"password\" name=\"password\" "
         "autocomplete=\"current-password\" required autofocus></label>\n"
-        "<button>Sign in</button>\n</form>\n</body></html>\n");
+        "<div class=\"row\"><button>Sign in</button></div>\n</form>\n"
+        "</main>\n</body></html>\n");
 
     if (oa->retry) {
         p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);

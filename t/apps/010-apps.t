@@ -158,8 +158,10 @@ like($res->{headers}{'content-type'}, qr{^text/html}, 'authorize page: HTML');
 like($res->{body}, qr/&lt;script&gt;alert\(1\)&lt;\/script&gt;/,
      'authorize page: the app name, escaped');
 unlike($res->{body}, qr/<script>|<img src=x>/, 'authorize page: no injected markup');
-like($res->{body}, qr{<li>write_posts</li>}, 'authorize page: the scopes');
-like($res->{body}, qr{<li>https://tent\.io/types/post/status/v0\.1\.0</li>},
+like($res->{body}, qr{<li>publish, [^<]* <code>write_posts</code></li>},
+     'authorize page: the scopes, in words and by name');
+like($res->{body},
+     qr{<li>statuses <code>https://tent\.io/types/post/status/v0\.1\.0</code></li>},
      'authorize page: the post types');
 like($res->{headers}{'content-security-policy'}, qr/frame-ancestors 'none'/,
      'authorize page: not to be framed');

@@ -574,6 +574,9 @@ $page->click('#tabs button[data-tab=following]');
 $page->wait_js("Array.from(document.querySelectorAll('#followings button'))"
                . ".length > 0");
 $page->click('#followings button');
+ok($page->wait_js("document.getElementById('confirm').open"),
+   'Unfollow asks first');
+$page->click('#confirm-ok');
 ok($page->wait_js("!Array.from(document.querySelectorAll('#followings a'))"
                   . ".some((a) => a.textContent === '$bob')"),
    'unfollowed');

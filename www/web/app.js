@@ -5,6 +5,8 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
+import { forgetPeople, refreshEntities, remember, restorePeople,
+         savedPeople, showEntity } from './people.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const STATUS = 'https://tent.io/types/post/status/v0.1.0';
@@ -43,8 +45,10 @@ function pageUrl() {
     return location.origin + location.pathname;
 }
 
+// one notice at a time: an error replaces a notice and the other way round
 function showError(e) {
     const el = $('error');
+    $('notice').textContent = '';
     const msg = e instanceof ApiError || e instanceof Error ? e.message
                                                            : String(e);
     el.textContent = msg;
@@ -60,6 +64,9 @@ function clearError() {
 }
 
 function notice(text) {
+    if (text) {
+        clearError();
+    }
     $('notice').textContent = text;
 }
 
@@ -70,6 +77,7 @@ function action(button, fn) {
             ev.preventDefault();
         }
         clearError();
+        notice('');
         if (button) {
             button.disabled = true;
         }
@@ -91,6 +99,7 @@ function forgetRevoked(e) {
     if (e instanceof ApiError && e.status === 401 && state.api
         && /MAC Key ID/i.test(e.message)) {
         save('auth', null);
+        save('people', null);
         state.api = null;
         render();
         e.message += ': sign in again.';
@@ -168,7 +177,7 @@ async function callback() {
     save('auth', { id: r.data.access_token, key: r.data.mac_key,
                    algorithm: r.data.mac_algorithm, root: state.root,
                    entity: state.entity });
-    notice('Signed in.');
+    // the header says "Signed in"; no notice repeats it
 }
 
 // Sign out deletes this browser's app (DELETE /apps/:id with its a:
@@ -177,6 +186,8 @@ async function callback() {
 async function signOut() {
     const app = load('app');
     save('auth', null);
+    save('people', null);
+    forgetPeople(state.entity);
     state.api = null;
     render();
     if (app && app.root === state.root) {
@@ -241,7 +252,7 @@ function renderPost(p) {
     const a = li.querySelector('.author');
     if (link) {
         a.href = link;
-        a.textContent = p.entity;
+        showEntity(a, p.entity);
     } else {
         a.remove();
         li.querySelector('.author-text').textContent = String(p.entity);
@@ -280,8 +291,136 @@ function renderPost(p) {
         const b = li.querySelector('.deliveries-button');
         b.hidden = false;
         b.addEventListener('click', action(b, () => deliveries(li, p)));
+        wireChanges(li, p);
+    }
+    if (Number(p.version) > 1) {
+        li.querySelector('.edited').hidden = false;
     }
     return li;
+}
+
+
+/* editing and deleting the owner's own posts (the API refuses others') */
+
+// the content field an edit replaces: statuses and photos' captions
+function editField(p) {
+    const t = typeof p.type === 'string' ? p.type : '';
+    if (t.startsWith(STATUS.replace(/v0\.1\.0$/, ''))) {
+        return 'text';
+    }
+    if (t.startsWith(PHOTO.replace(/v0\.1\.0$/, ''))) {
+        return 'caption';
+    }
+    return null;
+}
+
+// asks in a modal dialog (Escape or Cancel: no); resolves true for OK.
+// Answered by its buttons and its cancel event (Escape), which come in
+// order: its close event is queued and could reach the next question.
+const asking = { resolve: null, back: null };
+
+function confirmAction(text, ok) {
+    const d = $('confirm');
+    $('confirm-text').textContent = text;
+    $('confirm-ok').textContent = ok;
+    asking.back = document.activeElement;
+    d.showModal();
+    return new Promise((resolve) => {
+        asking.resolve = resolve;
+    });
+}
+
+function answer(yes) {
+    const d = $('confirm');
+    const { resolve, back } = asking;
+    asking.resolve = null;
+    if (d.open) {
+        d.close();
+    }
+    if (back && back.isConnected) {
+        back.focus();
+    }
+    if (resolve) {
+        resolve(yes);
+    }
+}
+
+function wireChanges(li, p) {
+    const del = li.querySelector('.delete-button');
+    del.hidden = false;
+    del.addEventListener('click', async () => {
+        if (await confirmAction('Delete this post? It is deleted for '
+                                + 'everyone it was sent to too.', 'Delete')) {
+            await action(del, () => deletePost(li, p))();
+        }
+    });
+    const field = editField(p);
+    if (!field) {
+        return;
+    }
+    const edit = li.querySelector('.edit-button');
+    const form = li.querySelector('.edit-form');
+    const text = li.querySelector('.edit-text');
+    const count = li.querySelector('.edit-count');
+    const recount = () => {
+        const n = codePoints(text.value);
+        const limited = field === 'text';
+        count.textContent = limited ? `${n} / ${STATUS_CHARS}` : '';
+        count.classList.toggle('over', limited && n > STATUS_CHARS);
+    };
+    const close = () => {
+        form.hidden = true;
+        li.querySelector('.text').hidden = false;
+        edit.hidden = false;
+        edit.focus();
+    };
+    edit.hidden = false;
+    edit.addEventListener('click', () => {
+        text.value = postText(p);
+        recount();
+        form.hidden = false;
+        li.querySelector('.text').hidden = true;
+        edit.hidden = true;
+        text.focus();
+    });
+    text.addEventListener('input', recount);
+    text.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Escape') {
+            ev.preventDefault();
+            close();
+        }
+    });
+    li.querySelector('.edit-cancel').addEventListener('click', close);
+    form.addEventListener('submit', action(li.querySelector('.edit-save'),
+        () => saveEdit(li, p, field, text.value)));
+}
+
+// PUT /posts/:id with the new content: a new version, the rest kept
+async function saveEdit(li, p, field, value) {
+    if (field === 'text' && !value.trim()) {
+        throw new Error('Write something first.');
+    }
+    if (field === 'text' && codePoints(value) > STATUS_CHARS) {
+        throw new Error(`A status is at most ${STATUS_CHARS} characters; `
+                        + `this one has ${codePoints(value)}.`);
+    }
+    const content = Object.assign({}, p.content || {}, { [field]: value });
+    const r = await state.api.request('PUT',
+        'posts/' + encodeURIComponent(p.id), { json: { content } });
+    const fresh = renderPost(r.data);
+    li.replaceWith(fresh);
+    fresh.querySelector('.edit-button').focus();
+    notice('Post edited.');
+}
+
+async function deletePost(li, p) {
+    await state.api.request('DELETE', 'posts/' + encodeURIComponent(p.id));
+    const next = li.nextElementSibling;
+    li.remove();
+    $('feed-empty').hidden = $('feed').children.length > 0;
+    const focus = next && next.querySelector('.actions button:not([hidden])');
+    (focus || $('refresh')).focus();
+    notice('Post deleted.');
 }
 
 // the bytes fetched with the signature (private posts need it), shown
@@ -356,7 +495,9 @@ async function deliveries(li, p) {
     const ul = document.createElement('ul');
     for (const x of Array.isArray(d.deliveries) ? d.deliveries : []) {
         const item = document.createElement('li');
-        const bits = [String(x.entity), String(x.state)];
+        const who = document.createElement('span');
+        showEntity(who, String(x.entity));
+        const bits = [String(x.state)];
         if (x.last_status) {
             bits.push('HTTP ' + x.last_status);
         }
@@ -366,7 +507,7 @@ async function deliveries(li, p) {
         if (x.last_attempt_at) {
             bits.push(when.format(new Date(x.last_attempt_at * 1000)));
         }
-        item.textContent = bits.join(' — ');
+        item.append(who, ' — ' + bits.join(' — '));
         ul.append(item);
     }
     if (!ul.children.length) {
@@ -390,6 +531,7 @@ async function loadFeed(more) {
         feed.append(renderPost(p));
     }
     state.next = r.links.next || null;
+    $('feed-loading').hidden = true;
     $('older').hidden = !state.next;
     $('feed-empty').hidden = feed.children.length > 0;
 }
@@ -509,7 +651,7 @@ function person(entity, button) {
         const a = document.createElement('a');
         a.href = link;
         a.rel = 'noopener noreferrer nofollow';
-        a.textContent = String(entity);
+        showEntity(a, entity);
         li.append(a);
     } else {
         li.append(document.createTextNode(String(entity)));
@@ -528,18 +670,25 @@ async function loadPeople(kind, more) {
         list.replaceChildren();
     }
     for (const f of Array.isArray(r.data) ? r.data : []) {
+        remember(f.entity, f.profile);
         let b = null;
         if (kind === 'followings') {
             b = document.createElement('button');
             b.type = 'button';
             b.textContent = 'Unfollow';
             b.setAttribute('aria-label', 'Unfollow ' + f.entity);
-            b.addEventListener('click', action(b, async () => {
+            const unfollow = action(b, async () => {
                 await state.api.request('DELETE', 'followings/'
                                         + encodeURIComponent(f.id));
                 notice('Unfollowed ' + f.entity + '.');
                 await loadPeople('followings', false);
-            }));
+            });
+            b.addEventListener('click', async () => {
+                if (await confirmAction('Stop following ' + f.entity
+                                        + '?', 'Unfollow')) {
+                    await unfollow();
+                }
+            });
         }
         list.append(person(f.entity, b));
     }
@@ -549,6 +698,7 @@ async function loadPeople(kind, more) {
     }
     state.lists[kind] = r.links.next || null;
     $(kind + '-more').hidden = !state.lists[kind];
+    refreshEntities();              // names it brought, in the feed too
 }
 
 async function follow() {
@@ -570,6 +720,8 @@ async function loadProfile() {
     $('profile-fields').disabled = true;
     const r = await state.api.request('GET', 'profile');
     const b = (r.data && r.data[BASIC]) || {};
+    remember(state.entity, r.data);
+    refreshEntities();
     const str = (v) => (typeof v === 'string' ? v : '');
     $('p-name').value = str(b.name);
     $('p-bio').value = str(b.bio);
@@ -602,6 +754,21 @@ async function saveProfile() {
     await loadProfile();
 }
 
+// the names and faces of the entities this server keeps a profile of:
+// those followed and the followers (one page of each)
+async function loadNames() {
+    for (const kind of ['followings', 'followers']) {
+        const r = await state.api.request('GET', kind + '?limit=200');
+        for (const f of Array.isArray(r.data) ? r.data : []) {
+            if (f && typeof f === 'object') {
+                remember(f.entity, f.profile);
+            }
+        }
+    }
+    save('people', savedPeople());
+    refreshEntities();
+}
+
 function showName(basic) {
     const name = basic && typeof basic.name === 'string' && basic.name;
     $('entity-name').textContent = name || 'Tent';
@@ -626,8 +793,11 @@ function showTab(name) {
     }
 }
 
+// Until then the header says "Loading…": a signed-in owner is not
+// offered "Sign in" while the page finds out who is there.
 function render() {
     const signed = !!state.api;
+    $('loading').hidden = true;
     $('sign-in').hidden = signed;
     $('sign-out').hidden = !signed;
     $('signed-as').hidden = !signed;
@@ -683,6 +853,8 @@ async function main() {
     const d = await discover();
     const moved = movedTo(d);
     if (moved) {
+        $('loading').hidden = true;
+        $('feed-loading').hidden = true;
         $('entity-url').textContent = location.origin;
         showMoved(moved);
         document.body.dataset.ready = 'true';
@@ -691,6 +863,7 @@ async function main() {
     state.entity = d.entity;
     state.root = d.root;
     state.anon = new Api(d.root);
+    remember(d.entity, d.profile);
     $('entity-url').textContent = d.entity;
     showName(d.profile[BASIC]);
 
@@ -703,6 +876,7 @@ async function main() {
     const auth = load('auth');
     if (auth && auth.root === state.root && auth.entity === state.entity) {
         state.api = new Api(state.root, auth);
+        restorePeople(load('people'));  // names at once, read again below
     }
     render();
 
@@ -743,6 +917,9 @@ async function main() {
     for (const b of document.querySelectorAll('#tabs button')) {
         b.addEventListener('click', () => showTab(b.dataset.tab));
     }
+    $('confirm-ok').addEventListener('click', () => answer(true));
+    $('confirm-cancel').addEventListener('click', () => answer(false));
+    $('confirm').addEventListener('cancel', () => answer(false));
 
     // WebCrypto is there in a secure context only (https, loopback)
     if (!window.isSecureContext || !crypto.subtle) {
@@ -764,11 +941,14 @@ async function main() {
     }
     if (state.api) {
         loadGroups().catch(showError);
+        loadNames().catch(showError);
     }
     document.body.dataset.ready = 'true';
 }
 
 main().catch((e) => {
+    $('loading').hidden = true;
+    $('feed-loading').hidden = true;
     showError(e);
     document.body.dataset.ready = 'true';
 });

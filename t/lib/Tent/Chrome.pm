@@ -215,11 +215,12 @@ sub click {
     $self->js("document.querySelector(" . _q($selector) . ").click(), true");
 }
 
-# a key pressed and released, as the keyboard does: 'Enter', 'Tab', ' '
+# a key pressed and released, as the keyboard does: 'Enter', 'Tab', ' ',
+# 'Escape'
 sub key {
     my ($self, $key) = @_;
     my %k = (Enter => [13, 'Enter', "\r"], Tab => [9, 'Tab', ''],
-             ' ' => [32, 'Space', ' ']);
+             ' ' => [32, 'Space', ' '], Escape => [27, 'Escape', '']);
     my ($vk, $code, $text) = @{ $k{$key} or die "key $key?" };
     $self->call('Input.dispatchKeyEvent', { type => 'keyDown', key => $key,
         code => $code, windowsVirtualKeyCode => $vk,
