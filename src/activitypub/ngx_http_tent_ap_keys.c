@@ -33,6 +33,7 @@
 #define NGX_HTTP_TENT_AP_KEY_BITS    2048
 #define NGX_HTTP_TENT_AP_KEYGENS     4       /* in flight, a worker */
 #define NGX_HTTP_TENT_AP_KEY_TRIES   3       /* reads, a request */
+#define NGX_HTTP_TENT_AP_ROTATE_EVERY  60    /* s: a new key at most */
 
 
 /* one generation in flight: the entity, its waiting requests, the PEMs */
@@ -68,6 +69,8 @@ static ngx_int_t ngx_http_tent_ap_key_loaded(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_key_make(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+static ngx_int_t ngx_http_tent_ap_key_rotate_now(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op);
 static void ngx_http_tent_ap_keygen_thread(void *data, ngx_log_t *log);
 static void ngx_http_tent_ap_keygen_done(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_ap_key_keep(ngx_http_tent_ap_keygen_t *kg);
@@ -168,6 +171,10 @@ ngx_http_tent_ap_key_loaded(ngx_http_request_t *r,
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
         return ngx_http_tent_ap_key_make(r, ctx);
+    }
+
+    if (kr->rotate) {
+        return ngx_http_tent_ap_key_rotate_now(r, ctx, op);
     }
 
     if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
@@ -572,6 +579,70 @@ ngx_http_tent_ap_key_rotate(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent ap: a new key of \"%V\" asked for", &ctx->entity);
+
+    /* the current key's age first (key_loaded: rotate_now) */
+
+    return ngx_http_tent_ap_key_read(r, ctx);
+}
+
+
+/*
+ * A new key at most once a minute (an owner's credential in a loop
+ * would keep a thread making keys, and the 4 a worker makes at once
+ * from the other tenants): 429 while the current one is younger
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_key_rotate_now(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op)
+{
+    json_t           *row;
+    time_t            age;
+    ngx_str_t         value;
+    ngx_table_elt_t  *h;
+
+    if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the key's row");
+    }
+
+    row = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_json_parse(&value,
+                                                          r->connection->log));
+    if (row == NULL) {
+        return ngx_http_tent_internal_error(r, "parsing the key's row");
+    }
+
+    age = ngx_time()
+          - (time_t) json_integer_value(json_object_get(row, "created_at"));
+
+    if (age >= 0 && age < NGX_HTTP_TENT_AP_ROTATE_EVERY) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent ap: the key of \"%V\" is %T s old: not "
+                       "rotated", &ctx->entity, age);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return ngx_http_tent_internal_error(r, "refusing a new key");
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+        if (h->value.data == NULL) {
+            return ngx_http_tent_internal_error(r, "refusing a new key");
+        }
+
+        h->value.len = ngx_sprintf(h->value.data, "%T",
+                                   NGX_HTTP_TENT_AP_ROTATE_EVERY - age)
+                       - h->value.data;
+#if (nginx_version >= 1023000)
+        h->next = NULL;
+#endif
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS,
+                                        "The key is less than a minute "
+                                        "old");
+    }
 
     return ngx_http_tent_ap_key_make(r, ctx);
 }

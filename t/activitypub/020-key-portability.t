@@ -79,6 +79,9 @@ sub import_into {
 }
 
 my $b = Tent::Peer->start(server_config => $CONF);
+# the key A made two minutes ago, as far as B knows (so that B's owner
+# may replace it below: a new key at most once a minute)
+$k->{created_at} = time - 120;
 my $res = import_into($b, $doc);
 is($res->{status}, 200, 'A into B: 200') or diag $res->{body};
 is($res->{json}{activitypub_keys}{taken}, 1, 'the key taken');
@@ -128,6 +131,16 @@ unlike($res->{body}, qr/PRIVATE/, '... no private part');
 is(key_of($b), $new, 'the actor shows it');
 $b->restart;
 is(key_of($b), $new, '... after a restart');
+
+# a new key at most once a minute: the one just made is younger
+$res = $b->client->request(POST => '/activitypub/key', cred => $secret,
+                           body => '{}');
+is($res->{status}, 429, 'a second new key at once: 429')
+    or diag "$res->{status} $res->{body}";
+like($res->{headers}{'retry-after'} // '', qr/^[1-6]?\d$/,
+     '... Retry-After: the seconds left of the minute');
+like($res->{body}, qr/"error"/, '... a JSON error');
+is(key_of($b), $new, '... the key unchanged');
 $res = $a->client->request(POST => '/activitypub/key', cred => $secret,
                            body => '{}');
 is($res->{status}, 401, "B's credential on A: 401 (A knows no such key)")
