@@ -321,7 +321,26 @@ ngx_http_tent_ap_name(ngx_http_request_t *r, ngx_str_t *entity,
 }
 
 
-/* an actor's URL of ours: <origin><api root>/activitypub/<what> */
+/*
+ * The actor's preferredUsername and the name in its URLs: "entity" where
+ * the URL gives no valid one (set tent_ap_name there)
+ */
+
+void
+ngx_http_tent_ap_actor_name(ngx_http_request_t *r, ngx_str_t *entity,
+    ngx_str_t *name)
+{
+    if (ngx_http_tent_ap_name(r, entity, name) != NGX_OK) {
+        ngx_str_set(name, "entity");
+    }
+}
+
+
+/*
+ * An actor's URL of ours: <origin><api root>/activitypub/<name>/<what>,
+ * one set an entity, as entities on paths of one host share the API root;
+ * the shared inbox, "shared-inbox", is the host's: no name.
+ */
 
 ngx_int_t
 ngx_http_tent_ap_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
@@ -329,15 +348,20 @@ ngx_http_tent_ap_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 {
     u_char                    *p;
     size_t                     len;
-    ngx_str_t                  s;
+    ngx_str_t                  s, name;
     ngx_http_tent_srv_conf_t  *scf;
 
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
     len = ngx_strlen(what);
+    ngx_str_null(&name);
+
+    if (ngx_strcmp(what, "shared-inbox") != 0) {
+        ngx_http_tent_ap_actor_name(r, &ctx->entity, &name);
+    }
 
     s.len = ctx->origin.len + scf->api_root.len
-            + sizeof(NGX_HTTP_TENT_AP_PATH "/") - 1 + len;
+            + sizeof(NGX_HTTP_TENT_AP_PATH "/") - 1 + name.len + 1 + len;
 
     s.data = ngx_pnalloc(r->pool, s.len);
     if (s.data == NULL) {
@@ -354,6 +378,12 @@ ngx_http_tent_ap_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     p = ngx_cpymem(p, NGX_HTTP_TENT_AP_PATH "/",
                    sizeof(NGX_HTTP_TENT_AP_PATH "/") - 1);
+
+    if (name.len) {
+        p = ngx_cpymem(p, name.data, name.len);
+        *p++ = '/';
+    }
+
     p = ngx_cpymem(p, what, len);
 
     s.len = p - s.data;
@@ -361,6 +391,38 @@ ngx_http_tent_ap_url(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     *url = ngx_http_tent_json_string(&s);
 
     return *url ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * A route of one entity's, {api}/activitypub/:name/...: NGX_OK when
+ * ":name" is the request's entity's name, NGX_DECLINED (a 404 for the
+ * caller to send) when the module is off or it is another's or none's
+ */
+
+ngx_int_t
+ngx_http_tent_ap_own_route(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_str_t                  name;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    ngx_http_tent_ap_actor_name(r, &ctx->entity, &name);
+
+    if (scf->activitypub
+        && ctx->nparams > 0
+        && name.len == ctx->params[0].len
+        && ngx_strncmp(name.data, ctx->params[0].data, name.len) == 0)
+    {
+        return NGX_OK;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent activitypub: \"%V\" is not this entity's name",
+                   ctx->nparams ? &ctx->params[0] : &scf->ap_name);
+
+    return NGX_DECLINED;
 }
 
 
@@ -454,7 +516,11 @@ ngx_http_tent_ap_not_yet(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
 
-    if (!scf->activitypub) {
+    /* the module off, or an entity's own route of another name: 404 */
+
+    if (!scf->activitypub
+        || (ctx->nparams > 0 && ngx_http_tent_ap_own_route(r, ctx) != NGX_OK))
+    {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 

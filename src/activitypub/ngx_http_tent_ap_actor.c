@@ -196,9 +196,7 @@ ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     pem = ctx->state;
 
-    if (ngx_http_tent_ap_name(r, &ctx->entity, &name) != NGX_OK) {
-        ngx_str_set(&name, "entity");
-    }
+    ngx_http_tent_ap_actor_name(r, &ctx->entity, &name);
 
     key_id.len = ctx->entity.len + sizeof("#main-key") - 1;
     key_id.data = ngx_pnalloc(r->pool, key_id.len);

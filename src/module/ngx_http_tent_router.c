@@ -274,9 +274,12 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_oauth_authorize,
       0 },
 
-    /* the actor's inboxes and collections: 501 until they are made */
+    /*
+     * the actor's inboxes and collections, one set an entity (":name" its
+     * ActivityPub name): 501 until they are made
+     */
 
-    { ngx_string("/activitypub/inbox"),
+    { ngx_string("/activitypub/:name/inbox"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
       ngx_http_tent_ap_not_yet,
       0 },
@@ -291,17 +294,17 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_ap_key_rotate,
       0 },
 
-    { ngx_string("/activitypub/outbox"),
+    { ngx_string("/activitypub/:name/outbox"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_ap_not_yet,
       0 },
 
-    { ngx_string("/activitypub/followers"),
+    { ngx_string("/activitypub/:name/followers"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_ap_not_yet,
       0 },
 
-    { ngx_string("/activitypub/following"),
+    { ngx_string("/activitypub/:name/following"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_ap_not_yet,
       0 },

@@ -119,7 +119,7 @@ Tent!
 --- config
     tent_entity http://localhost:$TEST_NGINX_SERVER_PORT;
 --- request
-GET /tent/activitypub/outbox
+GET /tent/activitypub/localhost/outbox
 --- error_code: 404
 --- response_body_like: "error"
 

@@ -168,10 +168,10 @@ is($a->{type}, 'Person', 'a Person');
 is($a->{id}, $URL, 'id: the entity URL');
 is($a->{preferredUsername}, 'alice', 'preferredUsername');
 is($a->{'@context'}[0], 'https://www.w3.org/ns/activitystreams', '@context');
-is($a->{inbox}, "$URL/tent/activitypub/inbox", 'inbox');
-is($a->{outbox}, "$URL/tent/activitypub/outbox", 'outbox');
-is($a->{followers}, "$URL/tent/activitypub/followers", 'followers');
-is($a->{following}, "$URL/tent/activitypub/following", 'following');
+is($a->{inbox}, "$URL/tent/activitypub/alice/inbox", 'inbox: the entity\'s own');
+is($a->{outbox}, "$URL/tent/activitypub/alice/outbox", 'outbox: the entity\'s own');
+is($a->{followers}, "$URL/tent/activitypub/alice/followers", 'followers: the entity\'s own');
+is($a->{following}, "$URL/tent/activitypub/alice/following", 'following: the entity\'s own');
 is($a->{endpoints}{sharedInbox}, "$URL/tent/activitypub/shared-inbox",
    'sharedInbox');
 is($a->{publicKey}{id}, "$URL#main-key", 'publicKey id');
@@ -202,13 +202,23 @@ for my $acc (undef, 'text/html', 'application/json', 'application/ld+json') {
     is($res->{headers}{vary}, 'Accept', '... Vary: Accept');
 }
 
-# the routes to come: 501 in JSON
-for my $r (['GET', 'outbox'], ['GET', 'followers'], ['GET', 'following'],
-           ['POST', 'inbox'], ['POST', 'shared-inbox']) {
+# the routes to come: 501 in JSON; another name than the entity's: 404
+for my $r (['GET', 'alice/outbox'], ['GET', 'alice/followers'],
+           ['GET', 'alice/following'], ['POST', 'alice/inbox'],
+           ['POST', 'shared-inbox']) {
     $res = req(port => $P, method => $r->[0],
                path => "/tent/activitypub/$r->[1]",
                body => $r->[0] eq 'POST' ? '{}' : undef);
     is($res->{status}, 501, "$r->[0] $r->[1]: 501");
+}
+for my $r (['GET', 'bob/outbox'], ['GET', 'alicex/followers'],
+           ['GET', 'alic/following'], ['POST', 'bob/inbox'],
+           ['GET', 'outbox'], ['POST', 'inbox']) {
+    $res = req(port => $P, method => $r->[0],
+               path => "/tent/activitypub/$r->[1]",
+               body => $r->[0] eq 'POST' ? '{}' : undef);
+    is($res->{status}, 404, "$r->[0] $r->[1]: 404");
+    like($res->{body}, qr/"error"/, '... in JSON');
 }
 
 # the basic section, public: name, summary (escaped), icon
@@ -336,8 +346,9 @@ my ($host, $token) = provisioning_host(
     port => $HP, root => $root, names => [],
     servers => <<'CONF');
     map $uri $ap_tenant {
-        ~^/users/(?<t>[a-z]+)$  $t;
-        default                 "";
+        ~^/users/(?<t>[a-z]+)$                   $t;
+        ~^/tent/activitypub/(?<t>[a-z]+)/[a-z]+$ $t;
+        default                                  "";
     }
     server {
         listen 127.0.0.1:$PORT;
@@ -417,6 +428,16 @@ is($res->{json}{id}, "http://q.test:$HP/users/ann", '... its id');
 is($res->{json}{preferredUsername}, 'ann', '... its name');
 is(pem_kind($res->{json}{publicKey}{publicKeyPem} // ''), 'RSA 2048',
    '... its key');
+is($res->{json}{inbox}, "http://q.test:$HP/tent/activitypub/ann/inbox",
+   '... its own inbox, under the host\'s API root');
+is($res->{json}{endpoints}{sharedInbox},
+   "http://q.test:$HP/tent/activitypub/shared-inbox", '... the host\'s shared one');
+$res = req(port => $HP, path => '/tent/activitypub/ann/outbox',
+           headers => { Host => "q.test:$HP" });
+is($res->{status}, 501, 'on paths: ann\'s own route, mapped to ann: 501 for now');
+$res = req(port => $HP, path => '/tent/activitypub/bob/outbox',
+           headers => { Host => "q.test:$HP" });
+is($res->{status}, 404, 'on paths: a name never created: 404');
 is(actor($HP, Host => "q.test:$HP", path => '/users/bob')->{status}, 404,
    'on paths: an entity not created: no actor');
 sub q_users {
