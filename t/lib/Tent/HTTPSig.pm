@@ -366,7 +366,8 @@ sub verify_rfc9421 {
     return (0, "alg $p{alg}")
         if defined $p{alg} && $p{alg} ne 'rsa-v1_5-sha256';
     return (0, 'no keyid') unless defined $p{keyid};
-    my ($b64) = ($h->{signature} // '') =~ /(?:^|,)\s*\Q$label\E=:([A-Za-z0-9+\/=]+):/
+    my ($b64) = ($h->{signature} // '')
+        =~ /(?:^|,)\s*\Q$label\E=:([A-Za-z0-9+\/=]+):/
         or return (0, 'no signature for ' . $label);
     for my $r (@{ $a{require} || [] }) {
         return (0, "$r not signed") unless grep { $_ eq $r } @comp;
