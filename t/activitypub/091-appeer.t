@@ -189,6 +189,49 @@ is($B->undo_follow($alice, as => 'bob'), 202, 'bob unfollows alice');
 ok(Tent::Util::wait_for(sub { !$A->followers('alice') }, 10),
    'alice has no follower now');
 
+# ---- Mastodon's secure mode, a peer that fails, a peer that was down
+
+my $C = Tent::APPeer->start(names => ['cyd'], authorized_fetch => 1,
+                            signed_fetch => 1);
+my $cyd = $C->actor_url('cyd');
+is(Tent::APPeer::http('GET', $cyd, headers => {
+    Accept => 'application/activity+json' })->{status}, 401,
+   'authorized_fetch: an unsigned GET of the actor is 401');
+like(($C->wait_rejected)[0]{why}, qr/no signature/, '... recorded');
+ok(!$A->resolve($cyd), 'so a peer that does not sign cannot read it');
+is($C->resolve($bob)->{id}, $bob, 'signed_fetch: it reads others');
+is($C->follow($alice, as => 'cyd'), 401,
+   'cyd follows alice: 401, she cannot read its key');
+like(($A->wait_rejected)[-1]{why} // '', qr/keyId fetch: 401/,
+     '... recorded so');
+ok(!$A->inbox(type => 'Follow', actor => $cyd), '... took no Follow');
+ok(!$C->inbox(type => 'Accept'), '... and sent no Accept');
+$A->set(signed_fetch => 1);
+is($C->follow($alice, as => 'cyd'), 202, 'with signed fetches: 202');
+ok(scalar $C->wait_inbox(type => 'Accept'), '... and accepted');
+$A->set(signed_fetch => 0);
+
+$B->clear;
+$B->set(inbox_status => 503);
+is($A->create_note(as => 'alice', to => [$bob], content => 'x'), 503,
+   'inbox_status 503: its inbox fails');
+is(scalar $B->inbox, 0, '... and takes nothing');
+$B->set(inbox_status => undef);
+is($A->create_note(as => 'alice', to => [$bob], content => 'x'), 202,
+   'then takes again');
+
+my $port = $B->port;
+my $key = $B->public_key('bob');
+$B->stop;
+is($A->create_note(as => 'alice', to => [$bob], content => 'y'), 0,
+   'stopped: not reached (0)');
+$B->restart;
+is($B->port, $port, 'restarted on the same port');
+is($A->resolve($bob, fresh => 1)->{publicKey}{publicKeyPem}, $key,
+   'with the same key');
+is($A->create_note(as => 'alice', to => [$bob], content => 'z'), 202,
+   'its inbox takes again');
+
 # ---- the module, as it is: WebFinger and the actor
 
 my $peer = Tent::Peer->start(server_config => <<'CONF');

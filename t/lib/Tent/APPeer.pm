@@ -100,17 +100,51 @@ sub start {
     $self->_save_config;
     _write_atomic("$dir/$_.jsonl", '')
         for qw(requests inbox rejected sent objects client);
+    $self->_fork($lsock);
+    push @LIVE, $self;
+    weaken($LIVE[-1]);
+    return $self;
+}
 
+sub _fork {
+    my ($self, $lsock) = @_;
     my $pid = fork;
     die "Tent::APPeer: fork: $!\n" unless defined $pid;
     if ($pid == 0) {
-        eval { _serve($lsock, $dir, $self->{owner}) };
+        eval { _serve($lsock, $self->{dir}, $self->{owner}) };
         POSIX::_exit(0);
     }
     close $lsock;
     $self->{pid} = $pid;
-    push @LIVE, $self;
-    weaken($LIVE[-1]);
+}
+
+# restart(): after stop(), serve again on the same port with the same
+# actors, keys and records (a peer that was down for a while)
+sub restart {
+    my ($self) = @_;
+    $self->stop;
+    my $lsock = IO::Socket::IP->new(
+        LocalHost => $self->{host}, LocalPort => $self->{port},
+        Listen => 64, ReuseAddr => 1, Proto => 'tcp',
+    ) or die "Tent::APPeer: cannot listen again on $self->{port}: $@\n";
+    $self->_fork($lsock);
+    return $self;
+}
+
+# set(inbox_status => 503 | undef, auto_accept => 0, past => s,
+#     future => s, authorized_fetch => 1, signed_fetch => 1): changes
+# its behaviour from the next request.  inbox_status: every inbox POST
+# is answered so (recorded in rejected as "inbox_status N"), whatever
+# its signature: a peer that fails for a while.
+sub set {
+    my ($self, %c) = @_;
+    for my $k (keys %c) {
+        die "Tent::APPeer::set: unknown $k\n"
+            unless $k =~ /^(inbox_status|auto_accept|past|future|
+                            authorized_fetch|signed_fetch)$/x;
+        $self->{cfg}{$k} = $c{$k};
+    }
+    $self->_save_config;
     return $self;
 }
 
@@ -989,6 +1023,9 @@ sub _addressed {
 
 sub _inbox {
     my ($c, $req, $cfg, $dir, $name, $after) = @_;
+    return _refuse($c, $dir, $req, $cfg->{inbox_status},
+                   "inbox_status $cfg->{inbox_status}")
+        if $cfg->{inbox_status};
     my ($ok, $doc, $owner, $key_id, $rfc9421) =
         _check_signature($req, $cfg, $dir);
     return _refuse($c, $dir, $req, 401, $doc) unless $ok;
