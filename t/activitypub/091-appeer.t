@@ -41,6 +41,8 @@ is($doc->{publicKey}{owner}, $bob, 'owned by it');
 is($doc->{publicKey}{publicKeyPem}, $B->public_key('bob'), 'its public key');
 is($doc->{endpoints}{sharedInbox}, $B->shared_inbox_url, 'a shared inbox');
 is($doc->{inbox}, $B->inbox_url('bob'), 'an inbox');
+is($A->acct_of($bob), $B->acct('bob'),
+   "acct_of: its preferredUsername and host give it back");
 
 # ---- follows, both ways
 
@@ -251,6 +253,9 @@ like($doc->{publicKey}{publicKeyPem}, qr/BEGIN PUBLIC KEY/,
      'a public key PEM');
 like($A->{last_fetch}{headers}{'content-type'}, qr{activity\+json},
      'as application/activity+json');
+is($A->acct_of($peer->url), $acct,
+   "its preferredUsername and host give it back, as Mastodon checks")
+    or diag $A->{acct_error};
 
 $peer->stop;
 done_testing;

@@ -457,6 +457,30 @@ sub resolve {
     return $r->{json};
 }
 
+# acct_of(ACTOR URL): Mastodon's check of a fetched actor: its
+# preferredUsername at its id's host (with the port) looked up by
+# WebFinger must give back the same actor.  The acct:, or undef and
+# $self->{acct_error} says why.
+sub acct_of {
+    my ($self, $url) = @_;
+    my $doc = $self->resolve($url, fresh => 1)
+        or return $self->_acct_error("no actor at $url");
+    my ($host) = ($doc->{id} // '') =~ m{^https?://([^/]+)}
+        or return $self->_acct_error('no id');
+    my $user = $doc->{preferredUsername}
+        // return $self->_acct_error('no preferredUsername');
+    my $acct = "acct:$user\@$host";
+    my $jrd = $self->webfinger($acct)
+        or return $self->_acct_error("WebFinger of $acct: "
+                                     . $self->{last_webfinger}{status});
+    my @self = grep { ($_->{rel} // '') eq 'self' } @{ $jrd->{links} || [] };
+    return $self->_acct_error("$acct is not $doc->{id}")
+        unless grep { ($_->{href} // '') eq $doc->{id} } @self;
+    return $acct;
+}
+
+sub _acct_error { $_[0]{acct_error} = $_[1]; return undef }
+
 sub _rand { join '', map { sprintf '%02x', int rand 256 } 1 .. 8 }
 
 # send(activity => {...}, inbox => URL, as => NAME, and the options):
