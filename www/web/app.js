@@ -5,8 +5,9 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
-import { forgetPeople, refreshEntities, remember, restorePeople,
+import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
+import { loadThread, parentOf, sameEntity, threadHash } from './social.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const STATUS = 'https://tent.io/types/post/status/v0.1.0';
@@ -23,7 +24,7 @@ const when = new Intl.DateTimeFormat(undefined,
                                      { dateStyle: 'medium',
                                        timeStyle: 'short' });
 const state = { entity: null, root: null, anon: null, api: null,
-                next: null, lists: {}, idempotency: null };
+                next: null, lists: {}, idempotency: null, tab: 'feed' };
 
 function load(name) {
     try {
@@ -267,7 +268,19 @@ function renderPost(p) {
     if (p.permissions && p.permissions.public === false) {
         li.querySelector('.private').hidden = false;
     }
+    li.querySelector('.permalink').href = threadHash(p.entity, p.id);
+    const parent = parentOf(p);
+    if (parent) {
+        const box = li.querySelector('.in-reply');
+        const to = box.querySelector('a');
+        to.href = threadHash(parent.entity, parent.post);
+        showEntity(to, parent.entity);
+        box.hidden = false;
+    }
     li.querySelector('.text').textContent = postText(p);
+    if (state.api && editField(p)) {
+        wireReply(li, p);
+    }
     for (const att of Array.isArray(p.attachments) ? p.attachments : []) {
         if (att && typeof att.type === 'string'
             && /^image\/(png|jpeg|gif|webp)$/i.test(att.type)
@@ -447,15 +460,22 @@ async function showPhoto(box, p, att, own) {
     }
 }
 
-async function remotePhotos(box, p) {
-    let id = null;
-    for (let next = 'followings?limit=200'; next && !id; ) {
+// the id of our following of an entity, or null
+async function followingId(entity) {
+    for (let next = 'followings?limit=200'; next; ) {
         const r = await state.api.request('GET', next);
         const f = (Array.isArray(r.data) ? r.data : [])
-                  .find((x) => x && x.entity === p.entity);
-        id = f ? f.id : null;
+                  .find((x) => x && sameEntity(x.entity, entity));
+        if (f) {
+            return f.id;
+        }
         next = r.links.next;
     }
+    return null;
+}
+
+async function remotePhotos(box, p) {
+    const id = await followingId(p.entity);
     if (!id) {
         throw new Error('The photo is at ' + p.entity
                         + ', which is no longer followed.');
@@ -517,6 +537,135 @@ async function deliveries(li, p) {
     }
     box.append(ul);
     box.hidden = false;
+}
+
+/* conversations: a reply mentions the post it answers (docs/web.md) */
+
+function wireReply(li, p) {
+    const b = li.querySelector('.reply-button');
+    const form = li.querySelector('.reply-form');
+    const text = li.querySelector('.reply-text');
+    const count = li.querySelector('.reply-count');
+    let key = null;                 // one post for retries of one text
+    const recount = () => {
+        const n = codePoints(text.value);
+        count.textContent = `${n} / ${STATUS_CHARS}`;
+        count.classList.toggle('over', n > STATUS_CHARS);
+        key = null;
+    };
+    const close = () => {
+        form.hidden = true;
+        b.hidden = false;
+        b.focus();
+    };
+    b.hidden = false;
+    b.addEventListener('click', () => {
+        form.hidden = false;
+        b.hidden = true;
+        recount();
+        text.focus();
+    });
+    text.addEventListener('input', recount);
+    text.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Escape') {
+            ev.preventDefault();
+            close();
+        }
+    });
+    li.querySelector('.reply-cancel').addEventListener('click', close);
+    form.addEventListener('submit', action(li.querySelector('.reply-send'),
+        async () => {
+            key = key || nonce();
+            await sendReply(li, p, text.value, key);
+            text.value = '';
+            recount();
+            close();
+        }));
+}
+
+// a status mentioning the post and its entity; as public as the post,
+// else private to its entity
+async function sendReply(li, p, text, key) {
+    if (!text.trim()) {
+        throw new Error('Write something first.');
+    }
+    if (codePoints(text) > STATUS_CHARS) {
+        throw new Error(`A status is at most ${STATUS_CHARS} characters; `
+                        + `this one has ${codePoints(text)}.`);
+    }
+    const pub = !(p.permissions && p.permissions.public === false);
+    const post = { type: STATUS, content: { text },
+                   mentions: [{ entity: p.entity, post: p.id }],
+                   permissions: { public: pub } };
+    if (!pub) {
+        post.permissions.entities = sameEntity(p.entity, state.entity)
+            ? {} : { [p.entity]: true };
+    }
+    const r = await state.api.request('POST', 'posts', { json: post,
+        headers: { 'Idempotency-Key': key } });
+    const fresh = renderPost(r.data);
+    if (li.closest('#thread')) {
+        fresh.dataset.depth = String(Math.min(3,
+            Number(li.dataset.depth || 0) + 1));
+        li.after(fresh);
+    } else {
+        $('feed').prepend(fresh);
+        $('feed-empty').hidden = true;
+    }
+    notice('Replied.');
+}
+
+// #thread?entity=…&post=…: the conversation of that post
+async function openThread(entity, id) {
+    const list = $('thread');
+    list.replaceChildren();
+    $('thread-missing').hidden = true;
+    $('thread-loading').hidden = false;
+    try {
+        const t = await loadThread({
+            api: state.api || state.anon, entity: state.entity,
+            signed: !!state.api,
+            following: (e) => followingId(e) }, entity, id);
+        for (const { post, depth } of t.items) {
+            const li = renderPost(post);
+            li.dataset.depth = String(Math.min(3, depth));
+            if (entityKey(post.entity) + ' ' + post.id === t.opened) {
+                li.classList.add('opened');
+                li.setAttribute('aria-current', 'true');
+            }
+            list.append(li);
+        }
+        if (t.missing) {
+            const m = $('thread-missing');
+            const who = document.createElement('span');
+            showEntity(who, t.missing.entity);
+            m.replaceChildren('It answers an earlier post of ', who,
+                              ' that this server does not have.');
+            m.hidden = false;
+        }
+        const mine = list.querySelector('.opened .permalink');
+        if (mine) {
+            mine.focus();
+        }
+    } finally {
+        $('thread-loading').hidden = true;
+    }
+}
+
+// the address's hash says the view: a thread, else the tab shown
+function route() {
+    const h = location.hash;
+    if (h.startsWith('#thread?')) {
+        const q = new URLSearchParams(h.slice('#thread?'.length));
+        if (q.get('entity') && q.get('post')) {
+            showTab('thread');
+            openThread(q.get('entity'), q.get('post')).catch(showError);
+            return;
+        }
+    }
+    if (state.tab === 'thread') {
+        showTab('feed');
+    }
 }
 
 async function loadFeed(more) {
@@ -779,6 +928,10 @@ function showName(basic) {
 /* the page */
 
 function showTab(name) {
+    state.tab = name;
+    if (name !== 'thread' && location.hash.startsWith('#thread?')) {
+        history.replaceState(null, '', location.pathname + location.search);
+    }
     for (const b of document.querySelectorAll('#tabs button')) {
         b.setAttribute('aria-pressed', String(b.dataset.tab === name));
     }
@@ -939,6 +1092,8 @@ async function main() {
             throw e;
         }
     }
+    window.addEventListener('hashchange', route);
+    route();
     if (state.api) {
         loadGroups().catch(showError);
         loadNames().catch(showError);
