@@ -7,7 +7,8 @@ import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
 import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
-import { loadThread, parentOf, sameEntity, threadHash } from './social.js';
+import { REPOST, getPost, isType, loadThread, parentOf, repostOf, sameEntity,
+         threadHash } from './social.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const STATUS = 'https://tent.io/types/post/status/v0.1.0';
@@ -245,10 +246,17 @@ function postText(p) {
     return '(' + t.replace(/^https:\/\/tent\.io\/types\/post\//, '') + ')';
 }
 
-function renderPost(p) {
+// via: the repost that brought the post, shown with who reposted it
+function renderPost(p, via = null) {
     const li = $('post-template').content.firstElementChild.cloneNode(true);
     const own = p.entity === state.entity;
     li.dataset.id = String(p.id);
+    if (via) {
+        li.dataset.repost = String(via.id);
+        const by = li.querySelector('.reposted');
+        showEntity(by.querySelector('.reposter'), via.entity);
+        by.hidden = false;
+    }
     const link = httpUrl(p.entity);
     const a = li.querySelector('.author');
     if (link) {
@@ -269,7 +277,7 @@ function renderPost(p) {
         li.querySelector('.private').hidden = false;
     }
     li.querySelector('.permalink').href = threadHash(p.entity, p.id);
-    const parent = parentOf(p);
+    const parent = isType(p, REPOST) ? null : parentOf(p);
     if (parent) {
         const box = li.querySelector('.in-reply');
         const to = box.querySelector('a');
@@ -280,6 +288,9 @@ function renderPost(p) {
     li.querySelector('.text').textContent = postText(p);
     if (state.api && editField(p)) {
         wireReply(li, p);
+        if (!own && !(p.permissions && p.permissions.public === false)) {
+            wireRepost(li, p);
+        }
     }
     for (const att of Array.isArray(p.attachments) ? p.attachments : []) {
         if (att && typeof att.type === 'string'
@@ -300,7 +311,11 @@ function renderPost(p) {
             b.hidden = true;
         }));
     }
-    if (own && state.api) {
+    if (via && state.api && sameEntity(via.entity, state.entity)) {
+        wireChanges(li, via);       // Delete takes the repost back
+        li.querySelector('.delete-button').textContent = 'Delete repost';
+    }
+    if (own && state.api && !via) {
         const b = li.querySelector('.deliveries-button');
         b.hidden = false;
         b.addEventListener('click', action(b, () => deliveries(li, p)));
@@ -668,6 +683,60 @@ function route() {
     }
 }
 
+/* reposts: Tent's repost type, naming and mentioning the original */
+
+function socialCtx() {
+    return { api: state.api || state.anon, entity: state.entity,
+             signed: !!state.api, following: followingId };
+}
+
+function wireRepost(li, p) {
+    const b = li.querySelector('.repost-button');
+    b.hidden = false;
+    b.setAttribute('aria-label', 'Repost this post');
+    let key = null;                 // a retry is the same repost
+    b.addEventListener('click', action(b, async () => {
+        key = key || nonce();
+        const r = await state.api.request('POST', 'posts', {
+            headers: { 'Idempotency-Key': key },
+            json: { type: REPOST, content: { entity: p.entity, id: p.id },
+                    mentions: [{ entity: p.entity, post: p.id }],
+                    permissions: { public: true } } });
+        $('feed').prepend(renderPost(p, r.data));
+        $('feed-empty').hidden = true;
+        notice('Reposted.');
+        b.hidden = true;
+        li.querySelector('.reply-button').focus();
+    }));
+}
+
+// a repost: shown as the original (from this server, else through the
+// following), "reposted by" its reposter; a placeholder meanwhile
+function renderRepost(p) {
+    const li = renderPost(p);
+    const orig = repostOf(p);
+    const text = li.querySelector('.text');
+    text.textContent = 'Loading the reposted post…';
+    if (!orig) {
+        text.textContent = 'A repost naming no post.';
+        return li;
+    }
+    getPost(socialCtx(), orig.entity, orig.post).then((o) => {
+        if (o && sameEntity(o.entity, orig.entity) && o.id === orig.post
+            && !isType(o, REPOST)) {
+            li.replaceWith(renderPost(o, p));
+            return;
+        }
+        const who = document.createElement('span');
+        showEntity(who, orig.entity);
+        text.replaceChildren('Reposted a post of ', who,
+                             ' that this server cannot show.');
+    }).catch((e) => {
+        text.textContent = 'The reposted post: ' + e.message;
+    });
+    return li;
+}
+
 async function loadFeed(more) {
     const api = state.api || state.anon;
     const r = await api.request('GET', more && state.next ? state.next
@@ -677,7 +746,7 @@ async function loadFeed(more) {
         feed.replaceChildren();
     }
     for (const p of Array.isArray(r.data) ? r.data : []) {
-        feed.append(renderPost(p));
+        feed.append(isType(p, REPOST) ? renderRepost(p) : renderPost(p));
     }
     state.next = r.links.next || null;
     $('feed-loading').hidden = true;

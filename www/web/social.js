@@ -92,7 +92,7 @@ async function repliesTo(ctx, p) {
                                     mentioned_post: p.id });
     const r = await ctx.api.request('GET', 'posts?' + q);
     return (Array.isArray(r.data) ? r.data : []).filter(
-        (x) => x && mentionsPost(x, p.entity, p.id));
+        (x) => x && !isType(x, REPOST) && mentionsPost(x, p.entity, p.id));
 }
 
 // The whole conversation of a post: up its chain of parents to the top
