@@ -7,7 +7,8 @@ import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
 import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
-import { REPOST, getPost, isType, loadThread, parentOf, repostOf, sameEntity,
+import { REPOST, getPost, isType, isUnread, loadNotifications, loadThread,
+         parentOf, repostOf, sameEntity, seenOf,
          threadHash } from './social.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
@@ -189,6 +190,8 @@ async function signOut() {
     const app = load('app');
     save('auth', null);
     save('people', null);
+    save('seen', null);
+    showUnread(0);
     forgetPeople(state.entity);
     state.api = null;
     render();
@@ -737,6 +740,85 @@ function renderRepost(p) {
     return li;
 }
 
+/* notifications: mentions, replies, reposts of ours, new followers */
+
+const NOTE_WORDS = { reply: 'replied to your post',
+                     repost: 'reposted your post',
+                     mention: 'mentioned you', follower: 'followed you' };
+
+function showUnread(n) {
+    $('unread-n').textContent = String(n);
+    $('unread').hidden = !n;
+}
+
+// the count on the tab: those newer than the newest seen (localStorage)
+async function countUnread() {
+    const items = await loadNotifications(socialCtx());
+    const seen = load('seen');
+    showUnread(items.filter((n) => isUnread(n, seen)).length);
+    return items;
+}
+
+function renderNote(n, seen) {
+    const li = document.createElement('li');
+    li.className = 'note card';
+    li.dataset.kind = n.kind;
+    if (isUnread(n, seen)) {
+        li.classList.add('unread');
+    }
+    const head = document.createElement('p');
+    head.className = 'what';
+    const who = document.createElement(httpUrl(n.who) ? 'a' : 'span');
+    if (who.tagName === 'A') {
+        who.href = httpUrl(n.who);
+        who.rel = 'noopener noreferrer nofollow';
+    }
+    showEntity(who, n.who);
+    const t = document.createElement('time');
+    if (n.time) {
+        const d = new Date(n.time * 1000);
+        t.dateTime = d.toISOString();
+        t.textContent = when.format(d);
+    }
+    head.append(who, ' ' + NOTE_WORDS[n.kind] + ' · ', t);
+    li.append(head);
+    if (n.kind === 'follower') {
+        return li;
+    }
+    const orig = repostOf(n.post);
+    if (n.kind !== 'repost') {
+        const text = document.createElement('p');
+        text.className = 'text';
+        text.textContent = postText(n.post);
+        li.append(text);
+    }
+    const open = document.createElement('a');
+    open.className = 'open';
+    open.href = orig ? threadHash(orig.entity, orig.post)
+                     : threadHash(n.post.entity, n.post.id);
+    open.textContent = n.kind === 'repost' ? 'Your post'
+                                           : 'Open the conversation';
+    li.append(open);
+    return li;
+}
+
+async function showNotifications() {
+    const list = $('notifications');
+    $('notifications-loading').hidden = false;
+    try {
+        const items = await loadNotifications(socialCtx());
+        const seen = load('seen');
+        list.replaceChildren(...items.map((n) => renderNote(n, seen)));
+        $('notifications-empty').hidden = items.length > 0;
+        if (items.length) {
+            save('seen', seenOf(items));
+        }
+        showUnread(0);
+    } finally {
+        $('notifications-loading').hidden = true;
+    }
+}
+
 async function loadFeed(more) {
     const api = state.api || state.anon;
     const r = await api.request('GET', more && state.next ? state.next
@@ -1009,7 +1091,8 @@ function showTab(name) {
     }
     const loaders = { following: () => loadPeople('followings', false),
                       followers: () => loadPeople('followers', false),
-                      profile: loadProfile };
+                      profile: loadProfile,
+                      notifications: showNotifications };
     if (loaders[name]) {
         loaders[name]().catch(showError);
     }
@@ -1124,8 +1207,12 @@ async function main() {
     }
     $('compose').addEventListener('submit',
                                   action($('post-button'), postStatus));
-    $('refresh').addEventListener('click',
-                                  action($('refresh'), () => loadFeed(false)));
+    $('refresh').addEventListener('click', action($('refresh'), async () => {
+        await loadFeed(false);
+        if (state.api) {
+            countUnread().catch(showError);
+        }
+    }));
     $('older').addEventListener('click',
                                 action($('older'), () => loadFeed(true)));
     $('follow-form').addEventListener('submit',
@@ -1164,6 +1251,7 @@ async function main() {
     window.addEventListener('hashchange', route);
     route();
     if (state.api) {
+        countUnread().catch(showError);
         loadGroups().catch(showError);
         loadNames().catch(showError);
     }

@@ -149,3 +149,63 @@ export async function loadThread(ctx, entity, id) {
     }
     return { items: out, missing, opened: key(opened) };
 }
+
+// Notifications: the posts mentioning us (replies to our posts, reposts
+// of them, other mentions), others' only, and the follower posts the
+// module writes for each new follower; newest first.  Each is
+// {kind: reply|repost|mention|follower, who, post, time, key}; time in
+// seconds (received_at, else published_at).
+export async function loadNotifications(ctx) {
+    const me = ctx.entity;
+    const [m, f] = await Promise.all([
+        ctx.api.request('GET', 'posts?' + new URLSearchParams({
+            limit: '50', mentioned_entity: me })),
+        ctx.api.request('GET', 'posts?' + new URLSearchParams({
+            limit: '50', post_types: FOLLOWER }))]);
+    const out = [];
+    const time = (p) => Number(p.received_at) || Number(p.published_at) || 0;
+    for (const p of Array.isArray(m.data) ? m.data : []) {
+        if (!p || sameEntity(p.entity, me) || typeof p.id !== 'string') {
+            continue;
+        }
+        const orig = repostOf(p);
+        let kind = 'mention';
+        if (isType(p, REPOST)) {
+            if (!orig || !sameEntity(orig.entity, me)) {
+                continue;
+            }
+            kind = 'repost';
+        } else if ((Array.isArray(p.mentions) ? p.mentions : []).some(
+            (x) => x && typeof x.post === 'string'
+                   && sameEntity(x.entity, me))) {
+            kind = 'reply';
+        }
+        out.push({ kind, who: p.entity, post: p, time: time(p),
+                   key: entityKey(p.entity) + ' ' + p.id });
+    }
+    for (const p of Array.isArray(f.data) ? f.data : []) {
+        const c = p && p.content ? p.content : {};
+        if (!sameEntity(p.entity, me) || typeof c.entity !== 'string'
+            || c.action === 'delete') {
+            continue;
+        }
+        out.push({ kind: 'follower', who: c.entity, post: p, time: time(p),
+                   key: entityKey(p.entity) + ' ' + p.id });
+    }
+    return out.sort((a, b) => b.time - a.time);
+}
+
+// seen: {at: the newest time seen, keys: those of that second}
+export function isUnread(n, seen) {
+    if (!seen || typeof seen.at !== 'number') {
+        return true;
+    }
+    return n.time > seen.at || (n.time === seen.at
+        && !(Array.isArray(seen.keys) && seen.keys.includes(n.key)));
+}
+
+export function seenOf(items) {
+    const at = items.reduce((t, n) => Math.max(t, n.time), 0);
+    return { at, keys: items.filter((n) => n.time === at)
+                            .map((n) => n.key) };
+}
