@@ -55,6 +55,9 @@ my $later = $w->post_status($bc, $bcred, 'Following up on my old post',
     mentions => [{ entity => $bob, post => $old->{id} }]);
 my $orphan = $w->post_status($bc, $bcred, 'Answering a lost post',
     mentions => [{ entity => $bob, post => 'nosuchpost0000' }]);
+my $private = $w->post_status($bc, $bcred, 'Only for the first',
+    permissions => { public => JSON::PP::false,
+                     entities => { $alice => JSON::PP::true } });
 
 sub post_of {
     my ($list, $text) = @_;
@@ -75,6 +78,7 @@ my $arrived;
 for (1 .. 50) {
     $page->click('#refresh');
     last if $arrived = $w->feed_has($page, 'Answering a lost post', 0.5)
+                       && $w->feed_has($page, 'Only for the first', 0.1)
                        && $w->feed_has($page, 'At the station', 0.1)
                        && $w->feed_has($page, 'Following up on my old post',
                                        0.1);
@@ -127,6 +131,19 @@ is_deeply($mine && $mine->{mentions},
 is($mine && $mine->{permissions}{public}, JSON::PP::true,
    'public as the post it answers');
 is($mine && $mine->{content}{text}, 'See you there', 'its text');
+
+# a reply to a private post is private to its author
+$page->js("(" . post_of('#feed', 'Only for the first')
+          . ").querySelector('.reply-button').click(), true");
+$page->type('.post .reply-form:not([hidden]) .reply-text', 'Between us');
+$page->click('.post .reply-form:not([hidden]) .reply-send');
+ok($w->feed_has($page, 'Between us'), 'a reply to a private post');
+$r = $ac->request(GET => '/posts?limit=5&mentioned_post=' . $private->{id},
+                  cred => $acred);
+($mine) = grep { $_->{entity} eq $alice } @{ $r->{json} || [] };
+is($mine && $mine->{permissions}{public}, JSON::PP::false, 'private');
+is_deeply($mine && [sort keys %{ $mine->{permissions}{entities} || {} }],
+          [$bob], 'to the post\'s author alone');
 
 # the conversation: opened from the reply's "in reply to"
 $page->js("(" . post_of('#feed', 'See you there')
