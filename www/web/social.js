@@ -8,6 +8,8 @@
 
 import { entityKey } from './people.js';
 
+export const STATUS = 'https://tent.io/types/post/status/v0.1.0';
+export const STATUS_CHARS = 256;    // the module counts code points
 export const REPOST = 'https://tent.io/types/post/repost/v0.1.0';
 export const FOLLOWER = 'https://tent.io/types/post/follower/v0.1.0';
 
