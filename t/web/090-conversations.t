@@ -162,6 +162,13 @@ ok($page->js("document.getElementById('tab-feed').hidden"),
    'the feed is hidden meanwhile');
 like($page->js('location.hash'), qr/^#thread\?/, 'the address names it');
 $w->step('thread');
+$page->call('Emulation.setDeviceMetricsOverride', { width => 390,
+    height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
+ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
+   'the conversation fits a phone\'s width');
+$w->step('thread-phone');
+$page->call('Emulation.setDeviceMetricsOverride', { width => 900,
+    height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });
 
 # replying within the conversation puts the reply under its post
 $page->js("(" . post_of('#thread', 'Where shall we meet?')

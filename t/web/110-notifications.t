@@ -110,6 +110,13 @@ ok($page->wait_js("document.getElementById('unread').hidden"),
 like($page->js("localStorage.getItem('tent-web:seen')"), qr/"at":\d+/,
      'the newest seen kept in localStorage');
 $w->step('notifications');
+$page->call('Emulation.setDeviceMetricsOverride', { width => 390,
+    height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
+ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
+   'the notifications fit a phone\'s width');
+$w->step('notifications-phone');
+$page->call('Emulation.setDeviceMetricsOverride', { width => 900,
+    height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });
 
 # a reload: still seen
 $page->go("$alice/");
