@@ -235,6 +235,39 @@ like($page->js("document.getElementById('thread-missing').textContent"),
      'in words, by name');
 $w->step('thread-missing');
 
+# two conversations opened one after the other: the first, answering
+# last (its replies' read held), does not mix into the second
+$page->js("location.hash = '#'; true");
+$page->call('Fetch.enable', { patterns => [
+    { urlPattern => "*/tent/posts?*mentioned_post=$top->{id}*" } ] });
+$seen = scalar $w->chrome->events;
+$page->js("location.hash = " . $Q->encode(
+    "#thread?entity=" . Tent::Client::uri_escape($alice)
+    . "&post=$top->{id}") . "; true");
+my $paused;
+for (1 .. 100) {
+    my @ev = $w->chrome->events;
+    ($paused) = grep { ($_->{method} || '') eq 'Fetch.requestPaused' }
+                @ev[$seen .. $#ev];
+    last if $paused;
+    $page->js('1');
+    select undef, undef, undef, 0.1;
+}
+ok($paused, 'the first conversation\'s replies are held');
+$page->js("location.hash = " . $Q->encode(
+    "#thread?entity=" . Tent::Client::uri_escape($bob)
+    . "&post=$orphan->{id}") . "; true");
+ok($page->wait_js("!document.getElementById('thread-missing').hidden && "
+                  . "document.querySelectorAll('#thread .post').length === 1"),
+   'the second is shown');
+$page->call('Fetch.continueRequest',
+            { requestId => $paused->{params}{requestId} }) if $paused;
+$page->call('Fetch.disable');
+ok(!$page->wait_js("document.querySelectorAll('#thread .post').length "
+                   . "!== 1", 3), 'the first, answering late, is not shown');
+is($page->js("document.querySelector('#thread .post .text').textContent"),
+   'Answering a lost post', 'the second stays');
+
 # a private reply is not listed to an anonymous reader
 is($ac->request(POST => '/posts', cred => $acred, body => {
     type => 'https://tent.io/types/post/status/v0.1.0',

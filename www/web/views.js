@@ -98,8 +98,12 @@ async function sendReply(li, p, text, key) {
     page.notice('Replied.');
 }
 
-// #thread?entity=…&post=…: the conversation of that post
+// #thread?entity=…&post=…: the conversation of that post; only the last
+// one opened is shown (an earlier one may answer later)
+let threadShown = 0;
+
 async function openThread(entity, id) {
+    const gen = ++threadShown;
     const list = $('thread');
     list.replaceChildren();
     $('thread-missing').hidden = true;
@@ -109,6 +113,9 @@ async function openThread(entity, id) {
             api: page.state.api || page.state.anon, entity: page.state.entity,
             signed: !!page.state.api,
             following: (e) => page.followingId(e) }, entity, id);
+        if (gen !== threadShown) {
+            return;
+        }
         for (const { post, depth } of t.items) {
             const li = page.renderPost(post);
             li.dataset.depth = String(Math.min(3, depth));
@@ -131,7 +138,9 @@ async function openThread(entity, id) {
             mine.focus();
         }
     } finally {
-        $('thread-loading').hidden = true;
+        if (gen === threadShown) {
+            $('thread-loading').hidden = true;
+        }
     }
 }
 
