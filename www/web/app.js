@@ -5,7 +5,7 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
-import { forgetPeople, refreshEntities, remember, restorePeople,
+import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
 import { REPOST, STATUS, STATUS_CHARS, isType, parentOf, sameEntity,
          threadHash } from './social.js';
@@ -477,8 +477,21 @@ async function showPhoto(box, p, att, own) {
     }
 }
 
-// the id of our following of an entity, or null
-async function followingId(entity) {
+// the id of our following of an entity, or null; asked once a feed
+// (a page of reposts of one entity asks once), again after a change
+const followingIds = new Map();     // entity -> a promise of that
+
+function followingId(entity) {
+    const k = entityKey(entity);
+    if (!followingIds.has(k)) {
+        const found = findFollowing(entity);
+        found.catch(() => followingIds.delete(k));
+        followingIds.set(k, found);
+    }
+    return followingIds.get(k);
+}
+
+async function findFollowing(entity) {
     for (let next = 'followings?limit=200'; next; ) {
         const r = await state.api.request('GET', next);
         const f = (Array.isArray(r.data) ? r.data : [])
@@ -558,6 +571,9 @@ async function deliveries(li, p) {
 
 async function loadFeed(more) {
     const api = state.api || state.anon;
+    if (!more) {
+        followingIds.clear();
+    }
     const r = await api.request('GET', more && state.next ? state.next
                                                           : 'posts?limit=20');
     const feed = $('feed');
@@ -701,6 +717,9 @@ function person(entity, button) {
 
 async function loadPeople(kind, more) {
     const list = $(kind);
+    if (kind === 'followings') {
+        followingIds.clear();
+    }
     const r = await state.api.request('GET', more && state.lists[kind]
                                       ? state.lists[kind] : kind + '?limit=50');
     if (!more) {
