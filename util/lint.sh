@@ -34,6 +34,13 @@ else
     echo "lint: cppcheck not installed, skipped"
 fi
 
+# the web page's own files stay under 150 KB before compression (issue
+# 30, docs/web.md): no build step, nothing bundled
+www_bytes=$(cat www/index.html www/web/* | wc -c)
+[ "$www_bytes" -le 153600 ] || {
+    report "www/ over its 150 KB budget" "$www_bytes bytes"
+}
+
 # the layers and boundaries of docs/architecture.md
 util/layers.sh >/dev/null || {
     report "layers (util/layers.sh)" "$(util/layers.sh)"

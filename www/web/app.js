@@ -5,15 +5,17 @@
 
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
-import { forgetPeople, refreshEntities, remember, restorePeople,
+import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
+import { REPOST, STATUS, STATUS_CHARS, isType, parentOf, sameEntity,
+         threadHash } from './social.js';
+import { countUnread, initViews, renderRepost, route, showNotifications,
+         showUnread, wireReply, wireRepost } from './views.js';
 
 const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
-const STATUS = 'https://tent.io/types/post/status/v0.1.0';
 const PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 const ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
 const BASIC = 'https://tent.io/types/info/basic/v0.1.0';
-const STATUS_CHARS = 256;           // the module counts code points
 const SCOPES = ['read_posts', 'write_posts', 'read_profile', 'write_profile',
                 'read_followers', 'write_followers', 'read_followings',
                 'write_followings', 'read_permissions', 'read_groups'];
@@ -23,7 +25,7 @@ const when = new Intl.DateTimeFormat(undefined,
                                      { dateStyle: 'medium',
                                        timeStyle: 'short' });
 const state = { entity: null, root: null, anon: null, api: null,
-                next: null, lists: {}, idempotency: null };
+                next: null, lists: {}, idempotency: null, tab: 'feed' };
 
 function load(name) {
     try {
@@ -187,6 +189,8 @@ async function signOut() {
     const app = load('app');
     save('auth', null);
     save('people', null);
+    save('seen', null);
+    showUnread(0);
     forgetPeople(state.entity);
     state.api = null;
     render();
@@ -244,10 +248,17 @@ function postText(p) {
     return '(' + t.replace(/^https:\/\/tent\.io\/types\/post\//, '') + ')';
 }
 
-function renderPost(p) {
+// via: the repost that brought the post, shown with who reposted it
+function renderPost(p, via = null) {
     const li = $('post-template').content.firstElementChild.cloneNode(true);
     const own = p.entity === state.entity;
     li.dataset.id = String(p.id);
+    if (via) {
+        li.dataset.repost = String(via.id);
+        const by = li.querySelector('.reposted');
+        showEntity(by.querySelector('.reposter'), via.entity);
+        by.hidden = false;
+    }
     const link = httpUrl(p.entity);
     const a = li.querySelector('.author');
     if (link) {
@@ -267,7 +278,22 @@ function renderPost(p) {
     if (p.permissions && p.permissions.public === false) {
         li.querySelector('.private').hidden = false;
     }
+    li.querySelector('.permalink').href = threadHash(p.entity, p.id);
+    const parent = isType(p, REPOST) ? null : parentOf(p);
+    if (parent) {
+        const box = li.querySelector('.in-reply');
+        const to = box.querySelector('a');
+        to.href = threadHash(parent.entity, parent.post);
+        showEntity(to, parent.entity);
+        box.hidden = false;
+    }
     li.querySelector('.text').textContent = postText(p);
+    if (state.api && editField(p)) {
+        wireReply(li, p);
+        if (!own && !(p.permissions && p.permissions.public === false)) {
+            wireRepost(li, p);
+        }
+    }
     for (const att of Array.isArray(p.attachments) ? p.attachments : []) {
         if (att && typeof att.type === 'string'
             && /^image\/(png|jpeg|gif|webp)$/i.test(att.type)
@@ -287,7 +313,11 @@ function renderPost(p) {
             b.hidden = true;
         }));
     }
-    if (own && state.api) {
+    if (via && state.api && sameEntity(via.entity, state.entity)) {
+        wireChanges(li, via);       // Delete takes the repost back
+        li.querySelector('.delete-button').textContent = 'Delete repost';
+    }
+    if (own && state.api && !via) {
         const b = li.querySelector('.deliveries-button');
         b.hidden = false;
         b.addEventListener('click', action(b, () => deliveries(li, p)));
@@ -447,15 +477,35 @@ async function showPhoto(box, p, att, own) {
     }
 }
 
-async function remotePhotos(box, p) {
-    let id = null;
-    for (let next = 'followings?limit=200'; next && !id; ) {
+// the id of our following of an entity, or null; asked once a feed
+// (a page of reposts of one entity asks once), again after a change
+const followingIds = new Map();     // entity -> a promise of that
+
+function followingId(entity) {
+    const k = entityKey(entity);
+    if (!followingIds.has(k)) {
+        const found = findFollowing(entity);
+        found.catch(() => followingIds.delete(k));
+        followingIds.set(k, found);
+    }
+    return followingIds.get(k);
+}
+
+async function findFollowing(entity) {
+    for (let next = 'followings?limit=200'; next; ) {
         const r = await state.api.request('GET', next);
         const f = (Array.isArray(r.data) ? r.data : [])
-                  .find((x) => x && x.entity === p.entity);
-        id = f ? f.id : null;
+                  .find((x) => x && sameEntity(x.entity, entity));
+        if (f) {
+            return f.id;
+        }
         next = r.links.next;
     }
+    return null;
+}
+
+async function remotePhotos(box, p) {
+    const id = await followingId(p.entity);
     if (!id) {
         throw new Error('The photo is at ' + p.entity
                         + ', which is no longer followed.');
@@ -521,6 +571,9 @@ async function deliveries(li, p) {
 
 async function loadFeed(more) {
     const api = state.api || state.anon;
+    if (!more) {
+        followingIds.clear();
+    }
     const r = await api.request('GET', more && state.next ? state.next
                                                           : 'posts?limit=20');
     const feed = $('feed');
@@ -528,7 +581,7 @@ async function loadFeed(more) {
         feed.replaceChildren();
     }
     for (const p of Array.isArray(r.data) ? r.data : []) {
-        feed.append(renderPost(p));
+        feed.append(isType(p, REPOST) ? renderRepost(p) : renderPost(p));
     }
     state.next = r.links.next || null;
     $('feed-loading').hidden = true;
@@ -664,6 +717,9 @@ function person(entity, button) {
 
 async function loadPeople(kind, more) {
     const list = $(kind);
+    if (kind === 'followings') {
+        followingIds.clear();
+    }
     const r = await state.api.request('GET', more && state.lists[kind]
                                       ? state.lists[kind] : kind + '?limit=50');
     if (!more) {
@@ -779,6 +835,10 @@ function showName(basic) {
 /* the page */
 
 function showTab(name) {
+    state.tab = name;
+    if (name !== 'thread' && location.hash.startsWith('#thread?')) {
+        history.replaceState(null, '', location.pathname + location.search);
+    }
     for (const b of document.querySelectorAll('#tabs button')) {
         b.setAttribute('aria-pressed', String(b.dataset.tab === name));
     }
@@ -787,7 +847,8 @@ function showTab(name) {
     }
     const loaders = { following: () => loadPeople('followings', false),
                       followers: () => loadPeople('followers', false),
-                      profile: loadProfile };
+                      profile: loadProfile,
+                      notifications: showNotifications };
     if (loaders[name]) {
         loaders[name]().catch(showError);
     }
@@ -850,6 +911,8 @@ function showMoved(url) {
 }
 
 async function main() {
+    initViews({ state, renderPost, action, notice, showError, showTab, load,
+                save, followingId, postText, codePoints, when });
     const d = await discover();
     const moved = movedTo(d);
     if (moved) {
@@ -902,8 +965,12 @@ async function main() {
     }
     $('compose').addEventListener('submit',
                                   action($('post-button'), postStatus));
-    $('refresh').addEventListener('click',
-                                  action($('refresh'), () => loadFeed(false)));
+    $('refresh').addEventListener('click', action($('refresh'), async () => {
+        await loadFeed(false);
+        if (state.api) {
+            countUnread().catch(showError);
+        }
+    }));
     $('older').addEventListener('click',
                                 action($('older'), () => loadFeed(true)));
     $('follow-form').addEventListener('submit',
@@ -939,7 +1006,10 @@ async function main() {
             throw e;
         }
     }
+    window.addEventListener('hashchange', route);
+    route();
     if (state.api) {
+        countUnread().catch(showError);
         loadGroups().catch(showError);
         loadNames().catch(showError);
     }
