@@ -509,6 +509,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     json_t                       *follower;
     uint64_t                      now;
+    ngx_int_t                     rc;
     ngx_str_t                     key, value, fid, pid, jid, last;
     ngx_uint_t                    n, rows;
     const char                   *kind, *field;
@@ -611,6 +612,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                                   json_object_get(t->row, "version")))
                   - jid.data;
 
+        /* a follower of this node: its rows in this write, no job */
+
+        rc = ngx_http_tent_local_direct_add(t, &jid, &fid, follower);
+
+        if (rc == NGX_ERROR) {
+            json_decref(follower);
+            ngx_http_tent_task_failed(&t->task, "taking a same-node follower");
+            return;
+        }
+
+        if (rc == NGX_OK) {
+            json_decref(follower);
+            continue;
+        }
+
         if (ngx_http_tent_delivery_status_made(t, wop, &jid, follower, NULL)
             != NGX_OK)
         {
@@ -664,7 +680,31 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         }
     }
 
-    ngx_http_tent_task_submit(&t->task, wop, handler);
+    /* with this node's followers taken: after their read */
+
+    ngx_http_tent_local_direct_submit(t, wop, now, handler);
+}
+
+
+/* a follower's job and its record "pending": made in the step's write */
+
+ngx_int_t
+ngx_http_tent_fanout_follower_job(ngx_http_tent_fanout_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
+    ngx_str_t *fid, json_t *follower)
+{
+    ngx_str_t  pid;
+
+    if (ngx_http_tent_json_str(t->task.post, "id", &pid) != NGX_OK
+        || ngx_http_tent_delivery_status_made(t, wop, jid, follower, NULL)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
+                      "tent delivery: writing a delivery's status failed");
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_fanout_job(t, wop, now, jid, fid, &pid, NULL);
 }
 
 

@@ -100,6 +100,7 @@ typedef struct {
     ngx_queue_t                     queue;      /* in flight */
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
+    unsigned                        direct:1;   /* a fan-out's: no jobs */
 } ngx_http_tent_local_batch_t;
 
 
@@ -112,9 +113,23 @@ typedef struct {
 void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);
 void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
+ngx_int_t ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl);
+ngx_int_t ngx_http_tent_local_keys(ngx_http_tent_local_t *l);
+ngx_int_t ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_local_batch_init(ngx_http_tent_local_batch_t *b,
+    ngx_pool_t *pool, ngx_http_tent_local_jobs_t *lj);
+ngx_uint_t ngx_http_tent_local_cred_index(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
+ngx_http_tent_store_op_t *ngx_http_tent_local_read_op(
+    ngx_http_tent_local_batch_t *b);
 
 /* ngx_http_tent_local_write.c */
 void ngx_http_tent_local_read(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_store_op_t *op);
+ngx_uint_t ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
 
 
 #endif /* _NGX_HTTP_TENT_LOCAL_H_INCLUDED_ */
