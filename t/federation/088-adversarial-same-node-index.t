@@ -260,10 +260,24 @@ my $json = encode_json({ subscription => $to, app => $app, id => $jid,
                          l => $A });
 is(system(Tent::Util::ldb_tool('ldb-put'), $db, unpack('H*', $jkey // ''),
           unpack('H*', $json)), 0, 'the row written again as JSON');
+
+# a kill -9 in the middle of a fan-out leaves its outbox row: the next
+# store owner runs the fan-out again.  p2's row put back so: B's rows are
+# found at the version, nothing is written twice
+my $orow = "$A\0o" . pack('Q>', int(time * 1e6)) . $p2;
+is(system(Tent::Util::ldb_tool('ldb-put'), $db, unpack('H*', $orow),
+          unpack('H*', encode_json({ id => $p2, version => 1,
+                                     type => $STATUS }))), 0,
+   'p2\'s outbox row put back, as a kill mid fan-out leaves it');
 $hook->clear;
 $hook->rules([{ method => 'POST', path => '^/hook/',
                 action => { status => 200, body => '{}' } }]);
 start_last_nginx();
+ok(wait_for(sub { grep { /tent local batch: post "\Q$p2\E" to "\Q$url{B}\E": 200, nothing written, no job/ }
+                  error_log() }),
+   'the fan-out again: B\'s reference found at the version, nothing '
+   . 'written');
+is(scalar(grep { $_ eq $p2 } feed('B')), 1, 'p2 once in B\'s feed');
 ok(wait_for(sub { grep { $_ eq $p5 } told_ids() }, 15),
    'the JSON job is read where "l" says: B\'s app is told')
     or diag join ' ', told_ids();
