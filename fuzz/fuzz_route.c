@@ -191,6 +191,15 @@ ngx_http_tent_provision_check(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 }
 
 
+/* no tent_activitypub on the fuzzed server: nothing is ActivityPub's */
+
+ngx_uint_t
+ngx_http_tent_ap_claim(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    return 0;
+}
+
+
 ngx_int_t
 ngx_http_tent_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message)

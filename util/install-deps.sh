@@ -8,7 +8,8 @@ libssl-dev libpcre2-dev zlib1g-dev gcc make"
 TEST_PKGS="libtest-base-perl libtext-diff-perl liblist-moreutils-perl
 libhttp-tiny-perl libjson-pp-perl libdigest-hmac-perl libtest-longstring-perl
 libio-socket-ip-perl libio-socket-ssl-perl perl curl valgrind cppcheck clang libclang-rt-14-dev
-iproute2 openssl ca-certificates chromium python3-jsonschema"
+iproute2 openssl ca-certificates chromium python3-jsonschema
+libcrypt-openssl-rsa-perl"
 
 case "$1" in
     --test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;

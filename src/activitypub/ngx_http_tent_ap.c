@@ -246,53 +246,21 @@ ngx_http_tent_ap_accepts(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_tent_ap_vary(ngx_http_request_t *r)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
+    ngx_str_t         accept = ngx_string("Accept");
     ngx_table_elt_t  *h;
 
-    part = &r->headers_out.headers.part;
-    h = part->elts;
+    h = ngx_http_tent_header_out(r, "Vary");
 
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash && h[i].key.len == sizeof("Vary") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Vary",
-                               sizeof("Vary") - 1) == 0
-            && h[i].value.len == sizeof("Accept") - 1
-            && ngx_strncasecmp(h[i].value.data, (u_char *) "Accept",
-                               sizeof("Accept") - 1) == 0)
-        {
-            return NGX_OK;
-        }
+    if (h && h->value.len == accept.len
+        && ngx_strncasecmp(h->value.data, accept.data, accept.len) == 0)
+    {
+        return NGX_OK;
     }
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Vary");
-    ngx_str_set(&h->value, "Accept");
-
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent ap: the entity URL varies by Accept");
 
-    return NGX_OK;
+    return ngx_http_tent_add_header(r, "Vary", &accept);
 }
 
 
@@ -402,8 +370,8 @@ ngx_http_tent_ap_send(ngx_http_request_t *r, ngx_uint_t status,
 {
     ngx_int_t             rc;
     ngx_buf_t            *b;
+    ngx_str_t             any = ngx_string("*"), one = ngx_string("1");
     ngx_chain_t           out;
-    ngx_table_elt_t      *h;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -419,32 +387,16 @@ ngx_http_tent_ap_send(ngx_http_request_t *r, ngx_uint_t status,
 
     /* discovery documents are public: any page's script may read them */
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
+    if (ngx_http_tent_add_header(r, "Access-Control-Allow-Origin", &any)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
-    h->hash = 1;
-    ngx_str_set(&h->key, "Access-Control-Allow-Origin");
-    ngx_str_set(&h->value, "*");
-
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
-
-    if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        ngx_str_set(&h->value, "1");
-
-#if (nginx_version >= 1023000)
-        h->next = NULL;
-#endif
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE
+        && ngx_http_tent_add_header(r, "Retry-After", &one) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     r->headers_out.status = status;

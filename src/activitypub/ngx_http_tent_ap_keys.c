@@ -596,10 +596,9 @@ static ngx_int_t
 ngx_http_tent_ap_key_rotate_now(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op)
 {
-    json_t           *row;
-    time_t            age;
-    ngx_str_t         value;
-    ngx_table_elt_t  *h;
+    json_t     *row;
+    time_t      age;
+    ngx_str_t   value, wait;
 
     if (ngx_http_tent_store_value(op, &value) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "reading the key's row");
@@ -620,24 +619,18 @@ ngx_http_tent_ap_key_rotate_now(ngx_http_request_t *r,
                        "tent ap: the key of \"%V\" is %T s old: not "
                        "rotated", &ctx->entity, age);
 
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
+        wait.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+        if (wait.data == NULL) {
             return ngx_http_tent_internal_error(r, "refusing a new key");
         }
 
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
-        if (h->value.data == NULL) {
+        wait.len = ngx_sprintf(wait.data, "%T",
+                               NGX_HTTP_TENT_AP_ROTATE_EVERY - age)
+                   - wait.data;
+
+        if (ngx_http_tent_add_header(r, "Retry-After", &wait) != NGX_OK) {
             return ngx_http_tent_internal_error(r, "refusing a new key");
         }
-
-        h->value.len = ngx_sprintf(h->value.data, "%T",
-                                   NGX_HTTP_TENT_AP_ROTATE_EVERY - age)
-                       - h->value.data;
-#if (nginx_version >= 1023000)
-        h->next = NULL;
-#endif
 
         return ngx_http_tent_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS,
                                         "The key is less than a minute "

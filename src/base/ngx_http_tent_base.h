@@ -319,6 +319,10 @@ ngx_int_t ngx_http_tent_check_url(ngx_str_t *url, ngx_str_t *origin,
 ngx_uint_t ngx_http_tent_next_item(u_char **p, u_char *last,
     ngx_str_t *item);
 ngx_uint_t ngx_http_tent_utf8_valid(u_char *p, size_t len);
+ngx_table_elt_t *ngx_http_tent_header_out(ngx_http_request_t *r,
+    const char *name);
+ngx_int_t ngx_http_tent_add_header(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value);
 
 #define NGX_HTTP_TENT_ENTITY_MAX      2048
 #define NGX_HTTP_TENT_ENTITY_SLACK    (NGX_INET6_ADDRSTRLEN + 2)

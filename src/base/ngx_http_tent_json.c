@@ -188,36 +188,6 @@ ngx_http_tent_error_body(ngx_pool_t *pool, ngx_uint_t status,
 }
 
 
-static ngx_uint_t
-ngx_http_tent_has_retry_after(ngx_http_request_t *r)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    part = &r->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash && h[i].key.len == sizeof("Retry-After") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Retry-After",
-                               sizeof("Retry-After") - 1) == 0)
-        {
-            return 1;
-        }
-    }
-}
 
 
 ngx_int_t
@@ -227,7 +197,7 @@ ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_int_t             rc;
     ngx_buf_t            *b;
     ngx_chain_t           out;
-    ngx_table_elt_t      *h;
+    ngx_str_t             one = ngx_string("1");
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_get_ctx(r);
@@ -250,16 +220,10 @@ ngx_http_tent_send_body(ngx_http_request_t *r, ngx_uint_t status,
     /* a handler that knows better set its own Retry-After before */
 
     if (status == NGX_HTTP_SERVICE_UNAVAILABLE
-        && !ngx_http_tent_has_retry_after(r))
+        && ngx_http_tent_header_out(r, "Retry-After") == NULL
+        && ngx_http_tent_add_header(r, "Retry-After", &one) != NGX_OK)
     {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        ngx_str_set(&h->value, "1");
+        return NGX_ERROR;
     }
 
     r->headers_out.status = status;

@@ -610,3 +610,64 @@ ngx_http_tent_token_valid(ngx_str_t *s, size_t max)
 
     return NGX_OK;
 }
+
+
+/* a response header already set (a handler's own), by name */
+
+ngx_table_elt_t *
+ngx_http_tent_header_out(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash && h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/* a response header: NAME a literal, VALUE's bytes live as long as r */
+
+ngx_int_t
+ngx_http_tent_add_header(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
+}

@@ -26,6 +26,16 @@
 ngx_int_t ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
     ngx_http_tent_store_op_t *op, json_t *post);
 
+/*
+ * ngx_http_tent_activity.c: an ActivityPub activity that is no post of
+ * ours (an Accept, a Follow, an Undo, an Update of the actor) for one
+ * "inbox", queued by "owner" into its write "op": sent signed by the
+ * engine's ActivityPub transport, retried as any job (issue #29)
+ */
+ngx_int_t ngx_http_tent_delivery_activity(ngx_pool_t *pool,
+    ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *activity,
+    ngx_str_t *inbox);
+
 /* ngx_http_tent_hosts.c: the directives of per-host caps and breakers */
 char *ngx_http_tent_delivery_breaker_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);

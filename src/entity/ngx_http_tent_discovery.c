@@ -172,22 +172,9 @@ ngx_http_tent_add_link(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 static ngx_int_t
 ngx_http_tent_add_nosniff(ngx_http_request_t *r)
 {
-    ngx_table_elt_t  *h;
+    ngx_str_t  nosniff = ngx_string("nosniff");
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "X-Content-Type-Options");
-    ngx_str_set(&h->value, "nosniff");
-
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
-
-    return NGX_OK;
+    return ngx_http_tent_add_header(r, "X-Content-Type-Options", &nosniff);
 }
 
 

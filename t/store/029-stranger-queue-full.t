@@ -10,10 +10,10 @@
 use Test::Nginx::Socket 'no_plan';
 use File::Temp qw(tempdir);
 use IO::Socket::UNIX;
-use Socket qw(AF_UNIX SOCK_STREAM SOL_SOCKET SO_PEERCRED
+use Socket qw(AF_UNIX SOCK_STREAM
               pack_sockaddr_un);
 use Fcntl qw(F_GETFL F_SETFL O_NONBLOCK);
-use Tent::Util qw(store_lock wait_for_log error_log_text
+use Tent::Util qw(store_lock socket_peer_pid wait_for_log error_log_text
                   start_last_nginx stop_last_nginx);
 
 our ($LOCK, $LISTENER, @QUEUED);
@@ -62,16 +62,8 @@ ok(wait_for_log(qr/\[error\] .*\Q$said\E/, 10),
    'the owner leaves the socket to the process that listens, and says so')
     or diag error_log_text();
 
-# the peer of a connection to the path: ours still, not nginx's
-sub peer_pid {
-    my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $PATH)
-        or return 0;
-    my $cred = getsockopt($s, SOL_SOCKET, SO_PEERCRED) or return 0;
-    return (unpack 'l3', $cred)[0];
-}
-
 $LISTENER->accept or die "accept: $!";   # room for one more
-is(peer_pid(), $$, 'who listens on the path: still the holder');
+is(socket_peer_pid($PATH), $$, 'who listens on the path: still the holder');
 
 __DATA__
 

@@ -11,8 +11,8 @@
 use Test::Nginx::Socket 'no_plan';
 use File::Temp qw(tempdir);
 use IO::Socket::UNIX;
-use Socket qw(SOCK_STREAM SOL_SOCKET SO_PEERCRED);
-use Tent::Util qw(store_lock wait_for_log error_log_text
+use Socket qw(SOCK_STREAM);
+use Tent::Util qw(store_lock socket_peer_pid wait_for_log error_log_text
                   start_last_nginx stop_last_nginx);
 
 our ($LOCK, $LISTENER);
@@ -47,15 +47,7 @@ ok(wait_for_log(qr/\[error\] .*\Q$said\E/, 10),
    'the owner leaves the socket to the process that listens, and says so')
     or diag error_log_text();
 
-# the peer of a connection to the path: ours still, not nginx's
-sub peer_pid {
-    my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $PATH)
-        or return 0;
-    my $cred = getsockopt($s, SOL_SOCKET, SO_PEERCRED) or return 0;
-    return (unpack 'l3', $cred)[0];
-}
-
-is(peer_pid(), $$, 'who listens on the path: still the holder');
+is(socket_peer_pid($PATH), $$, 'who listens on the path: still the holder');
 
 __DATA__
 

@@ -326,15 +326,7 @@ ok(has_line(blog(), 'error',
 
 # A's socket is still A's: its workers that connect now reach A's owner
 # (B's owner once took the path over: A's new connections got B's 503)
-sub peer_pid {
-    my ($path) = @_;
-    require IO::Socket::UNIX;
-    require Socket;
-    my $s = IO::Socket::UNIX->new(Peer => $path) or return 0;
-    my $cred = getsockopt($s, Socket::SOL_SOCKET(), Socket::SO_PEERCRED());
-    return $cred ? (unpack 'l3', $cred)[0] : 0;
-}
-is(peer_pid("$sr/store/store.sock"), $wa,
+is(Tent::Util::socket_peer_pid("$sr/store/store.sock"), $wa,
    'who listens on the store socket: A\'s worker 0');
 my ($w1) = grep { $_ != $wa } `pgrep -P $ma` =~ /(\d+)/g;
 ok($w1, "A's worker 1: $w1");

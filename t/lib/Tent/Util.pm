@@ -14,6 +14,7 @@ use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(http_request parallel_clients master_pid reload_nginx
+                    socket_peer_pid
                     error_log_text wait_for_log store_lock
                     start_last_nginx stop_last_nginx wait_for
                     follower_host_config follower_host follow_many
@@ -384,6 +385,19 @@ sub free_port {
 # Take LevelDB's own lock on a store's db directory, as another process
 # holding the database would (an fcntl write lock on db/LOCK).  Returns
 # the handle: the lock lasts until it is closed.
+# socket_peer_pid(PATH): the pid of the process listening on a Unix
+# socket (SO_PEERCRED of a connection to it), 0 when none answers
+sub socket_peer_pid {
+    my ($path) = @_;
+    require IO::Socket::UNIX;
+    require Socket;
+    my $s = IO::Socket::UNIX->new(Type => Socket::SOCK_STREAM(),
+                                  Peer => $path) or return 0;
+    my $cred = getsockopt($s, Socket::SOL_SOCKET(), Socket::SO_PEERCRED())
+        or return 0;
+    return (unpack 'l3', $cred)[0];
+}
+
 sub store_lock {
     my ($dir) = @_;
     require Fcntl;
