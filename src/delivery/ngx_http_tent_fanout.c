@@ -293,9 +293,10 @@ ngx_http_tent_delivery_followers(ngx_http_tent_fanout_t *t)
 
     /*
      * Each batch of followers, its jobs and their write live in a pool
-     * of their own, gone two batches later (the write just answered is
-     * in the last one): a fan-out to 100,000 followers holds two
-     * batches, not every row it read.
+     * of their own, gone once the next batch's scan is answered (the
+     * write just answered, whose handler runs this, is in it): a
+     * fan-out to 100,000 followers holds one batch, two only while a
+     * scan is read, not every row it read (docs/federation.md, memory)
      */
 
     pool = ngx_create_pool(16384, t->task.dl->log);
@@ -523,6 +524,20 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                        ngx_http_tent_fanout_stages[t->stage], op->status);
         ngx_http_tent_task_done(&t->task);
         return;
+    }
+
+    /*
+     * The batch before is over (its write answered, the handler that
+     * asked for this scan returned): its rows, jobs and followers go
+     * now, not after this batch's write
+     */
+
+    if (t->step_old) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent delivery: post \"%V\": the batch before "
+                       "goes", &t->task.post_id);
+        ngx_destroy_pool(t->step_old);
+        t->step_old = NULL;
     }
 
     wop = ngx_http_tent_store_op_create(op->pool, t->task.dl->log);

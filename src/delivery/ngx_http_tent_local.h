@@ -54,6 +54,14 @@ ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 #define NGX_HTTP_TENT_LOCAL_MAX     256
 #define NGX_HTTP_TENT_LOCAL_BYTES   (4 * 1024 * 1024)
 
+/*
+ * the fan-out steps' recipients with no job, taken and not yet written,
+ * at most this many times tent_delivery_concurrency in a worker (2,048
+ * at its default 16; about 7 KB each in their step's pool until its
+ * write: ngx_http_tent_local_direct.c); the next ones get their job
+ */
+#define NGX_HTTP_TENT_LOCAL_DIRECT  128
+
 
 /* the engine's same-node jobs: those waiting, and the batch in flight */
 typedef struct {
@@ -65,6 +73,7 @@ typedef struct {
     ngx_event_t                     flush;
     ngx_queue_t                     batches;    /* in flight */
     ngx_uint_t                      nbatches;
+    ngx_uint_t                      ndirect;    /* fan-outs' recipients */
 } ngx_http_tent_local_jobs_t;
 
 

@@ -23,6 +23,15 @@
  * moment a follower is taken to its write's answer: a follower whose
  * reference a batch in flight writes gets a job, and a batch's job
  * whose reference the step writes waits for it.
+ *
+ * A recipient taken holds its part of the step's pool (its claim, keys,
+ * follower record, read answer and rows: about 7 KB) until the step's
+ * write is answered; the worker's steps hold at most
+ * NGX_HTTP_TENT_LOCAL_DIRECT x tent_delivery_concurrency of them (2,048
+ * by default), and a follower beyond gets its job
+ * (the engine's batches are bounded by tent_delivery_concurrency), so
+ * that fan-outs of many authors at once do not hold a step each of
+ * rows (docs/federation.md, "Memory").
  */
 
 
@@ -43,6 +52,8 @@ typedef struct {
     ngx_http_tent_local_batch_t     b;
     ngx_pool_t                     *step;       /* the step's pool */
     ngx_array_t                     jids;       /* ngx_str_t, by item */
+    ngx_http_tent_local_jobs_t     *lj;
+    ngx_uint_t                      taken;      /* its part of ndirect */
     ngx_http_tent_store_op_t       *wop;        /* the step's write */
     ngx_http_tent_store_done_pt     then;       /* its handler */
     uint64_t                        now;
@@ -73,6 +84,7 @@ ngx_http_tent_local_direct_add(ngx_http_tent_fanout_t *t, ngx_str_t *jid,
     ngx_uint_t                      i;
     ngx_http_tent_job_t            *j;
     ngx_http_tent_local_t          *l, **lp;
+    ngx_http_tent_local_jobs_t     *lj;
     ngx_http_tent_local_direct_t   *d;
 
     if (t->task.dl->mcf->same_node_rows != NGX_HTTP_TENT_SAME_NODE_INDEX
@@ -80,6 +92,20 @@ ngx_http_tent_local_direct_add(ngx_http_tent_fanout_t *t, ngx_str_t *jid,
         || t->task.post == NULL
         || t->task.entity.data != t->task.ent->entity.data)
     {
+        return NGX_DECLINED;
+    }
+
+    /* the steps' recipients in flight: beyond the budget, jobs */
+
+    lj = t->task.dl->local;
+
+    if (lj && lj->ndirect >= NGX_HTTP_TENT_LOCAL_DIRECT
+                             * t->task.dl->mcf->delivery_concurrency)
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent local: post \"%V\": %ui recipients in the "
+                       "steps' writes already: a job", &t->task.post_id,
+                       lj->ndirect);
         return NGX_DECLINED;
     }
 
@@ -161,6 +187,9 @@ ngx_http_tent_local_direct_add(ngx_http_tent_fanout_t *t, ngx_str_t *jid,
     *lp = l;
     *sp = *jid;
 
+    d->taken++;
+    d->lj->ndirect++;
+
     /* the record, beyond the step's loop */
 
     json_incref(follower);
@@ -216,6 +245,7 @@ ngx_http_tent_local_direct_get(ngx_http_tent_fanout_t *t)
     cln->data = d;
 
     d->b.direct = 1;
+    d->lj = lj;
     d->step = t->step;
     d->queued = 1;
     ngx_queue_insert_tail(&lj->batches, &d->b.queue);
@@ -234,6 +264,7 @@ ngx_http_tent_local_direct_cleanup(void *data)
     if (d->queued) {
         d->queued = 0;
         ngx_queue_remove(&d->b.queue);
+        d->lj->ndirect -= d->taken;
     }
 }
 

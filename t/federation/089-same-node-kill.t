@@ -11,7 +11,9 @@
 # stored rows (one "l" row, one row of each feed index), the status
 # route says delivered for all N, no outbox row is left, and a fan-out
 # cut between its steps was run again (its first steps' recipients
-# found at the version: "nothing written").
+# found at the version: "nothing written").  The steps' recipients in
+# flight are bounded (128 x tent_delivery_concurrency, 2 here): those
+# beyond get their job, and the jobs are killed mid-way too.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for master_pid
@@ -215,6 +217,13 @@ ok(scalar(keys %repeat),
    'a fan-out cut by a kill ran again, finding its first recipients\' '
    . 'rows (' . scalar(keys %repeat) . ' posts)');
 
+# the steps' recipients in flight are bounded (128 x 2 here, six fan-outs
+# of 100 a step): the followers beyond got a job, carried by the engine
+ok(scalar(() = error_log_text() =~ /recipients in the steps' writes already: a job/g),
+   'recipients beyond the steps\' budget got their job');
+ok(error_log_text() =~ /tent local batch: \d+ jobs settled in one write/,
+   'which same-node batches carried');
+
 # the rows: one "l" row and one row of each feed index a recipient and
 # post; no outbox row left
 stop_last_nginx();
@@ -262,6 +271,7 @@ __DATA__
     tent_outbound_timeout 3s;
     tent_delivery_interval 100ms;
     tent_delivery_retry 1s 2s;
+    tent_delivery_concurrency 2;
     tent_same_node_rows index;
 " . main::entity_blocks()
 --- config
