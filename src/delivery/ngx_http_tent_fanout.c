@@ -293,9 +293,10 @@ ngx_http_tent_delivery_followers(ngx_http_tent_fanout_t *t)
 
     /*
      * Each batch of followers, its jobs and their write live in a pool
-     * of their own, gone two batches later (the write just answered is
-     * in the last one): a fan-out to 100,000 followers holds two
-     * batches, not every row it read.
+     * of their own, gone once the next batch's scan is answered (the
+     * write just answered, whose handler runs this, is in it): a
+     * fan-out to 100,000 followers holds one batch, two only while a
+     * scan is read, not every row it read (docs/federation.md, memory)
      */
 
     pool = ngx_create_pool(16384, t->task.dl->log);
@@ -509,6 +510,7 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
 
     json_t                       *follower;
     uint64_t                      now;
+    ngx_int_t                     rc;
     ngx_str_t                     key, value, fid, pid, jid, last;
     ngx_uint_t                    n, rows;
     const char                   *kind, *field;
@@ -522,6 +524,20 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                        ngx_http_tent_fanout_stages[t->stage], op->status);
         ngx_http_tent_task_done(&t->task);
         return;
+    }
+
+    /*
+     * The batch before is over (its write answered, the handler that
+     * asked for this scan returned): its rows, jobs and followers go
+     * now, not after this batch's write
+     */
+
+    if (t->step_old) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent delivery: post \"%V\": the batch before "
+                       "goes", &t->task.post_id);
+        ngx_destroy_pool(t->step_old);
+        t->step_old = NULL;
     }
 
     wop = ngx_http_tent_store_op_create(op->pool, t->task.dl->log);
@@ -611,6 +627,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
                                   json_object_get(t->row, "version")))
                   - jid.data;
 
+        /* a follower of this node: its rows in this write, no job */
+
+        rc = ngx_http_tent_local_direct_add(t, &jid, &fid, follower);
+
+        if (rc == NGX_ERROR) {
+            json_decref(follower);
+            ngx_http_tent_task_failed(&t->task, "taking a same-node follower");
+            return;
+        }
+
+        if (rc == NGX_OK) {
+            json_decref(follower);
+            continue;
+        }
+
         if (ngx_http_tent_delivery_status_made(t, wop, &jid, follower, NULL)
             != NGX_OK)
         {
@@ -664,7 +695,31 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         }
     }
 
-    ngx_http_tent_task_submit(&t->task, wop, handler);
+    /* with this node's followers taken: after their read */
+
+    ngx_http_tent_local_direct_submit(t, wop, now, handler);
+}
+
+
+/* a follower's job and its record "pending": made in the step's write */
+
+ngx_int_t
+ngx_http_tent_fanout_follower_job(ngx_http_tent_fanout_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
+    ngx_str_t *fid, json_t *follower)
+{
+    ngx_str_t  pid;
+
+    if (ngx_http_tent_json_str(t->task.post, "id", &pid) != NGX_OK
+        || ngx_http_tent_delivery_status_made(t, wop, jid, follower, NULL)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
+                      "tent delivery: writing a delivery's status failed");
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_fanout_job(t, wop, now, jid, fid, &pid, NULL);
 }
 
 

@@ -43,7 +43,21 @@ typedef struct {
     ngx_rbtree_t                     *told;       /* a profile post's */
     ngx_pool_t                       *step;       /* a fan-out batch's */
     ngx_pool_t                       *step_old;   /* the one before */
+    void                             *direct;     /* the step's local */
 } ngx_http_tent_fanout_t;
+
+
+/* ngx_http_tent_fanout.c: a follower's job and its record */
+ngx_int_t ngx_http_tent_fanout_follower_job(ngx_http_tent_fanout_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now, ngx_str_t *jid,
+    ngx_str_t *fid, json_t *follower);
+
+/* ngx_http_tent_local_direct.c: this node's followers with no job */
+ngx_int_t ngx_http_tent_local_direct_add(ngx_http_tent_fanout_t *t,
+    ngx_str_t *jid, ngx_str_t *fid, json_t *follower);
+void ngx_http_tent_local_direct_submit(ngx_http_tent_fanout_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now,
+    ngx_http_tent_store_done_pt handler);
 
 
 /* ngx_http_tent_fanout_mentions.c: a new post's mentioned entities */

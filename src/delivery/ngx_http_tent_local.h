@@ -54,6 +54,14 @@ ngx_int_t ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l);
 #define NGX_HTTP_TENT_LOCAL_MAX     256
 #define NGX_HTTP_TENT_LOCAL_BYTES   (4 * 1024 * 1024)
 
+/*
+ * the fan-out steps' recipients with no job, taken and not yet written,
+ * at most this many times tent_delivery_concurrency in a worker (2,048
+ * at its default 16; about 7 KB each in their step's pool until its
+ * write: ngx_http_tent_local_direct.c); the next ones get their job
+ */
+#define NGX_HTTP_TENT_LOCAL_DIRECT  128
+
 
 /* the engine's same-node jobs: those waiting, and the batch in flight */
 typedef struct {
@@ -65,6 +73,7 @@ typedef struct {
     ngx_event_t                     flush;
     ngx_queue_t                     batches;    /* in flight */
     ngx_uint_t                      nbatches;
+    ngx_uint_t                      ndirect;    /* fan-outs' recipients */
 } ngx_http_tent_local_jobs_t;
 
 
@@ -100,6 +109,7 @@ typedef struct {
     ngx_queue_t                     queue;      /* in flight */
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
+    unsigned                        direct:1;   /* a fan-out's: no jobs */
 } ngx_http_tent_local_batch_t;
 
 
@@ -112,9 +122,23 @@ typedef struct {
 void ngx_http_tent_local_end(ngx_http_tent_local_batch_t *b);
 void ngx_http_tent_local_slot(ngx_http_tent_local_t *l);
 void ngx_http_tent_local_done(ngx_http_tent_local_t *l);
+ngx_int_t ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl);
+ngx_int_t ngx_http_tent_local_keys(ngx_http_tent_local_t *l);
+ngx_int_t ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj,
+    ngx_str_t *key);
+ngx_int_t ngx_http_tent_local_batch_init(ngx_http_tent_local_batch_t *b,
+    ngx_pool_t *pool, ngx_http_tent_local_jobs_t *lj);
+ngx_uint_t ngx_http_tent_local_cred_index(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
+ngx_http_tent_store_op_t *ngx_http_tent_local_read_op(
+    ngx_http_tent_local_batch_t *b);
 
 /* ngx_http_tent_local_write.c */
 void ngx_http_tent_local_read(ngx_http_tent_store_op_t *op);
+ngx_int_t ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_store_op_t *op);
+ngx_uint_t ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
 
 
 #endif /* _NGX_HTTP_TENT_LOCAL_H_INCLUDED_ */

@@ -52,13 +52,9 @@
 #define NGX_HTTP_TENT_LOCAL_WAITS   16
 
 
-static ngx_int_t ngx_http_tent_local_keys(ngx_http_tent_local_t *l);
 static void ngx_http_tent_local_flush(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b);
 static void ngx_http_tent_local_free(ngx_event_t *ev);
-static ngx_int_t ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl);
-static ngx_int_t ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj,
-    ngx_str_t *key);
 
 
 /*
@@ -116,7 +112,7 @@ ngx_http_tent_local_batch_add(ngx_http_tent_local_t *l)
  * references ("l" rows) instead.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_local_keys(ngx_http_tent_local_t *l)
 {
     json_t                *post;
@@ -169,13 +165,11 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
 {
     ngx_http_tent_local_jobs_t *lj = ev->data;
 
-    ngx_str_t                     bkey;
-    ngx_uint_t                    i, j;
+    ngx_uint_t                    j;
     ngx_pool_t                   *pool;
     ngx_queue_t                  *q;
     ngx_http_tent_local_t       **items, *l;
     ngx_http_tent_store_op_t     *get;
-    ngx_http_tent_local_cred_t   *cred;
     ngx_http_tent_local_batch_t  *b;
 
     if (lj->nbatches >= NGX_HTTP_TENT_LOCAL_BATCHES || lj->npending == 0) {
@@ -208,27 +202,11 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
 
     b = ngx_pcalloc(pool, sizeof(ngx_http_tent_local_batch_t));
 
-    if (b == NULL
-        || ngx_array_init(&b->items, pool, 64,
-                          sizeof(ngx_http_tent_local_t *))
-           != NGX_OK
-        || ngx_array_init(&b->creds, pool, 64,
-                          sizeof(ngx_http_tent_local_cred_t))
-           != NGX_OK
-        || ngx_array_init(&b->posts, pool, 4,
-                          sizeof(ngx_http_tent_local_post_t))
-           != NGX_OK
-        || ngx_array_init(&b->settled, pool, 64,
-                          sizeof(ngx_http_tent_local_t *))
-           != NGX_OK
-        || (b->keys = ngx_http_tent_key_set_create(pool)) == NULL)
-    {
+    if (b == NULL || ngx_http_tent_local_batch_init(b, pool, lj) != NGX_OK) {
         ngx_destroy_pool(pool);
         goto failed;
     }
 
-    b->pool = pool;
-    b->jobs = lj;
     b->free.handler = ngx_http_tent_local_free;
     b->free.data = b;
     b->free.log = lj->dl->log;
@@ -240,39 +218,9 @@ ngx_http_tent_local_flush(ngx_event_t *ev)
         goto failed_batch;
     }
 
-    /* one read: the credential rows once each, then each job's copies */
-
-    get = ngx_http_tent_store_op_create(pool, lj->dl->log);
-
-    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
+    get = ngx_http_tent_local_read_op(b);
+    if (get == NULL) {
         goto failed_batch;
-    }
-
-    items = b->items.elts;
-    cred = b->creds.elts;
-
-    for (i = 0; i < b->creds.nelts; i++) {
-        if (ngx_http_tent_store_mget_key(get, &cred[i].key) != NGX_OK) {
-            goto failed_batch;
-        }
-    }
-
-    for (i = 0; i < b->items.nelts; i++) {
-
-        /* and the recipient's block of us, if it made one (blocks.md) */
-
-        if (ngx_http_tent_store_mget_key(get, &items[i]->copy_key) != NGX_OK
-            || (items[i]->target_key.len
-                && ngx_http_tent_store_mget_key(get, &items[i]->target_key)
-                   != NGX_OK)
-            || ngx_http_tent_key(pool, &items[i]->to->entity,
-                                 NGX_HTTP_TENT_TABLE_BLOCK,
-                                 &items[i]->task->task.ent->entity, &bkey)
-               != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK)
-        {
-            goto failed_batch;
-        }
     }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, lj->dl->log, 0,
@@ -332,7 +280,6 @@ ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b)
     ngx_uint_t                    i;
     ngx_queue_t                  *q;
     ngx_http_tent_local_t        *l, **lp;
-    ngx_http_tent_local_cred_t   *cred;
     ngx_http_tent_local_jobs_t   *lj;
 
     lj = b->jobs;
@@ -364,28 +311,9 @@ ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b)
             return NGX_ERROR;
         }
 
-        /* each credential row read once a batch */
-
-        cred = b->creds.elts;
-
-        for (i = 0; i < b->creds.nelts; i++) {
-            if (cred[i].key.len == l->cred_key.len
-                && ngx_memcmp(cred[i].key.data, l->cred_key.data,
-                              l->cred_key.len)
-                   == 0)
-            {
-                break;
-            }
-        }
-
-        if (i == b->creds.nelts) {
-            cred = ngx_array_push(&b->creds);
-            if (cred == NULL) {
-                return NGX_ERROR;
-            }
-
-            ngx_memzero(cred, sizeof(ngx_http_tent_local_cred_t));
-            cred->key = l->cred_key;
+        i = ngx_http_tent_local_cred_index(b, l);
+        if (i == (ngx_uint_t) NGX_ERROR) {
+            return NGX_ERROR;
         }
 
         lp = ngx_array_push(&b->items);
@@ -401,6 +329,121 @@ ngx_http_tent_local_take(ngx_http_tent_local_batch_t *b)
     }
 
     return NGX_OK;
+}
+
+
+/* a batch's arrays and its set of keys, in "pool" */
+
+ngx_int_t
+ngx_http_tent_local_batch_init(ngx_http_tent_local_batch_t *b,
+    ngx_pool_t *pool, ngx_http_tent_local_jobs_t *lj)
+{
+    if (ngx_array_init(&b->items, pool, 64, sizeof(ngx_http_tent_local_t *))
+        != NGX_OK
+        || ngx_array_init(&b->creds, pool, 64,
+                          sizeof(ngx_http_tent_local_cred_t))
+           != NGX_OK
+        || ngx_array_init(&b->posts, pool, 4,
+                          sizeof(ngx_http_tent_local_post_t))
+           != NGX_OK
+        || ngx_array_init(&b->settled, pool, 64,
+                          sizeof(ngx_http_tent_local_t *))
+           != NGX_OK
+        || (b->keys = ngx_http_tent_key_set_create(pool)) == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    b->pool = pool;
+    b->jobs = lj;
+
+    return NGX_OK;
+}
+
+
+/* the place of the job's credential row in the batch's read: once each */
+
+ngx_uint_t
+ngx_http_tent_local_cred_index(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l)
+{
+    ngx_uint_t                   i;
+    ngx_http_tent_local_cred_t  *cred;
+
+    cred = b->creds.elts;
+
+    for (i = 0; i < b->creds.nelts; i++) {
+        if (cred[i].key.len == l->cred_key.len
+            && ngx_memcmp(cred[i].key.data, l->cred_key.data,
+                          l->cred_key.len)
+               == 0)
+        {
+            return i;
+        }
+    }
+
+    cred = ngx_array_push(&b->creds);
+    if (cred == NULL) {
+        return (ngx_uint_t) NGX_ERROR;
+    }
+
+    ngx_memzero(cred, sizeof(ngx_http_tent_local_cred_t));
+    cred->key = l->cred_key;
+
+    return i;
+}
+
+
+/*
+ * A batch's one read (MGET), not submitted: the credential rows once
+ * each, then each job's copy (or reference), its delete's target, and
+ * the recipient's block of the sender, in the order
+ * ngx_http_tent_local_answer() reads them.  NULL: building it failed.
+ */
+
+ngx_http_tent_store_op_t *
+ngx_http_tent_local_read_op(ngx_http_tent_local_batch_t *b)
+{
+    ngx_str_t                    bkey;
+    ngx_uint_t                   i;
+    ngx_http_tent_local_t      **items;
+    ngx_http_tent_store_op_t    *get;
+    ngx_http_tent_local_cred_t  *cred;
+
+    get = ngx_http_tent_store_op_create(b->pool, b->jobs->dl->log);
+
+    if (get == NULL || ngx_http_tent_store_mget(get) != NGX_OK) {
+        return NULL;
+    }
+
+    items = b->items.elts;
+    cred = b->creds.elts;
+
+    for (i = 0; i < b->creds.nelts; i++) {
+        if (ngx_http_tent_store_mget_key(get, &cred[i].key) != NGX_OK) {
+            return NULL;
+        }
+    }
+
+    for (i = 0; i < b->items.nelts; i++) {
+
+        /* and the recipient's block of us, if it made one (blocks.md) */
+
+        if (ngx_http_tent_store_mget_key(get, &items[i]->copy_key) != NGX_OK
+            || (items[i]->target_key.len
+                && ngx_http_tent_store_mget_key(get, &items[i]->target_key)
+                   != NGX_OK)
+            || ngx_http_tent_key(b->pool, &items[i]->to->entity,
+                                 NGX_HTTP_TENT_TABLE_BLOCK,
+                                 &items[i]->task->task.ent->entity, &bkey)
+               != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK)
+        {
+            return NULL;
+        }
+    }
+
+    return get;
 }
 
 
@@ -492,7 +535,7 @@ ngx_http_tent_local_done(ngx_http_tent_local_t *l)
 
 /* the engine's same-node state, made once */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 {
     ngx_http_tent_local_jobs_t  *lj;
@@ -521,7 +564,7 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 
 /* is "key" a copy (or a target) that a batch in flight writes */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
 {
     ngx_queue_t                  *q;

@@ -36,10 +36,10 @@
 #include "ngx_http_tent_store.h"
 
 
-static ngx_int_t ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
-    ngx_http_tent_store_op_t *op);
-static ngx_uint_t ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
-    ngx_http_tent_local_t *l);
+static ngx_uint_t ngx_http_tent_local_direct(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_uint_t status, ngx_uint_t write,
+    ngx_http_tent_local_post_t *lp, ngx_http_tent_received_t *st,
+    json_t *post, json_t *target);
 static ngx_http_tent_local_post_t *ngx_http_tent_local_post(
     ngx_http_tent_local_batch_t *b, ngx_http_tent_job_t *t,
     ngx_str_t *sender);
@@ -189,7 +189,7 @@ again:
 
 /* the read's answer: the credential rows parsed, the copies kept */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_store_op_t *op)
 {
@@ -269,10 +269,12 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
 /*
  * One job: what POST /notifications/:id would answer, its rows and its
  * settlement into the batch's write.  NGX_DECLINED: not in the write
- * (over HTTP after all, or the task is over).
+ * (over HTTP after all, or the task is over).  A fan-out's recipient
+ * with no job (b->direct): its rows and its record, or NGX_DECLINED for
+ * anything but a 200 (it gets a job).
  */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l)
 {
@@ -296,6 +298,10 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     ngx_memzero(&st, sizeof(ngx_http_tent_received_t));
 
     if (cred->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+
+        if (b->direct) {
+            return (ngx_uint_t) NGX_DECLINED;   /* a job: HTTP's to carry */
+        }
 
         /*
          * Not this store's to say: the entity may be served elsewhere (a
@@ -445,6 +451,11 @@ ngx_http_tent_local_job(ngx_http_tent_local_batch_t *b,
     }
 
 settle:
+
+    if (b->direct) {
+        return ngx_http_tent_local_direct(b, l, status, write, lp, &st,
+                                          current, copy);
+    }
 
     outcome = ngx_http_tent_local_outcome(l, status);
 
@@ -888,4 +899,65 @@ ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A fan-out's recipient with no job: a 200 writes its references, as a
+ * job's would, and the delivery's record "delivered", as a settlement
+ * would, into the fan-out's write (b->wop; the recipient's fence comes
+ * after its last row: ngx_http_tent_local_direct.c); anything else
+ * writes nothing here and gets a job (NGX_DECLINED), whose settlement
+ * says it.
+ */
+
+static ngx_uint_t
+ngx_http_tent_local_direct(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l, ngx_uint_t status, ngx_uint_t write,
+    ngx_http_tent_local_post_t *lp, ngx_http_tent_received_t *st,
+    json_t *post, json_t *target)
+{
+    ngx_http_tent_job_t  *t;
+
+    t = l->task;
+
+    if (status != NGX_HTTP_OK) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent local: post \"%V\" to \"%V\": %ui: a job",
+                       &t->task.post_id, &l->to->entity, status);
+        return (ngx_uint_t) NGX_DECLINED;
+    }
+
+    t->status = status;
+    t->error = NULL;
+
+    if ((write
+         && ngx_http_tent_local_ref_rows(b, l, lp, st, post, target)
+            != NGX_OK)
+        || ngx_http_tent_delivery_status_settled(t, b->wop,
+                                                 NGX_HTTP_TENT_DELIVERED,
+                                                 0, 0)
+           != NGX_OK)
+    {
+        /* the fan-out's write is spoilt: none of it goes, all again */
+
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
+                      "tent local: building a recipient's rows failed");
+        b->wop->status = NGX_HTTP_TENT_STORE_ERROR;
+        return (ngx_uint_t) NGX_DECLINED;
+    }
+
+    /* counted as decided, as a settlement counts */
+
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_LOCAL, 1);
+    ngx_http_tent_count(NGX_HTTP_TENT_STAT_DELIVERED, 1);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent local batch: post \"%V\" to \"%V\": 200, %s, "
+                   "no job", &t->task.post_id, &l->to->entity,
+                   write ? (target ? "stored, its target removed"
+                                   : "stored")
+                         : "nothing written");
+
+    return NGX_HTTP_TENT_DELIVERED;
 }

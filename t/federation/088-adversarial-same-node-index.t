@@ -9,7 +9,9 @@
 # as current (the new one shows at once, before its delivery), a private
 # post once its author removed the follower, or took it out of the group
 # the post was for.  And B's app is still told, also by an app job row
-# of the version before (JSON) naming with "l" where the post is.
+# of the version before (JSON) naming with "l" where the post is.  B
+# and C get their rows from the fan-out's own write, with no job: the
+# status route and tent_status still show them delivered.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx wait_for);
@@ -131,6 +133,26 @@ ok(scalar(grep { /tent posts: post "\Q$p1\E": no copy, its reference read/ }
           error_log()),
    'B has no copy: its read went by the reference');
 ok(in_feed('B', $p1), 'in B\'s feed');
+
+# no job for a recipient of this node: the fan-out's own write holds its
+# rows and its record "delivered"; tent_status counts it as before
+ok(wait_for(sub { grep { /tent delivery: post "\Q$p1\E": 2 delivered on this node with no job, 0 jobs/ }
+                  error_log() }),
+   'B\'s and C\'s rows are written by the fan-out, with no job');
+ok(!grep({ /tent local: post "\Q$p1\E" to "/ } error_log()),
+   'so no job of the post is carried to them');
+my $dl = $a->request(GET => "/posts/$p1/deliveries", cred => $acred);
+my %by = map { $_->{entity} => $_ } @{ $dl->{json}{deliveries} || [] };
+is($by{$url{B}}{state}, 'delivered', 'the status route: B delivered')
+    or diag $dl->{body};
+is($by{$url{C}}{state}, 'delivered', 'and C');
+is($by{$url{B}}{last_status}, 200, 'with a 200');
+is($by{$url{B}}{attempts}, 1, 'in one attempt');
+is($dl->{json}{counts}{delivered}, 2, 'two delivered');
+my $st = Tent::Util::tent_status($a)->{deliveries};
+ok($st->{local} >= 2 && $st->{delivered} >= 2,
+   "tent_status counts them: $st->{local} local, $st->{delivered} "
+   . 'delivered');
 is(count('B'), scalar(feed('B')), 'and B\'s count agrees with its feed');
 
 ok(scalar $hook->wait_requests(method => 'POST', path => qr{^/hook/b$},
@@ -238,10 +260,24 @@ my $json = encode_json({ subscription => $to, app => $app, id => $jid,
                          l => $A });
 is(system(Tent::Util::ldb_tool('ldb-put'), $db, unpack('H*', $jkey // ''),
           unpack('H*', $json)), 0, 'the row written again as JSON');
+
+# a kill -9 in the middle of a fan-out leaves its outbox row: the next
+# store owner runs the fan-out again.  p2's row put back so: B's rows are
+# found at the version, nothing is written twice
+my $orow = "$A\0o" . pack('Q>', int(time * 1e6)) . $p2;
+is(system(Tent::Util::ldb_tool('ldb-put'), $db, unpack('H*', $orow),
+          unpack('H*', encode_json({ id => $p2, version => 1,
+                                     type => $STATUS }))), 0,
+   'p2\'s outbox row put back, as a kill mid fan-out leaves it');
 $hook->clear;
 $hook->rules([{ method => 'POST', path => '^/hook/',
                 action => { status => 200, body => '{}' } }]);
 start_last_nginx();
+ok(wait_for(sub { grep { /tent local batch: post "\Q$p2\E" to "\Q$url{B}\E": 200, nothing written, no job/ }
+                  error_log() }),
+   'the fan-out again: B\'s reference found at the version, nothing '
+   . 'written');
+is(scalar(grep { $_ eq $p2 } feed('B')), 1, 'p2 once in B\'s feed');
 ok(wait_for(sub { grep { $_ eq $p5 } told_ids() }, 15),
    'the JSON job is read where "l" says: B\'s app is told')
     or diag join ' ', told_ids();
@@ -308,6 +344,9 @@ invalid value "copies"
     tent_entity http://127.0.0.1:$TEST_NGINX_SERVER_PORT;
     location = /tent/oauth/authorize {
         tent_owner "A's owner";
+    }
+    location = /status {
+        tent_status;
     }
 --- request
 GET /tent/posts

@@ -12,11 +12,13 @@ use Tent::Util qw(http_request);
 
 my $JSON = JSON::PP->new->utf8->canonical;
 
-# new(port => N, host => 'localhost', root => '/tent')
+# new(port => N, host => 'localhost', root => '/tent', addr => '127.0.0.1':
+# the loopback address connected to)
 sub new {
     my ($class, %a) = @_;
     return bless {
         port => $a{port} || $ENV{TEST_NGINX_SERVER_PORT} || 1984,
+        addr => $a{addr},
         host => $a{host} || 'localhost',
         root => defined $a{root} ? $a{root} : '/tent',
     }, $class;
@@ -50,6 +52,7 @@ sub request {
 
     my $res = http_request(method => $method, path => $path, headers => \%h,
                            body => $body, port => $o{port} || $self->{port},
+                           ($self->{addr} ? (addr => $self->{addr}) : ()),
                            ($o{timeout} ? (timeout => $o{timeout}) : ()),
                            ($o{local_addr}
                             ? (local_addr => $o{local_addr}) : ()));

@@ -27,13 +27,14 @@ sub port { $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984 }
 sub servroot { $ENV{TEST_NGINX_SERVER_ROOT} or die "no TEST_NGINX_SERVER_ROOT" }
 
 # http_request(method => 'GET', path => '/', headers => {...}, body => '',
-#              port => N, timeout => 5, local_addr => '127.0.0.2')
+#              port => N, timeout => 5, local_addr => '127.0.0.2',
+#              addr => '127.0.0.1' (the address connected to))
 # returns { status => N, headers => { lc name => value }, body => '' },
 # or { status => 0, error => '...' } when the connection failed.
 sub http_request {
     my %a = @_;
     my $sock = IO::Socket::IP->new(
-        PeerHost => '127.0.0.1',
+        PeerHost => $a{addr} || '127.0.0.1',
         PeerPort => $a{port} || port(),
         Timeout  => $a{timeout} || 5,
         ($a{local_addr} ? (LocalHost => $a{local_addr}) : ()),
