@@ -226,7 +226,7 @@ ngx_http_tent_ap_cursor_key(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         dot[n] = ngx_strlchr(p, last, '.');
 
         if (dot[n] == NULL || dot[n] == p
-            || (size_t) (dot[n] - p) > NGX_INT64_LEN - 1)
+            || (size_t) (dot[n] - p) > NGX_INT64_LEN)
         {
             return NGX_DECLINED;
         }

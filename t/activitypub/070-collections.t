@@ -69,6 +69,7 @@ for my $name (qw(f1 f2 fpriv)) {
                                              ? JSON::PP::false
                                              : JSON::PP::true } });
     is($res->{status}, 200, "$name follows") or diag $res->{body};
+    $rx{"${name}_id"} = $res->{json}{id};
     $rx{"${name}_cred"} = { map { $_ => $res->{json}{$_} }
                             qw(mac_key_id mac_key mac_algorithm) };
 }
@@ -254,6 +255,37 @@ is(ap('outbox')->{json}{totalItems}, 46, '... and is counted');
 push @public, $new;
 unshift @newest_first, $new;
 
+# a photo: a Note, its file an Image at our attachment URL
+my $MB = '-----------TentAttachment';
+my $pj = JSON::PP->new->encode({
+    type => 'https://tent.io/types/post/photo/v0.1.0',
+    content => { caption => 'a <photo>' },
+    permissions => { public => JSON::PP::true } });
+$res = $c->request(POST => '/posts', cred => $owner,
+    headers => { 'Content-Type' => "multipart/form-data; boundary=$MB" },
+    body => "--$MB\r\nContent-Disposition: form-data; name=\"post\"; "
+            . "filename=\"post.json\"\r\nContent-Type: $TENT_CT\r\n\r\n"
+            . "$pj\r\n--$MB\r\nContent-Disposition: form-data; "
+            . "name=\"photos\"; filename=\"a b.png\"\r\n"
+            . "Content-Type: image/png\r\n\r\nPNG bytes\r\n--$MB--\r\n");
+is($res->{status}, 200, 'a public photo post') or diag $res->{body};
+my $photo = $res->{json}{id};
+$r = get($o->{first});
+my $head = $r->{json}{orderedItems}[0]{object} || {};
+is($head->{id}, "$URL/tent/posts/$photo", 'the photo heads the outbox');
+is($head->{type}, 'Note', '... a Note');
+is($head->{content}, '<p>a &lt;photo&gt;</p>', '... its caption, escaped');
+is(scalar @{ $head->{attachment} || [] }, 1, '... one attachment');
+is($head->{attachment}[0]{type}, 'Image', '... an Image');
+is($head->{attachment}[0]{mediaType}, 'image/png', '... its type');
+is($head->{attachment}[0]{url},
+   "$URL/tent/posts/$photo/attachments/a%20b.png",
+   '... at our attachment URL');
+$res = get($head->{attachment}[0]{url}, accept => '*/*');
+is($res->{status}, 200, '... which an anonymous reader fetches');
+is($res->{body}, 'PNG bytes', '... the file');
+push @public, $photo;
+
 # no hidden post anywhere in the outbox
 ($items) = walk($o->{first}, 'next');
 my %listed = map { ($_->{object}{id} =~ s{.*/}{}r) => 1 } @$items;
@@ -262,7 +294,11 @@ for my $k (sort keys %hidden) {
 }
 ok(!grep({ $_->{object}{id} =~ m{/m1$} || $_->{actor} ne $URL } @$items),
    'not in the outbox: the post received from another entity');
-is(scalar @$items, 46, 'the outbox: the 46 public posts, no more');
+is(scalar @$items, 47, 'the outbox: the 47 public posts, no more');
+is(ap('outbox')->{json}{totalItems}, 47, '... its totalItems');
+$res = ap('outbox', method => 'HEAD');
+is($res->{status}, 200, 'HEAD outbox: 200');
+is($res->{body}, '', '... no body');
 
 # ---- followers and following
 
@@ -283,6 +319,17 @@ my $tent = $c->request(GET => '/followers');
 is_deeply([sort @{ $r->{json}{orderedItems} }],
           [sort map { $_->{entity} } @{ $tent->{json} || [] }],
           '... those that Tent\'s anonymous GET /followers lists');
+
+$r = get("$BASE/followers?page=true&max_id=$rx{f2_id}");
+is_deeply($r->{json}{orderedItems}, [$rx{f1}->url],
+          'max_id: the followers older than it');
+is($r->{json}{prev}, "$BASE/followers?page=true&min_id=$rx{f1_id}",
+   '... prev from its first');
+$r = get("$BASE/followers?page=true&min_id=$rx{f1_id}");
+is_deeply($r->{json}{orderedItems}, [$rx{f2}->url],
+          'min_id: the followers newer than it');
+is($r->{json}{next}, "$BASE/followers?page=true&max_id=$rx{f2_id}",
+   '... next from its last');
 
 $res = ap('following');
 is($res->{status}, 200, 'following: 200');
