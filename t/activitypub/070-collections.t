@@ -390,11 +390,24 @@ is(get('/tent/posts/' . Tent::Client::uri_escape($C) . '/m1')->{status},
    404, '... nor under its entity');
 is(get('/tent/posts/nosuchpost')->{status}, 404, 'an unknown id: 404');
 
+# another entity (of another server: the module off there), its app
+
+my $off = Tent::Peer->start(server_config => <<'CONF');
+        tent_entity $URL;
+        tent_ap_name alice;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+CONF
+my $oc = $off->client;
+my (undef, $oo) = $oc->authorized_app('write_posts', post_types => 'all');
+
 # ---- every document the same whoever asks
 
 my %who = (
     'the owner\'s app' => $owner,
     'a follower\'s key' => $rx{f1_cred},
+    'another entity\'s app' => $oo,
     'an unknown key' => { mac_key_id => 'u:nosuch', mac_key => 'x' x 32,
                           mac_algorithm => 'hmac-sha-256' },
 );
@@ -413,6 +426,9 @@ for my $d (@docs) {
             or diag "$res->{status} $res->{body}";
     }
 }
+
+is(get('/tent/posts', accept => $TENT_CT, cred => $who{'an unknown key'})
+   ->{status}, 401, '(a Tent route answers the unknown key 401)');
 
 # ---- bad queries, methods, names
 
@@ -459,15 +475,6 @@ unlike($peer->error_log_text, qr/\[(alert|emerg|crit)\]/,
 
 # ---- the module off: no collections, Tent's posts unchanged
 
-my $off = Tent::Peer->start(server_config => <<'CONF');
-        tent_entity $URL;
-        tent_ap_name alice;
-        location = /tent/oauth/authorize {
-            tent_owner "the owner";
-        }
-CONF
-my $oc = $off->client;
-my (undef, $oo) = $oc->authorized_app('write_posts', post_types => 'all');
 my $oid = $oc->post_status($oo, 'off');
 for my $coll (qw(outbox followers following)) {
     $res = $oc->request(GET => "/activitypub/alice/$coll",
