@@ -458,7 +458,10 @@ ngx_http_tent_ap_coll_scan(ngx_http_request_t *r, ngx_http_tent_ap_coll_t *st)
 
     if (op == NULL
         || ngx_http_tent_store_scan(op, &st->start, &st->end,
-                                    NGX_HTTP_TENT_AP_SCAN_BATCH, !st->up)
+                                    ngx_min(NGX_HTTP_TENT_AP_SCAN_BATCH,
+                                            NGX_HTTP_TENT_AP_SCAN_MAX
+                                            - st->scanned),
+                                    !st->up)
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "building the collection's "
