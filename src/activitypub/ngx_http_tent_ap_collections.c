@@ -709,8 +709,11 @@ static json_t *
 ngx_http_tent_ap_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_str_t *origin_api, json_t *post)
 {
-    json_t     *obj, *create;
-    ngx_str_t   entity, id;
+    json_t       *obj, *create, *v;
+    ngx_str_t     entity, id, cid;
+    const char  **f;
+
+    static const char  *fields[] = { "published", "to", "cc", NULL };
 
     if (ngx_http_tent_json_str(post, "entity", &entity) != NGX_OK
         || entity.len != ctx->entity.len
@@ -726,17 +729,46 @@ ngx_http_tent_ap_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NULL;
     }
 
-    create = json_pack("{s:o, s:s, s:s%, s:O, s:O, s:O, s:o}",
-                       "id", json_sprintf("%.*s#create-%" JSON_INTEGER_FORMAT,
-                                          (int) id.len, id.data,
-                                          json_integer_value(json_object_get(
-                                              post, "version"))),
+    /* "<object id>#create-<version>" (AP.md item 2) */
+
+    cid.data = ngx_pnalloc(r->pool, id.len + sizeof("#create-") - 1
+                                    + NGX_INT64_LEN);
+    if (cid.data == NULL) {
+        json_decref(obj);
+        return NULL;
+    }
+
+    cid.len = ngx_sprintf(cid.data, "%V#create-%L", &id,
+                          (int64_t) json_integer_value(
+                              json_object_get(post, "version")))
+              - cid.data;
+
+    create = json_pack("{s:s%, s:s, s:s%}",
+                       "id", cid.data, cid.len,
                        "type", "Create",
-                       "actor", ctx->entity.data, ctx->entity.len,
-                       "published", json_object_get(obj, "published"),
-                       "to", json_object_get(obj, "to"),
-                       "cc", json_object_get(obj, "cc"),
-                       "object", obj);
+                       "actor", ctx->entity.data, ctx->entity.len);
+
+    if (create == NULL) {
+        json_decref(obj);
+        return NULL;
+    }
+
+    /* the activity's audience and time are its object's */
+
+    for (f = fields; *f; f++) {
+        v = json_object_get(obj, *f);
+
+        if (v && json_object_set(create, *f, v) != 0) {
+            json_decref(obj);
+            json_decref(create);
+            return NULL;
+        }
+    }
+
+    if (json_object_set_new(create, "object", obj) != 0) {
+        json_decref(create);
+        return NULL;
+    }
 
     return create;
 }
