@@ -4,11 +4,12 @@
 # once, in order, the pages stable under a new post); private, group,
 # one-entity and app-only posts, posts of types with no ActivityPub form
 # and a post received from another entity never in it; followers and
-# following, their totals and the public ones' ids, against Tent's
-# anonymous GET /followers; a post of ours by content negotiation; bad
-# queries, methods, another name.  Every document the same for anonymous,
-# the owner's app, a follower's key and an unknown key: the fediverse is
-# anonymous.
+# following (loopback Tent entities, and bob, an entity of the same
+# nginx, both ways), their totals and the public ones' ids, against
+# Tent's anonymous GET /followers; a post of ours by content
+# negotiation; bad queries, methods, another name.  Every document the same for anonymous,
+# the owner's app, a follower's key, other entities' apps and an unknown
+# key: the fediverse is anonymous.
 
 use strict;
 use warnings;
@@ -27,9 +28,20 @@ my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
 my $TENT_CT = 'application/vnd.tent.v0+json';
 
-my $peer = Tent::Peer->start(http_config => <<'HTTP', server_config => <<'CONF');
-    tent_store $SERVROOT/tent_temp;
+# bob: another entity of the same nginx, which follows alice and which
+# alice follows
+my $PB = Tent::Peer::free_port();
+my $BOB = "http://127.0.0.1:$PB";
+my $peer = Tent::Peer->start(http_config => <<"HTTP", server_config => <<'CONF');
+    tent_store \$SERVROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;
+    server {
+        listen 127.0.0.1:$PB;
+        tent_entity $BOB;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+    }
 HTTP
         tent_entity $URL;
         tent_activitypub on;
@@ -59,7 +71,7 @@ sub ap { get("/tent/activitypub/alice/$_[0]", @_[1 .. $#_]) }
 
 # ---- followers and followings: Tent receivers, public and not
 
-my %rx;
+my (%rx, $res);
 for my $name (qw(f1 f2 fpriv)) {
     $rx{$name} = Tent::Receiver->start;
     my $res = $c->request(POST => '/followers',
@@ -83,9 +95,20 @@ for my $name (qw(g1 gpriv)) {
     is($res->{status}, 200, "we follow $name") or diag $res->{body};
 }
 
+my $bc = Tent::Client->new(port => $PB, host => "127.0.0.1:$PB");
+my (undef, $bcred) = $bc->authorized_app('read_followings,write_followings',
+                                         post_types => 'all');
+$res = $bc->request(POST => '/followings', cred => $bcred,
+                    body => { entity => $URL });
+is($res->{status}, 200, 'bob, of the same nginx, follows alice')
+    or diag $res->{body};
+$res = $c->request(POST => '/followings', cred => $owner,
+                   body => { entity => $BOB });
+is($res->{status}, 200, 'alice follows bob') or diag $res->{body};
+
 # ---- posts: 45 public ones, and all the kinds that are not
 
-my $res = $c->request(POST => '/groups', cred => $owner,
+$res = $c->request(POST => '/groups', cred => $owner,
                       body => { name => 'friends' });
 my $gid = $res->{json}{id};
 
@@ -306,13 +329,13 @@ $res = ap('followers');
 is($res->{status}, 200, 'followers: 200');
 is($res->{json}{id}, "$BASE/followers", 'id');
 is($res->{json}{type}, 'OrderedCollection', 'OrderedCollection');
-is($res->{json}{totalItems}, 3, 'totalItems: every follower');
+is($res->{json}{totalItems}, 4, 'totalItems: every follower');
 is($res->{json}{first}, "$BASE/followers?page=true", 'first');
 is($actor->{followers}, $res->{json}{id}, 'the actor names it');
 $r = get($res->{json}{first});
 is($r->{json}{type}, 'OrderedCollectionPage', 'its page');
 is($r->{json}{partOf}, "$BASE/followers", 'partOf');
-is_deeply($r->{json}{orderedItems}, [$rx{f2}->url, $rx{f1}->url],
+is_deeply($r->{json}{orderedItems}, [$BOB, $rx{f2}->url, $rx{f1}->url],
           'the public followers\' ids, newest first; not the private one');
 ok(!exists $r->{json}{next}, 'one page');
 my $tent = $c->request(GET => '/followers');
@@ -326,7 +349,7 @@ is_deeply($r->{json}{orderedItems}, [$rx{f1}->url],
 is($r->{json}{prev}, "$BASE/followers?page=true&min_id=$rx{f1_id}",
    '... prev from its first');
 $r = get("$BASE/followers?page=true&min_id=$rx{f1_id}");
-is_deeply($r->{json}{orderedItems}, [$rx{f2}->url],
+is_deeply($r->{json}{orderedItems}, [$BOB, $rx{f2}->url],
           'min_id: the followers newer than it');
 is($r->{json}{next}, "$BASE/followers?page=true&max_id=$rx{f2_id}",
    '... next from its last');
@@ -334,11 +357,11 @@ is($r->{json}{next}, "$BASE/followers?page=true&max_id=$rx{f2_id}",
 $res = ap('following');
 is($res->{status}, 200, 'following: 200');
 is($res->{json}{id}, "$BASE/following", 'id');
-is($res->{json}{totalItems}, 2, 'totalItems: every following');
+is($res->{json}{totalItems}, 3, 'totalItems: every following');
 is($actor->{following}, $res->{json}{id}, 'the actor names it');
 $r = get($res->{json}{first});
-is_deeply($r->{json}{orderedItems}, [$rx{g1}->url],
-          'the public following\'s id alone');
+is_deeply($r->{json}{orderedItems}, [$BOB, $rx{g1}->url],
+          'the public followings\' ids, newest first; not the private one');
 $tent = $c->request(GET => '/followings');
 is_deeply([sort @{ $r->{json}{orderedItems} }],
           [sort map { $_->{entity} } @{ $tent->{json} || [] }],
@@ -408,6 +431,7 @@ my %who = (
     'the owner\'s app' => $owner,
     'a follower\'s key' => $rx{f1_cred},
     'another entity\'s app' => $oo,
+    'bob\'s app (the same nginx)' => $bcred,
     'an unknown key' => { mac_key_id => 'u:nosuch', mac_key => 'x' x 32,
                           mac_algorithm => 'hmac-sha-256' },
 );
