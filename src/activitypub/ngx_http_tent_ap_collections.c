@@ -22,6 +22,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_cache.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
@@ -66,11 +67,15 @@ typedef struct {
     ngx_str_t                       self;       /* the collection's URL */
     ngx_str_t                       cursor;     /* as given */
     ngx_str_t                       origin_api;
+    ngx_uint_t                      cache;      /* a miss: kept after */
+    ngx_http_tent_cached_t          cached;
 } ngx_http_tent_ap_coll_t;
 
 
 static ngx_int_t ngx_http_tent_ap_coll(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_uint_t what);
+static ngx_int_t ngx_http_tent_ap_coll_cache(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_coll_t *st);
 static ngx_int_t ngx_http_tent_ap_coll_scan(ngx_http_request_t *r,
     ngx_http_tent_ap_coll_t *st);
 static ngx_int_t ngx_http_tent_ap_coll_batch(ngx_http_request_t *r,
@@ -441,11 +446,60 @@ ngx_http_tent_ap_coll(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                                          : "a page from ",
                    cursor ? cursor : &st->self);
 
+    /*
+     * The outbox's documents depend on posts alone, whose every write
+     * (ours or received: the same index) moves the replies' generation:
+     * the worker keeps them as it keeps the public feed's pages
+     */
+
+    if (what == NGX_HTTP_TENT_AP_OUTBOX) {
+        if (ngx_http_tent_ap_coll_cache(r, ctx, st) == NGX_OK) {
+            return ngx_http_tent_ap_send(r, NGX_HTTP_OK,
+                                         NGX_HTTP_TENT_AP_TYPE,
+                                         &st->cached.body);
+        }
+    }
+
     if (st->zero && !st->up) {
         return ngx_http_tent_ap_coll_reply(r, ctx, st);
     }
 
     return ngx_http_tent_ap_coll_scan(r, st);
+}
+
+
+/*
+ * The cache's entry of the outbox document asked for, by what makes it
+ * (a page or not, the cursor's side and value): NGX_OK a hit in
+ * st->cached; otherwise st->cache says whether to keep the answer
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_coll_cache(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_ap_coll_t *st)
+{
+    ngx_int_t  rc;
+    ngx_str_t  what;
+
+    what.data = ngx_pnalloc(r->pool, sizeof("activitypub outbox 1 1 ") - 1
+                                     + st->cursor.len);
+    if (what.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    what.len = ngx_sprintf(what.data, "activitypub outbox %ui %ui %V",
+                           st->page, st->up, &st->cursor)
+               - what.data;
+
+    rc = ngx_http_tent_cache_get(r, ctx, &what, &st->cached);
+
+    st->cache = (rc == NGX_DECLINED);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent ap: the outbox's document %s",
+                   rc == NGX_OK ? "from the cache" : "made");
+
+    return rc;
 }
 
 
@@ -935,6 +989,12 @@ send:
         || ngx_http_tent_json_dump(r->pool, doc, &body) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "writing the collection");
+    }
+
+    if (st->cache) {
+        st->cached.body = body;
+        ngx_str_null(&st->cached.extra);
+        ngx_http_tent_cache_put(r, &st->cached);
     }
 
     return ngx_http_tent_ap_send(r, NGX_HTTP_OK, NGX_HTTP_TENT_AP_TYPE,

@@ -266,6 +266,14 @@ is_deeply([map { $_->{id} } @{ $r->{json}{orderedItems} }],
           'the second page\'s prev: the first page\'s items');
 ok(!exists $r->{json}{prev}, '... and nothing newer');
 
+# kept by the worker until a post is written: of three asks, two reach
+# the same one of the two workers
+my $before = get($o->{first})->{body};
+is(get($o->{first})->{body}, $before, 'the first page again: the same')
+    for 1 .. 2;
+like($peer->error_log_text, qr/tent ap: the outbox's document from the cache/,
+     '... from the worker\'s cache');
+
 # a new post moves no page: the second page is the same after it
 my $second = get($p1->{next})->{body};
 my $new = post(Tent::Client::status_body('public 46'));
