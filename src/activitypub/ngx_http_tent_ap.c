@@ -19,7 +19,6 @@
 
 
 static ngx_int_t ngx_http_tent_ap_vary(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_tent_ap_accepts(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_tent_ap_is_root(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
@@ -185,7 +184,7 @@ ngx_http_tent_ap_is_root(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
  * Accept field (Mastodon sends both, with q values we do not weigh)
  */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_tent_ap_accepts(ngx_http_request_t *r)
 {
     u_char           *p, *last;
@@ -238,6 +237,32 @@ ngx_http_tent_ap_accepts(ngx_http_request_t *r)
     }
 
     return 0;
+}
+
+
+/*
+ * GET or HEAD {api}/posts/:id with the module on: "Vary: Accept" on the
+ * answer, whichever it is; NGX_OK when it is ActivityStreams that is
+ * asked for (the router answers ngx_http_tent_ap_post()), NGX_DECLINED
+ * for Tent's answer
+ */
+
+ngx_int_t
+ngx_http_tent_ap_post_route(ngx_http_request_t *r)
+{
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (!scf->activitypub || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_tent_ap_vary(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_tent_ap_accepts(r) ? NGX_OK : NGX_DECLINED;
 }
 
 

@@ -9,9 +9,10 @@
 
 
 /*
- * ActivityPub (issue #29, docs/activitypub.md): discovery so far.  The
+ * ActivityPub (issue #29, docs/activitypub.md): discovery, the
  * well-known routes (WebFinger, host-meta, NodeInfo), the actor at the
- * entity URL by content negotiation, the actor's RSA key.
+ * entity URL by content negotiation, the actor's RSA key; its
+ * collections.
  */
 
 
@@ -43,6 +44,8 @@ ngx_uint_t ngx_http_tent_ap_claim(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_ap_not_yet(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+ngx_uint_t ngx_http_tent_ap_accepts(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_ap_post_route(ngx_http_request_t *r);
 ngx_int_t ngx_http_tent_ap_name(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_str_t *name);
 void ngx_http_tent_ap_actor_name(ngx_http_request_t *r, ngx_str_t *entity,
@@ -66,6 +69,20 @@ ngx_int_t ngx_http_tent_nodeinfo(ngx_http_request_t *r,
 
 /* ngx_http_tent_ap_actor.c: the Person at the entity URL */
 ngx_int_t ngx_http_tent_ap_actor_handler(ngx_http_request_t *r);
+
+/*
+ * ngx_http_tent_ap_collections.c: outbox, followers, following; a post
+ * of ours as ActivityStreams.  Anonymous documents: the router reads no
+ * credential for them.
+ */
+ngx_int_t ngx_http_tent_ap_outbox(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_followers(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_following(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 /* ngx_http_tent_ap_keys.c: the actor's key, made on first use */
 ngx_int_t ngx_http_tent_ap_key(ngx_http_request_t *r,

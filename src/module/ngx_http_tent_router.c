@@ -42,6 +42,8 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_tent_api_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_ap_anonymous(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static void ngx_http_tent_raw_api_path(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_fresh(ngx_http_request_t *r,
@@ -276,7 +278,8 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     /*
      * the actor's inboxes and collections, one set an entity (":name" its
-     * ActivityPub name): 501 until they are made
+     * ActivityPub name): the inboxes 501 until they are made; the
+     * collections are anonymous documents (ngx_http_tent_ap_anonymous())
      */
 
     { ngx_string("/activitypub/:name/inbox"),
@@ -296,17 +299,17 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     { ngx_string("/activitypub/:name/outbox"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_ap_not_yet,
+      ngx_http_tent_ap_outbox,
       0 },
 
     { ngx_string("/activitypub/:name/followers"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_ap_not_yet,
+      ngx_http_tent_ap_followers,
       0 },
 
     { ngx_string("/activitypub/:name/following"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
-      ngx_http_tent_ap_not_yet,
+      ngx_http_tent_ap_following,
       0 },
 
     { ngx_null_string, 0, NULL, 0 }
@@ -531,6 +534,47 @@ ngx_http_tent_raw_api_path(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 }
 
 
+/*
+ * The collections of the actor, and a post of ours asked for as
+ * ActivityStreams (the handler changed for it), are documents for the
+ * fediverse, which is anonymous: NGX_OK runs them with no credential
+ * read, so that an app's, another entity's or a broken one makes no
+ * other answer.  NGX_DECLINED: Tent's route, authenticated.
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_anonymous(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
+{
+    ngx_int_t                  rc;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    if (!scf->activitypub || ctx->handler == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx->handler == (void *) ngx_http_tent_ap_outbox
+        || ctx->handler == (void *) ngx_http_tent_ap_followers
+        || ctx->handler == (void *) ngx_http_tent_ap_following)
+    {
+        return NGX_OK;
+    }
+
+    if (ctx->handler != (void *) ngx_http_tent_move_post_get) {
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_tent_ap_post_route(r);
+
+    if (rc == NGX_OK) {
+        ctx->handler = (void *) ngx_http_tent_ap_post;
+    }
+
+    return rc;
+}
+
+
 static ngx_int_t
 ngx_http_tent_api_handler(ngx_http_request_t *r)
 {
@@ -589,6 +633,18 @@ ngx_http_tent_api_handler(ngx_http_request_t *r)
         if (rc != NGX_OK) {
             return rc;
         }
+    }
+
+    /* ActivityPub's documents: the same answer whoever asks */
+
+    rc = ngx_http_tent_ap_anonymous(r, ctx);
+
+    if (rc == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, "adding the Vary header");
+    }
+
+    if (rc == NGX_OK) {
+        return ((ngx_http_tent_route_pt) ctx->handler)(r, ctx);
     }
 
     /* a signed request is verified whatever it asks for, as tentd did */

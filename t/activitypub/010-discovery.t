@@ -202,10 +202,14 @@ for my $acc (undef, 'text/html', 'application/json', 'application/ld+json') {
     is($res->{headers}{vary}, 'Accept', '... Vary: Accept');
 }
 
-# the routes to come: 501 in JSON; another name than the entity's: 404
-for my $r (['GET', 'alice/outbox'], ['GET', 'alice/followers'],
-           ['GET', 'alice/following'], ['POST', 'alice/inbox'],
-           ['POST', 'shared-inbox']) {
+# the collections (t/activitypub/070); the routes to come: 501 in JSON;
+# another name than the entity's: 404
+for my $r ('outbox', 'followers', 'following') {
+    $res = req(port => $P, path => "/tent/activitypub/alice/$r");
+    is($res->{status}, 200, "GET alice/$r: 200");
+    is($res->{json}{type}, 'OrderedCollection', '... a collection');
+}
+for my $r (['POST', 'alice/inbox'], ['POST', 'shared-inbox']) {
     $res = req(port => $P, method => $r->[0],
                path => "/tent/activitypub/$r->[1]",
                body => $r->[0] eq 'POST' ? '{}' : undef);
@@ -434,7 +438,9 @@ is($res->{json}{endpoints}{sharedInbox},
    "http://q.test:$HP/tent/activitypub/shared-inbox", '... the host\'s shared one');
 $res = req(port => $HP, path => '/tent/activitypub/ann/outbox',
            headers => { Host => "q.test:$HP" });
-is($res->{status}, 501, 'on paths: ann\'s own route, mapped to ann: 501 for now');
+is($res->{status}, 200, 'on paths: ann\'s own route, mapped to ann: 200');
+is($res->{json}{id}, "http://q.test:$HP/tent/activitypub/ann/outbox",
+   '... ann\'s outbox');
 $res = req(port => $HP, path => '/tent/activitypub/bob/outbox',
            headers => { Host => "q.test:$HP" });
 is($res->{status}, 404, 'on paths: a name never created: 404');
