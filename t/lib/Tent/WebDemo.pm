@@ -10,6 +10,7 @@ package Tent::WebDemo;
 #   $w->sign_in($page);  $w->step('name');  $w->feed_has($page, 'text');
 #   $w->owner_client; $w->owner_cred; $w->bob_client; $w->bob_cred;
 #   $w->{alice}, $w->{bob}: the two entities' URLs; Tent::WebDemo::png(w, h)
+#   Tent::WebDemo::axe_ok($page, 'view'): axe-core finds nothing serious
 #
 # Screenshots and logs are kept (and their path printed) when a test
 # fails or TEST_WEB_KEEP=1.
@@ -145,6 +146,52 @@ sub png {
         . $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0))
         . $chunk->('IDAT', Compress::Zlib::compress($raw))
         . $chunk->('IEND', '');
+}
+
+# axe-core (t/web/axe/axe.min.js, committed: docs/testing.md) run in the
+# page as it is now: passes when no violation is of impact serious or
+# critical, and prints each one's rule, impact, help and nodes; the
+# others are noted.  It goes in by the DevTools protocol's
+# Runtime.evaluate, which the page's CSP does not govern, again after each
+# navigation.  A plain function: any suite's page (t/web/030's too).
+my $axe_source;
+
+sub axe_ok {
+    my ($p, $view) = @_;
+    unless ($axe_source) {
+        (my $dir = __FILE__) =~ s{[^/]+$}{};
+        my $file = "$dir../../web/axe/axe.min.js";
+        open my $fh, '<', $file or die "$file: $!";
+        local $/;
+        $axe_source = <$fh>;
+    }
+    unless ($p->js("typeof window.axe === 'object'")) {
+        my $r = $p->call('Runtime.evaluate', { expression => $axe_source });
+        return fail("axe-core runs in the page ($view)")
+            if $r->{exceptionDetails}
+               || !$p->js("typeof window.axe === 'object'");
+    }
+    my $v = $p->js(<<'JS');
+axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.map((n) => n.target.join(' ')
+                                  + (n.failureSummary ? ': '
+                                     + n.failureSummary.replace(/\s+/g, ' ')
+                                     : '')) })))
+JS
+    my @bad = grep { ($_->{impact} || '') =~ /^(?:serious|critical)$/ } @$v;
+    for my $x (grep { ($_->{impact} || '') !~ /^(?:serious|critical)$/ }
+               @$v) {
+        note("axe ($view): $x->{id} ($x->{impact}): "
+             . join('; ', @{ $x->{nodes} }));
+    }
+    my $ok = is(scalar @bad, 0,
+                "axe-core: no serious or critical violation ($view)");
+    for my $x (@bad) {
+        diag("$x->{id} ($x->{impact}): $x->{help}");
+        diag("    $_") for @{ $x->{nodes} };
+    }
+    return $ok;
 }
 
 sub step {
