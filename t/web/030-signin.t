@@ -111,6 +111,7 @@ ok(!$page->js("!!document.querySelector('button[value=approve]')"),
    'no Approve before signing in');
 step('signin-form');
 Tent::WebDemo::axe_ok($page, 'the password form');
+Tent::WebDemo::controls_ok($page, 'the password form');
 
 # bob's password on amy's page
 $page->type('input[name=password]', 'the password of bob');
@@ -124,6 +125,7 @@ Tent::WebDemo::axe_ok($page, 'the password form, refused');
 $page->call('Emulation.setEmulatedMedia', { features => [
     { name => 'prefers-color-scheme', value => 'dark' } ] });
 Tent::WebDemo::axe_ok($page, 'the password form, refused, dark');
+Tent::WebDemo::controls_ok($page, 'the password form, dark');
 $page->call('Emulation.setEmulatedMedia', { features => [
     { name => 'prefers-color-scheme', value => 'light' } ] });
 

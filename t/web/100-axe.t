@@ -2,8 +2,9 @@
 # "Accessibility"), in Debian's chromium, headless, against make run's
 # demo (Tent::WebDemo): axe-core (t/web/axe/axe.min.js, committed, put in
 # the page through the DevTools protocol) finds no serious or critical
-# violation on every view a person reaches, light and dark and at a
-# phone's width: anonymous, the authorize page, the feed signed in with
+# violation on every view a person reaches, nor is a control's edge or
+# placeholder too faint (which it does not measure), light and dark and
+# at a phone's width: anonymous, the authorize page, the feed signed in with
 # a photo and a private post, the composer, an edit, the confirmation
 # dialog, a post's delivery status, an error, the followings, followers
 # and profile; the keyboard alone reaches the composer, Post and each
@@ -49,7 +50,13 @@ $w->post_status($client, $cred, 'A private post',
                                  entities => { $bob => JSON::PP::true } },
                 mentions => [ { entity => $bob } ]);
 
-sub axe { Tent::WebDemo::axe_ok($page, @_) }
+# axe-core, and the contrast of the controls' edges and placeholders,
+# which it does not measure
+sub axe {
+    my ($view, $p) = @_;
+    Tent::WebDemo::axe_ok($p || $page, $view);
+    Tent::WebDemo::controls_ok($p || $page, $view);
+}
 
 sub theme {
     my ($scheme) = @_;
@@ -218,7 +225,7 @@ theme('light');
        'anonymous, 390 px');
     ok($anon->wait_js("document.querySelectorAll('#feed .post').length"),
        'its posts');
-    Tent::WebDemo::axe_ok($anon, 'anonymous, 390 px');
+    axe('anonymous, 390 px', $anon);
     $w->step('phone-anonymous', $anon);
     $anon->close;
 }
