@@ -46,15 +46,24 @@ sub free_pair {
     die "no two free ports";
 }
 
+# the suite skipped, or its rest when it checked something already
+sub skip_rest {
+    my ($why) = @_;
+    plan skip_all => $why unless Test::More->builder->current_test;
+    note("$why: the rest skipped");
+    done_testing();
+    exit;
+}
+
 sub start {
     my ($class, %o) = @_;
     my $top = "$FindBin::Bin/../..";
     my $chromium = Tent::Chrome::find_binary()
-        or plan skip_all => 'chromium is not installed (on Debian, '
-                          . 'util/install-deps.sh --test installs it)';
+        or skip_rest('chromium is not installed (on Debian, '
+                     . 'util/install-deps.sh --test installs it)');
     my $module = $ENV{TEST_NGINX_LOAD_MODULES}
                  || "$top/build/ngx_http_tent_module.so";
-    plan skip_all => "the module is not built ($module): make build"
+    skip_rest("the module is not built ($module): make build")
         unless -f $module;
 
     my $port = $ENV{TEST_NGINX_RANDOMIZE} || !$ENV{TEST_NGINX_PORT}
