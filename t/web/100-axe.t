@@ -45,6 +45,24 @@ is($client->request(POST => '/followings', cred => $cred,
                     body => { entity => $bob })->{status}, 200,
    'the first entity follows the second');
 $w->post_status($w->bob_client, $w->bob_cred, 'A post of the second entity');
+{
+    # a photo of the second entity: its received copy has Show photo
+    my $b = 'tentaxeboundary';
+    my $body = "--$b\r\nContent-Disposition: form-data; name=\"post\"\r\n"
+        . "Content-Type: application/vnd.tent.v0+json\r\n\r\n"
+        . JSON::PP->new->encode({
+              type => 'https://tent.io/types/post/photo/v0.1.0',
+              content => { caption => 'A photo of the second entity' },
+              permissions => { public => JSON::PP::true } })
+        . "\r\n--$b\r\nContent-Disposition: form-data; "
+        . "name=\"photos[0]\"; filename=\"small.png\"\r\n"
+        . "Content-Type: image/png\r\n\r\n"
+        . Tent::WebDemo::png(40, 30) . "\r\n--$b--\r\n";
+    is($w->bob_client->request(POST => '/posts', cred => $w->bob_cred,
+           body => $body, headers => {
+               'Content-Type' => "multipart/form-data; boundary=$b" })
+           ->{status}, 200, 'the second entity posts a photo');
+}
 $w->post_status($client, $cred, 'A public status');
 $w->post_status($client, $cred, 'A private post',
                 permissions => { public => JSON::PP::false,
@@ -83,6 +101,8 @@ sub post_of {
 sub loaded {
     return $page->wait_js('document.body.dataset.ready')
         && $w->feed_has($page, 'A public status')
+        && ($page->js('document.body.dataset.state') ne 'signed-in'
+            || $w->feed_has($page, 'A photo of the second entity', 30))
         && $page->wait_js("!document.getElementById('refresh').disabled");
 }
 
@@ -283,13 +303,40 @@ is($page->js("$all.filter((b) => !tabbed.has(b)).length"), 0,
 is_deeply($page->js('unseen'), [], 'each focus visible');
 $w->step('keyboard');
 
-# a post's action used with the keyboard: Delivery status, Enter
+# a post's actions used with the keyboard: the focus stays where the
+# person is, not thrown back to the top of the page
 $page->js(post_of('A private post')
           . ".querySelector('.deliveries-button').focus(), true");
 $page->key('Enter');
 ok($page->wait_js("!(" . post_of('A private post')
                   . ").querySelector('.deliveries').hidden"),
    'Enter on Delivery status shows it');
+ok($page->wait_js("!document.querySelector('.deliveries-button:disabled')"),
+   'done');
+ok($page->js("document.activeElement === (" . post_of('A private post')
+             . ").querySelector('.deliveries-button')"),
+   'the focus still on Delivery status')
+    or diag($page->js('document.activeElement.outerHTML.slice(0, 200)'));
+$page->js(post_of('A photo of the second entity')
+          . ".querySelector('.photo-button').focus(), true");
+$page->key('Enter');
+ok($page->wait_js("(() => { const i = (" . post_of('A photo of the second '
+                  . 'entity') . ").querySelector('.photos img'); return i"
+                  . " && i.complete && i.naturalWidth === 40 })()"),
+   'Enter on Show photo shows it');
+ok($page->wait_js("(" . post_of('A photo of the second entity')
+                  . ").contains(document.activeElement)", 2),
+   'the focus stays in that post, Show photo gone')
+    or diag($page->js('document.activeElement.outerHTML.slice(0, 200)'));
+ok($page->js("document.activeElement.matches(':focus-visible') && "
+             . "getComputedStyle(document.activeElement).outlineStyle "
+             . "!== 'none'"), 'on the photo, visibly');
+$w->step('show-photo-keyboard');
+$page->key('Tab');
+ok($page->js("!(" . post_of('A photo of the second entity') . ")"
+             . ".contains(document.activeElement) && document.activeElement"
+             . ".closest('#feed')"),
+   'Tab goes on to the next post');
 
 $w->finish;
 done_testing();
