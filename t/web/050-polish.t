@@ -42,6 +42,7 @@ sub held {
     ok($s->{loading} && ($s->{text} || '') =~ /Loading/,
        "$what: it says it is loading");
     $w->step("loading-$what");
+    Tent::WebDemo::axe_ok($page, "the page loading, $what");
     $page->call('Fetch.continueRequest',
                 { requestId => $paused->{params}{requestId} }) if $paused;
     $page->call('Fetch.disable');
