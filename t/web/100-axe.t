@@ -234,6 +234,26 @@ for my $scheme (qw(light dark)) {
        "the authorize page, 390 px, $scheme");
     axe("the authorize page, 390 px, $scheme");
 }
+# WCAG's reflow: 320 CSS pixels (a 1280 px screen zoomed to 400 %)
+# without scrolling sideways, each section and the authorize page
+width(320);
+$page->go("$alice/");
+ok(loaded(), '320 px wide');
+for my $tab (qw(feed following followers profile)) {
+    $page->click("#tabs button[data-tab=$tab]");
+    ok($page->wait_js('document.documentElement.scrollWidth <= 320', 2),
+       "$tab: no horizontal scrolling at 320 px")
+        or diag($page->js("Array.from(document.querySelectorAll('body *'))"
+                          . ".filter((e) => e.getBoundingClientRect().right"
+                          . " > 320).map((e) => e.tagName + '#' + e.id + '.'"
+                          . " + e.className + ' ' + e.getBoundingClientRect()"
+                          . ".right).join(', ')"));
+}
+$w->step('reflow-320');
+$page->go($authorize);
+ok($page->wait_js("!!document.querySelector('button[value=approve]')"
+                  . " && document.documentElement.scrollWidth <= 320"),
+   'nor on the authorize page');
 width(900);
 theme('light');
 
