@@ -98,12 +98,23 @@ sub post_of {
          . $JS->encode($text) . ")";
 }
 
+# the page loaded; signed in, with the second entity's photo post,
+# delivered after its answer (Refresh until it is there)
 sub loaded {
-    return $page->wait_js('document.body.dataset.ready')
-        && $w->feed_has($page, 'A public status')
-        && ($page->js('document.body.dataset.state') ne 'signed-in'
-            || $w->feed_has($page, 'A photo of the second entity', 30))
-        && $page->wait_js("!document.getElementById('refresh').disabled");
+    my $idle = "!document.getElementById('refresh').disabled";
+    return 0 unless $page->wait_js('document.body.dataset.ready')
+                    && $w->feed_has($page, 'A public status');
+    if ($page->js('document.body.dataset.state') eq 'signed-in') {
+        my $in;
+        for (1 .. 30) {
+            last if $in = $w->feed_has($page, 'A photo of the second entity',
+                                       0.5);
+            $page->wait_js($idle);
+            $page->click('#refresh');
+        }
+        return 0 unless $in;
+    }
+    return $page->wait_js($idle);
 }
 
 # anonymous
