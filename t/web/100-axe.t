@@ -39,11 +39,15 @@ my $cred = $w->owner_cred;
 my $JS = JSON::PP->new->allow_nonref;
 
 # what the feed holds: a status, a private post to the second entity
-# (delivered there: its delivery status has a recipient), a post of the
-# followed second entity; the photo is posted from the composer below
+# (delivered there: its delivery status has a recipient), a status and
+# a photo of the followed second entity, which follows back; the first
+# entity's photo is posted from the composer below
 is($client->request(POST => '/followings', cred => $cred,
                     body => { entity => $bob })->{status}, 200,
    'the first entity follows the second');
+is($w->bob_client->request(POST => '/followings', cred => $w->bob_cred,
+                           body => { entity => $alice })->{status}, 200,
+   'which follows back: a follower to list');
 $w->post_status($w->bob_client, $w->bob_cred, 'A post of the second entity');
 {
     # a photo of the second entity: its received copy has Show photo
@@ -202,7 +206,7 @@ my @views = (
     } ],
     [ 'the followers' => sub {
         $page->click('#tabs button[data-tab=followers]');
-        1;
+        $page->wait_js("document.querySelectorAll('#followers li').length");
     } ],
     [ 'the profile form' => sub {
         $page->click('#tabs button[data-tab=profile]');
@@ -230,7 +234,8 @@ for my $scheme (qw(light dark)) {
     axe("the authorize page, $scheme");
 }
 
-# a phone's width, each theme: signed in, the composer, anonymous
+# a phone's width, each theme: the feed signed in and the authorize
+# page; then an anonymous visitor's
 for my $scheme (qw(light dark)) {
     theme($scheme);
     width(390);
