@@ -72,6 +72,10 @@ $page->type('#follow-url', $bob);
 $page->click('#follow-button');
 ok($page->wait_js("/Following/.test(document.getElementById('notice')"
                   . ".textContent)"), 'a "Following ..." notice');
+# the list is read again after the notice, the button disabled until then
+# (a click on it then is lost: this failed on a busy machine)
+ok($page->wait_js("!document.getElementById('follow-button').disabled"),
+   'the follow done');
 $page->type('#follow-url', 'http://127.0.0.1:1/');
 $page->click('#follow-button');
 ok($page->wait_js("!document.getElementById('error').hidden"),
