@@ -89,15 +89,19 @@ static ngx_http_tent_words_t  ngx_http_tent_info_words[] = {
 };
 
 
-/* the look of www/web/app.css, light and dark by the system's setting */
+/*
+ * the look of www/web/app.css, light and dark by the system's setting;
+ * --edge, a field's border, contrasts 3:1 with what is behind it
+ */
 
 static ngx_str_t  ngx_http_tent_oauth_css = ngx_string(
     ":root{--fg:#1d2126;--muted:#5b6570;--bg:#f4f5f7;--card:#fff;"
-    "--line:#d5d9de;--accent:#1f5fbf;--bad:#a4161a;color-scheme:light dark;"
+    "--line:#d5d9de;--edge:#7d8690;--accent:#1f5fbf;--bad:#a4161a;"
+    "color-scheme:light dark;"
     "font:16px/1.5 system-ui,-apple-system,\"Segoe UI\",Roboto,sans-serif}"
     "@media (prefers-color-scheme:dark){:root{--fg:#e6e8eb;--muted:#a3acb6;"
-    "--bg:#15181c;--card:#1f2328;--line:#353b43;--accent:#7fb0ff;"
-    "--bad:#ff8a8a}}"
+    "--bg:#15181c;--card:#1f2328;--line:#353b43;--edge:#6b7580;"
+    "--accent:#7fb0ff;--bad:#ff8a8a}}"
     "*{box-sizing:border-box}"
     "body{margin:0 auto;max-width:40rem;padding:1rem;color:var(--fg);"
     "background:var(--bg)}"
@@ -116,7 +120,7 @@ static ngx_str_t  ngx_http_tent_oauth_css = ngx_string(
     "border-radius:.375rem;padding:.5rem .75rem}"
     "label{display:block;font-weight:600;margin:.75rem 0 .25rem}"
     "input[type=password]{width:100%;font:inherit;color:inherit;"
-    "background:var(--bg);border:1px solid var(--line);"
+    "background:var(--bg);border:1px solid var(--edge);"
     "border-radius:.375rem;padding:.45rem .6rem}"
     ".row{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:1rem}"
     "button{font:inherit;min-height:2.5rem;padding:.35rem 1.2rem;"

@@ -4,7 +4,9 @@
 # *.test to 127.0.0.1), each with its own password.  On amy's page Sign
 # in leads to the authorize page's password form; bob's password is
 # refused there, amy's signs her in, Approve brings the page back signed
-# in, and she posts.  Screenshots as in 010-browser.t.
+# in, and she posts.  axe-core finds no serious or critical violation on
+# the password form, light and dark (Tent::WebDemo::axe_ok).  Screenshots
+# as in 010-browser.t.
 
 use strict;
 use warnings;
@@ -17,6 +19,7 @@ use Tent::Chrome;
 use Tent::Client;
 use Tent::Util;
 use Tent::Hosting qw(provisioning_host operator_request client_of);
+use Tent::WebDemo;
 
 my $top = File::Spec->rel2abs("$FindBin::Bin/../..");
 my $chromium = Tent::Chrome::find_binary()
@@ -107,6 +110,8 @@ ok($page->wait_js(on_form()), 'Sign in leads to the password form');
 ok(!$page->js("!!document.querySelector('button[value=approve]')"),
    'no Approve before signing in');
 step('signin-form');
+Tent::WebDemo::axe_ok($page, 'the password form');
+Tent::WebDemo::controls_ok($page, 'the password form');
 
 # bob's password on amy's page
 $page->type('input[name=password]', 'the password of bob');
@@ -116,6 +121,13 @@ ok($page->wait_js(on_form() . " && /Wrong password/"
    "bob's password is refused on amy's page");
 is($page->js('document.cookie'), '', 'no cookie a script can read');
 step('refused');
+Tent::WebDemo::axe_ok($page, 'the password form, refused');
+$page->call('Emulation.setEmulatedMedia', { features => [
+    { name => 'prefers-color-scheme', value => 'dark' } ] });
+Tent::WebDemo::axe_ok($page, 'the password form, refused, dark');
+Tent::WebDemo::controls_ok($page, 'the password form, dark');
+$page->call('Emulation.setEmulatedMedia', { features => [
+    { name => 'prefers-color-scheme', value => 'light' } ] });
 
 # amy's own: the app to approve, then the page signed in
 $page->type('input[name=password]', 'the password of amy');
@@ -125,6 +137,7 @@ ok($page->wait_js("!!document.querySelector('button[value=approve]')"),
 like($page->js('document.body.innerText'), qr/Tent web/,
      'the page names the page as the app');
 step('approve');
+Tent::WebDemo::axe_ok($page, 'the authorize page after the password');
 $page->click('button[value=approve]');
 ok($page->wait_js("document.body.dataset.ready && "
                   . "document.body.dataset.state === 'signed-in'"),

@@ -21,6 +21,7 @@ use Tent::Chrome;
 use Tent::Client;
 use Tent::Util;
 use Tent::Hosting qw(provisioning_host operator_request client_of);
+use Tent::WebDemo;
 use JSON::PP;
 
 my $top = File::Spec->rel2abs("$FindBin::Bin/../..");
@@ -118,6 +119,7 @@ unlike($page->js('document.body.innerText'), qr/Failed to fetch/,
 is($page->js("document.querySelector('#error a').href"), "$bob/",
    'with a link to bob');
 step('moved');
+Tent::WebDemo::axe_ok($page, 'a moved entity\'s page');
 
 $page->go("$bob/");
 ok($page->wait_js('document.body.dataset.ready'), "bob's page loads");

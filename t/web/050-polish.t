@@ -42,6 +42,7 @@ sub held {
     ok($s->{loading} && ($s->{text} || '') =~ /Loading/,
        "$what: it says it is loading");
     $w->step("loading-$what");
+    Tent::WebDemo::axe_ok($page, "the page loading, $what");
     $page->call('Fetch.continueRequest',
                 { requestId => $paused->{params}{requestId} }) if $paused;
     $page->call('Fetch.disable');
@@ -71,6 +72,10 @@ $page->type('#follow-url', $bob);
 $page->click('#follow-button');
 ok($page->wait_js("/Following/.test(document.getElementById('notice')"
                   . ".textContent)"), 'a "Following ..." notice');
+# the list is read again after the notice, the button disabled until then
+# (a click on it then is lost: this failed on a busy machine)
+ok($page->wait_js("!document.getElementById('follow-button').disabled"),
+   'the follow done');
 $page->type('#follow-url', 'http://127.0.0.1:1/');
 $page->click('#follow-button');
 ok($page->wait_js("!document.getElementById('error').hidden"),

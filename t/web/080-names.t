@@ -121,6 +121,7 @@ ok($page->wait_js("(() => { const i = document.querySelector("
                   . "i.naturalWidth === 32 })()"),
    'the entity\'s own avatar, from its origin');
 $w->step('names-feed');
+Tent::WebDemo::axe_ok($page, 'names and faces in the feed');
 
 $page->click('#tabs button[data-tab=following]');
 ok($page->wait_js("Array.from(document.querySelectorAll('#followings "
@@ -133,6 +134,7 @@ ok($page->wait_js("Array.from(document.querySelectorAll('#followers "
                   . "a.querySelector('.name'))"),
    'the followers list too');
 $w->step('names-followers');
+Tent::WebDemo::axe_ok($page, 'the followers by name');
 
 # a private post's delivery status names its recipient
 $page->click('#tabs button[data-tab=feed]');
@@ -159,6 +161,7 @@ $page->js("document.querySelector('#feed .author').focus(), true");
 ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
    'a focused name with its URL fits a phone\'s width');
 $w->step('names-phone');
+Tent::WebDemo::axe_ok($page, 'a focused name at a phone\'s width');
 
 $page->call('Emulation.setDeviceMetricsOverride', { width => 900,
     height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });

@@ -80,6 +80,8 @@ function action(button, fn) {
         }
         clearError();
         notice('');
+        // disabling the focused button drops the focus to the page's top
+        const focused = button && document.activeElement === button;
         if (button) {
             button.disabled = true;
         }
@@ -91,6 +93,10 @@ function action(button, fn) {
         } finally {
             if (button) {
                 button.disabled = false;
+                if (focused && button.isConnected && !button.hidden
+                    && document.activeElement === document.body) {
+                    button.focus();
+                }
             }
         }
     };
@@ -309,8 +315,11 @@ function renderPost(p, via = null) {
         const b = li.querySelector('.photo-button');
         b.hidden = false;
         b.addEventListener('click', action(b, async () => {
-            await remotePhotos(li.querySelector('.photos'), p);
+            const box = li.querySelector('.photos');
+            await remotePhotos(box, p);
             b.hidden = true;
+            box.tabIndex = -1;          // the focus, in the button's place
+            box.focus();
         }));
     }
     if (via && state.api && sameEntity(via.entity, state.entity)) {

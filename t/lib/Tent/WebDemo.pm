@@ -10,6 +10,8 @@ package Tent::WebDemo;
 #   $w->sign_in($page);  $w->step('name');  $w->feed_has($page, 'text');
 #   $w->owner_client; $w->owner_cred; $w->bob_client; $w->bob_cred;
 #   $w->{alice}, $w->{bob}: the two entities' URLs; Tent::WebDemo::png(w, h)
+#   Tent::WebDemo::axe_ok($page, 'view'): axe-core finds nothing serious
+#   Tent::WebDemo::controls_ok($page, 'view'): what axe does not measure
 #
 # Screenshots and logs are kept (and their path printed) when a test
 # fails or TEST_WEB_KEEP=1.
@@ -44,15 +46,24 @@ sub free_pair {
     die "no two free ports";
 }
 
+# the suite skipped, or its rest when it checked something already
+sub skip_rest {
+    my ($why) = @_;
+    plan skip_all => $why unless Test::More->builder->current_test;
+    note("$why: the rest skipped");
+    done_testing();
+    exit;
+}
+
 sub start {
     my ($class, %o) = @_;
     my $top = "$FindBin::Bin/../..";
     my $chromium = Tent::Chrome::find_binary()
-        or plan skip_all => 'chromium is not installed (on Debian, '
-                          . 'util/install-deps.sh --test installs it)';
+        or skip_rest('chromium is not installed (on Debian, '
+                     . 'util/install-deps.sh --test installs it)');
     my $module = $ENV{TEST_NGINX_LOAD_MODULES}
                  || "$top/build/ngx_http_tent_module.so";
-    plan skip_all => "the module is not built ($module): make build"
+    skip_rest("the module is not built ($module): make build")
         unless -f $module;
 
     my $port = $ENV{TEST_NGINX_RANDOMIZE} || !$ENV{TEST_NGINX_PORT}
@@ -145,6 +156,133 @@ sub png {
         . $chunk->('IHDR', pack('NNCCCCC', $w, $h, 8, 2, 0, 0, 0))
         . $chunk->('IDAT', Compress::Zlib::compress($raw))
         . $chunk->('IEND', '');
+}
+
+# axe-core (t/web/axe/axe.min.js, committed: docs/testing.md) run in the
+# page as it is now: passes when no violation is of impact serious or
+# critical, and prints each one's rule, impact, help and nodes; the
+# others are noted.  It goes in by the DevTools protocol's
+# Runtime.evaluate, which the page's CSP does not govern, again after each
+# navigation.  A plain function: any suite's page (t/web/030's too).
+my $axe_source;
+
+sub axe_ok {
+    my ($p, $view) = @_;
+    unless ($axe_source) {
+        (my $dir = __FILE__) =~ s{[^/]+$}{};
+        my $file = "$dir../../web/axe/axe.min.js";
+        open my $fh, '<', $file or die "$file: $!";
+        local $/;
+        $axe_source = <$fh>;
+    }
+    unless ($p->js("typeof window.axe === 'object'")) {
+        my $r = $p->call('Runtime.evaluate', { expression => $axe_source });
+        return fail("axe-core runs in the page ($view)")
+            if $r->{exceptionDetails}
+               || !$p->js("typeof window.axe === 'object'");
+    }
+    my $v = $p->js(<<'JS');
+axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.map((n) => n.target.join(' ')
+                                  + (n.failureSummary ? ': '
+                                     + n.failureSummary.replace(/\s+/g, ' ')
+                                     : '')) })))
+JS
+    my @bad = grep { ($_->{impact} || '') =~ /^(?:serious|critical)$/ } @$v;
+    for my $x (grep { ($_->{impact} || '') !~ /^(?:serious|critical)$/ }
+               @$v) {
+        note("axe ($view): $x->{id} ($x->{impact}): "
+             . join('; ', @{ $x->{nodes} }));
+    }
+    my $ok = is(scalar @bad, 0,
+                "axe-core: no serious or critical violation ($view)");
+    for my $x (@bad) {
+        diag("$x->{id} ($x->{impact}): $x->{help}");
+        diag("    $_") for @{ $x->{nodes} };
+    }
+    return $ok;
+}
+
+# What axe-core leaves out of its colour contrast, measured on the
+# computed styles of each control shown (buttons, text fields, not the
+# browser's own radios, checkboxes and file pickers): a text field's
+# placeholder 4.5:1 against the field (WCAG 1.4.3), and each control's
+# edge (its border, else its background) 3:1 against what is behind it
+# (WCAG 1.4.11, "non-text contrast").  Semi-transparent colours are
+# composed over what is behind them.
+sub controls_ok {
+    my ($p, $view) = @_;
+    my $bad = $p->js(<<'JS');
+(() => {
+    const rgba = (c) => {
+        const m = (c.match(/[\d.]+/g) || [0, 0, 0, 0]).map(Number);
+        return m.length > 3 ? m : [...m, 1];
+    };
+    const over = (top, under) => [0, 1, 2].map(
+        (i) => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+    const lum = (c) => {
+        const [r, g, b] = c.slice(0, 3).map((v) => {
+            v /= 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const ratio = (a, b) => {
+        const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05);
+    };
+    const behind = (el) => {
+        const layers = [];
+        for (let e = el; e; e = e.parentElement) {
+            const c = rgba(getComputedStyle(e).backgroundColor);
+            if (c[3] > 0) {
+                layers.push(c);
+                if (c[3] === 1) {
+                    break;
+                }
+            }
+        }
+        return layers.reverse().reduce((u, c) => over(c, u),
+                                       [255, 255, 255, 1]);
+    };
+    const name = (e) => e.tagName.toLowerCase()
+        + (e.id ? '#' + e.id : e.className ? '.' + e.className.split(' ')[0]
+                                           : e.name ? '[' + e.name + ']' : '');
+    const bad = [];
+    const controls = document.querySelectorAll(
+        'button, textarea, input:not([type=radio]):not([type=checkbox])'
+        + ':not([type=file]):not([type=hidden])');
+    for (const e of controls) {
+        if (e.disabled || !e.getClientRects().length
+            || getComputedStyle(e).visibility !== 'visible') {
+            continue;
+        }
+        const s = getComputedStyle(e);
+        const out = behind(e.parentElement);
+        const face = over(rgba(s.backgroundColor), out);
+        const edge = parseFloat(s.borderTopWidth) > 0
+                     ? over(rgba(s.borderTopColor), out) : face;
+        const r = Math.max(ratio(edge, out), ratio(face, out));
+        if (r < 3) {
+            bad.push(`${name(e)}: its edge ${s.borderTopColor} on `
+                     + `rgb(${out.slice(0, 3)}), ${r.toFixed(2)}:1`);
+        }
+        if (e.placeholder) {
+            const ph = over(rgba(getComputedStyle(e, '::placeholder').color),
+                            face);
+            const q = ratio(ph, face);
+            if (q < 4.5) {
+                bad.push(`${name(e)}: its placeholder rgb(${ph.slice(0, 3)})`
+                         + ` on rgb(${face.slice(0, 3)}), ${q.toFixed(2)}:1`);
+            }
+        }
+    }
+    return bad;
+})()
+JS
+    return is_deeply($bad, [], "the controls' edges and placeholders "
+                     . "contrast ($view)") || diag(join "\n", @$bad);
 }
 
 sub step {
