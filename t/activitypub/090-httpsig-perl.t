@@ -207,4 +207,35 @@ ok(Tent::HTTPSig::verify_text($k1->{public}, $rbase, $b64),
 ok(!Tent::HTTPSig::verify_text($k2->{public}, $rbase, $b64),
    'not by another key');
 
+# and verified as Mastodon verifies inbound RFC 9421
+{
+    my @v = (method => 'POST', target => '/inbox', headers => \%r,
+             body => $body, now => 1700000000);
+    my ($ok, $kid) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k1->{public}, require => ['content-digest']);
+    ok($ok, 'verify_rfc9421: verifies') or diag $kid;
+    is($kid, 'kid', 'and gives the keyid');
+    my ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k2->{public});
+    is($why, 'bad signature', 'another key: refused');
+    ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k1->{public}, body => 'other');
+    is($why, 'digest mismatch', 'another body: refused by Content-Digest');
+    ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k1->{public}, target => '/inbox2');
+    is($why, 'bad signature', 'another target: refused');
+    ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k1->{public}, now => 1700000000 + 86400);
+    is($why, 'created too old', 'a day later: too old');
+    ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, public_key => $k1->{public}, require => ['@authority']);
+    is($why, '@authority not signed', 'a required component not covered');
+    my %b = sign_rfc9421(key => $k1->{private}, key_id => 'kid',
+                         target => '/inbox', host => 'h', body => $body,
+                         created => 1700000000, bad_signature => 1);
+    ($no, $why) = Tent::HTTPSig::verify_rfc9421(
+        @v, headers => \%b, public_key => $k1->{public});
+    is($why, 'bad signature', 'bad_signature: refused');
+}
+
 done_testing;

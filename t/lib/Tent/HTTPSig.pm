@@ -27,7 +27,8 @@ use Digest::SHA qw(sha256 sha512);
 use Exporter qw(import);
 use MIME::Base64 qw(encode_base64 decode_base64);
 
-our @EXPORT_OK = qw(new_key sign sign_rfc9421 verify parse_signature
+our @EXPORT_OK = qw(new_key sign sign_rfc9421 verify verify_rfc9421
+                    rfc9421_base parse_signature
                     signing_string digest http_date parse_http_date);
 
 our $KEY_BITS = 2048;
@@ -151,7 +152,7 @@ sub sign {
 
     $h{Host} = $a{host} if defined $a{host} && !defined $lc->{host};
     unless (defined $lc->{date}) {
-        $h{Date} = defined $a{date} && $a{date} !~ /^\d+$/
+        $h{Date} = defined $a{date} && $a{date} !~ /^\d+(?:\.\d*)?$/
             ? $a{date} : http_date($a{date});
     }
     my @covered = $a{covered} ? @{ $a{covered} }
@@ -285,28 +286,6 @@ sub sign_rfc9421 {
     $h{'Content-Digest'} = digest($a{body}, 1)
         if !defined $lc->{'content-digest'}
            && grep { $_ eq 'content-digest' } @comp;
-    $lc = _lc_headers(\%h);
-    my $authority = lc($lc->{host} // '');
-    my ($path, $query) = split /\?/, $target, 2;
-
-    my @lines;
-    for my $c (@comp) {
-        my $v;
-        if ($c eq '@method') { $v = $method }
-        elsif ($c eq '@target-uri') { $v = "$scheme://$authority$target" }
-        elsif ($c eq '@authority') { $v = $authority }
-        elsif ($c eq '@scheme') { $v = $scheme }
-        elsif ($c eq '@request-target') { $v = $target }
-        elsif ($c eq '@path') { $v = $path }
-        elsif ($c eq '@query') { $v = '?' . ($query // '') }
-        else {
-            $v = $lc->{$c};
-            die "Tent::HTTPSig::sign_rfc9421: no $c header\n"
-                unless defined $v;
-            $v =~ s/^\s+|\s+$//g;
-        }
-        push @lines, qq{"$c": $v};
-    }
     my $params = '(' . join(' ', map { qq{"$_"} } @comp) . ')';
     $params .= ';created=' . ($a{created} // time)
         unless exists $a{created} && !defined $a{created};
@@ -315,8 +294,9 @@ sub sign_rfc9421 {
     $params .= qq{;keyid="$a{key_id}"};
     $params .= qq{;alg="rsa-v1_5-sha256"} unless $a{no_alg};
     $params .= qq{;tag="$a{tag}"} if defined $a{tag};
-    push @lines, qq{"\@signature-params": $params};
-    my $base = join "\n", @lines;
+    my ($base, $why) = rfc9421_base($method, $target, $scheme, \%h, \@comp,
+                                    $params);
+    die "Tent::HTTPSig::sign_rfc9421: $why\n" unless defined $base;
     return $base if $a{base};
 
     my $sig = _rsa_private($a{key}, 'sha256')->sign($base);
@@ -326,6 +306,90 @@ sub sign_rfc9421 {
     $h{'Signature-Input'} = "$label=$params";
     $h{Signature} = "$label=:" . encode_base64($sig, '') . ':';
     return %h;
+}
+
+# the RFC 9421 signature base of a request: its components' lines and
+# the "@signature-params" line (params as Signature-Input has them);
+# undef and the reason when a component is missing or unknown
+sub rfc9421_base {
+    my ($method, $target, $scheme, $headers, $comp, $params) = @_;
+    my $lc = _lc_headers($headers);
+    my $authority = lc($lc->{host} // '');
+    my ($path, $query) = split /\?/, $target, 2;
+    my @lines;
+    for my $c (@$comp) {
+        my $v;
+        if ($c eq '@method') { $v = uc $method }
+        elsif ($c eq '@target-uri') { $v = "$scheme://$authority$target" }
+        elsif ($c eq '@authority') { $v = $authority }
+        elsif ($c eq '@scheme') { $v = $scheme }
+        elsif ($c eq '@request-target') { $v = $target }
+        elsif ($c eq '@path') { $v = $path }
+        elsif ($c eq '@query') { $v = '?' . ($query // '') }
+        elsif ($c =~ /^@/) { return (undef, "component $c") }
+        else {
+            $v = $lc->{$c};
+            return (undef, "no $c header") unless defined $v;
+            $v =~ s/^\s+|\s+$//g;
+        }
+        push @lines, qq{"$c": $v};
+    }
+    push @lines, qq{"\@signature-params": $params};
+    return join "\n", @lines;
+}
+
+# verify_rfc9421(method, target, scheme => 'http', headers => {...},
+#                body, public_key => PEM, now, past, future,
+#                require => [components]):
+# an RFC 9421 rsa-v1_5-sha256 (or unnamed alg) signature, the first of
+# Signature-Input's labels; (1, keyid) or (0, why).  A covered
+# Content-Digest must be the body's; "created" within the window.
+sub verify_rfc9421 {
+    my (%a) = @_;
+    my $h = _lc_headers($a{headers});
+    my $in = $h->{'signature-input'};
+    return (0, 'no signature-input') unless defined $in;
+    my ($label, $params) = $in =~ /^\s*([a-z*][a-z0-9_.*-]*)=(\(.*)$/
+        or return (0, 'signature-input syntax');
+    $params =~ s/\s*,\s*[a-z*][a-z0-9_.*-]*=\(.*$//;    # the first only
+    my ($list) = $params =~ /^\(([^)]*)\)/
+        or return (0, 'signature-input syntax');
+    my @comp = map { /^"([^"]+)"$/ ? $1 : return (0, "component $_") }
+               split ' ', $list;
+    my %p;
+    for my $kv (split /;/, substr($params, length($list) + 2)) {
+        next unless length $kv;
+        my ($k, $v) = $kv =~ /^([a-z]+)=("([^"]*)"|\d+)$/
+            or return (0, "parameter $kv");
+        $p{$k} = defined $3 ? $3 : $v;
+    }
+    return (0, "alg $p{alg}")
+        if defined $p{alg} && $p{alg} ne 'rsa-v1_5-sha256';
+    return (0, 'no keyid') unless defined $p{keyid};
+    my ($b64) = ($h->{signature} // '') =~ /(?:^|,)\s*\Q$label\E=:([A-Za-z0-9+\/=]+):/
+        or return (0, 'no signature for ' . $label);
+    for my $r (@{ $a{require} || [] }) {
+        return (0, "$r not signed") unless grep { $_ eq $r } @comp;
+    }
+    if (grep { $_ eq 'content-digest' } @comp) {
+        my ($sha) = ($h->{'content-digest'} // '') =~ /sha-256=:([^:]*):/;
+        return (0, 'digest mismatch')
+            unless defined $sha && "sha-256=:$sha:" eq digest($a{body}, 1);
+    }
+    my $now = $a{now} // time;
+    return (0, 'no created') unless defined $p{created};
+    return (0, 'created too old')
+        if $p{created} < $now - ($a{past} // $PAST);
+    return (0, 'created in the future')
+        if $p{created} > $now + ($a{future} // $FUTURE);
+    return (0, 'expired') if defined $p{expires} && $p{expires} < $now;
+    my ($base, $why) = rfc9421_base($a{method}, $a{target},
+                                    $a{scheme} || 'http', $h, \@comp,
+                                    $params);
+    return (0, $why) unless defined $base;
+    return (0, 'bad signature')
+        unless verify_text($a{public_key}, $base, $b64);
+    return (1, $p{keyid});
 }
 
 # whether "text" was signed with PKCS#1 v1.5 SHA-256 (sha512 => 1:
