@@ -204,12 +204,17 @@ for my $acc (undef, 'text/html', 'application/json', 'application/ld+json') {
 
 # the routes to come: 501 in JSON; another name than the entity's: 404
 for my $r (['GET', 'alice/outbox'], ['GET', 'alice/followers'],
-           ['GET', 'alice/following'], ['POST', 'alice/inbox'],
-           ['POST', 'shared-inbox']) {
+           ['GET', 'alice/following']) {
     $res = req(port => $P, method => $r->[0],
                path => "/tent/activitypub/$r->[1]",
                body => $r->[0] eq 'POST' ? '{}' : undef);
     is($res->{status}, 501, "$r->[0] $r->[1]: 501");
+}
+# the inboxes (t/activitypub/040): unsigned, 401
+for my $r (['POST', 'alice/inbox'], ['POST', 'shared-inbox']) {
+    $res = req(port => $P, method => $r->[0],
+               path => "/tent/activitypub/$r->[1]", body => '{}');
+    is($res->{status}, 401, "$r->[0] $r->[1] unsigned: 401");
 }
 for my $r (['GET', 'bob/outbox'], ['GET', 'alicex/followers'],
            ['GET', 'alic/following'], ['POST', 'bob/inbox'],

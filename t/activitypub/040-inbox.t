@@ -1,0 +1,329 @@
+# The inbox (issue #29, docs/activitypub.md "The inbox"): a signed
+# Follow makes an ActivityPub follower, listed and counted as any
+# follower; a second Follow makes no second one; Undo removes it.
+# Signatures: cavage rsa-sha256 and hs2019, RFC 9421; refused: unsigned,
+# a bad signature, a wrong Digest, an old Date, an unreachable key, an
+# actor that is not the key's owner, a replay; bodies: empty, not JSON,
+# not an object, too large.  A Follow of someone else is ignored, a
+# blocked actor refused.  Anonymous cost: made-up keyIds on one host
+# cost a bounded number of fetches.  Inside a network namespace
+# (Tent::Netns) keyIds on refused addresses are 401 and nothing is
+# connected.
+#
+# The remote actors are a Tent::Receiver serving their documents.
+
+BEGIN {
+    require Tent::Netns;
+    my $w = Tent::Netns::netns_wrapper();
+    if (!$ENV{TENT_IN_NETNS} && -x $w
+        && system("'$w' true >/dev/null 2>&1") == 0)
+    {
+        Tent::Netns::reexec_in_netns();
+    }
+}
+
+use strict;
+use warnings;
+
+use Test::More;
+use JSON::PP;
+use Tent::Peer;
+use Tent::Receiver;
+use Tent::HTTPSig;
+use Tent::Util qw(http_request);
+
+my $JSON = JSON::PP->new->canonical;
+my $AS = 'application/activity+json';
+
+# ---- the remote actors: bob and eve on one host, their keys
+
+my $rx = Tent::Receiver->start;
+my $R = $rx->url;
+my %key = (bob => Tent::HTTPSig::new_key(), eve => Tent::HTTPSig::new_key());
+
+sub actor_doc {
+    my ($name, %o) = @_;
+    my $id = "$R/users/$name";
+    return {
+        '@context' => ['https://www.w3.org/ns/activitystreams',
+                       'https://w3id.org/security/v1'],
+        id => $id, type => 'Person', preferredUsername => $name,
+        inbox => "$id/inbox",
+        endpoints => { sharedInbox => "$R/inbox" },
+        publicKey => { id => "$id#main-key",
+                       owner => $o{owner} // $id,
+                       publicKeyPem => $key{$name}{public} },
+    };
+}
+
+$rx->rules([
+    { method => 'GET', path => '^/users/bob$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => actor_doc('bob') } },
+    { method => 'GET', path => '^/users/eve$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => actor_doc('eve') } },
+    # a document whose key claims another owner
+    { method => 'GET', path => '^/users/liar$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => { %{ actor_doc('eve') }, id => "$R/users/liar" } } },
+]);
+
+# ---- our entity
+
+my $peer = Tent::Peer->start(worker_processes => 1, server_config => <<'CONF');
+        tent_entity $URL;
+        tent_activitypub on;
+        tent_ap_name alice;
+        tent_outbound_allow 127.0.0.0/8;
+        location = /tent/oauth/authorize {
+            tent_owner "the owner";
+        }
+CONF
+my $P = $peer->port;
+my $URL = $peer->url;
+my $INBOX = '/tent/activitypub/alice/inbox';
+my $SHARED = '/tent/activitypub/shared-inbox';
+my (undef, $cred) = $peer->authorized_app(
+    'read_followers,write_followers,read_blocks,write_blocks');
+my $c = $peer->client;
+
+my $n = 0;
+sub follow_of {
+    my ($actor, $object) = @_;
+    $n++;
+    return { '@context' => 'https://www.w3.org/ns/activitystreams',
+             id => "$actor#follows/$n", type => 'Follow',
+             actor => $actor, object => $object // $URL };
+}
+
+# a POST to the inbox: body (a ref is JSON), signed by "as" (bob) unless
+# unsigned; other arguments go to Tent::HTTPSig::sign
+sub inbox {
+    my (%o) = @_;
+    my $path = delete $o{path} // $INBOX;
+    my $body = delete $o{body};
+    $body = $JSON->encode($body) if ref $body;
+    my $as = delete $o{as} // 'bob';
+    my $key_id = delete $o{key_id} // "$R/users/$as#main-key";
+    my %h;
+    if (delete $o{rfc9421}) {
+        %h = Tent::HTTPSig::sign_rfc9421(
+            key => $key{$as}{private}, key_id => $key_id, method => 'POST',
+            target => $path, host => "127.0.0.1:$P", body => $body,
+            components => ['@method', '@target-uri', '@authority',
+                           'content-digest'], %o);
+    } elsif (!delete $o{unsigned}) {
+        %h = Tent::HTTPSig::sign(
+            key => $key{$as}{private}, key_id => $key_id, method => 'POST',
+            target => $path, host => "127.0.0.1:$P", body => $body, %o);
+    } else {
+        %h = (Host => "127.0.0.1:$P");
+    }
+    my $res = http_request(port => $P, method => 'POST', path => $path,
+                           headers => { %h, 'Content-Type' => $AS },
+                           body => $body, timeout => 15);
+    $res->{json} = eval { decode_json($res->{body}) };
+    $res->{sent} = \%h;
+    $res->{sent_body} = $body;
+    return $res;
+}
+
+sub followers {
+    my $res = $c->request(GET => '/followers', cred => $cred);
+    return $res->{json} || [];
+}
+
+sub count {
+    return $c->request(GET => '/followers/count')->{body};
+}
+
+# ---- a Follow, cavage rsa-sha256
+
+my $follow = follow_of("$R/users/bob");
+my $res = inbox(body => $follow);
+is($res->{status}, 202, 'a signed Follow: 202') or diag $res->{body};
+my $f = followers();
+is(scalar @$f, 1, 'one follower');
+is($f->[0]{entity}, "$R/users/bob", 'the actor');
+is_deeply($f->[0]{activitypub},
+          { inbox => "$R/users/bob/inbox", shared_inbox => "$R/inbox",
+            follow => $follow->{id} },
+          'its inbox, shared inbox and Follow');
+is_deeply($f->[0]{types}, ['all'], 'all types');
+is(count(), '1', 'counted');
+is(scalar $rx->requests(method => 'GET', path => qr{^/users/bob$}), 1,
+   'the key fetched once');
+
+$res = inbox(body => follow_of("$R/users/bob"));
+is($res->{status}, 202, 'a second Follow: 202');
+is(count(), '1', 'no second follower');
+is(scalar $rx->requests(method => 'GET', path => qr{^/users/bob$}), 1,
+   'the key kept: not fetched again');
+
+# ---- Undo, the Follow embedded
+
+$res = inbox(body => { type => 'Undo', id => "$R/users/bob#undo/1",
+                       actor => "$R/users/bob", object => $follow });
+is($res->{status}, 202, 'Undo of the Follow: 202') or diag $res->{body};
+is(count(), '0', 'the follower removed');
+
+# ---- hs2019, then Undo by the Follow's id
+
+$follow = follow_of("$R/users/bob");
+$res = inbox(body => $follow, algorithm => 'hs2019');
+is($res->{status}, 202, 'hs2019: 202') or diag $res->{body};
+is(count(), '1', 'a follower again');
+
+$res = inbox(body => { type => 'Undo', id => "$R/users/bob#undo/2",
+                       actor => "$R/users/bob", object => 'no such id' });
+is($res->{status}, 202, 'Undo of another Follow id: 202');
+is(count(), '1', '... the follower stays');
+
+$res = inbox(body => { type => 'Undo', id => "$R/users/bob#undo/3",
+                       actor => "$R/users/bob", object => $follow->{id} });
+is($res->{status}, 202, 'Undo by the Follow\'s id: 202');
+is(count(), '0', 'the follower removed');
+
+# ---- RFC 9421, at the shared inbox
+
+$res = inbox(path => $SHARED, body => follow_of("$R/users/bob"),
+             rfc9421 => 1);
+is($res->{status}, 202, 'RFC 9421 rsa-v1_5-sha256 at the shared inbox: 202')
+    or diag $res->{body};
+is(count(), '1', 'a follower');
+
+$res = inbox(path => $SHARED, body => follow_of("$R/users/bob"),
+             rfc9421 => 1, components => ['@method', '@authority',
+                                          'content-digest']);
+is($res->{status}, 401, 'RFC 9421 not covering the target: 401');
+
+# ---- refused signatures
+
+my $other = follow_of("$R/users/eve");
+$res = inbox(body => $other, unsigned => 1);
+is($res->{status}, 401, 'unsigned: 401');
+like($res->{json}{error} // '', qr/no HTTP signature/, '... says why');
+
+$res = inbox(body => $other, as => 'eve', bad_signature => 1);
+is($res->{status}, 401, 'a bad signature: 401');
+
+$res = inbox(body => $other, as => 'eve',
+             headers => { Digest => Tent::HTTPSig::digest('{}') });
+is($res->{status}, 401, 'a Digest not of the body: 401');
+like($res->{json}{error} // '', qr/Digest/, '... says Digest');
+
+$res = inbox(body => $other, as => 'eve', date => time - 13 * 3600);
+is($res->{status}, 401, 'a Date 13 hours old: 401');
+
+$res = inbox(body => $other, as => 'eve', date => time + 2 * 3600);
+is($res->{status}, 401, 'a Date 2 hours ahead: 401');
+
+$res = inbox(body => $other, as => 'eve',
+             covered => ['(request-target)', 'host', 'date']);
+is($res->{status}, 401, 'no digest covered: 401');
+
+$res = http_request(port => $P, method => 'POST', path => $INBOX,
+                    headers => { Host => "127.0.0.1:$P",
+                                 Signature => 'keyId="x",signature="' },
+                    body => '{}');
+is($res->{status}, 400, 'a malformed Signature: 400');
+
+my $closed = Tent::Peer::free_port();
+$res = inbox(body => follow_of("http://127.0.0.1:$closed/users/x"),
+             as => 'eve', key_id => "http://127.0.0.1:$closed/users/x#k");
+is($res->{status}, 401, 'a keyId whose actor is unreachable: 401');
+
+$res = inbox(body => follow_of("$R/users/bob"), as => 'eve');
+is($res->{status}, 401, 'the activity\'s actor not the key\'s owner: 401');
+like($res->{json}{error} // '', qr/owner/, '... says so');
+
+$res = inbox(body => follow_of("$R/users/liar"), as => 'eve',
+             key_id => "$R/users/liar#main-key");
+is($res->{status}, 401, 'a key whose owner is another actor: 401');
+
+# a replay: the same request twice
+$res = inbox(body => follow_of("$R/users/eve", 'http://example.org/x'),
+             as => 'eve');
+is($res->{status}, 202, 'a Follow of someone else: 202, ignored');
+my %sent = (headers => { %{ $res->{sent} }, 'Content-Type' => $AS },
+            body => $res->{sent_body});
+my $replay = http_request(port => $P, method => 'POST', path => $INBOX,
+                          %sent);
+is($replay->{status}, 401, 'the same request again (a replay): 401');
+like($replay->{body}, qr/seen before/, '... as a replay');
+$replay = http_request(port => $P, method => 'POST', path => $INBOX,
+                       %sent, body => $JSON->encode(follow_of("$R/users/eve")));
+is($replay->{status}, 401, 'another body under the same signature: 401');
+is(count(), '1', 'no follower from any of them');
+
+# ---- bodies
+
+$res = inbox(body => '', as => 'eve');
+is($res->{status}, 400, 'an empty body: 400');
+$res = inbox(body => '{"type":', as => 'eve');
+is($res->{status}, 400, 'malformed JSON: 400');
+$res = inbox(body => '[1]', as => 'eve');
+is($res->{status}, 400, 'a JSON array: 400');
+$res = inbox(body => { %{ follow_of("$R/users/eve") },
+                       pad => 'x' x (300 * 1024) }, as => 'eve');
+is($res->{status}, 413, 'a 300 KB body: 413');
+ok($res->{json}{error}, '... a JSON error');
+
+# ---- routes
+
+$res = inbox(path => '/tent/activitypub/bob/inbox',
+             body => follow_of("$R/users/eve"), as => 'eve');
+is($res->{status}, 404, 'another name\'s inbox: 404');
+$res = http_request(port => $P, path => $INBOX,
+                    headers => { Host => "127.0.0.1:$P" });
+is($res->{status}, 405, 'GET of the inbox: 405');
+
+# ---- a blocked actor
+
+$res = $c->request(POST => '/blocks', cred => $cred,
+                   body => { entity => "$R/users/eve" });
+is($res->{status}, 201, 'the owner blocks eve') or diag $res->{body};
+$res = inbox(body => follow_of("$R/users/eve"), as => 'eve');
+is($res->{status}, 403, 'a Follow by a blocked actor: 403');
+is(count(), '1', 'no follower');
+
+# ---- a flood of made-up keyIds on one host: bounded fetches
+
+$rx->clear;
+my $refused = 0;
+for my $i (1 .. 40) {
+    my $r = inbox(body => follow_of("$R/ghost/$i"), as => 'eve',
+                  key_id => "$R/ghost/$i#main-key");
+    $refused++ if $r->{status} == 401;
+}
+is($refused, 40, '40 made-up keyIds: 401 each');
+my $fetches = () = $rx->requests(path => qr{^/ghost/});
+ok($fetches >= 1 && $fetches <= 8,
+   "... at most 8 fetches of the host ($fetches)");
+$rx->clear;
+inbox(body => follow_of("$R/ghost/1"), as => 'eve',
+      key_id => "$R/ghost/1#main-key");
+is(scalar $rx->requests(path => qr{^/ghost/}), 0,
+   'a keyId that failed: not fetched again');
+
+# ---- refused addresses (inside a network namespace only)
+
+SKIP: {
+    skip 'no network namespace', 4 unless $ENV{TENT_IN_NETNS};
+    for my $host ('169.254.169.254', '10.0.0.1') {
+        $res = inbox(body => follow_of("http://$host/users/x"), as => 'eve',
+                     key_id => "http://$host/users/x#main-key");
+        is($res->{status}, 401, "a keyId on $host: 401");
+    }
+    my $log = $peer->error_log_text;
+    for my $host ('169.254.169.254', '10.0.0.1') {
+        like($log, qr{key's actor http://\Q$host\E/users/x: the address is not allowed},
+             "the guard refused $host, before any connection");
+    }
+}
+
+unlike($peer->error_log_text, qr/\[(alert|crit|emerg)\]/,
+       'no alert in the error log');
+
+done_testing();
