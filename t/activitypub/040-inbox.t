@@ -198,6 +198,28 @@ $res = inbox(path => $SHARED, body => follow_of("$R/users/bob"),
                                           'content-digest']);
 is($res->{status}, 401, 'RFC 9421 not covering the target: 401');
 
+# the owner's posts with an ActivityPub follower: no failure (its jobs
+# are the ActivityPub transport's, #29)
+my (undef, $wcred) = $peer->authorized_app('write_posts',
+                                           post_types => 'all');
+$res = $c->request(POST => '/posts', cred => $wcred,
+                   body => { type => 'https://tent.io/types/post/status/v0.1.0',
+                             permissions => { public => JSON::PP::true },
+                             content => { text => 'hello fediverse' } });
+is($res->{status}, 200, 'a public post with an ActivityPub follower')
+    or diag $res->{body};
+
+# the owner removes it, as any follower (no credential row to remove)
+my $fid = followers()->[0]{id};
+$res = $c->request(DELETE => "/followers/$fid", cred => $cred);
+is($res->{status}, 200, 'the owner removes the ActivityPub follower')
+    or diag $res->{body};
+is(count(), '0', '... gone');
+$res = inbox(path => $SHARED, body => follow_of("$R/users/bob"),
+             rfc9421 => 1);
+is($res->{status}, 202, 'it follows again');
+is(count(), '1', '... a follower');
+
 # ---- refused signatures
 
 my $other = follow_of("$R/users/eve");
