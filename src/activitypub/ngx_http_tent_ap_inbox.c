@@ -11,17 +11,22 @@
  * (ngx_http_tent_ap_verify.c); then a Follow of the entity makes an
  * ActivityPub follower (an "f" row and its "e" index, AP.md item 3) and
  * queues an Accept in the same write, an Undo of it removes the
- * follower.  Every verified activity is answered 202, handled or not.
+ * follower; a Create of a Note, an Article or a Question by a following
+ * of the entity, or addressed to it, is kept as a received post of the
+ * actor (AP.md item 4).  Every verified activity is answered 202,
+ * handled or not.
  */
 
 
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_ap.h"
+#include "ngx_http_tent_ap_map.h"
 #include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
+#include "ngx_http_tent_receive.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_store.h"
 
@@ -53,6 +58,12 @@ static ngx_int_t ngx_http_tent_ap_undo_existing(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_undo_record(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_create(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
+static ngx_int_t ngx_http_tent_ap_create_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_create_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
 
 
 ngx_int_t
@@ -179,6 +190,10 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
 
     if (type.len == 4 && ngx_strncmp(type.data, "Undo", 4) == 0) {
         return ngx_http_tent_ap_undo(r, ctx, st);
+    }
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Create", 6) == 0) {
+        return ngx_http_tent_ap_create(r, ctx, st);
     }
 
     return ngx_http_tent_ap_accepted(r);
@@ -538,6 +553,204 @@ ngx_http_tent_ap_undo_record(ngx_http_request_t *r,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent inbox: follower \"%V\" (%V) undone", &v->actor,
                    &st->record_id);
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_ap_follow_stored);
+}
+
+
+/*
+ * Create: the object embedded (a reference is not fetched), attributed
+ * to the actor, kept when the actor is one of the entity's followings or
+ * the object is addressed to the entity (to, cc, a Mention); else
+ * ignored, as the feed keeps only what its owner follows or is told.
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_ap_inbox_t *st)
+{
+    size_t                      i;
+    json_t                     *object, *by, *v, *tag;
+    ngx_uint_t                  k, addressed;
+    const char                 *lists[] = { "to", "cc" };
+    ngx_http_tent_ap_verify_t  *verify;
+
+    verify = &st->verify;
+    object = json_object_get(verify->activity, "object");
+
+    if (!json_is_object(object)
+        || !json_is_string(json_object_get(object, "id")))
+    {
+        return ngx_http_tent_ap_accepted(r);
+    }
+
+    by = json_object_get(object, "attributedTo");
+    if (json_is_array(by)) {
+        by = json_array_get(by, 0);
+    }
+
+    if (json_is_object(by)) {
+        by = json_object_get(by, "id");
+    }
+
+    if (!json_is_string(by)
+        || json_string_length(by) != verify->actor.len
+        || ngx_strncmp(json_string_value(by), verify->actor.data,
+                       verify->actor.len)
+           != 0)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: a Create by \"%V\" of an object not "
+                       "its own, ignored", &verify->actor);
+        return ngx_http_tent_ap_accepted(r);
+    }
+
+    if (ngx_http_tent_blocks_has(ctx->blocks, &verify->actor)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The actor is blocked");
+    }
+
+    addressed = 0;
+
+    for (k = 0; k < 2 && !addressed; k++) {
+        v = json_object_get(object, lists[k]);
+
+        if (json_is_string(v)) {
+            addressed = ngx_http_tent_ap_object_is(v, &ctx->entity);
+            continue;
+        }
+
+        json_array_foreach(v, i, tag) {
+            if (i >= 100 || addressed) {
+                break;
+            }
+
+            addressed = ngx_http_tent_ap_object_is(tag, &ctx->entity);
+        }
+    }
+
+    json_array_foreach(json_object_get(object, "tag"), i, tag) {
+        if (i >= 100 || addressed) {
+            break;
+        }
+
+        addressed = ngx_http_tent_ap_object_is(json_object_get(tag, "href"),
+                                               &ctx->entity);
+    }
+
+    if (addressed) {
+        return ngx_http_tent_ap_create_post(r, ctx, st);
+    }
+
+    return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+                                        &verify->actor,
+                                        ngx_http_tent_ap_create_following);
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_create_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t             rc;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: a Create of no following, not addressed "
+                       "to the entity, ignored");
+        return ngx_http_tent_ap_accepted(r);
+    }
+
+    return ngx_http_tent_ap_create_post(r, ctx, ctx->state);
+}
+
+
+/* the post: its id a hash of the object's, so a second Create is a copy */
+
+static ngx_int_t
+ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_ap_inbox_t *st)
+{
+    u_char                     *p, hash[32], hex[64];
+    json_t                     *object, *post;
+    ngx_int_t                   status;
+    const char                 *error;
+    ngx_http_tent_ap_verify_t  *v;
+    ngx_http_tent_received_t   *rst;
+    ngx_http_tent_store_op_t   *op;
+
+    v = &st->verify;
+    object = json_object_get(v->activity, "object");
+
+    post = ngx_http_tent_json_own(r->pool,
+                                  ngx_http_tent_ap_to_post(r->pool, object,
+                                                           &v->actor,
+                                                           &error));
+    if (post == NULL) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: a Create by \"%V\" not kept: %s",
+                       &v->actor, error ? error : "no memory");
+        return ngx_http_tent_ap_accepted(r);
+    }
+
+    p = (u_char *) json_string_value(json_object_get(object, "id"));
+
+    if (EVP_Digest(p, ngx_strlen(p), hash, NULL, EVP_sha256(), NULL) != 1) {
+        return ngx_http_tent_internal_error(r, "hashing the object's id");
+    }
+
+    ngx_hex_dump(hex, hash, 16);
+
+    if (json_object_set_new(post, "id", json_stringn((char *) hex, 32)) != 0
+        || json_object_set_new(post, "entity",
+                               ngx_http_tent_json_string(&v->actor))
+           != 0)
+    {
+        return ngx_http_tent_internal_error(r, "building the post");
+    }
+
+    rst = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_received_t));
+    if (rst == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the post state");
+    }
+
+    status = ngx_http_tent_received_parse(r->pool, post, &v->actor, 0, rst,
+                                          &error);
+
+    if (status == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, error);
+    }
+
+    if (status != NGX_OK) {
+        return ngx_http_tent_send_error(r, status, error);
+    }
+
+    /* kept no larger than any post a stranger sends */
+
+    if (json_dumpb(rst->post, NULL, 0, JSON_COMPACT)
+        > NGX_HTTP_TENT_RECEIVED_MAX)
+    {
+        return ngx_http_tent_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                        "The post is too large (over 65536 "
+                                        "bytes)");
+    }
+
+    op = ngx_http_tent_received_batch(r->pool, r->connection->log,
+                                      &ctx->entity, rst, NULL, NULL);
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "building the post's batch");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: post \"%V\" of \"%V\"", &rst->id, &v->actor);
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_ap_follow_stored);

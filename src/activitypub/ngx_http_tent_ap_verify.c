@@ -232,6 +232,15 @@ ngx_http_tent_ap_verify(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
                    "the signature must cover (request-target) and host");
     }
 
+    /* cavage's created counts only when "(created)" is covered */
+
+    if (!v->sig.rfc9421
+        && !ngx_http_tent_ap_covered(&v->sig, "(created)", NULL, NULL))
+    {
+        v->sig.created = -1;
+        v->sig.expires = -1;
+    }
+
     if (!ngx_http_tent_ap_covered(&v->sig, "date", NULL, NULL)
         && v->sig.created == -1)
     {

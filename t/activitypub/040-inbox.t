@@ -220,6 +220,65 @@ $res = inbox(path => $SHARED, body => follow_of("$R/users/bob"),
 is($res->{status}, 202, 'it follows again');
 is(count(), '1', '... a follower');
 
+# ---- Create: a Note addressed to the entity, kept as bob's post
+
+my (undef, $rcred) = $peer->authorized_app('read_posts', post_types => 'all');
+sub posts_of {
+    my ($actor) = @_;
+    my $r = $c->request(GET => '/posts?limit=50&entity='
+                               . Tent::Client::uri_escape($actor),
+                        cred => $rcred);
+    return $r->{json} || [];
+}
+sub create_of {
+    my ($actor, %o) = @_;
+    $n++;
+    return { type => 'Create', id => "$actor/statuses/$n/activity",
+             actor => $actor,
+             object => { type => 'Note', id => "$actor/statuses/$n",
+                         attributedTo => $actor,
+                         content => '<p>hello <b>alice</b> &amp; co</p>',
+                         to => [$URL],
+                         tag => [{ type => 'Mention', href => $URL }],
+                         %o } };
+}
+
+my $create = create_of("$R/users/bob");
+$res = inbox(body => $create);
+is($res->{status}, 202, 'Create(Note) addressed to the entity: 202')
+    or diag $res->{body};
+my $posts = posts_of("$R/users/bob");
+is(scalar @$posts, 1, 'a post of the actor');
+is($posts->[0]{type}, 'https://tent.io/types/post/status/v0.1.0',
+   '... a status');
+is($posts->[0]{content}{text}, 'hello alice & co', '... its text');
+is($posts->[0]{entity}, "$R/users/bob", '... the actor\'s');
+is_deeply($posts->[0]{mentions}, [{ entity => $URL }], '... mentioning us');
+ok(!$posts->[0]{permissions}{public}, '... not public');
+
+$res = inbox(body => { %$create, id => "$create->{id}/again" });
+is($res->{status}, 202, 'the same Note again: 202');
+is(scalar @{ posts_of("$R/users/bob") }, 1, '... one post still');
+
+$res = inbox(body => create_of("$R/users/bob",
+    to => ['https://www.w3.org/ns/activitystreams#Public'], tag => []));
+is($res->{status}, 202, 'a public Note of no following, not to us: 202');
+is(scalar @{ posts_of("$R/users/bob") }, 1, '... not kept');
+
+$res = inbox(body => create_of("$R/users/bob",
+                               attributedTo => "$R/users/eve"));
+is($res->{status}, 202, 'a Note attributed to another actor: 202');
+is(scalar @{ posts_of("$R/users/bob") }, 1, '... not kept');
+is(scalar @{ posts_of("$R/users/eve") }, 0, '... under neither');
+
+$res = inbox(body => create_of("$R/users/bob",
+                               content => '<p>' . ('long ' x 80) . '</p>'));
+is($res->{status}, 202, 'a Note over 256 characters: 202');
+$posts = posts_of("$R/users/bob");
+is(scalar @$posts, 2, '... kept');
+is($posts->[0]{type}, 'https://tent.io/types/post/essay/v0.1.0',
+   '... as an essay');
+
 # ---- refused signatures
 
 my $other = follow_of("$R/users/eve");
