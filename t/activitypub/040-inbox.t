@@ -304,6 +304,25 @@ $res = inbox(body => $other, as => 'eve',
              covered => ['(request-target)', 'host', 'date']);
 is($res->{status}, 401, 'no digest covered: 401');
 
+# created only counts when (created) is covered: else anyone could set it
+{
+    my $body = $JSON->encode(follow_of("$R/users/eve"));
+    my %h = Tent::HTTPSig::sign(
+        key => $key{eve}{private}, key_id => "$R/users/eve#main-key",
+        target => $INBOX, host => "127.0.0.1:$P", body => $body,
+        covered => ['(request-target)', 'host', 'digest']);
+    $h{Signature} .= ',created=' . time;
+    $res = http_request(port => $P, method => 'POST', path => $INBOX,
+                        headers => { %h, 'Content-Type' => $AS },
+                        body => $body);
+    is($res->{status}, 401, 'created given but not covered, no date: 401');
+}
+$res = inbox(body => follow_of("$R/users/eve", 'http://example.org/y'),
+             as => 'eve', algorithm => 'hs2019',
+             covered => ['(request-target)', '(created)', 'host', 'digest']);
+is($res->{status}, 202, 'hs2019 over (created) instead of date: 202')
+    or diag $res->{body};
+
 $res = http_request(port => $P, method => 'POST', path => $INBOX,
                     headers => { Host => "127.0.0.1:$P",
                                  Signature => 'keyId="x",signature="' },
