@@ -783,7 +783,15 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
         return ngx_http_tent_internal_error(r, "copying the key's actor");
     }
 
-    /* seen: the same signature again in the window is a replay */
+    /*
+     * seen: the same signature again in the window is a replay; checked
+     * again, as a twin may have verified while this one fetched the key
+     */
+
+    if (ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->seen, &v->seen)) {
+        return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
+                                       "the signature was seen before");
+    }
 
     (void) ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->seen, &v->seen,
                                     ngx_time() + NGX_HTTP_TENT_AP_PAST

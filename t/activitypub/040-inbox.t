@@ -31,6 +31,7 @@ use Tent::Peer;
 use Tent::Receiver;
 use Tent::HTTPSig;
 use Tent::Util qw(http_request);
+use IO::Socket::IP;
 
 my $JSON = JSON::PP->new->canonical;
 my $AS = 'application/activity+json';
@@ -39,7 +40,7 @@ my $AS = 'application/activity+json';
 
 my $rx = Tent::Receiver->start;
 my $R = $rx->url;
-my %key = (bob => Tent::HTTPSig::new_key(), eve => Tent::HTTPSig::new_key());
+my %key = map { $_ => Tent::HTTPSig::new_key() } qw(bob eve carol);
 
 sub actor_doc {
     my ($name, %o) = @_;
@@ -63,6 +64,10 @@ $rx->rules([
     { method => 'GET', path => '^/users/eve$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
                   body => actor_doc('eve') } },
+    # an actor whose server is slow: its key is fetched in a second
+    { method => 'GET', path => '^/users/carol$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  delay => 1, body => actor_doc('carol') } },
     # a document whose key claims another owner
     { method => 'GET', path => '^/users/liar$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
@@ -356,6 +361,31 @@ $replay = http_request(port => $P, method => 'POST', path => $INBOX,
                        %sent, body => $JSON->encode(follow_of("$R/users/eve")));
 is($replay->{status}, 401, 'another body under the same signature: 401');
 is(count(), '1', 'no follower from any of them');
+
+# a replay sent while the first copy waits for the key: one passes
+{
+    my $body = $JSON->encode(follow_of("$R/users/carol",
+                                       'http://example.org/z'));
+    my %h = Tent::HTTPSig::sign(
+        key => $key{carol}{private}, key_id => "$R/users/carol#main-key",
+        target => $INBOX, host => "127.0.0.1:$P", body => $body);
+    my $raw = "POST $INBOX HTTP/1.1\r\n"
+              . join('', map { "$_: $h{$_}\r\n" } sort keys %h)
+              . "Content-Type: $AS\r\nContent-Length: " . length($body)
+              . "\r\nConnection: close\r\n\r\n$body";
+    my @socks = map { IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                          PeerPort => $P, Timeout => 10)
+                      or die "connect: $!" } 1 .. 2;
+    print {$_} $raw for @socks;
+    my @status;
+    for my $s (@socks) {
+        local $/;
+        my $answer = <$s> // '';
+        push @status, $answer =~ m{^HTTP/1\.1 (\d+)} ? $1 : 0;
+    }
+    is(join(',', sort @status), '202,401',
+       'two copies of one request at once: one 202, one 401');
+}
 
 # ---- bodies
 
