@@ -703,7 +703,10 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     p = (u_char *) json_string_value(json_object_get(object, "id"));
 
-    if (EVP_Digest(p, ngx_strlen(p), hash, NULL, EVP_sha256(), NULL) != 1) {
+    if (EVP_Digest(p, json_string_length(json_object_get(object, "id")),
+                   hash, NULL, EVP_sha256(), NULL)
+        != 1)
+    {
         return ngx_http_tent_internal_error(r, "hashing the object's id");
     }
 
@@ -729,18 +732,25 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_internal_error(r, error);
     }
 
-    if (status != NGX_OK) {
-        return ngx_http_tent_send_error(r, status, error);
+    /*
+     * A post the feed would refuse, or larger than any post a stranger
+     * may make us keep: not kept, and the activity answered as any other
+     * verified one (its sender would only send it again)
+     */
+
+    if (status == NGX_OK
+        && json_dumpb(rst->post, NULL, 0, JSON_COMPACT)
+           > NGX_HTTP_TENT_RECEIVED_MAX)
+    {
+        status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+        error = "over 65536 bytes";
     }
 
-    /* kept no larger than any post a stranger sends */
-
-    if (json_dumpb(rst->post, NULL, 0, JSON_COMPACT)
-        > NGX_HTTP_TENT_RECEIVED_MAX)
-    {
-        return ngx_http_tent_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                        "The post is too large (over 65536 "
-                                        "bytes)");
+    if (status != NGX_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent inbox: a Create by \"%V\" not kept: %s",
+                      &v->actor, error);
+        return ngx_http_tent_ap_accepted(r);
     }
 
     op = ngx_http_tent_received_batch(r->pool, r->connection->log,

@@ -284,6 +284,11 @@ is(scalar @$posts, 2, '... kept');
 is($posts->[0]{type}, 'https://tent.io/types/post/essay/v0.1.0',
    '... as an essay');
 
+$res = inbox(body => create_of("$R/users/bob",
+                               content => '<p>' . ('x' x 70000) . '</p>'));
+is($res->{status}, 202, 'a Note over 64 KB: 202');
+is(scalar @{ posts_of("$R/users/bob") }, 2, '... not kept');
+
 # ---- refused signatures
 
 my $other = follow_of("$R/users/eve");
