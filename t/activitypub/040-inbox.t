@@ -284,6 +284,33 @@ is(scalar @$posts, 2, '... kept');
 is($posts->[0]{type}, 'https://tent.io/types/post/essay/v0.1.0',
    '... as an essay');
 
+# a following's public Note is kept (the following imported: the
+# ActivityPub follow of an actor is #29's next step)
+{
+    my (undef, $icred) = $peer->authorized_app(
+        'write_secrets,write_profile,write_followers,write_followings,'
+        . 'write_groups');
+    my $r = $c->request(POST => '/import?merge=1', cred => $icred,
+        body => { version => 0, entity => $URL, complete => JSON::PP::true,
+                  followings => [{
+                      id => 'f' x 32, entity => "$R/users/eve",
+                      remote_id => 'r1', mac_key_id => 'x:1',
+                      mac_key => 'k' x 32, mac_algorithm => 'hmac-sha-256',
+                      confirmed => JSON::PP::true, types => ['all'],
+                      licenses => [], permissions => { public => JSON::PP::false },
+                      created_at => time, updated_at => time }] });
+    is($r->{status}, 200, 'a following of eve (imported)')
+        or diag $r->{body};
+}
+$res = inbox(body => create_of("$R/users/eve",
+    to => ['https://www.w3.org/ns/activitystreams#Public'], tag => []),
+    as => 'eve');
+is($res->{status}, 202, 'a public Note of a following, not to us: 202')
+    or diag $res->{body};
+$posts = posts_of("$R/users/eve");
+is(scalar @$posts, 1, '... kept');
+ok($posts->[0]{permissions}{public}, '... public');
+
 $res = inbox(body => create_of("$R/users/bob",
                                content => '<p>' . ('x' x 70000) . '</p>'));
 is($res->{status}, 202, 'a Note over 64 KB: 202');
