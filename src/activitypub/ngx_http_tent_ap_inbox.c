@@ -36,7 +36,14 @@ typedef struct {
     ngx_str_t                       follow_id;   /* Undo: the Follow's */
     ngx_uint_t                      embedded;    /* Undo: of us, embedded */
     ngx_str_t                       record_id;
+    ngx_uint_t                      kind;        /* which of the three */
 } ngx_http_tent_ap_inbox_t;
+
+
+/* what answers a Follow: ours undone, or theirs accepted or rejected */
+#define NGX_HTTP_TENT_AP_UNDO    0
+#define NGX_HTTP_TENT_AP_ACCEPT  1
+#define NGX_HTTP_TENT_AP_REJECT  2
 
 
 static ngx_int_t ngx_http_tent_ap_inbox_body(ngx_http_request_t *r,
@@ -189,6 +196,17 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
     }
 
     if (type.len == 4 && ngx_strncmp(type.data, "Undo", 4) == 0) {
+        st->kind = NGX_HTTP_TENT_AP_UNDO;
+        return ngx_http_tent_ap_undo(r, ctx, st);
+    }
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Accept", 6) == 0) {
+        st->kind = NGX_HTTP_TENT_AP_ACCEPT;
+        return ngx_http_tent_ap_undo(r, ctx, st);
+    }
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Reject", 6) == 0) {
+        st->kind = NGX_HTTP_TENT_AP_REJECT;
         return ngx_http_tent_ap_undo(r, ctx, st);
     }
 
@@ -405,7 +423,10 @@ ngx_http_tent_ap_follow_stored(ngx_http_request_t *r,
 /*
  * Undo of a Follow by its actor: the follower record goes when the
  * Follow is the one it was made by (its id), or is embedded and of the
- * entity.  Anything else undone is ignored.
+ * entity.  Accept or Reject of the entity's Follow by the followed
+ * actor: its ActivityPub following ("activitypub" in the F record) is
+ * confirmed, or goes; the Follow named by the id the record keeps, or
+ * embedded and by the entity.  Anything else is ignored.
  */
 
 static ngx_int_t
@@ -429,9 +450,11 @@ ngx_http_tent_ap_undo(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
         (void) ngx_http_tent_json_str(object, "id", &st->follow_id);
 
-        st->embedded = ngx_http_tent_ap_object_is(json_object_get(object,
-                                                                 "object"),
-                                                  &ctx->entity);
+        st->embedded = ngx_http_tent_ap_object_is(
+                           json_object_get(object,
+                                           st->kind == NGX_HTTP_TENT_AP_UNDO
+                                           ? "object" : "actor"),
+                           &ctx->entity);
 
     } else if (json_is_string(object)) {
         st->follow_id.data = (u_char *) json_string_value(object);
@@ -442,7 +465,9 @@ ngx_http_tent_ap_undo(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     }
 
     return ngx_http_tent_store_get_request(r,
-                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                        st->kind == NGX_HTTP_TENT_AP_UNDO
+                                        ? NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY
+                                        : NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
                                         &v->actor,
                                         ngx_http_tent_ap_undo_existing);
 }
@@ -469,7 +494,10 @@ ngx_http_tent_ap_undo_existing(ngx_http_request_t *r,
 
     ngx_http_tent_store_value(op, &st->record_id);
 
-    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_FOLLOWER,
+    return ngx_http_tent_store_get_request(r,
+                                           st->kind == NGX_HTTP_TENT_AP_UNDO
+                                           ? NGX_HTTP_TENT_TABLE_FOLLOWER
+                                           : NGX_HTTP_TENT_TABLE_FOLLOWING,
                                            &st->record_id,
                                            ngx_http_tent_ap_undo_record);
 }
@@ -479,9 +507,11 @@ static ngx_int_t
 ngx_http_tent_ap_undo_record(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
+    u_char                      table, etable;
     json_t                     *record, *follow;
     ngx_int_t                   rc;
-    ngx_str_t                   value, key, ekey;
+    ngx_str_t                   value, key, ekey, key_id, ckey;
+    const char                 *kind;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_ap_inbox_t   *st;
     ngx_http_tent_ap_verify_t  *v;
@@ -502,10 +532,21 @@ ngx_http_tent_ap_undo_record(ngx_http_request_t *r,
 
     record = ngx_http_tent_json_load(r, &value);
     if (record == NULL) {
-        return ngx_http_tent_internal_error(r, "reading the follower record");
+        return ngx_http_tent_internal_error(r, "reading the relationship");
     }
 
-    /* a Tent follower of the same URL is no ActivityPub actor's to undo */
+    if (st->kind == NGX_HTTP_TENT_AP_UNDO) {
+        table = NGX_HTTP_TENT_TABLE_FOLLOWER;
+        etable = NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY;
+        kind = "follower";
+
+    } else {
+        table = NGX_HTTP_TENT_TABLE_FOLLOWING;
+        etable = NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY;
+        kind = "following";
+    }
+
+    /* a Tent relationship of the same URL is no ActivityPub actor's */
 
     follow = json_object_get(json_object_get(record, "activitypub"),
                              "follow");
@@ -518,40 +559,69 @@ ngx_http_tent_ap_undo_record(ngx_http_request_t *r,
                                 st->follow_id.len)
                     == 0)))
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "tent inbox: an Undo by \"%V\" of no Follow of ours",
-                       &v->actor);
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: an answer by \"%V\" to no Follow of "
+                       "its %s, ignored", &v->actor, kind);
         return ngx_http_tent_ap_accepted(r);
     }
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER, &st->record_id,
+        || ngx_http_tent_key(r->pool, &ctx->entity, table, &st->record_id,
                              &key)
            != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &v->actor,
-                             &ekey)
-           != NGX_OK)
+        || ngx_http_tent_key(r->pool, &ctx->entity, etable, &v->actor, &ekey)
+           != NGX_OK
+        || ngx_http_tent_store_write(op, 1) != NGX_OK)
     {
-        return ngx_http_tent_internal_error(r, "building the follower's keys");
+        return ngx_http_tent_internal_error(r,
+                                       "building the relationship's keys");
     }
 
-    if (ngx_http_tent_store_write(op, 1) != NGX_OK
-        || ngx_http_tent_store_write_del(op, &key) != NGX_OK
+    /* Accept: the following confirmed, once */
+
+    if (st->kind == NGX_HTTP_TENT_AP_ACCEPT) {
+        if (json_is_true(json_object_get(record, "confirmed"))) {
+            return ngx_http_tent_ap_accepted(r);
+        }
+
+        json_object_set_new(record, "confirmed", json_true());
+        json_object_set_new(record, "updated_at", json_integer(ngx_time()));
+
+        if (ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK
+            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+        {
+            return ngx_http_tent_internal_error(r,
+                                       "adding the following to the batch");
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: following \"%V\" accepted", &v->actor);
+
+        return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_ap_follow_stored);
+    }
+
+    /* Undo, Reject: the relationship goes, with a credential if any */
+
+    if (ngx_http_tent_store_write_del(op, &key) != NGX_OK
         || ngx_http_tent_store_write_del(op, &ekey) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, "follower", record,
-                                       "delete")
+        || (ngx_http_tent_json_str(record, "mac_key_id", &key_id) == NGX_OK
+            && (ngx_http_tent_key(r->pool, &ctx->entity,
+                                  NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
+                                  &ckey)
+                != NGX_OK
+                || ngx_http_tent_store_write_del(op, &ckey) != NGX_OK))
+        || ngx_http_tent_relation_post(r, ctx, op, kind, record, "delete")
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r,
                                        "adding the removal to the batch");
     }
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent inbox: follower \"%V\" (%V) undone", &v->actor,
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: %s \"%V\" (%V) removed", kind, &v->actor,
                    &st->record_id);
 
     return ngx_http_tent_store_submit_request(r, op,

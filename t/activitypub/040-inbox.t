@@ -311,6 +311,67 @@ $posts = posts_of("$R/users/eve");
 is(scalar @$posts, 1, '... kept');
 ok($posts->[0]{permissions}{public}, '... public');
 
+# ---- Accept and Reject of our follows (an ActivityPub following,
+# imported until our Follow is sent by #29's next step)
+
+my (undef, $icred) = $peer->authorized_app(
+    'write_secrets,write_profile,write_followers,write_followings,'
+    . 'write_groups,read_followings');
+sub followings_of {
+    my ($actor) = @_;
+    my $r = $c->request(GET => '/followings', cred => $icred);
+    return [ grep { $_->{entity} eq $actor } @{ $r->{json} || [] } ];
+}
+my $OUR_FOLLOW = "$URL#follow-carol";
+$res = $c->request(POST => '/import?merge=1', cred => $icred,
+    body => { version => 0, entity => $URL, complete => JSON::PP::true,
+              followings => [{
+                  id => 'c' x 32, entity => "$R/users/carol",
+                  remote_id => 'r2', mac_key_id => 'x:2',
+                  mac_key => 'k' x 32, mac_algorithm => 'hmac-sha-256',
+                  confirmed => JSON::PP::true, types => ['all'],
+                  licenses => [], permissions => { public => JSON::PP::false },
+                  activitypub => { inbox => "$R/users/carol/inbox",
+                                   follow => $OUR_FOLLOW },
+                  created_at => time, updated_at => time }] });
+is($res->{status}, 200, 'an ActivityPub following of carol (imported)')
+    or diag $res->{body};
+
+$res = inbox(body => { type => 'Reject', id => "$R/users/eve#r/1",
+                       actor => "$R/users/eve", object => $OUR_FOLLOW },
+             as => 'eve');
+is($res->{status}, 202, 'Reject by another actor: 202');
+is(scalar @{ followings_of("$R/users/eve") }, 1,
+   '... its Tent following stays');
+is(scalar @{ followings_of("$R/users/carol") }, 1, '... carol\'s stays');
+
+$res = inbox(body => { type => 'Accept', id => "$R/users/carol#a/1",
+                       actor => "$R/users/carol", object => $OUR_FOLLOW },
+             as => 'carol');
+is($res->{status}, 202, 'Accept of our Follow by its id: 202')
+    or diag $res->{body};
+my $fw = followings_of("$R/users/carol");
+is(scalar @$fw, 1, '... the following stays');
+
+$res = inbox(body => { type => 'Reject', id => "$R/users/carol#r/1",
+                       actor => "$R/users/carol",
+                       object => { type => 'Follow', id => 'other',
+                                   actor => 'http://example.org/someone',
+                                   object => "$R/users/carol" } },
+             as => 'carol');
+is($res->{status}, 202, 'Reject of another\'s Follow: 202');
+is(scalar @{ followings_of("$R/users/carol") }, 1, '... the following stays');
+
+$res = inbox(body => { type => 'Reject', id => "$R/users/carol#r/2",
+                       actor => "$R/users/carol",
+                       object => { type => 'Follow', id => $OUR_FOLLOW,
+                                   actor => $URL,
+                                   object => "$R/users/carol" } },
+             as => 'carol');
+is($res->{status}, 202, 'Reject of our Follow, embedded: 202');
+is(scalar @{ followings_of("$R/users/carol") }, 0, '... the following gone');
+is(scalar @{ followings_of("$R/users/eve") }, 1, '... eve\'s stays');
+
 $res = inbox(body => create_of("$R/users/bob",
                                content => '<p>' . ('x' x 70000) . '</p>'));
 is($res->{status}, 202, 'a Note over 64 KB: 202');
