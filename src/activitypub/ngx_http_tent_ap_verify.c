@@ -906,9 +906,11 @@ ngx_http_tent_ap_set_add(ngx_http_tent_ap_set_t *set, ngx_str_t *key,
     ngx_str_node_t            *sn;
     ngx_http_tent_ap_entry_t  *e;
 
-    owner = owner ? owner : &none;
-    inbox = inbox ? inbox : &none;
-    shared = shared ? shared : &none;
+    /* memcpy() from NULL is undefined even for 0 bytes */
+
+    owner = owner && owner->data ? owner : &none;
+    inbox = inbox && inbox->data ? inbox : &none;
+    shared = shared && shared->data ? shared : &none;
 
     sn = ngx_str_rbtree_lookup(&set->tree, key,
                                ngx_crc32_short(key->data, key->len));
