@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_httpsig.h"
 
 
 #define NGX_HTTP_TENT_AP_TYPE       "application/activity+json"
@@ -26,12 +27,41 @@
 /* a WebFinger resource: longer is a 400 */
 #define NGX_HTTP_TENT_AP_RESOURCE_MAX  512
 
+/* an inbox POST's body: more is a 413 */
+#define NGX_HTTP_TENT_AP_INBOX_MAX  (256 * 1024)
+
 
 /* the actor's key, as its row keeps it (the private part never served) */
 typedef struct {
     ngx_str_t                       public_pem;
     ngx_str_t                       private_pem;
 } ngx_http_tent_ap_key_t;
+
+/* an inbox request's signature, from its headers to the key's owner */
+typedef struct ngx_http_tent_ap_verify_s  ngx_http_tent_ap_verify_t;
+
+typedef ngx_int_t (*ngx_http_tent_ap_verified_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v);
+
+struct ngx_http_tent_ap_verify_s {
+    ngx_http_tent_httpsig_t         sig;
+    ngx_http_tent_httpsig_request_t req;
+    json_t                         *activity;
+    ngx_str_t                       body;
+    ngx_str_t                       actor;        /* the activity's */
+    ngx_str_t                       owner;        /* the key's: the actor */
+    ngx_str_t                       inbox;        /* the actor's, or empty */
+    ngx_str_t                       shared_inbox;
+
+    /* private */
+    ngx_str_t                       key_url;
+    ngx_str_t                       key_host;
+    ngx_str_t                       seen;
+    void                           *entry;
+    ngx_http_tent_ap_verified_pt    done;
+    unsigned                        fetched:1;
+    unsigned                        anonymous:1;
+};
 
 typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
@@ -93,6 +123,16 @@ ngx_int_t ngx_http_tent_ap_key_row(ngx_pool_t *pool, ngx_str_t *entity,
     ngx_str_t *key);
 ngx_int_t ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
     ngx_str_t *public_pem, const char **error);
+
+/* ngx_http_tent_ap_verify.c: the signature, the key kept or fetched */
+ngx_int_t ngx_http_tent_ap_verify_init(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_int_t *rc);
+ngx_int_t ngx_http_tent_ap_verify(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_verified_pt done);
+
+/* ngx_http_tent_ap_inbox.c: POST of the inbox and the shared inbox */
+ngx_int_t ngx_http_tent_ap_inbox(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

@@ -9,9 +9,9 @@
 
 
 /*
- * Tent posts as ActivityStreams objects (docs/activitypub.md).  The
- * mapping is helper "apmap"'s (#29, AP.md item 6); this is the part the
- * collections need, with its signature, until it lands.
+ * Tent posts and ActivityStreams objects (docs/activitypub.md): the
+ * minimal forms the collections and the inbox need, until the whole
+ * mapping and its sanitizer land.
  */
 
 
@@ -28,6 +28,8 @@
  */
 json_t *ngx_http_tent_ap_object(ngx_pool_t *pool, ngx_str_t *origin_api,
     ngx_str_t *entity, json_t *post);
+json_t *ngx_http_tent_ap_to_post(ngx_pool_t *pool, json_t *object,
+    ngx_str_t *actor, const char **error);
 
 
 #endif /* _NGX_HTTP_TENT_AP_MAP_H_INCLUDED_ */

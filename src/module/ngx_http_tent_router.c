@@ -278,19 +278,19 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
 
     /*
      * the actor's inboxes and collections, one set an entity (":name" its
-     * ActivityPub name): the inboxes 501 until they are made; the
+     * ActivityPub name): the inboxes need the owner's blocks; the
      * collections are anonymous documents (ngx_http_tent_ap_anonymous())
      */
 
     { ngx_string("/activitypub/:name/inbox"),
       NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_POST,
-      ngx_http_tent_ap_not_yet,
-      0 },
+      ngx_http_tent_ap_inbox,
+      1 },
 
     { ngx_string("/activitypub/shared-inbox"),
       NGX_HTTP_POST,
-      ngx_http_tent_ap_not_yet,
-      0 },
+      ngx_http_tent_ap_inbox,
+      1 },
 
     { ngx_string("/activitypub/key"),
       NGX_HTTP_POST,

@@ -508,11 +508,16 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t  *op;
 
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
-        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r,
                                        "reading the relationship's ids");
+    }
+
+    /* an ActivityPub follower has no credential (docs/activitypub.md) */
+
+    if (ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK) {
+        ngx_str_null(&key_id);
     }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -524,9 +529,11 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_key(r->pool, &ctx->entity, rel->entity_table,
                              &entity, &ekey)
            != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &ckey)
-           != NGX_OK)
+        || (key_id.len
+            && ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
+                                 &ckey)
+               != NGX_OK))
     {
         return ngx_http_tent_internal_error(r,
                                        "building the relationship's keys");
@@ -538,7 +545,8 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_store_write(op, 1) != NGX_OK
         || ngx_http_tent_store_write_del(op, &key) != NGX_OK
         || ngx_http_tent_store_write_del(op, &ekey) != NGX_OK
-        || ngx_http_tent_store_write_del(op, &ckey) != NGX_OK)
+        || (key_id.len
+            && ngx_http_tent_store_write_del(op, &ckey) != NGX_OK))
     {
         return ngx_http_tent_internal_error(r,
                                        "adding the removal to the batch");

@@ -202,18 +202,17 @@ for my $acc (undef, 'text/html', 'application/json', 'application/ld+json') {
     is($res->{headers}{vary}, 'Accept', '... Vary: Accept');
 }
 
-# the collections (t/activitypub/070); the routes to come: 501 in JSON;
-# another name than the entity's: 404
+# the collections (t/activitypub/070); another name than the entity's: 404
 for my $r ('outbox', 'followers', 'following') {
     $res = req(port => $P, path => "/tent/activitypub/alice/$r");
     is($res->{status}, 200, "GET alice/$r: 200");
     is($res->{json}{type}, 'OrderedCollection', '... a collection');
 }
+# the inboxes (t/activitypub/040): unsigned, 401
 for my $r (['POST', 'alice/inbox'], ['POST', 'shared-inbox']) {
     $res = req(port => $P, method => $r->[0],
-               path => "/tent/activitypub/$r->[1]",
-               body => $r->[0] eq 'POST' ? '{}' : undef);
-    is($res->{status}, 501, "$r->[0] $r->[1]: 501");
+               path => "/tent/activitypub/$r->[1]", body => '{}');
+    is($res->{status}, 401, "$r->[0] $r->[1] unsigned: 401");
 }
 for my $r (['GET', 'bob/outbox'], ['GET', 'alicex/followers'],
            ['GET', 'alic/following'], ['POST', 'bob/inbox'],
