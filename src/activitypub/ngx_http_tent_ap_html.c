@@ -101,22 +101,6 @@ static const char  *ngx_http_tent_ap_classes[] = {
 };
 
 
-/* the named references decoded; any other is left as text */
-
-typedef struct {
-    const char                 *name;
-    uint32_t                    cp;
-} ngx_http_tent_ap_entity_t;
-
-static ngx_http_tent_ap_entity_t  ngx_http_tent_ap_entities[] = {
-    { "amp", '&' }, { "lt", '<' }, { "gt", '>' }, { "quot", '"' },
-    { "apos", '\'' }, { "nbsp", 0xa0 }, { "hellip", 0x2026 },
-    { "mdash", 0x2014 }, { "ndash", 0x2013 }, { "lsquo", 0x2018 },
-    { "rsquo", 0x2019 }, { "ldquo", 0x201c }, { "rdquo", 0x201d },
-    { "copy", 0xa9 }, { NULL, 0 }
-};
-
-
 static ngx_int_t ngx_http_tent_ap_out_init(ngx_pool_t *pool,
     ngx_http_tent_ap_out_t *o, size_t in, size_t max, ngx_uint_t text);
 static ngx_uint_t ngx_http_tent_ap_put(ngx_http_tent_ap_out_t *o,
@@ -124,9 +108,6 @@ static ngx_uint_t ngx_http_tent_ap_put(ngx_http_tent_ap_out_t *o,
 static void ngx_http_tent_ap_put_cp(ngx_http_tent_ap_out_t *o,
     uint32_t cp);
 static void ngx_http_tent_ap_break(ngx_http_tent_ap_out_t *o, ngx_uint_t n);
-static u_char *ngx_http_tent_ap_char(u_char *p, u_char *last, uint32_t *cp);
-static u_char *ngx_http_tent_ap_ref(u_char *p, u_char *last, uint32_t *cp);
-static size_t ngx_http_tent_ap_utf8(uint32_t cp, u_char *buf);
 static u_char *ngx_http_tent_ap_tag(ngx_pool_t *pool,
     ngx_http_tent_ap_out_t *o, u_char *p, u_char *last);
 static u_char *ngx_http_tent_ap_skip_to(u_char *p, u_char *last,
@@ -148,9 +129,6 @@ static ngx_int_t ngx_http_tent_ap_sanitize(ngx_pool_t *pool,
 
 #define ngx_http_tent_ap_blank(c)                                            \
     ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\f' || (c) == '\r')
-
-#define ngx_http_tent_ap_alpha(c)                                            \
-    (((c) | 0x20) >= 'a' && ((c) | 0x20) <= 'z')
 
 
 ngx_int_t
@@ -441,186 +419,6 @@ ngx_http_tent_ap_break(ngx_http_tent_ap_out_t *o, ngx_uint_t n)
     while (have++ < n) {
         (void) ngx_http_tent_ap_put(o, (u_char *) "\n", 1);
     }
-}
-
-
-/* one UTF-8 character; a byte that starts none is U+FFFD */
-
-static u_char *
-ngx_http_tent_ap_char(u_char *p, u_char *last, uint32_t *cp)
-{
-    u_char      c, lo, hi;
-    size_t      n, i;
-    uint32_t    v;
-
-    c = *p;
-
-    if (c < 0x80) {
-        *cp = c;
-        return p + 1;
-    }
-
-    lo = 0x80;
-    hi = 0xbf;
-
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 1;
-        v = c & 0x1f;
-
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 2;
-        v = c & 0x0f;
-        lo = (c == 0xe0) ? 0xa0 : 0x80;
-        hi = (c == 0xed) ? 0x9f : 0xbf;
-
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 3;
-        v = c & 0x07;
-        lo = (c == 0xf0) ? 0x90 : 0x80;
-        hi = (c == 0xf4) ? 0x8f : 0xbf;
-
-    } else {
-        *cp = 0xfffd;
-        return p + 1;
-    }
-
-    if ((size_t) (last - p) <= n || p[1] < lo || p[1] > hi) {
-        *cp = 0xfffd;
-        return p + 1;
-    }
-
-    for (i = 1; i <= n; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            *cp = 0xfffd;
-            return p + 1;
-        }
-
-        v = (v << 6) | (p[i] & 0x3f);
-    }
-
-    *cp = v;
-
-    return p + n + 1;
-}
-
-
-/*
- * A character reference at '&': decimal or hex (the ';' optional, as
- * browsers take it), or one of the named ones above with its ';'.
- * Anything else is a plain '&'.
- */
-
-static u_char *
-ngx_http_tent_ap_ref(u_char *p, u_char *last, uint32_t *cp)
-{
-    u_char                     *q, *start;
-    size_t                      len;
-    uint32_t                    v;
-    ngx_uint_t                  hex, digit;
-    ngx_http_tent_ap_entity_t  *e;
-
-    *cp = '&';
-    q = p + 1;
-
-    if (q < last && *q == '#') {
-        q++;
-        hex = 0;
-
-        if (q < last && (*q | 0x20) == 'x') {
-            hex = 1;
-            q++;
-        }
-
-        start = q;
-        v = 0;
-
-        for ( /* void */ ; q < last; q++) {
-
-            if (*q >= '0' && *q <= '9') {
-                digit = *q - '0';
-
-            } else if (hex && (*q | 0x20) >= 'a' && (*q | 0x20) <= 'f') {
-                digit = (*q | 0x20) - 'a' + 10;
-
-            } else {
-                break;
-            }
-
-            /* saturates past the last code point */
-            v = v > 0x10ffff ? v : v * (hex ? 16 : 10) + digit;
-        }
-
-        if (q == start) {
-            return p + 1;
-        }
-
-        if (q < last && *q == ';') {
-            q++;
-        }
-
-        if (v == 0 || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) {
-            v = 0xfffd;
-        }
-
-        *cp = v;
-
-        return q;
-    }
-
-    start = q;
-
-    while (q < last && q - start < 8
-           && (ngx_http_tent_ap_alpha(*q) || (*q >= '0' && *q <= '9')))
-    {
-        q++;
-    }
-
-    if (q == last || *q != ';') {
-        return p + 1;
-    }
-
-    len = q - start;
-
-    for (e = ngx_http_tent_ap_entities; e->name; e++) {
-        if (ngx_strlen(e->name) == len
-            && ngx_strncmp(e->name, start, len) == 0)
-        {
-            *cp = e->cp;
-            return q + 1;
-        }
-    }
-
-    return p + 1;
-}
-
-
-static size_t
-ngx_http_tent_ap_utf8(uint32_t cp, u_char *buf)
-{
-    if (cp < 0x80) {
-        buf[0] = (u_char) cp;
-        return 1;
-    }
-
-    if (cp < 0x800) {
-        buf[0] = (u_char) (0xc0 | (cp >> 6));
-        buf[1] = (u_char) (0x80 | (cp & 0x3f));
-        return 2;
-    }
-
-    if (cp < 0x10000) {
-        buf[0] = (u_char) (0xe0 | (cp >> 12));
-        buf[1] = (u_char) (0x80 | ((cp >> 6) & 0x3f));
-        buf[2] = (u_char) (0x80 | (cp & 0x3f));
-        return 3;
-    }
-
-    buf[0] = (u_char) (0xf0 | (cp >> 18));
-    buf[1] = (u_char) (0x80 | ((cp >> 12) & 0x3f));
-    buf[2] = (u_char) (0x80 | ((cp >> 6) & 0x3f));
-    buf[3] = (u_char) (0x80 | (cp & 0x3f));
-
-    return 4;
 }
 
 
@@ -1166,6 +964,12 @@ ngx_http_tent_ap_href(ngx_pool_t *pool, ngx_http_tent_ap_out_t *o,
         || (url->len > 7
             && ngx_strncasecmp(url->data, (u_char *) "mailto:", 7) == 0))
     {
+        /* the scheme in our spelling */
+
+        for (d = url->data; *d != ':'; d++) {
+            *d = ngx_tolower(*d);
+        }
+
         return NGX_OK;
     }
 

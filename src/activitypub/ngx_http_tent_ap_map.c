@@ -36,7 +36,6 @@
 
 
 static ngx_uint_t ngx_http_tent_ap_kind(json_t *post);
-static u_char *ngx_http_tent_ap_digits(u_char *p, uint64_t v, size_t width);
 static json_t *ngx_http_tent_ap_url_of(ngx_pool_t *pool, ngx_str_t *base,
     const char *middle, const char *id, size_t len);
 static json_t *ngx_http_tent_ap_html_string(ngx_pool_t *pool,
@@ -441,66 +440,6 @@ ngx_http_tent_ap_post_id(ngx_str_t *object_id, u_char *id)
     ngx_encode_base64url(&dst, &src);
 
     return dst.len == NGX_HTTP_TENT_AP_POST_ID_LEN ? NGX_OK : NGX_ERROR;
-}
-
-
-/* RFC 3339 in UTC, 20 bytes: 2026-12-07T15:16:30Z */
-
-ngx_int_t
-ngx_http_tent_ap_time(json_int_t t, u_char *buf)
-{
-    u_char    *p;
-    ngx_tm_t   tm;
-
-    /* years 1970 to 9999 */
-
-    if (t < 0 || t > (json_int_t) 253402300799LL) {
-        return NGX_DECLINED;
-    }
-
-    ngx_gmtime((time_t) t, &tm);
-
-    p = ngx_http_tent_ap_digits(buf, tm.ngx_tm_year, 4);
-    *p++ = '-';
-    p = ngx_http_tent_ap_digits(p, tm.ngx_tm_mon, 2);
-    *p++ = '-';
-    p = ngx_http_tent_ap_digits(p, tm.ngx_tm_mday, 2);
-    *p++ = 'T';
-    p = ngx_http_tent_ap_digits(p, tm.ngx_tm_hour, 2);
-    *p++ = ':';
-    p = ngx_http_tent_ap_digits(p, tm.ngx_tm_min, 2);
-    *p++ = ':';
-    p = ngx_http_tent_ap_digits(p, tm.ngx_tm_sec, 2);
-    *p = 'Z';
-
-    return NGX_OK;
-}
-
-
-/* v in decimal, zero-padded to "width" digits */
-
-static u_char *
-ngx_http_tent_ap_digits(u_char *p, uint64_t v, size_t width)
-{
-    size_t  n, i;
-    u_char  tmp[NGX_INT64_LEN];
-
-    n = 0;
-
-    do {
-        tmp[n++] = (u_char) ('0' + v % 10);
-        v /= 10;
-    } while (v);
-
-    for (i = n; i < width; i++) {
-        *p++ = '0';
-    }
-
-    while (n) {
-        *p++ = tmp[--n];
-    }
-
-    return p;
 }
 
 

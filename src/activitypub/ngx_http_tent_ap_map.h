@@ -44,6 +44,9 @@
 /* the Tent id of a remote object: base64url of 16 bytes of SHA-256 */
 #define NGX_HTTP_TENT_AP_POST_ID_LEN   22
 
+#define ngx_http_tent_ap_alpha(c)                                            \
+    (((c) | 0x20) >= 'a' && ((c) | 0x20) <= 'z')
+
 
 /* ngx_http_tent_ap_map.c: our posts as ActivityStreams */
 json_t *ngx_http_tent_ap_object(ngx_pool_t *pool, ngx_str_t *origin_api,
@@ -59,14 +62,20 @@ ngx_int_t ngx_http_tent_ap_entity_name(ngx_str_t *entity, ngx_str_t *name);
 ngx_int_t ngx_http_tent_ap_object_post(ngx_str_t *origin_api,
     ngx_str_t *url, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_post_id(ngx_str_t *object_id, u_char *id);
-ngx_int_t ngx_http_tent_ap_time(json_int_t t, u_char *buf);
 
 /* ngx_http_tent_ap_map_in.c: the fediverse's objects as Tent posts */
 json_t *ngx_http_tent_ap_to_post(ngx_pool_t *pool, json_t *object,
     ngx_str_t *actor, const char **error);
-ngx_int_t ngx_http_tent_ap_same_origin(ngx_str_t *a, ngx_str_t *b);
+
+/* ngx_http_tent_ap_util.c: characters, times, origins */
+u_char *ngx_http_tent_ap_char(u_char *p, u_char *last, uint32_t *cp);
+u_char *ngx_http_tent_ap_ref(u_char *p, u_char *last, uint32_t *cp);
+size_t ngx_http_tent_ap_utf8(uint32_t cp, u_char *buf);
+ngx_int_t ngx_http_tent_ap_time(json_int_t t, u_char *buf);
+u_char *ngx_http_tent_ap_digits(u_char *p, uint64_t v, size_t width);
 ngx_int_t ngx_http_tent_ap_parse_time(u_char *p, size_t len,
     json_int_t *t);
+ngx_int_t ngx_http_tent_ap_same_origin(ngx_str_t *a, ngx_str_t *b);
 
 /* ngx_http_tent_ap_html.c: the allow-list, text and our text as HTML */
 ngx_int_t ngx_http_tent_ap_html(ngx_pool_t *pool, ngx_str_t *in,

@@ -17,6 +17,7 @@
 #include "../../src/activitypub/ngx_http_tent_ap_html.c"
 #include "../../src/activitypub/ngx_http_tent_ap_map.c"
 #include "../../src/activitypub/ngx_http_tent_ap_map_in.c"
+#include "../../src/activitypub/ngx_http_tent_ap_util.c"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -394,7 +395,7 @@ test_html(void)
       "target=_blank>@bob</a>",
       "<a href=\"https://e.example/x?a=1&amp;b=2\" rel=\"nofollow noopener "
       "noreferrer\">@bob</a>");
-    H("<a href='http://e.example'>x</a>",
+    H("<a href='HTTP://e.example'>x</a>",
       "<a href=\"http://e.example\" rel=\"nofollow noopener noreferrer\">x"
       "</a>");
     H("<a href=mailto:bob@e.example>m</a>",
