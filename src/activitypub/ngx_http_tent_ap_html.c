@@ -411,7 +411,11 @@ ngx_http_tent_ap_break(ngx_http_tent_ap_out_t *o, ngx_uint_t n)
         return;
     }
 
-    for (have = 0; have < o->len && o->buf[o->len - 1 - have] == '\n'; have++)
+    /* only the last n are looked at: a run of <br> is not read again */
+
+    for (have = 0;
+         have < n && have < o->len && o->buf[o->len - 1 - have] == '\n';
+         have++)
     {
         /* void */
     }

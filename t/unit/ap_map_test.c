@@ -563,6 +563,22 @@ test_html(void)
         memcpy(big + i, "<!--", 4);
     }
     html(__LINE__, big, 65536, "");
+
+    /* text: a run of line breaks, then paragraphs, read once each */
+
+    for (i = 0; i + 8 <= (int) n; i += 8) {
+        memcpy(big + i, i < (int) n / 2 ? "<br><br>" : "<p></p> ", 8);
+    }
+    big[i] = '\0';
+    {
+        ngx_str_t  in, out;
+
+        in.data = (u_char *) big;
+        in.len = strlen(big);
+        ok(__LINE__, ngx_http_tent_ap_text(pool, &in, 2 * n, &out) == NGX_OK
+                     && out.len == 0, "breaks alone are nothing");
+        pool_reset();
+    }
     free(big);
 
     /* text: what a status keeps */
