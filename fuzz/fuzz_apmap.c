@@ -17,7 +17,8 @@
  * (ngx_http_tent_ap_to_post(): a refusal has a message, what is made
  * passes ngx_http_tent_post_validate()) and as one of our posts
  * (ngx_http_tent_ap_object() and the three activities: ids under our
- * origin, content that passes the HTML check).
+ * origin, content that passes the HTML check; a private one narrowed to
+ * one recipient names no other).
  */
 
 
@@ -311,6 +312,21 @@ ngx_fuzz_json(ngx_pool_t *pool, const uint8_t *data, size_t size)
 
         ngx_fuzz_assert(json_is_string(json_object_get(act, "id")));
         ngx_fuzz_object_check(json_object_get(act, "object"));
+
+        /* one recipient's copy names no one else */
+
+        out = ngx_http_tent_ap_narrow(act, &ngx_fuzz_actor);
+        ngx_fuzz_assert(out != NULL);
+
+        if (out != act) {
+            ngx_fuzz_assert(json_array_size(json_object_get(out, "to")) == 1);
+            ngx_fuzz_assert(json_array_size(json_object_get(out, "cc")) == 0);
+            ngx_fuzz_assert(json_array_size(json_object_get(
+                                json_object_get(out, "object"), "tag"))
+                            <= 1);
+        }
+
+        json_decref(out);
         json_decref(act);
     }
 

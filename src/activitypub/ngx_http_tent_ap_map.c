@@ -377,6 +377,96 @@ ngx_http_tent_ap_entity_name(ngx_str_t *entity, ngx_str_t *name)
 }
 
 
+/*
+ * A private post's activity as one recipient gets it: "to" that
+ * recipient alone, no "cc", only its own Mention tag, on the activity
+ * and its object, so that no recipient learns whom else it was shared
+ * with (Tent shows a reader permissions.public only).  A public one is
+ * left as it is (its audience is no secret).  A new activity.
+ */
+
+json_t *
+ngx_http_tent_ap_narrow(json_t *activity, ngx_str_t *recipient)
+{
+    size_t       i, n;
+    json_t      *act, *obj, *o, *tags, *kept, *t, *href;
+    ngx_uint_t   pass;
+
+    if (ngx_http_tent_ap_has(json_object_get(activity, "to"),
+                             NGX_HTTP_TENT_AP_PUBLIC))
+    {
+        return json_incref(activity);
+    }
+
+    act = json_deep_copy(activity);
+    if (act == NULL) {
+        return NULL;
+    }
+
+    obj = json_object_get(act, "object");
+
+    for (pass = 0; pass < 2; pass++) {
+        o = pass ? obj : act;
+
+        if (!json_is_object(o)) {
+            continue;
+        }
+
+        if (json_object_set_new(o, "to",
+                                json_pack("[s%]", recipient->data,
+                                          recipient->len))
+            != 0
+            || json_object_set_new(o, "cc", json_array()) != 0)
+        {
+            goto failed;
+        }
+
+        tags = json_object_get(o, "tag");
+
+        if (!json_is_array(tags)) {
+            continue;
+        }
+
+        kept = json_array();
+        if (kept == NULL) {
+            goto failed;
+        }
+
+        json_array_foreach(tags, i, t) {
+            href = json_object_get(t, "href");
+            n = json_string_length(href);
+
+            if (json_is_string(json_object_get(t, "type"))
+                && ngx_strcmp(json_string_value(json_object_get(t, "type")),
+                              "Mention") == 0
+                && !(json_is_string(href) && n == recipient->len
+                     && ngx_strncmp(json_string_value(href), recipient->data,
+                                    n) == 0))
+            {
+                continue;
+            }
+
+            if (json_array_append(kept, t) != 0) {
+                json_decref(kept);
+                goto failed;
+            }
+        }
+
+        if (json_object_set_new(o, "tag", kept) != 0) {
+            goto failed;
+        }
+    }
+
+    return act;
+
+failed:
+
+    json_decref(act);
+
+    return NULL;
+}
+
+
 /* the post id in one of our object ids, {origin}{api}/posts/{id} */
 
 ngx_int_t

@@ -58,6 +58,7 @@ json_t *ngx_http_tent_ap_activity(ngx_pool_t *pool, ngx_str_t *origin_api,
 json_t *ngx_http_tent_ap_activity_named(ngx_pool_t *pool,
     ngx_str_t *origin_api, ngx_str_t *entity, ngx_str_t *name, json_t *post,
     ngx_uint_t kind);
+json_t *ngx_http_tent_ap_narrow(json_t *activity, ngx_str_t *recipient);
 ngx_int_t ngx_http_tent_ap_entity_name(ngx_str_t *entity, ngx_str_t *name);
 ngx_int_t ngx_http_tent_ap_object_post(ngx_str_t *origin_api,
     ngx_str_t *url, ngx_str_t *id);

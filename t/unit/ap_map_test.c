@@ -871,6 +871,55 @@ test_object(void)
     A("{\"type\":\"https://tent.io/types/post/delete/v0.1.0\","
       "\"content\":{}}", NGX_HTTP_TENT_AP_DELETE, NULL);
 
+    /* one recipient's copy of a private activity */
+
+    {
+        json_t     *p, *act, *one;
+        ngx_str_t   bob = ngx_string("https://m.example/users/bob");
+
+        p = parse("{\"id\":\"p1\"," ST
+                  "\"permissions\":{\"public\":false,\"entities\":"
+                  "{\"https://m.example/users/bob\":true,"
+                  "\"https://carol.example\":true}},"
+                  "\"mentions\":[{\"entity\":\"https://m.example/users/bob\"},"
+                  "{\"entity\":\"https://carol.example\"}],"
+                  "\"content\":{\"text\":\"x\"}}");
+        act = ngx_http_tent_ap_activity(pool, &origin_api, &entity, p,
+                                        NGX_HTTP_TENT_AP_CREATE);
+        ok(__LINE__, act && json_array_size(json_object_get(act, "to")) == 2,
+           "two recipients");
+        one = ngx_http_tent_ap_narrow(act, &bob);
+        (void) same_json(__LINE__, one,
+            "{\"@context\":\"https://www.w3.org/ns/activitystreams\","
+            "\"id\":\"" OID "#create-1\",\"type\":\"Create\","
+            "\"actor\":\"https://alice.example\","
+            "\"to\":[\"https://m.example/users/bob\"],\"cc\":[],"
+            "\"object\":{\"id\":\"" OID "\",\"type\":\"Note\","
+            "\"attributedTo\":\"https://alice.example\",\"url\":\"" OID
+            "\",\"content\":\"<p>x</p>\","
+            "\"to\":[\"https://m.example/users/bob\"],\"cc\":[],"
+            "\"tag\":[{\"type\":\"Mention\","
+            "\"href\":\"https://m.example/users/bob\","
+            "\"name\":\"@bob@m.example\"}],\"attachment\":[]}}");
+        ok(__LINE__, json_array_size(json_object_get(act, "to")) == 2
+                     && json_array_size(json_object_get(
+                            json_object_get(act, "object"), "tag")) == 2,
+           "the activity itself unchanged");
+        json_decref(one);
+        json_decref(act);
+        json_decref(p);
+
+        p = parse("{\"id\":\"p1\"," ST PUB "\"content\":{\"text\":\"x\"}}");
+        act = ngx_http_tent_ap_activity(pool, &origin_api, &entity, p,
+                                        NGX_HTTP_TENT_AP_CREATE);
+        one = ngx_http_tent_ap_narrow(act, &bob);
+        ok(__LINE__, one == act, "a public activity as it is");
+        json_decref(one);
+        json_decref(act);
+        json_decref(p);
+        pool_reset();
+    }
+
     /* helpers */
 
     ok(__LINE__, ngx_http_tent_ap_time(0, buf) == NGX_OK
