@@ -88,7 +88,7 @@ fuzz: test-deps $(MODULE)
 # every target to 10M executions (30 minutes at most each), in two
 # halves side by side (one per core): some 25 minutes on 2 cores
 FUZZ_HALF1 = fuzz_fetch fuzz_type fuzz_ipc fuzz_mac fuzz_guard fuzz_url \
-             fuzz_keys
+             fuzz_keys fuzz_apmap
 FUZZ_HALF2 = fuzz_form fuzz_store fuzz_apps fuzz_multipart fuzz_links \
              fuzz_route fuzz_post
 

@@ -251,3 +251,72 @@ seeds('fuzz_apps', [
     ('array', body(0, [1, 2])),
     ('dup', b'\x00{"name": "a", "name": "b"}'),
 ])
+
+
+# fuzz_apmap: byte 0 bit 0 clear: HTML (byte 1 the bound); set: JSON, an
+# inbound object and one of our posts (docs/activitypub.md, "Posts both
+# ways")
+NOTE = {
+    'type': 'Note', 'id': 'https://m.example/users/bob/statuses/1',
+    'attributedTo': 'https://m.example/users/bob',
+    'url': 'https://m.example/@bob/1', 'published': '2026-12-02T13:33:20Z',
+    'inReplyTo': 'https://alice.example/tent/posts/p0',
+    'to': ['https://www.w3.org/ns/activitystreams#Public'],
+    'cc': ['https://m.example/users/bob/followers', 'https://alice.example'],
+    'content': '<p><span class="h-card"><a href="https://alice.example" '
+               'class="u-url mention">@<span>alice</span></a></span> '
+               'hi &amp; <a href="https://e.example/x">link</a></p>',
+    'tag': [{'type': 'Mention', 'href': 'https://alice.example',
+             'name': '@alice@alice.example'}],
+    'attachment': [{'type': 'Document', 'mediaType': 'image/png',
+                    'url': 'https://m.example/f/1.png', 'name': 'a cat'}],
+}
+ARTICLE = {
+    'type': 'Article', 'id': 'https://m.example/a/1', 'name': 'Title',
+    'summary': '<i>sum</i>', 'content': '<h1>B</h1><p>ody</p>',
+    'to': 'https://m.example/users/bob/followers',
+    'inReplyTo': {'id': 'https://x.example/n/9',
+                  'attributedTo': 'https://x.example/u/c'},
+}
+STATUS = {
+    'id': 'p1', 'entity': 'https://alice.example',
+    'type': 'https://tent.io/types/post/status/v0.1.0',
+    'permissions': {'public': True}, 'published_at': 1796300000,
+    'version': 2, 'updated_at': 1796300100,
+    'mentions': [{'entity': 'https://alice.example', 'post': 'p0'},
+                 {'entity': 'https://m.example/users/bob', 'post': 'h',
+                  'activitypub': {'id': 'https://m.example/n/1'}}],
+    'content': {'text': 'Hi <you> https://e.example/x\nbye'},
+}
+PHOTO = {
+    'id': 'p2', 'type': 'https://tent.io/types/post/photo/v0.1.0',
+    'permissions': {'public': False,
+                    'entities': {'https://m.example/users/bob': True}},
+    'content': {'caption': 'cat'},
+    'attachments': [{'category': 'photo', 'type': 'image/png',
+                     'name': 'c at.png', 'size': 3}],
+}
+ESSAY = {
+    'id': 'p3', 'type': 'https://tent.io/types/post/essay/v0.1.0',
+    'permissions': {'public': True},
+    'content': {'title': 'T', 'excerpt': '<b>x</b>',
+                'body': '<p>B<script>x</script></p>'},
+}
+seeds('fuzz_apmap', [
+    ('html-mastodon', b'\x00\xff' + NOTE['content'].encode()),
+    ('html-xss', b'\x00\xff<a href="jav&#x09;ascript:alert(1)">x</a>'
+                 b'<img src=x onerror=alert(1)><scr<script>ipt>x</script>'
+                 b'<svg/onload=alert(1)><!-- <b> --><![CDATA[<i>]]>'),
+    ('html-lists', b'\x00\x04<ul><li>a<li>b</ul><pre>x\ny</pre>'
+                   b'<blockquote><code>c</code></blockquote>'),
+    ('html-refs', b'\x00\x20&#0;&#x110000;&amp &lt;b&gt; caf\xc3\xa9 '
+                  b'\xff\xed\xa0\x80 https://e.example/a?b=1&c=2.'),
+    ('note', b'\x01' + json.dumps(NOTE).encode()),
+    ('article', b'\x01' + json.dumps(ARTICLE).encode()),
+    ('status', b'\x01' + json.dumps(STATUS).encode()),
+    ('photo', b'\x01' + json.dumps(PHOTO).encode()),
+    ('essay', b'\x01' + json.dumps(ESSAY).encode()),
+    ('delete', b'\x01' + json.dumps(
+        {'type': 'https://tent.io/types/post/delete/v0.1.0',
+         'permissions': {'public': True}, 'content': {'id': 'p1'}}).encode()),
+])
