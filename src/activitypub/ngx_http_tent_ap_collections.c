@@ -757,6 +757,16 @@ ngx_http_tent_ap_coll_batch(ngx_http_request_t *r,
 }
 
 
+/* a post anyone may read: only those are ActivityPub's documents */
+
+static ngx_uint_t
+ngx_http_tent_ap_post_public(json_t *post)
+{
+    return json_is_true(json_object_get(json_object_get(post, "permissions"),
+                                        "public"));
+}
+
+
 /* a post of ours as a Create of its object; NULL: none (not public...) */
 
 static json_t *
@@ -773,6 +783,12 @@ ngx_http_tent_ap_create(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || entity.len != ctx->entity.len
         || ngx_strncmp(entity.data, ctx->entity.data, entity.len) != 0)
     {
+        return NULL;
+    }
+
+    /* the mapping addresses private posts too: the fediverse reads these */
+
+    if (!ngx_http_tent_ap_post_public(post)) {
         return NULL;
     }
 
@@ -1067,6 +1083,7 @@ ngx_http_tent_ap_post_loaded(ngx_http_request_t *r,
     obj = NULL;
 
     if (post
+        && ngx_http_tent_ap_post_public(post)
         && ngx_http_tent_json_str(post, "entity", &entity) == NGX_OK
         && entity.len == ctx->entity.len
         && ngx_strncmp(entity.data, ctx->entity.data, entity.len) == 0)
