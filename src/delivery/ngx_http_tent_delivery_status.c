@@ -214,7 +214,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
     }
 
-    if (outcome == NGX_HTTP_TENT_DELIVERED
+    if (outcome == NGX_HTTP_TENT_DELIVERED && !t->untold
         && !(t->status >= 200 && t->status <= 299))
     {
         return ngx_http_tent_store_write_del(wop, &key);

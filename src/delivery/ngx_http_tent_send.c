@@ -37,11 +37,13 @@ static ngx_int_t ngx_http_tent_delivery_blocked(ngx_http_tent_job_t *t);
 
 
 /*
- * The transports, asked in order which carries a job: same-node first,
- * then HTTP, which carries any (the ActivityPub one goes before it).
+ * The transports, asked in order which carries a job: ActivityPub (a
+ * follower record with "activitypub": never one of this node's, never
+ * Tent), same-node, then HTTP, which carries any.
  */
 
 static ngx_http_tent_transport_t  *ngx_http_tent_transports[] = {
+    &ngx_http_tent_transport_ap,
     &ngx_http_tent_transport_local,
     &ngx_http_tent_transport_http,
     NULL

@@ -1,0 +1,639 @@
+
+/*
+ * Copyright (C) ngx_http_tent_module authors
+ */
+
+
+/*
+ * The ActivityPub transport (issue #29, docs/activitypub.md#delivery):
+ * it claims the jobs whose follower record has "activitypub" (an actor
+ * that followed us through the inbox).  The post becomes an activity
+ * (Create, Update, Delete of a Tombstone), addressed to the Public and
+ * the followers collection when public, to the recipient's actor alone
+ * otherwise, POSTed to the recipient's inbox through the same fetch as
+ * the HTTP transport (guard, resolver, budgets, per-host caps and
+ * breakers), signed draft-cavage-12 rsa-sha256 by the entity's key ("K"
+ * row, read for the job, its parse kept per worker).  2xx delivered;
+ * a 4xx but 408 and 429, a guard refusal or a blocked domain refused (a
+ * dead letter); else retried.
+ */
+
+
+#define NGX_HTTP_TENT_DELIVERY_PRIVATE  1
+
+#include "ngx_http_tent_base.h"
+#include "ngx_http_tent_delivery.h"
+#include "ngx_http_tent_delivery_private.h"
+#include "ngx_http_tent_job.h"
+#include "ngx_http_tent_fetch.h"
+#include "ngx_http_tent_json.h"
+#include "ngx_http_tent_shm.h"
+#include "ngx_http_tent_store.h"
+#include "ngx_http_tent_ap.h"
+#include "ngx_http_tent_ap_map.h"
+
+#include <openssl/pem.h>
+#include <openssl/err.h>
+
+
+#define NGX_HTTP_TENT_AP_PUBLIC  "https://www.w3.org/ns/activitystreams#Public"
+#define NGX_HTTP_TENT_AP_DELETE  "https://tent.io/types/post/delete/"
+
+/* the parsed keys kept by a worker, by entity and PEM */
+#define NGX_HTTP_TENT_AP_KEYS    16
+
+
+typedef struct {
+    u_char                           *entity;
+    size_t                            entity_len;
+    uint32_t                          crc;        /* of the private PEM */
+    EVP_PKEY                         *key;
+} ngx_http_tent_ap_key_slot_t;
+
+
+static ngx_int_t ngx_http_tent_apt_claim(ngx_http_tent_job_t *t);
+static void ngx_http_tent_apt_send(ngx_http_tent_job_t *t);
+static void ngx_http_tent_ap_key_read(ngx_http_tent_store_op_t *op);
+static EVP_PKEY *ngx_http_tent_ap_key_get(ngx_http_tent_job_t *t,
+    ngx_str_t *pem);
+static void ngx_http_tent_ap_key_free(void *data);
+static void ngx_http_tent_ap_keys_free(void *data);
+static ngx_int_t ngx_http_tent_ap_activity(ngx_http_tent_job_t *t,
+    ngx_str_t *body);
+static void ngx_http_tent_ap_post(ngx_http_tent_job_t *t, EVP_PKEY *key);
+static void ngx_http_tent_ap_sent(ngx_http_tent_fetch_t *f);
+static void ngx_http_tent_ap_answer(ngx_http_tent_fetch_t *f);
+
+
+static ngx_http_tent_ap_key_slot_t  *ngx_http_tent_ap_keys;
+static ngx_uint_t                    ngx_http_tent_ap_keys_next;
+
+
+ngx_http_tent_transport_t  ngx_http_tent_transport_ap = {
+    "activitypub",
+    ngx_http_tent_apt_claim,
+    ngx_http_tent_apt_send
+};
+
+
+/* a follower that came through the inbox: its record says where */
+
+static ngx_int_t
+ngx_http_tent_apt_claim(ngx_http_tent_job_t *t)
+{
+    if (t->row.kind != NGX_HTTP_TENT_JOB_FOLLOWER
+        || !json_is_object(json_object_get(t->follower, "activitypub")))
+    {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* first the entity's key: its row, read for this job */
+
+static void
+ngx_http_tent_apt_send(ngx_http_tent_job_t *t)
+{
+    ngx_str_t                  key;
+    ngx_http_tent_store_op_t  *op;
+
+    op = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
+
+    if (op == NULL
+        || ngx_http_tent_ap_key_row(t->task.pool, &t->task.ent->entity, &key)
+           != NGX_OK
+        || ngx_http_tent_store_get(op, &key) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(&t->task, "reading the actor's key");
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: post \"%V\": activitypub: reading the "
+                   "actor's key", &t->task.post_id);
+
+    ngx_http_tent_task_submit(&t->task, op, ngx_http_tent_ap_key_read);
+}
+
+
+static void
+ngx_http_tent_ap_key_read(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_job_t *t = op->data;
+
+    json_t     *row;
+    EVP_PKEY   *key;
+    ngx_str_t   value, pem;
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+
+        /*
+         * No key yet: made on the actor's first fetch, which a follower
+         * made before it followed (or an import brings it); until then
+         * the job waits, as for a server down.
+         */
+
+        ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
+                      "tent delivery: \"%V\" has no ActivityPub key yet: "
+                      "retried later", &t->task.ent->entity);
+        t->error = "the actor has no key yet";
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || ngx_http_tent_store_value(op, &value) != NGX_OK)
+    {
+        t->error = "the actor's key could not be read";
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    row = ngx_http_tent_json_parse(&value, t->task.dl->log);
+
+    if (row == NULL
+        || ngx_http_tent_json_str(row, "private", &pem) != NGX_OK
+        || (key = ngx_http_tent_ap_key_get(t, &pem)) == NULL)
+    {
+        json_decref(row);
+        ngx_log_error(NGX_LOG_ERR, t->task.dl->log, 0,
+                      "tent delivery: the ActivityPub key of \"%V\" is "
+                      "not usable", &t->task.ent->entity);
+        t->error = "the actor's key is not usable";
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    json_decref(row);
+
+    ngx_http_tent_ap_post(t, key);
+}
+
+
+/*
+ * The parsed key of the entity's PEM: kept per worker (the last
+ * NGX_HTTP_TENT_AP_KEYS), a new PEM (a rotation) parsed again.  A
+ * reference goes with the job (its pool's cleanup), so a slot reused
+ * never frees a key a request in flight signs with.
+ */
+
+static EVP_PKEY *
+ngx_http_tent_ap_key_get(ngx_http_tent_job_t *t, ngx_str_t *pem)
+{
+    BIO                          *in;
+    uint32_t                      crc;
+    EVP_PKEY                     *key;
+    ngx_str_t                    *entity;
+    ngx_pool_cleanup_t           *cln, *jcln;
+    ngx_http_tent_ap_key_slot_t  *s;
+    ngx_uint_t                    i;
+
+    entity = &t->task.ent->entity;
+    crc = ngx_crc32_long(pem->data, pem->len);
+
+    jcln = ngx_pool_cleanup_add(t->task.pool, 0);
+    if (jcln == NULL) {
+        return NULL;
+    }
+
+    if (ngx_http_tent_ap_keys == NULL) {
+        cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
+        if (cln == NULL) {
+            return NULL;
+        }
+
+        ngx_http_tent_ap_keys = ngx_calloc(NGX_HTTP_TENT_AP_KEYS
+                                        * sizeof(ngx_http_tent_ap_key_slot_t),
+                                           t->task.dl->log);
+        if (ngx_http_tent_ap_keys == NULL) {
+            return NULL;
+        }
+
+        cln->handler = ngx_http_tent_ap_keys_free;
+        cln->data = NULL;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_AP_KEYS; i++) {
+        s = &ngx_http_tent_ap_keys[i];
+
+        if (s->key && s->crc == crc && s->entity_len == entity->len
+            && ngx_memcmp(s->entity, entity->data, entity->len) == 0)
+        {
+            key = s->key;
+            goto found;
+        }
+    }
+
+    in = BIO_new_mem_buf(pem->data, (int) pem->len);
+    if (in == NULL) {
+        ERR_clear_error();
+        return NULL;
+    }
+
+    key = PEM_read_bio_PrivateKey(in, NULL, NULL, (void *) "");
+    BIO_free(in);
+
+    if (key == NULL) {
+        ERR_clear_error();
+        return NULL;
+    }
+
+    s = &ngx_http_tent_ap_keys[ngx_http_tent_ap_keys_next++
+                               % NGX_HTTP_TENT_AP_KEYS];
+
+    if (s->key) {
+        EVP_PKEY_free(s->key);
+        ngx_free(s->entity);
+        ngx_memzero(s, sizeof(ngx_http_tent_ap_key_slot_t));
+    }
+
+    s->entity = ngx_alloc(entity->len, t->task.dl->log);
+    if (s->entity) {
+        ngx_memcpy(s->entity, entity->data, entity->len);
+        s->entity_len = entity->len;
+        s->crc = crc;
+        s->key = key;
+
+    } else {
+        jcln->handler = ngx_http_tent_ap_key_free;
+        jcln->data = key;
+        return key;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: the ActivityPub key of \"%V\" parsed",
+                   entity);
+
+found:
+
+    if (EVP_PKEY_up_ref(key) != 1) {
+        return NULL;
+    }
+
+    jcln->handler = ngx_http_tent_ap_key_free;
+    jcln->data = key;
+
+    return key;
+}
+
+
+static void
+ngx_http_tent_ap_key_free(void *data)
+{
+    EVP_PKEY_free(data);
+}
+
+
+static void
+ngx_http_tent_ap_keys_free(void *data)
+{
+    ngx_uint_t  i;
+
+    if (ngx_http_tent_ap_keys == NULL) {
+        return;
+    }
+
+    for (i = 0; i < NGX_HTTP_TENT_AP_KEYS; i++) {
+        if (ngx_http_tent_ap_keys[i].key) {
+            EVP_PKEY_free(ngx_http_tent_ap_keys[i].key);
+            ngx_free(ngx_http_tent_ap_keys[i].entity);
+        }
+    }
+
+    ngx_free(ngx_http_tent_ap_keys);
+    ngx_http_tent_ap_keys = NULL;
+}
+
+
+/*
+ * The activity of the job's post: Create (version 1), Update (a later
+ * one) of its object, Delete of a Tombstone (a delete post: the object
+ * it names).  NGX_DECLINED: the post has no ActivityPub form.
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_activity(ngx_http_tent_job_t *t, ngx_str_t *body)
+{
+    u_char        *p;
+    json_t        *post, *object, *activity, *to, *cc, *perm;
+    ngx_str_t     *entity, origin_api, type, id, aid, followers, name, recip;
+    ngx_int_t      version;
+    ngx_pool_t    *pool;
+    const char    *kind;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    pool = t->task.pool;
+    post = t->task.post;
+    entity = &t->task.ent->entity;
+    scf = t->task.ent->scf;
+
+    /* {origin}{api}: the entity URL's origin, the API root ("/": none) */
+
+    p = ngx_strlcasestrn(entity->data, entity->data + entity->len,
+                         (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (p += 3; p < entity->data + entity->len && *p != '/'; p++) {
+        /* void */
+    }
+
+    origin_api.len = (p - entity->data) + scf->api_root.len;
+    origin_api.data = ngx_pnalloc(pool, origin_api.len);
+    if (origin_api.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(origin_api.data, entity->data, p - entity->data);
+
+    if (scf->api_root.len > 1) {
+        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    }
+
+    origin_api.len = p - origin_api.data;
+
+    if (ngx_http_tent_json_str(post, "type", &type) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    version = json_integer_value(json_object_get(post, "version"));
+
+    if (type.len > sizeof(NGX_HTTP_TENT_AP_DELETE) - 1
+        && ngx_strncmp(type.data, NGX_HTTP_TENT_AP_DELETE,
+                       sizeof(NGX_HTTP_TENT_AP_DELETE) - 1) == 0)
+    {
+        if (ngx_http_tent_json_str(json_object_get(post, "content"), "id",
+                                   &id)
+            != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+
+        aid.len = origin_api.len + sizeof("/posts/") - 1 + id.len;
+        aid.data = ngx_pnalloc(pool, aid.len);
+        if (aid.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(aid.data, origin_api.data, origin_api.len);
+        p = ngx_cpymem(p, "/posts/", sizeof("/posts/") - 1);
+        ngx_memcpy(p, id.data, id.len);
+
+        object = json_pack("{s:o, s:s}", "id", ngx_http_tent_json_string(&aid),
+                           "type", "Tombstone");
+        kind = "delete";
+
+    } else {
+        object = ngx_http_tent_ap_object(pool, &origin_api, entity, post);
+
+        if (object == NULL) {
+            return NGX_DECLINED;
+        }
+
+        kind = (version > 1) ? "update" : "create";
+    }
+
+    if (object == NULL
+        || ngx_http_tent_json_cleanup(pool, object) != NGX_OK
+        || ngx_http_tent_json_str(object, "id", &id) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the activity's id: {object id}#create-{version}, ... #delete */
+
+    aid.len = id.len + sizeof("#create-") - 1 + NGX_INT_T_LEN;
+    aid.data = ngx_pnalloc(pool, aid.len);
+    if (aid.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    aid.len = (kind[0] == 'd'
+               ? ngx_sprintf(aid.data, "%V#delete", &id)
+               : ngx_sprintf(aid.data, "%V#%s-%i", &id, kind, version))
+              - aid.data;
+
+    /* public: to the Public, cc our followers; else the recipient only */
+
+    perm = json_object_get(post, "permissions");
+
+    if (json_is_true(json_object_get(perm, "public"))) {
+        if (ngx_http_tent_ap_name_conf(scf, entity, &name) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        followers.len = origin_api.len + sizeof(NGX_HTTP_TENT_AP_PATH "/")
+                        - 1 + name.len + sizeof("/followers") - 1;
+        followers.data = ngx_pnalloc(pool, followers.len);
+        if (followers.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(followers.data, origin_api.data, origin_api.len);
+        p = ngx_cpymem(p, NGX_HTTP_TENT_AP_PATH "/",
+                       sizeof(NGX_HTTP_TENT_AP_PATH "/") - 1);
+        p = ngx_cpymem(p, name.data, name.len);
+        ngx_memcpy(p, "/followers", sizeof("/followers") - 1);
+
+        to = json_pack("[s]", NGX_HTTP_TENT_AP_PUBLIC);
+        cc = json_pack("[o]", ngx_http_tent_json_string(&followers));
+
+    } else {
+        if (ngx_http_tent_json_str(t->follower, "entity", &recip) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        to = json_pack("[o]", ngx_http_tent_json_string(&recip));
+        cc = json_array();
+    }
+
+    if (to == NULL || cc == NULL) {
+        json_decref(to);
+        json_decref(cc);
+        return NGX_ERROR;
+    }
+
+    if (kind[0] != 'd') {
+        json_object_set(object, "to", to);
+        json_object_set(object, "cc", cc);
+    }
+
+    activity = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:O}",
+                         "@context", "https://www.w3.org/ns/activitystreams",
+                         "id", ngx_http_tent_json_string(&aid),
+                         "type", kind[0] == 'c' ? "Create"
+                                 : kind[0] == 'u' ? "Update" : "Delete",
+                         "actor", ngx_http_tent_json_string(entity),
+                         "to", to,
+                         "cc", cc,
+                         "object", object);
+
+    if (activity == NULL
+        || ngx_http_tent_json_cleanup(pool, activity) != NGX_OK
+        || ngx_http_tent_json_dump(pool, activity, body) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: post \"%V\": activitypub: %s, %uz bytes",
+                   &t->task.post_id, kind, body->len);
+
+    return NGX_OK;
+}
+
+
+/* the signed POST to the recipient's inbox */
+
+static void
+ngx_http_tent_ap_post(ngx_http_tent_job_t *t, EVP_PKEY *key)
+{
+    u_char                 *p;
+    ngx_str_t               url, body, key_id;
+    ngx_http_tent_fetch_t  *f;
+
+    switch (ngx_http_tent_ap_activity(t, &body)) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent delivery: post \"%V\": no ActivityPub form: "
+                       "nothing sent", &t->task.post_id);
+        t->error = "no ActivityPub form";
+        t->untold = 1;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+
+    default:
+        ngx_http_tent_task_failed(&t->task, "building the activity");
+        return;
+    }
+
+    if (ngx_http_tent_json_str(json_object_get(t->follower, "activitypub"),
+                               "inbox", &url)
+        != NGX_OK)
+    {
+        t->error = "the follower has no inbox";
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    switch (ngx_http_tent_host_gate(t, &url)) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        ngx_http_tent_host_wait(t);
+        return;
+
+    default:
+        return;
+    }
+
+    key_id.len = t->task.ent->entity.len + sizeof("#main-key") - 1;
+    key_id.data = ngx_pnalloc(t->task.pool, key_id.len);
+    f = ngx_http_tent_fetch_create(t->task.pool, t->task.dl->log,
+                                   &t->task.ent->scf->outbound);
+
+    if (key_id.data == NULL || f == NULL) {
+        ngx_http_tent_task_failed(&t->task, "building the request");
+        return;
+    }
+
+    p = ngx_cpymem(key_id.data, t->task.ent->entity.data,
+                   t->task.ent->entity.len);
+    ngx_memcpy(p, "#main-key", sizeof("#main-key") - 1);
+
+    f->url = url;
+    f->request_body = body;
+    f->sign_key = key;
+    f->sign_key_id = key_id;
+    ngx_str_set(&f->method, "POST");
+    ngx_str_set(&f->content_type, NGX_HTTP_TENT_AP_TYPE);
+    ngx_str_set(&f->accept, NGX_HTTP_TENT_AP_TYPE);
+    f->max_response = 64 * 1024;
+    f->deadline = t->deadline;
+    f->has_deadline = 1;
+    f->handler = ngx_http_tent_ap_sent;
+    f->data = t;
+    f->resend = 1;                 /* deliveries are at-least-once */
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: job sent: post \"%V\" to %V",
+                   &t->task.post_id, &url);
+
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        ngx_http_tent_task_failed(&t->task, "starting the request");
+    }
+}
+
+
+static void
+ngx_http_tent_ap_sent(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_ap_answer(f);
+    ngx_http_tent_fetch_release(f);
+}
+
+
+static void
+ngx_http_tent_ap_answer(ngx_http_tent_fetch_t *f)
+{
+    ngx_http_tent_job_t *t = f->data;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: answer from %V: %s, status %ui",
+                   &f->url, ngx_http_tent_fetch_strerror(f->result),
+                   f->status);
+
+    ngx_http_tent_host_outcome(t, f);
+    ngx_http_tent_delivery_status_answer(t, f);
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && f->status >= 200 && f->status <= 299)
+    {
+        ngx_http_tent_count(NGX_HTTP_TENT_STAT_ACTIVITYPUB, 1);
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
+    /*
+     * A blocked domain, or an inbox our guard refuses: its URL is the
+     * follower's, fixed in its record, so never again.
+     */
+
+    if (f->result == NGX_HTTP_TENT_FETCH_BLOCKED
+        || f->result == NGX_HTTP_TENT_FETCH_REFUSED)
+    {
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
+                      "tent delivery: inbox %V: %s: not retried", &f->url,
+                      ngx_http_tent_fetch_strerror(f->result));
+        t->status = NGX_HTTP_FORBIDDEN;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    if (f->result == NGX_HTTP_TENT_FETCH_OK
+        && f->status >= 400 && f->status <= 499
+        && f->status != 408 && f->status != 429)
+    {
+        ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
+                      "tent delivery: inbox %V refused the activity (%ui): "
+                      "not retried", &f->url, f->status);
+        t->status = f->status;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, t->task.dl->log, 0,
+                  "tent delivery: POST %V: %s, status %ui", &f->url,
+                  ngx_http_tent_fetch_strerror(f->result), f->status);
+
+    ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+}
