@@ -262,6 +262,8 @@ void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
 void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_again(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_poke(ngx_http_tent_task_t *t);
+void ngx_http_tent_queue_wake(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_slot_t *s, uint64_t ms);
 ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
     ngx_uint_t i, uint64_t now);
 

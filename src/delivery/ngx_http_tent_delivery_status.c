@@ -197,7 +197,9 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     uint64_t     time;
     const char  *state;
 
-    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP) {
+    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP
+        || t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY)
+    {
         return NGX_OK;
     }
 

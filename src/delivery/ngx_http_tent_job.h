@@ -34,7 +34,8 @@ typedef enum {
     NGX_HTTP_TENT_JOB_FOLLOWER = 1,
     NGX_HTTP_TENT_JOB_FOLLOWING,
     NGX_HTTP_TENT_JOB_APP,                  /* an app's subscription */
-    NGX_HTTP_TENT_JOB_ENTITY                /* a mention, no relationship */
+    NGX_HTTP_TENT_JOB_ENTITY,               /* a mention, no relationship */
+    NGX_HTTP_TENT_JOB_ACTIVITY              /* an ActivityPub "w" row's */
 } ngx_http_tent_job_kind_e;
 
 

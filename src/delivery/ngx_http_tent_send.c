@@ -67,6 +67,11 @@ ngx_http_tent_delivery_record_key(ngx_http_tent_job_t *t, ngx_str_t *key)
                                  NGX_HTTP_TENT_TABLE_FOLLOWER, &t->row.to,
                                  key);
 
+    case NGX_HTTP_TENT_JOB_ACTIVITY:
+        return ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
+                                 NGX_HTTP_TENT_TABLE_AP_ACTIVITY, &t->row.to,
+                                 key);
+
     case NGX_HTTP_TENT_JOB_APP:
 
         /* "<app id> 0x00 <authorization id>", as the authorization's own */
@@ -96,6 +101,28 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_job_t *t, ngx_str_t *record)
 
     if (t->stranger) {
         ngx_http_tent_delivery_stranger(t);
+        return;
+    }
+
+    /* an activity: its "w" row, no post (gone: settled already) */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY) {
+        if (record == NULL
+            || (t->follower = ngx_http_tent_record_parse(t->task.dl->log,
+                                                         &t->record_key,
+                                                         record))
+               == NULL
+            || ngx_http_tent_json_cleanup(t->task.pool, t->follower)
+               != NGX_OK)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                           "tent delivery: activity \"%V\": its row is "
+                           "gone: nothing to send", &t->row.to);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+            return;
+        }
+
+        ngx_http_tent_transport_claim(t);
         return;
     }
 
@@ -505,6 +532,17 @@ ngx_http_tent_delivery_settlement(ngx_http_tent_job_t *t,
                        "tent delivery: settled: post \"%V\": %s",
                        &t->task.post_id, outcome == NGX_HTTP_TENT_DELIVERED
                                     ? "delivered" : "dropped");
+    }
+
+    /* an activity's row goes with its job, settled for good */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY
+        && outcome != NGX_HTTP_TENT_RETRY
+        && t->record_key.len
+        && ngx_http_tent_store_write_del(wop, &t->record_key) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(&t->task, "removing the activity's row");
+        return NULL;
     }
 
     if (ngx_http_tent_delivery_status_settled(t, wop, outcome, attempt, due)

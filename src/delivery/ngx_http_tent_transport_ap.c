@@ -76,11 +76,18 @@ ngx_http_tent_transport_t  ngx_http_tent_transport_ap = {
 };
 
 
-/* a follower that came through the inbox: its record says where */
+/*
+ * A follower that came through the inbox (its record says where), or an
+ * activity queued with ngx_http_tent_delivery_activity() (its "w" row)
+ */
 
 static ngx_int_t
 ngx_http_tent_apt_claim(ngx_http_tent_job_t *t)
 {
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY) {
+        return NGX_OK;
+    }
+
     if (t->row.kind != NGX_HTTP_TENT_JOB_FOLLOWER
         || !json_is_object(json_object_get(t->follower, "activitypub")))
     {
@@ -495,6 +502,29 @@ ngx_http_tent_ap_post(ngx_http_tent_job_t *t, EVP_PKEY *key)
     ngx_str_t               url, body, key_id;
     ngx_http_tent_fetch_t  *f;
 
+    /* an activity's row holds it, whole, and its inbox */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY) {
+        if (ngx_http_tent_json_str(t->follower, "inbox", &url) != NGX_OK
+            || !json_is_object(json_object_get(t->follower, "activity")))
+        {
+            t->error = "the activity's row is not understood";
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
+            return;
+        }
+
+        if (ngx_http_tent_json_dump(t->task.pool,
+                                    json_object_get(t->follower, "activity"),
+                                    &body)
+            != NGX_OK)
+        {
+            ngx_http_tent_task_failed(&t->task, "building the activity");
+            return;
+        }
+
+        goto send;
+    }
+
     switch (ngx_http_tent_ap_activity(t, &body)) {
 
     case NGX_OK:
@@ -522,6 +552,8 @@ ngx_http_tent_ap_post(ngx_http_tent_job_t *t, EVP_PKEY *key)
         ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_REFUSED);
         return;
     }
+
+send:
 
     switch (ngx_http_tent_host_gate(t, &url)) {
 
@@ -604,12 +636,13 @@ ngx_http_tent_ap_answer(ngx_http_tent_fetch_t *f)
     }
 
     /*
-     * A blocked domain, or an inbox our guard refuses: its URL is the
-     * follower's, fixed in its record, so never again.
+     * A blocked domain, an inbox our guard refuses or no http(s) URL:
+     * the URL is the follower's, fixed in its record, so never again.
      */
 
     if (f->result == NGX_HTTP_TENT_FETCH_BLOCKED
-        || f->result == NGX_HTTP_TENT_FETCH_REFUSED)
+        || f->result == NGX_HTTP_TENT_FETCH_REFUSED
+        || f->result == NGX_HTTP_TENT_FETCH_BAD_URL)
     {
         ngx_log_error(NGX_LOG_WARN, t->task.dl->log, 0,
                       "tent delivery: inbox %V: %s: not retried", &f->url,

@@ -495,9 +495,16 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+static ngx_int_t ngx_http_tent_relation_reject(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, json_t *record);
+
+
 /*
  * Forget a relationship: its row, its entity row and its credential go,
- * and a post says so, in one synced batch; the answer is 200, empty.
+ * and a post says so, in one synced batch; the answer is 200, empty.  An
+ * ActivityPub follower has no credential; it is told with a Reject of
+ * its Follow, queued in the same batch (its server then forgets the
+ * follow too, as Mastodon does).
  */
 
 ngx_int_t
@@ -507,9 +514,13 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_str_t                  id, entity, key_id, key, ekey, ckey;
     ngx_http_tent_store_op_t  *op;
 
+    ngx_str_null(&key_id);
+    ngx_str_null(&ckey);
+
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
         || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
-        || ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK)
+        || (ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK
+            && !json_is_object(json_object_get(record, "activitypub"))))
     {
         return ngx_http_tent_internal_error(r,
                                        "reading the relationship's ids");
@@ -524,9 +535,11 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_key(r->pool, &ctx->entity, rel->entity_table,
                              &entity, &ekey)
            != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id, &ckey)
-           != NGX_OK)
+        || (key_id.len
+            && ngx_http_tent_key(r->pool, &ctx->entity,
+                                 NGX_HTTP_TENT_TABLE_CREDENTIAL, &key_id,
+                                 &ckey)
+               != NGX_OK))
     {
         return ngx_http_tent_internal_error(r,
                                        "building the relationship's keys");
@@ -538,10 +551,16 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         || ngx_http_tent_store_write(op, 1) != NGX_OK
         || ngx_http_tent_store_write_del(op, &key) != NGX_OK
         || ngx_http_tent_store_write_del(op, &ekey) != NGX_OK
-        || ngx_http_tent_store_write_del(op, &ckey) != NGX_OK)
+        || (key_id.len && ngx_http_tent_store_write_del(op, &ckey) != NGX_OK))
     {
         return ngx_http_tent_internal_error(r,
                                        "adding the removal to the batch");
+    }
+
+    if (key_id.len == 0
+        && ngx_http_tent_relation_reject(r, ctx, op, record) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "queueing the Reject");
     }
 
     if (ngx_http_tent_relation_post(r, ctx, op, rel->kind, record, "delete")
@@ -554,6 +573,71 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_reply_state_json);
+}
+
+
+/*
+ * An ActivityPub follower removed (an unfollow by an app, a block): a
+ * Reject of its Follow, embedded (the follower's server finds its own
+ * Follow by it), to its inbox.
+ */
+
+static ngx_int_t
+ngx_http_tent_relation_reject(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_store_op_t *op, json_t *record)
+{
+    u_char     *p;
+    json_t     *ap, *activity;
+    ngx_int_t   rc;
+    ngx_str_t   inbox, hex, id;
+
+    ap = json_object_get(record, "activitypub");
+
+    if (ngx_http_tent_json_str(ap, "inbox", &inbox) != NGX_OK
+        || !json_is_string(json_object_get(ap, "follow")))
+    {
+        return NGX_OK;      /* nowhere to tell, nothing to name */
+    }
+
+    if (ngx_http_tent_random_hex(r->pool, 8, &hex) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    id.len = ctx->entity.len + sizeof("#reject-") - 1 + hex.len;
+    id.data = ngx_pnalloc(r->pool, id.len);
+    if (id.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(id.data, ctx->entity.data, ctx->entity.len);
+    p = ngx_cpymem(p, "#reject-", sizeof("#reject-") - 1);
+    ngx_memcpy(p, hex.data, hex.len);
+
+    activity = json_pack("{s:s, s:o, s:s, s:o, s:{s:O, s:s, s:O, s:o}}",
+                         "@context", "https://www.w3.org/ns/activitystreams",
+                         "id", ngx_http_tent_json_string(&id),
+                         "type", "Reject",
+                         "actor", ngx_http_tent_json_string(&ctx->entity),
+                         "object",
+                             "id", json_object_get(ap, "follow"),
+                             "type", "Follow",
+                             "actor", json_object_get(record, "entity"),
+                             "object",
+                                 ngx_http_tent_json_string(&ctx->entity));
+
+    if (activity == NULL
+        || ngx_http_tent_json_cleanup(r->pool, activity) != NGX_OK)
+    {
+        json_decref(activity);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_tent_delivery_activity(r->pool, &ctx->entity, op, activity,
+                                         &inbox);
+
+    /* an inbox that is no http(s) URL: the follower goes all the same */
+
+    return (rc == NGX_DECLINED) ? NGX_OK : rc;
 }
 
 
