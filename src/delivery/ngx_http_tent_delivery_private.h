@@ -114,7 +114,10 @@ typedef struct {
     ngx_event_t                     more;        /* the next jobs' turn */
     ngx_event_t                     free;        /* the read's pool */
     ngx_http_tent_delivery_t       *dl;
+    ngx_str_t                       ap_key;      /* "K" row: read with it */
     unsigned                        handing:1;   /* in dl->handing */
+    unsigned                        ap_key_asked:1;
+    unsigned                        ap_key_read:1;   /* found or not */
 } ngx_http_tent_batch_t;
 
 

@@ -54,6 +54,8 @@ typedef struct {
 static ngx_int_t ngx_http_tent_apt_claim(ngx_http_tent_job_t *t);
 static void ngx_http_tent_apt_send(ngx_http_tent_job_t *t);
 static void ngx_http_tent_ap_key_read(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_ap_key_row_value(ngx_http_tent_job_t *t,
+    ngx_str_t *value);
 static EVP_PKEY *ngx_http_tent_ap_key_get(ngx_http_tent_job_t *t,
     ngx_str_t *pem);
 static void ngx_http_tent_ap_key_free(void *data);
@@ -98,13 +100,26 @@ ngx_http_tent_apt_claim(ngx_http_tent_job_t *t)
 }
 
 
-/* first the entity's key: its row, read for this job */
+/*
+ * First the entity's key: its row, read with the job's batch (when the
+ * server has tent_activitypub on), or for this job alone
+ */
 
 static void
 ngx_http_tent_apt_send(ngx_http_tent_job_t *t)
 {
     ngx_str_t                  key;
     ngx_http_tent_store_op_t  *op;
+
+    if (t->batch && t->batch->ap_key_read) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent delivery: post \"%V\": activitypub: the "
+                       "actor's key read with the batch", &t->task.post_id);
+
+        ngx_http_tent_ap_key_row_value(t, t->batch->ap_key.len
+                                          ? &t->batch->ap_key : NULL);
+        return;
+    }
 
     op = ngx_http_tent_store_op_create(t->task.pool, t->task.dl->log);
 
@@ -130,11 +145,35 @@ ngx_http_tent_ap_key_read(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_job_t *t = op->data;
 
-    json_t     *row;
-    EVP_PKEY   *key;
-    ngx_str_t   value, pem;
+    ngx_str_t  value;
 
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_http_tent_ap_key_row_value(t, NULL);
+        return;
+    }
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK
+        || ngx_http_tent_store_value(op, &value) != NGX_OK)
+    {
+        t->error = "the actor's key could not be read";
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
+        return;
+    }
+
+    ngx_http_tent_ap_key_row_value(t, &value);
+}
+
+
+/* the key row's value (NULL: none), its private key parsed, then sent */
+
+static void
+ngx_http_tent_ap_key_row_value(ngx_http_tent_job_t *t, ngx_str_t *value)
+{
+    json_t     *row;
+    EVP_PKEY   *key;
+    ngx_str_t   pem;
+
+    if (value == NULL) {
 
         /*
          * No key yet: made on the actor's first fetch, which a follower
@@ -150,15 +189,7 @@ ngx_http_tent_ap_key_read(ngx_http_tent_store_op_t *op)
         return;
     }
 
-    if (op->status != NGX_HTTP_TENT_STORE_OK
-        || ngx_http_tent_store_value(op, &value) != NGX_OK)
-    {
-        t->error = "the actor's key could not be read";
-        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_RETRY);
-        return;
-    }
-
-    row = ngx_http_tent_json_parse(&value, t->task.dl->log);
+    row = ngx_http_tent_json_parse(value, t->task.dl->log);
 
     if (row == NULL
         || ngx_http_tent_json_str(row, "private", &pem) != NGX_OK

@@ -12,7 +12,7 @@
 # the delivery status lists the actors; tent_status counts them.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text);
 use Tent::Client;
 use Tent::Receiver;
 use Tent::APFollower;
@@ -231,6 +231,13 @@ is($d->{attempts}, 2, 'in two attempts');
 my $st = Tent::Util::tent_status($c);
 cmp_ok($st->{deliveries}{activitypub} // 0, '>=', 5,
        'tent_status: deliveries.activitypub');
+
+# the key is read with each batch of jobs, not once a job
+my $log = error_log_text();
+like($log, qr/activitypub: the actor's key read with the batch/,
+     'the key read with the batch');
+unlike($log, qr/activitypub: reading the actor's key/,
+       'no read of the key for one job');
 
 $bob_rx->stop;
 $carol_rx->stop;
