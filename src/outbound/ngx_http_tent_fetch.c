@@ -789,7 +789,9 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         p = ngx_sprintf(p, "Authorization: %V\r\n", &auth);
     }
 
-    p = ngx_cpymem(p, httpsig.data, httpsig.len);
+    if (httpsig.len) {
+        p = ngx_cpymem(p, httpsig.data, httpsig.len);
+    }
 
     if (f->request_body.len || f->content_type.len) {
         p = ngx_sprintf(p, "Content-Type: %V\r\nContent-Length: %uz\r\n",
