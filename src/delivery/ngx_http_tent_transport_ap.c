@@ -111,6 +111,21 @@ ngx_http_tent_apt_send(ngx_http_tent_job_t *t)
     ngx_str_t                  key;
     ngx_http_tent_store_op_t  *op;
 
+    /*
+     * ActivityPub turned off: no actor, no key served, so no inbox could
+     * verify a request: nothing sent, the status says why
+     */
+
+    if (!t->task.ent->scf->activitypub) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                       "tent delivery: post \"%V\": activitypub is off: "
+                       "nothing sent", &t->task.post_id);
+        t->error = "ActivityPub is off";
+        t->untold = 1;
+        ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+        return;
+    }
+
     if (t->batch && t->batch->ap_key_read) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
                        "tent delivery: post \"%V\": activitypub: the "
