@@ -299,10 +299,19 @@ ngx_int_t
 ngx_http_tent_ap_name(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_str_t *name)
 {
-    u_char                    *p, *host, *last;
-    ngx_http_tent_srv_conf_t  *scf;
+    return ngx_http_tent_ap_name_conf(
+               ngx_http_get_module_srv_conf(r, ngx_http_tent_module),
+               entity, name);
+}
 
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+/* the same with no request: the delivery engine's */
+
+ngx_int_t
+ngx_http_tent_ap_name_conf(ngx_http_tent_srv_conf_t *scf, ngx_str_t *entity,
+    ngx_str_t *name)
+{
+    u_char  *p, *host, *last;
 
     if (scf->ap_name.len) {
         *name = scf->ap_name;

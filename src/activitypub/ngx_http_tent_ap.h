@@ -80,6 +80,8 @@ ngx_int_t ngx_http_tent_ap_name(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_str_t *name);
 void ngx_http_tent_ap_actor_name(ngx_http_request_t *r, ngx_str_t *entity,
     ngx_str_t *name);
+ngx_int_t ngx_http_tent_ap_name_conf(ngx_http_tent_srv_conf_t *scf,
+    ngx_str_t *entity, ngx_str_t *name);
 ngx_int_t ngx_http_tent_ap_url(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, const char *what, json_t **url);
 ngx_int_t ngx_http_tent_ap_own_route(ngx_http_request_t *r,

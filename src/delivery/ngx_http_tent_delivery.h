@@ -30,7 +30,9 @@ ngx_int_t ngx_http_tent_delivery_mark(ngx_pool_t *pool, ngx_str_t *owner,
  * ngx_http_tent_activity.c: an ActivityPub activity that is no post of
  * ours (an Accept, a Follow, an Undo, an Update of the actor) for one
  * "inbox", queued by "owner" into its write "op": sent signed by the
- * engine's ActivityPub transport, retried as any job (issue #29)
+ * engine's ActivityPub transport, retried as any job (issue #29):
+ * NGX_DECLINED for an activity that is not an object, over 64 KB, or an
+ * inbox that is no http(s) URL (nothing added to "op")
  */
 ngx_int_t ngx_http_tent_delivery_activity(ngx_pool_t *pool,
     ngx_str_t *owner, ngx_http_tent_store_op_t *op, json_t *activity,

@@ -26,6 +26,7 @@
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_store.h"
+#include "ngx_http_tent_ap.h"
 
 
 /*
@@ -301,6 +302,22 @@ ngx_http_tent_delivery_load(ngx_http_tent_delivery_t *dl,
         }
     }
 
+    /*
+     * An ActivityPub entity's key, last: its followers' jobs sign with
+     * it (ngx_http_tent_transport_ap.c), one read a batch, not a job
+     */
+
+    if (ent->scf->activitypub) {
+        if (ngx_http_tent_ap_key_row(batch->read, &ent->entity, &key)
+            != NGX_OK
+            || ngx_http_tent_store_mget_key(get, &key) != NGX_OK)
+        {
+            goto failed_read;
+        }
+
+        batch->ap_key_asked = 1;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
                    "tent delivery: batch load: %ui jobs, %ui posts, "
                    "one read", batch->jobs.nelts, batch->posts.nelts);
@@ -485,6 +502,24 @@ ngx_http_tent_batch_loaded(ngx_http_tent_store_op_t *op)
         {
             goto failed;
         }
+    }
+
+    if (batch->ap_key_asked) {
+        if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+            goto failed;
+        }
+
+        if (found) {
+            batch->ap_key.data = ngx_pnalloc(batch->pool, value.len);
+            if (batch->ap_key.data == NULL) {
+                goto failed;
+            }
+
+            ngx_memcpy(batch->ap_key.data, value.data, value.len);
+            batch->ap_key.len = value.len;
+        }
+
+        batch->ap_key_read = 1;
     }
 
     batch->next = 0;

@@ -114,7 +114,10 @@ typedef struct {
     ngx_event_t                     more;        /* the next jobs' turn */
     ngx_event_t                     free;        /* the read's pool */
     ngx_http_tent_delivery_t       *dl;
+    ngx_str_t                       ap_key;      /* "K" row: read with it */
     unsigned                        handing:1;   /* in dl->handing */
+    unsigned                        ap_key_asked:1;
+    unsigned                        ap_key_read:1;   /* found or not */
 } ngx_http_tent_batch_t;
 
 
@@ -262,6 +265,8 @@ void ngx_http_tent_queue_lower(ngx_http_tent_task_t *t, uint64_t ms);
 void ngx_http_tent_queue_written(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_again(ngx_http_tent_task_t *t);
 void ngx_http_tent_queue_poke(ngx_http_tent_task_t *t);
+void ngx_http_tent_queue_wake(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_slot_t *s, uint64_t ms);
 ngx_int_t ngx_http_tent_queue_idle(ngx_http_tent_delivery_t *dl,
     ngx_uint_t i, uint64_t now);
 

@@ -197,7 +197,9 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     uint64_t     time;
     const char  *state;
 
-    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP) {
+    if (t->row.kind == 0 || t->row.kind == NGX_HTTP_TENT_JOB_APP
+        || t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY)
+    {
         return NGX_OK;
     }
 
@@ -214,7 +216,7 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
         return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
     }
 
-    if (outcome == NGX_HTTP_TENT_DELIVERED
+    if (outcome == NGX_HTTP_TENT_DELIVERED && !t->untold
         && !(t->status >= 200 && t->status <= 299))
     {
         return ngx_http_tent_store_write_del(wop, &key);

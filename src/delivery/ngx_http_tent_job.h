@@ -34,7 +34,8 @@ typedef enum {
     NGX_HTTP_TENT_JOB_FOLLOWER = 1,
     NGX_HTTP_TENT_JOB_FOLLOWING,
     NGX_HTTP_TENT_JOB_APP,                  /* an app's subscription */
-    NGX_HTTP_TENT_JOB_ENTITY                /* a mention, no relationship */
+    NGX_HTTP_TENT_JOB_ENTITY,               /* a mention, no relationship */
+    NGX_HTTP_TENT_JOB_ACTIVITY              /* an ActivityPub "w" row's */
 } ngx_http_tent_job_kind_e;
 
 
@@ -79,6 +80,8 @@ typedef struct {
     unsigned                          stranger:1; /* no relationship */
     unsigned                          tried:1;    /* a request made */
     unsigned                          probe:1;    /* of a paused host */
+    unsigned                          untold:1;   /* settled, unsent: */
+                                                  /* t->error says why */
 } ngx_http_tent_job_t;
 
 
@@ -96,6 +99,7 @@ struct ngx_http_tent_transport_s {
 
 extern ngx_http_tent_transport_t  ngx_http_tent_transport_local;
 extern ngx_http_tent_transport_t  ngx_http_tent_transport_http;
+extern ngx_http_tent_transport_t  ngx_http_tent_transport_ap;
 
 
 /* ngx_http_tent_job_row.c; ngx_http_tent_delivery.c: rows put */

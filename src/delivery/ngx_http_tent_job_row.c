@@ -13,7 +13,8 @@
  *   0   1  0x01, the format (a JSON row, of an older version, begins
  *          with "{": still read, ngx_http_tent_job_row_json())
  *   1   1  kind: 1 follower, 2 following, 3 app, 4 an entity with no
- *          relationship (a mention's)
+ *          relationship (a mention's), 5 an ActivityPub activity (its
+ *          "w" row's id the recipient and the post's id)
  *   2   1  flags: 1 a mention
  *   3   1  0
  *   4   4  attempt (the attempts made)
@@ -146,7 +147,7 @@ ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
     if (value->len < NGX_HTTP_TENT_JOB_ROW_FIXED
         || value->data[0] != NGX_HTTP_TENT_JOB_ROW_FORMAT
         || value->data[1] < NGX_HTTP_TENT_JOB_FOLLOWER
-        || value->data[1] > NGX_HTTP_TENT_JOB_ENTITY)
+        || value->data[1] > NGX_HTTP_TENT_JOB_ACTIVITY)
     {
         return NGX_DECLINED;
     }

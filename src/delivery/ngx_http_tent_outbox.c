@@ -31,6 +31,7 @@
 #define NGX_HTTP_TENT_ROW_MENTIONS  2   /* maybe for entities it names */
 #define NGX_HTTP_TENT_ROW_RECEIVED  4   /* another's post: for apps only */
 #define NGX_HTTP_TENT_ROW_APPS      8   /* ours, for apps only */
+#define NGX_HTTP_TENT_ROW_ACTIVITY  16  /* an activity's wake-up */
 
 /* an app-only row's time: its key sorts after every other row's */
 #define NGX_HTTP_TENT_OUTBOX_APPS   ((uint64_t) 1 << 63)
@@ -38,6 +39,8 @@
 
 static void ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op);
 static ngx_uint_t ngx_http_tent_delivery_row(ngx_str_t *value);
+static void ngx_http_tent_delivery_woken(ngx_http_tent_store_op_t *op);
+static void ngx_http_tent_delivery_listed(ngx_http_tent_delivery_t *dl);
 
 
 /* a row listed: what it says read once, for the listing and the pass */
@@ -213,10 +216,16 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
 {
     ngx_http_tent_delivery_t *dl = op->data;
 
-    ngx_str_t                    key, value;
+    uint64_t                     us, wake;
+    ngx_str_t                    key, value, id;
     ngx_uint_t                   flags;
     ngx_http_tent_slot_t        *s;
+    ngx_http_tent_store_op_t    *wop;
     ngx_http_tent_outbox_row_t  *row;
+
+    s = NULL;
+    wop = NULL;
+    wake = (uint64_t) -1;
 
     if (ngx_array_init(&dl->rows, dl->pool, 16,
                        sizeof(ngx_http_tent_outbox_row_t))
@@ -271,6 +280,37 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
             flags = ngx_http_tent_delivery_row(&value);
             row->flags = flags;
 
+            /*
+             * An activity's wake-up: its job, put by a request, is due
+             * from its time on; the row goes, no post, no census.
+             */
+
+            if (flags & NGX_HTTP_TENT_ROW_ACTIVITY) {
+                dl->rows.nelts--;
+
+                if (s
+                    && ngx_http_tent_timed_key_parse(&s->conf.entity, &key,
+                                                     &us, &id)
+                       == NGX_OK)
+                {
+                    wake = ngx_min(wake, us / 1000);
+                }
+
+                if (wop == NULL) {
+                    wop = ngx_http_tent_store_op_create(dl->pool, dl->log);
+
+                    if (wop == NULL
+                        || ngx_http_tent_store_write(wop, 0) != NGX_OK)
+                    {
+                        wop = NULL;
+                        continue;
+                    }
+                }
+
+                (void) ngx_http_tent_store_write_del(wop, &key);
+                continue;
+            }
+
             if (flags & NGX_HTTP_TENT_ROW_PROFILE) {
                 dl->profile_rows = 1;
             }
@@ -290,6 +330,33 @@ ngx_http_tent_delivery_outbox(ngx_http_tent_store_op_t *op)
                        "%ui): later", op->status);
     }
 
+    if (s && wake != (uint64_t) -1) {
+        ngx_http_tent_queue_wake(dl, s, wake);
+    }
+
+    /* the pass's pool lives until the write is answered */
+
+    if (wop) {
+        wop->handler = ngx_http_tent_delivery_woken;
+        wop->data = dl;
+
+        if (ngx_http_tent_store_submit(wop) == NGX_OK) {
+            return;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, dl->log, 0,
+                      "tent delivery: removing the wake-up rows failed");
+    }
+
+    ngx_http_tent_delivery_listed(dl);
+}
+
+
+/* the rows listed, the wake-ups gone: anyone to send them to? */
+
+static void
+ngx_http_tent_delivery_listed(ngx_http_tent_delivery_t *dl)
+{
     if (dl->rows.nelts == 0) {
         ngx_http_tent_delivery_next(dl);
         return;
@@ -325,6 +392,11 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
         return NGX_HTTP_TENT_ROW_PROFILE;
     }
 
+    if (json_is_true(json_object_get(row, "activity"))) {
+        json_decref(row);
+        return NGX_HTTP_TENT_ROW_ACTIVITY;
+    }
+
     flags = 0;
 
     if (ngx_http_tent_json_str(row, "type", &type) != NGX_OK
@@ -348,6 +420,23 @@ ngx_http_tent_delivery_row(ngx_str_t *value)
     json_decref(row);
 
     return flags;
+}
+
+
+/* the wake-up rows removed: a failure leaves them for the next pass */
+
+static void
+ngx_http_tent_delivery_woken(ngx_http_tent_store_op_t *op)
+{
+    ngx_http_tent_delivery_t *dl = op->data;
+
+    if (op->status != NGX_HTTP_TENT_STORE_OK) {
+        ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                      "tent delivery: removing the wake-up rows failed "
+                      "(store status %ui)", op->status);
+    }
+
+    ngx_http_tent_delivery_listed(dl);
 }
 
 

@@ -224,6 +224,41 @@ ngx_http_tent_queue_again(ngx_http_tent_task_t *t)
 
 
 /*
+ * A job put by a request, not by the engine (an activity's,
+ * ngx_http_tent_activity.c), due at "ms": its wake-up row found by the
+ * outbox pass.  The scans see it from now on, as after a failed removal.
+ */
+
+void
+ngx_http_tent_queue_wake(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_slot_t *s, uint64_t ms)
+{
+    ngx_http_tent_cursor_t  *c;
+
+    c = &s->cursor;
+
+    if (ms < c->ms) {
+        c->ms = ms;
+    }
+
+    if (ms < c->next) {
+        c->next = ms;
+    }
+
+    c->lowered++;
+    c->moved++;
+    c->resume_len = 0;
+    c->unsafe++;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, dl->log, 0,
+                   "tent delivery: \"%V\": an activity's job due at %uL",
+                   &s->conf.entity, ms);
+
+    ngx_http_tent_queue_kick(dl);
+}
+
+
+/*
  * A due job's task ended: settled, or failed with its row left where it
  * was; the entity's next pass scans it again either way.
  */

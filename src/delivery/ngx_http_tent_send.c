@@ -37,11 +37,13 @@ static ngx_int_t ngx_http_tent_delivery_blocked(ngx_http_tent_job_t *t);
 
 
 /*
- * The transports, asked in order which carries a job: same-node first,
- * then HTTP, which carries any (the ActivityPub one goes before it).
+ * The transports, asked in order which carries a job: ActivityPub (a
+ * follower record with "activitypub": never one of this node's, never
+ * Tent), same-node, then HTTP, which carries any.
  */
 
 static ngx_http_tent_transport_t  *ngx_http_tent_transports[] = {
+    &ngx_http_tent_transport_ap,
     &ngx_http_tent_transport_local,
     &ngx_http_tent_transport_http,
     NULL
@@ -63,6 +65,11 @@ ngx_http_tent_delivery_record_key(ngx_http_tent_job_t *t, ngx_str_t *key)
     case NGX_HTTP_TENT_JOB_FOLLOWER:
         return ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
                                  NGX_HTTP_TENT_TABLE_FOLLOWER, &t->row.to,
+                                 key);
+
+    case NGX_HTTP_TENT_JOB_ACTIVITY:
+        return ngx_http_tent_key(t->task.pool, &t->task.ent->entity,
+                                 NGX_HTTP_TENT_TABLE_AP_ACTIVITY, &t->row.to,
                                  key);
 
     case NGX_HTTP_TENT_JOB_APP:
@@ -94,6 +101,28 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_job_t *t, ngx_str_t *record)
 
     if (t->stranger) {
         ngx_http_tent_delivery_stranger(t);
+        return;
+    }
+
+    /* an activity: its "w" row, no post (gone: settled already) */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY) {
+        if (record == NULL
+            || (t->follower = ngx_http_tent_record_parse(t->task.dl->log,
+                                                         &t->record_key,
+                                                         record))
+               == NULL
+            || ngx_http_tent_json_cleanup(t->task.pool, t->follower)
+               != NGX_OK)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                           "tent delivery: activity \"%V\": its row is "
+                           "gone: nothing to send", &t->row.to);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+            return;
+        }
+
+        ngx_http_tent_transport_claim(t);
         return;
     }
 
@@ -503,6 +532,17 @@ ngx_http_tent_delivery_settlement(ngx_http_tent_job_t *t,
                        "tent delivery: settled: post \"%V\": %s",
                        &t->task.post_id, outcome == NGX_HTTP_TENT_DELIVERED
                                     ? "delivered" : "dropped");
+    }
+
+    /* an activity's row goes with its job, settled for good */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY
+        && outcome != NGX_HTTP_TENT_RETRY
+        && t->record_key.len
+        && ngx_http_tent_store_write_del(wop, &t->record_key) != NGX_OK)
+    {
+        ngx_http_tent_task_failed(&t->task, "removing the activity's row");
+        return NULL;
     }
 
     if (ngx_http_tent_delivery_status_settled(t, wop, outcome, attempt, due)

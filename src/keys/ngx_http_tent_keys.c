@@ -53,7 +53,8 @@ static u_char  ngx_http_tent_tables[] = {
     'Q',    /* QUOTA: the counts a quota limits */
     'z',    /* BLOCK: the entities the owner blocked */
     'l',    /* LOCAL_REF: a same-node post, kept in its author's rows */
-    'K'     /* AP_KEY: the ActivityPub actor's key pair (activitypub.md) */
+    'K',    /* AP_KEY: the ActivityPub actor's key pair (activitypub.md) */
+    'w'     /* AP_ACTIVITY: an activity queued for an inbox */
 };
 
 

@@ -49,6 +49,7 @@
 #define NGX_HTTP_TENT_TABLE_BLOCK             26
 #define NGX_HTTP_TENT_TABLE_LOCAL_REF         27
 #define NGX_HTTP_TENT_TABLE_AP_KEY            28
+#define NGX_HTTP_TENT_TABLE_AP_ACTIVITY       29
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0

@@ -29,6 +29,7 @@
 
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_fetch_private.h"
+#include "ngx_http_tent_httpsig.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_mac.h"
 #include "ngx_http_tent_resolver.h"
@@ -36,6 +37,8 @@
 
 static ngx_int_t ngx_http_tent_fetch_shares(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f);
+static ngx_int_t ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f,
+    ngx_str_t *out);
 static void ngx_http_tent_fetch_timeout(ngx_event_t *ev);
 static void ngx_http_tent_fetch_close(ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_fetch_done_event(ngx_event_t *ev);
@@ -686,11 +689,13 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
 {
     size_t                       len;
     u_char                      *p, port[NGX_INT_T_LEN];
-    ngx_str_t                    auth;
+    ngx_str_t                    auth, httpsig;
     ngx_http_tent_mac_request_t  req;
     ngx_http_tent_fetch_full_t  *ff;
 
     ff = ngx_http_tent_fetch_full(f);
+
+    ngx_str_null(&httpsig);
 
     ff->cname = ngx_pnalloc(ff->pool, ff->name.len + 1);
     if (ff->cname == NULL) {
@@ -747,6 +752,14 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         len += sizeof("Authorization: \r\n") - 1 + auth.len;
     }
 
+    if (f->sign_key) {
+        if (ngx_http_tent_fetch_httpsig(f, &httpsig) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        len += httpsig.len;
+    }
+
     p = ngx_pnalloc(ff->pool, len);
     if (p == NULL) {
         return NGX_ERROR;
@@ -776,6 +789,10 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
         p = ngx_sprintf(p, "Authorization: %V\r\n", &auth);
     }
 
+    if (httpsig.len) {
+        p = ngx_cpymem(p, httpsig.data, httpsig.len);
+    }
+
     if (f->request_body.len || f->content_type.len) {
         p = ngx_sprintf(p, "Content-Type: %V\r\nContent-Length: %uz\r\n",
                         &f->content_type, f->request_body.len);
@@ -789,6 +806,107 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
 
     ff->out.last = p;
     ff->out.end = p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * ActivityPub's signature (draft-cavage-12, rsa-sha256): Date, Digest of
+ * the body and Signature over "(request-target) host date digest", as
+ * header lines.  Made for each hop's request bytes: the Host and the
+ * target are this hop's, the Date now.
+ */
+
+static ngx_int_t
+ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f, ngx_str_t *out)
+{
+    u_char                           *p;
+    ngx_int_t                         rc;
+    ngx_str_t                         digest, signature, date;
+    ngx_list_t                        headers;
+    ngx_table_elt_t                  *h;
+    ngx_http_tent_fetch_full_t       *ff;
+    ngx_http_tent_httpsig_request_t   req;
+
+    ff = ngx_http_tent_fetch_full(f);
+
+    date.len = ngx_cached_http_time.len;
+    date.data = ngx_pnalloc(ff->pool, date.len);
+    if (date.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(date.data, ngx_cached_http_time.data, date.len);
+
+    if (ngx_http_tent_httpsig_digest(ff->pool, 0, &f->request_body, &digest)
+        != NGX_HTTP_TENT_HTTPSIG_OK
+        || ngx_list_init(&headers, ff->pool, 2, sizeof(ngx_table_elt_t))
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    h = ngx_list_push(&headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(h, sizeof(ngx_table_elt_t));
+    h->hash = 1;
+    ngx_str_set(&h->key, "Date");
+    h->value = date;
+
+    h = ngx_list_push(&headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(h, sizeof(ngx_table_elt_t));
+    h->hash = 1;
+    ngx_str_set(&h->key, "Digest");
+    h->value = digest;
+
+    /* the host as the Host header sends it */
+
+    ngx_memzero(&req, sizeof(ngx_http_tent_httpsig_request_t));
+
+    req.authority.data = ngx_pnalloc(ff->pool, ff->host.len + NGX_INT_T_LEN
+                                               + 1);
+    if (req.authority.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(req.authority.data, ff->host.data, ff->host.len);
+
+    if (ff->explicit_port) {
+        p = ngx_sprintf(p, ":%ui", ff->port);
+    }
+
+    req.authority.len = p - req.authority.data;
+    req.method = f->method;
+    req.target = ff->uri;
+    req.headers = &headers;
+
+    rc = ngx_http_tent_httpsig_sign_cavage(ff->pool, &req, &f->sign_key_id,
+                                           f->sign_key, &signature);
+    if (rc != NGX_HTTP_TENT_HTTPSIG_OK) {
+        ngx_log_error(NGX_LOG_ERR, ff->log, 0,
+                      "tent: signing the request to \"%V\": %s", &f->url,
+                      ngx_http_tent_httpsig_strerror(rc));
+        return NGX_ERROR;
+    }
+
+    out->len = sizeof("Date: \r\nDigest: \r\nSignature: \r\n") - 1
+               + date.len + digest.len + signature.len;
+    out->data = ngx_pnalloc(ff->pool, out->len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(out->data, "Date: %V\r\nDigest: %V\r\nSignature: %V\r\n",
+                    &date, &digest, &signature);
+    out->len = p - out->data;
 
     return NGX_OK;
 }

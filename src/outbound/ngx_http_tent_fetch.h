@@ -16,6 +16,8 @@
 
 #include "ngx_http_tent_base.h"
 
+#include <openssl/evp.h>
+
 
 /* outbound requests: results of a fetch */
 #define NGX_HTTP_TENT_FETCH_OK           0
@@ -70,6 +72,8 @@ struct ngx_http_tent_fetch_s {
     ngx_str_t                       mac_id;      /* signs when set */
     ngx_str_t                       mac_key;
     ngx_str_t                       mac_algorithm;
+    EVP_PKEY                       *sign_key;    /* cavage when set */
+    ngx_str_t                       sign_key_id;
     ngx_uint_t                      redirects;   /* how many to follow */
     size_t                          max_response;
     ngx_msec_t                      deadline;    /* of the operation */

@@ -495,9 +495,17 @@ ngx_http_tent_relation_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+static ngx_int_t ngx_http_tent_relation_tell(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel,
+    ngx_http_tent_store_op_t *op, json_t *record);
+
+
 /*
  * Forget a relationship: its row, its entity row and its credential go,
- * and a post says so, in one synced batch; the answer is 200, empty.
+ * and a post says so, in one synced batch; the answer is 200, empty.  An
+ * ActivityPub follower has no credential; it is told with a Reject of
+ * its Follow, queued in the same batch (its server then forgets the
+ * follow too, as Mastodon does).
  */
 
 ngx_int_t
@@ -507,8 +515,13 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_str_t                  id, entity, key_id, key, ekey, ckey;
     ngx_http_tent_store_op_t  *op;
 
+    ngx_str_null(&key_id);
+    ngx_str_null(&ckey);
+
     if (ngx_http_tent_json_str(record, "id", &id) != NGX_OK
-        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK)
+        || ngx_http_tent_json_str(record, "entity", &entity) != NGX_OK
+        || (ngx_http_tent_json_str(record, "mac_key_id", &key_id) != NGX_OK
+            && !json_is_object(json_object_get(record, "activitypub"))))
     {
         return ngx_http_tent_internal_error(r,
                                        "reading the relationship's ids");
@@ -552,6 +565,12 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                        "adding the removal to the batch");
     }
 
+    if (key_id.len == 0
+        && ngx_http_tent_relation_tell(r, ctx, rel, op, record) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "queueing the Reject or Undo");
+    }
+
     if (ngx_http_tent_relation_post(r, ctx, op, rel->kind, record, "delete")
         != NGX_OK)
     {
@@ -562,6 +581,100 @@ ngx_http_tent_relation_remove(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_reply_state_json);
+}
+
+
+/*
+ * An ActivityPub relationship removed, its Follow embedded (the other
+ * server finds it by its id): an ActivityPub follower (an unfollow by an
+ * app, a block) gets a Reject of its Follow; an ActivityPub actor we
+ * follow, an Undo of ours.  Queued to its inbox.
+ */
+
+static ngx_int_t
+ngx_http_tent_relation_tell(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_relation_t *rel, ngx_http_tent_store_op_t *op,
+    json_t *record)
+{
+    u_char      *p;
+    json_t      *ap, *activity, *follower, *followed;
+    ngx_int_t    rc;
+    ngx_str_t    inbox, hex, id;
+    const char  *type, *tag;
+
+    ap = json_object_get(record, "activitypub");
+
+    if (ngx_http_tent_json_str(ap, "inbox", &inbox) != NGX_OK
+        || !json_is_string(json_object_get(ap, "follow")))
+    {
+        return NGX_OK;      /* nowhere to tell, nothing to name */
+    }
+
+    if (ngx_http_tent_random_hex(r->pool, 8, &hex) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* whose Follow it was: theirs (a follower), or ours (a following) */
+
+    follower = json_object_get(record, "entity");
+    followed = ngx_http_tent_json_string(&ctx->entity);
+    type = "Reject";
+    tag = "#reject-";
+
+    if (rel->table == NGX_HTTP_TENT_TABLE_FOLLOWING) {
+        followed = follower;
+        follower = ngx_http_tent_json_string(&ctx->entity);
+        type = "Undo";
+        tag = "#undo-";
+    }
+
+    id.len = ctx->entity.len + ngx_strlen(tag) + hex.len;
+    id.data = ngx_pnalloc(r->pool, id.len);
+    if (id.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(id.data, ctx->entity.data, ctx->entity.len);
+    p = ngx_cpymem(p, tag, ngx_strlen(tag));
+    ngx_memcpy(p, hex.data, hex.len);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent relations: %s of the Follow to \"%V\"", type,
+                   &inbox);
+
+    activity = json_pack("{s:s, s:o, s:s, s:o, s:{s:O, s:s, s:O, s:O}}",
+                         "@context", "https://www.w3.org/ns/activitystreams",
+                         "id", ngx_http_tent_json_string(&id),
+                         "type", type,
+                         "actor", ngx_http_tent_json_string(&ctx->entity),
+                         "object",
+                             "id", json_object_get(ap, "follow"),
+                             "type", "Follow",
+                             "actor", follower,
+                             "object", followed);
+
+    /* the references made here: the pack holds its own */
+
+    if (rel->table == NGX_HTTP_TENT_TABLE_FOLLOWING) {
+        json_decref(follower);
+
+    } else {
+        json_decref(followed);
+    }
+
+    if (activity == NULL
+        || ngx_http_tent_json_cleanup(r->pool, activity) != NGX_OK)
+    {
+        json_decref(activity);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_tent_delivery_activity(r->pool, &ctx->entity, op, activity,
+                                         &inbox);
+
+    /* an inbox that is no http(s) URL: the follower goes all the same */
+
+    return (rc == NGX_DECLINED) ? NGX_OK : rc;
 }
 
 

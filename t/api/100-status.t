@@ -61,7 +61,8 @@ is_deeply([sort keys %{ $s0->{store_threads} }],
           [qw(background deferred request waiting)],
           'the store\'s operations by class');
 is_deeply([sort keys %{ $s0->{deliveries} }],
-          [qw(breakers_open dead delivered in_flight local queued retried)],
+          [qw(activitypub breakers_open dead delivered in_flight local queued
+               retried)],
           'the deliveries\' counters');
 is_deeply([sort keys %{ $s0->{store} }], [qw(cas get mget scan write)],
           'the store\'s operations by kind');
