@@ -194,8 +194,9 @@ ok($del, 'bob got the Delete');
 ($a, $req) = @{ $del || [{}, {}] };
 signed_ok($req, 'the Delete');
 is($a->{type}, 'Delete', 'a Delete');
-is_deeply($a->{object}, { id => $obj1, type => 'Tombstone' },
-          'of a Tombstone of the post');
+is_deeply({ map { $_ => $a->{object}{$_} } qw(id type) },
+          { id => $obj1, type => 'Tombstone' }, 'of a Tombstone of the post');
+is_deeply($a->{object}{to}, $a->{to}, '... addressed as its Delete');
 
 # ---- a post with no ActivityPub form: nothing sent, the status says so
 
