@@ -161,11 +161,13 @@ is_deeply($shown, [['Where shall we meet?', '0', JSON::PP::false],
 ok($page->js("document.getElementById('tab-feed').hidden"),
    'the feed is hidden meanwhile');
 like($page->js('location.hash'), qr/^#thread\?/, 'the address names it');
+Tent::WebDemo::axe_ok($page, 'the conversation');
 $w->step('thread');
 $page->call('Emulation.setDeviceMetricsOverride', { width => 390,
     height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
 ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
    'the conversation fits a phone\'s width');
+Tent::WebDemo::axe_ok($page, 'the conversation at a phone\'s width');
 $w->step('thread-phone');
 $page->call('Emulation.setDeviceMetricsOverride', { width => 900,
     height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });

@@ -187,6 +187,7 @@ is($rp && $rp->{permissions}{public}, JSON::PP::true, 'public');
 is_deeply(reposter('Worth reading'), ['reposted by ', 'Alice Example', $alice],
    'shown at once as the original, reposted by the owner');
 $page->js("document.getElementById('feed-title').scrollIntoView(), true");
+Tent::WebDemo::axe_ok($page, 'reposts in the feed');
 $w->step('reposts');
 
 # sent to the original's author (it mentions the post)

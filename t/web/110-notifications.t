@@ -109,11 +109,13 @@ ok($page->wait_js("document.getElementById('unread').hidden"),
    'seen: no count on the tab');
 like($page->js("localStorage.getItem('tent-web:seen')"), qr/"at":\d+/,
      'the newest seen kept in localStorage');
+Tent::WebDemo::axe_ok($page, 'the notifications');
 $w->step('notifications');
 $page->call('Emulation.setDeviceMetricsOverride', { width => 390,
     height => 844, deviceScaleFactor => 1, mobile => JSON::PP::true });
 ok($page->wait_js('document.documentElement.scrollWidth <= 390'),
    'the notifications fit a phone\'s width');
+Tent::WebDemo::axe_ok($page, 'the notifications at a phone\'s width');
 $w->step('notifications-phone');
 $page->call('Emulation.setDeviceMetricsOverride', { width => 900,
     height => 1000, deviceScaleFactor => 1, mobile => JSON::PP::false });
