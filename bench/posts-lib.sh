@@ -9,7 +9,8 @@
 #       it, and makes an owner app with every scope the way any app gets
 #       one (util/demo-owner.pl: register, approve, code exchange):
 #       its credential is PREFIX/owner.json; MODULE_HTTP_CONF adds
-#       http-level directives (e.g. "tent_delivery off;")
+#       http-level directives (e.g. "tent_delivery off;"),
+#       MODULE_SERVER_CONF server-level ones (e.g. "tent_activitypub on;")
 #   posts_count URL               anonymous GET URL/tent/posts/count
 #   posts_sign CRED PORT N FILES OUT TAG
 #                                 bench/posts-sign.pl: N signed POSTs
@@ -30,6 +31,7 @@ posts_module_start() {
         tent_entity    $url;
         tent_api_root  /tent;
         tent_mac_skew  30m;
+        ${MODULE_SERVER_CONF:-}
 
         location = /tent/oauth/authorize {
             allow       127.0.0.1;

@@ -43,6 +43,7 @@ run "[posts-read]" "$here/posts-read.sh"
 run "[delivery]" "$here/delivery.sh"
 run "[attachments]" "$here/attachments.sh"
 run "[fanout]" "$here/fanout.sh"
+run "[ap-inbox]" "$here/ap-inbox.sh"
 
 echo "=== summary (best of rounds; figures vary from run to run, see" \
      "docs/bench.md; wrk/ab share the $(nproc) cores with nginx)"
