@@ -69,6 +69,8 @@ static ngx_int_t ngx_http_tent_ap_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
 static ngx_int_t ngx_http_tent_ap_create_following(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_reply_to_ours(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
 static ngx_int_t ngx_http_tent_ap_create_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
 
@@ -771,6 +773,10 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_ap_accepted(r);
     }
 
+    if (ngx_http_tent_ap_reply_to_ours(r, ctx, post) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "naming our post replied to");
+    }
+
     p = (u_char *) json_string_value(json_object_get(object, "id"));
 
     if (EVP_Digest(p, json_string_length(json_object_get(object, "id")),
@@ -834,4 +840,70 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_ap_follow_stored);
+}
+
+
+/*
+ * A reply to one of our posts: the mapping names the post replied to by
+ * its URL (it knows no author), so its first mention is made ours, the
+ * entity and the post id, as a Tent reply to our post is (the feed and
+ * the conversation read mentions by entity and post)
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_reply_to_ours(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post)
+{
+    u_char                    *p;
+    json_t                    *reply, *m;
+    ngx_str_t                  url, id, origin_api;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    reply = json_object_get(json_object_get(post, "activitypub"),
+                            "in_reply_to");
+    m = json_array_get(json_object_get(post, "mentions"), 0);
+
+    if (!json_is_string(reply) || !json_is_object(m)) {
+        return NGX_OK;
+    }
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    origin_api.data = ngx_pnalloc(r->pool,
+                                  ctx->origin.len + scf->api_root.len);
+    if (origin_api.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(origin_api.data, ctx->origin.data, ctx->origin.len);
+
+    /* "/" as the API root: no "//" */
+
+    if (scf->api_root.len > 1) {
+        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    }
+
+    origin_api.len = p - origin_api.data;
+
+    url.data = (u_char *) json_string_value(reply);
+    url.len = json_string_length(reply);
+
+    if (ngx_http_tent_ap_object_post(&origin_api, &url, &id) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: a reply to our post \"%V\"", &id);
+
+    if (json_object_set_new(m, "entity",
+                            ngx_http_tent_json_string(&ctx->entity))
+        != 0
+        || json_object_set_new(m, "post",
+                               json_stringn((char *) id.data, id.len))
+           != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
