@@ -348,10 +348,21 @@ ngx_http_tent_ap_webfinger(ngx_http_request_t *r,
 
     ctx = ngx_http_tent_get_ctx(r);
 
-    loopback = (host->len >= 4
-                && ngx_strncmp(host->data, "127.", 4) == 0)
-               || (host->len >= 5
-                   && ngx_strncmp(host->data, "[::1]", 5) == 0);
+    /* an address, not a name: "127.evil.example" is https */
+
+    loopback = (host->len >= 5
+                && ngx_strncmp(host->data, "[::1]", 5) == 0);
+
+    if (host->len >= 4 && ngx_strncmp(host->data, "127.", 4) == 0) {
+        for (p = host->data; p < host->data + host->len && *p != ':'; p++)
+        {
+            if (*p != '.' && (*p < '0' || *p > '9')) {
+                break;
+            }
+        }
+
+        loopback = (p == host->data + host->len || *p == ':');
+    }
 
     url.len = sizeof("https://") - 1 + host->len
               + sizeof("/.well-known/webfinger?resource=acct:") - 1

@@ -8,7 +8,9 @@
 # does not resolve back to it 502; an actor whose id is not the URL
 # fetched 502; oversized WebFinger and actor answers 502; no self link,
 # no inbox 502; an unknown account 404; the owner's blocked actor 403;
-# ourselves 406.  None of them leaves a following or sends a Follow.
+# ourselves 406; a host name beginning with "127." asked over https
+# (only a loopback address is asked over http).  None of them leaves a
+# following or sends a Follow.
 # A WebFinger answer of one host naming another host's actor whose own
 # handle does resolve back to it (a delegated domain) follows that actor
 # by its id.
@@ -17,7 +19,7 @@ use strict;
 use warnings;
 
 use Tent::Netns qw(reexec_in_netns);
-BEGIN { reexec_in_netns(hosts => ['blocked.test']) }
+BEGIN { reexec_in_netns(hosts => ['blocked.test', '127.name.test']) }
 
 use Test::More;
 use JSON::PP;
@@ -231,6 +233,11 @@ refused("acct:noself\@$H1", 502, 'no ActivityPub self link',
         qr/names no ActivityPub actor/);
 refused("acct:noinbox\@$H1", 502, 'an actor without inbox', qr/no inbox/);
 refused("acct:nobody\@$H1", 404, 'an unknown account');
+$AP->clear;
+$res = follow('acct:bob@127.name.test:' . $AP->port);
+isnt($res->{status}, 200, 'a name beginning with "127." is no loopback '
+     . 'address: WebFinger over https, which the peer does not speak');
+is(scalar $AP->requests(method => 'GET'), 0, '... no plain http GET');
 refused($AP->url . '/users/nobody', 404,
         'a URL with neither a Tent profile nor an actor');
 refused("acct:127\@127.0.0.1:$P", 406, 'ourselves', qr/self/);
