@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_httpsig.h"
 
 
@@ -131,6 +132,24 @@ ngx_int_t ngx_http_tent_ap_verify_init(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_ap_verify(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_verified_pt done);
+ngx_int_t ngx_http_tent_ap_actor_fetch(ngx_http_request_t *r, ngx_str_t *url,
+    void *data, ngx_http_tent_fetch_done_pt done);
+json_t *ngx_http_tent_ap_actor_read(ngx_http_request_t *r,
+    ngx_http_tent_fetch_t *f, ngx_str_t *id);
+ngx_int_t ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out);
+
+/*
+ * ngx_http_tent_ap_follow.c: POST {api}/followings of an ActivityPub
+ * actor (acct:NAME@HOST, @NAME@HOST, or an actor URL without a Tent
+ * profile): WebFinger, the actor, the following and our Follow queued
+ */
+ngx_uint_t ngx_http_tent_ap_following_handle(ngx_http_request_t *r,
+    ngx_str_t *entity);
+ngx_uint_t ngx_http_tent_ap_enabled(ngx_http_request_t *r);
+ngx_int_t ngx_http_tent_ap_following_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_following_answer(ngx_http_request_t *r,
+    json_t *record);
 
 /* ngx_http_tent_ap_inbox.c: POST of the inbox and the shared inbox */
 ngx_int_t ngx_http_tent_ap_inbox(ngx_http_request_t *r,

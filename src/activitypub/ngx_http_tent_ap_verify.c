@@ -479,7 +479,6 @@ ngx_http_tent_ap_key_fetch(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v)
 {
     ngx_int_t                  rc;
-    ngx_http_tent_fetch_t     *f;
     ngx_http_tent_ap_entry_t  *h;
 
     h = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->hosts,
@@ -498,24 +497,75 @@ ngx_http_tent_ap_key_fetch(ngx_http_request_t *r,
         }
     }
 
-    f = ngx_http_tent_remote_fetch(r, &v->key_url, "GET");
-    if (f == NULL) {
-        return ngx_http_tent_internal_error(r, "starting the key's fetch");
-    }
-
-    ngx_str_set(&f->accept, "application/activity+json, application/ld+json;"
-                " profile=\"https://www.w3.org/ns/activitystreams\"");
-    f->max_response = NGX_HTTP_TENT_AP_ACTOR_MAX;
-    f->redirects = 2;
-    f->data = v;
-
     v->fetched = 1;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent inbox: fetching the key's actor \"%V\"",
                    &v->key_url);
 
-    return ngx_http_tent_fetch_request(r, f, ngx_http_tent_ap_key_fetched);
+    return ngx_http_tent_ap_actor_fetch(r, &v->key_url, v,
+                                        ngx_http_tent_ap_key_fetched);
+}
+
+
+/*
+ * An actor document, through the outbound fetch: the guard, the
+ * operator's blocked domains, the budgets and the request's deadline
+ * apply; the ActivityStreams Accept, 128 KB, two redirects.  The inbox's
+ * keyIds and the actors an app follows (ngx_http_tent_ap_follow.c).
+ */
+
+ngx_int_t
+ngx_http_tent_ap_actor_fetch(ngx_http_request_t *r, ngx_str_t *url,
+    void *data, ngx_http_tent_fetch_done_pt done)
+{
+    ngx_http_tent_fetch_t  *f;
+
+    f = ngx_http_tent_remote_fetch(r, url, "GET");
+    if (f == NULL) {
+        return ngx_http_tent_internal_error(r, "starting the actor's fetch");
+    }
+
+    ngx_str_set(&f->accept, "application/activity+json, application/ld+json;"
+                " profile=\"https://www.w3.org/ns/activitystreams\"");
+    f->max_response = NGX_HTTP_TENT_AP_ACTOR_MAX;
+    f->redirects = 2;
+    f->data = data;
+
+    return ngx_http_tent_fetch_request(r, f, done);
+}
+
+
+/*
+ * The fetched actor: a JSON object (owned by the request's pool) with an
+ * "id" that is a URL on the origin of the last hop (else any host could
+ * serve another's actor).  NULL: not so.
+ */
+
+json_t *
+ngx_http_tent_ap_actor_read(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
+    ngx_str_t *id)
+{
+    json_t     *doc;
+    ngx_str_t   a, b;
+
+    doc = ngx_http_tent_json_own(r->pool,
+                                 ngx_http_tent_json_parse(&f->body,
+                                                          r->connection->log));
+    if (!json_is_object(doc)
+        || ngx_http_tent_ap_url_of(json_object_get(doc, "id"), id) != NGX_OK
+        || ngx_http_tent_share_host(r->pool, id, &a) != NGX_OK
+        || ngx_http_tent_share_host(r->pool, &f->url, &b) != NGX_OK
+        || a.len != b.len
+        || ngx_strncasecmp(a.data, b.data, a.len) != 0)
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent: the actor fetched at \"%V\" has no id on its "
+                      "origin", &f->url);
+        return NULL;
+    }
+
+    return doc;
 }
 
 
@@ -593,7 +643,7 @@ ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v)
 
 /* a string of at most NGX_HTTP_TENT_AP_URL_MAX bytes, or NGX_DECLINED */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out)
 {
     if (!json_is_string(v) || json_string_length(v) == 0
@@ -625,22 +675,14 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     ngx_str_t                  id, owner, pem, host, inbox, shared, s;
     ngx_http_tent_ap_entry_t  *e;
 
-    doc = ngx_http_tent_json_own(r->pool,
-                                 ngx_http_tent_json_parse(&f->body,
-                                                          r->connection->log));
-    if (!json_is_object(doc)
-        || ngx_http_tent_ap_url_of(json_object_get(doc, "id"), &id)
-           != NGX_OK)
-    {
+    doc = ngx_http_tent_ap_actor_read(r, f, &id);
+    if (doc == NULL) {
         return NGX_DECLINED;
     }
 
     /* the actor, the last hop and the keyId on one origin */
 
     if (ngx_http_tent_share_host(r->pool, &id, &host) != NGX_OK
-        || host.len != v->key_host.len
-        || ngx_strncasecmp(host.data, v->key_host.data, host.len) != 0
-        || ngx_http_tent_share_host(r->pool, &f->url, &host) != NGX_OK
         || host.len != v->key_host.len
         || ngx_strncasecmp(host.data, v->key_host.data, host.len) != 0)
     {

@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_domains.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_blocks.h"
@@ -87,32 +88,6 @@ static ngx_int_t ngx_http_tent_following_proxy_loaded(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *record);
 
 
-/* the full view an app is given when it made the following */
-
-static json_t *
-ngx_http_tent_following_view(json_t *record)
-{
-    json_t      *out, *v;
-    const char  *key;
-
-    out = json_object();
-    if (out == NULL) {
-        return NULL;
-    }
-
-    json_object_foreach(record, key, v) {
-        if (ngx_strncmp(key, "mac_", 4) != 0
-            && ngx_strcmp(key, "confirmed") != 0
-            && ngx_strcmp(key, "servers") != 0)
-        {
-            json_object_set(out, key, v);
-        }
-    }
-
-    return out;
-}
-
-
 /* POST /followings (write_followings) */
 
 ngx_int_t
@@ -160,6 +135,13 @@ ngx_http_tent_following_requested(ngx_http_request_t *r,
     rc = NGX_DECLINED;
 
     if (ngx_http_tent_json_str(ctx->body, "entity", &entity) == NGX_OK) {
+
+        /* an ActivityPub handle: ngx_http_tent_ap_follow.c */
+
+        if (ngx_http_tent_ap_following_handle(r, &entity)) {
+            return ngx_http_tent_ap_following_post(r, ctx);
+        }
+
         rc = ngx_http_tent_entity_canonical(r->pool, &entity, &st->entity);
     }
 
@@ -214,6 +196,10 @@ ngx_http_tent_following_existing(ngx_http_request_t *r,
      * the new record replaces it once that answer came
      */
 
+    if (record && json_is_object(json_object_get(record, "activitypub"))) {
+        return ngx_http_tent_ap_following_answer(r, record);
+    }
+
     if (record && json_is_true(json_object_get(record, "import_pending"))) {
         st->replaces = record;
 
@@ -243,6 +229,12 @@ ngx_http_tent_following_discovered(ngx_http_request_t *r,
 
     st = d->data;
     ctx = ngx_http_tent_get_ctx(r);
+
+    /* no Tent profile there: an ActivityPub actor, perhaps */
+
+    if (d->status == NGX_HTTP_NOT_FOUND && ngx_http_tent_ap_enabled(r)) {
+        return ngx_http_tent_ap_following_post(r, ctx);
+    }
 
     if (d->status) {
         return ngx_http_tent_send_error(r, d->status, d->error);
@@ -797,7 +789,12 @@ ngx_http_tent_following_change(ngx_http_request_t *r,
     ngx_str_t               remote_id, path, url;
     ngx_http_tent_fetch_t  *f;
 
-    if (record == NULL || !json_is_true(json_object_get(record, "confirmed")))
+    /* an ActivityPub following not accepted yet may be given up */
+
+    if (record == NULL
+        || !(json_is_true(json_object_get(record, "confirmed"))
+             || (r->method == NGX_HTTP_DELETE
+                 && json_is_object(json_object_get(record, "activitypub")))))
     {
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }

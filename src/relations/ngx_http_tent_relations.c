@@ -678,6 +678,32 @@ ngx_http_tent_relation_tell(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+/* the full view an app is given when it made or changed a following */
+
+json_t *
+ngx_http_tent_following_view(json_t *record)
+{
+    json_t      *out, *v;
+    const char  *key;
+
+    out = json_object();
+    if (out == NULL) {
+        return NULL;
+    }
+
+    json_object_foreach(record, key, v) {
+        if (ngx_strncmp(key, "mac_", 4) != 0
+            && ngx_strcmp(key, "confirmed") != 0
+            && ngx_strcmp(key, "servers") != 0)
+        {
+            json_object_set(out, key, v);
+        }
+    }
+
+    return out;
+}
+
+
 /* PUT by an app: the public flag and the groups, when given and sound */
 
 void

@@ -64,6 +64,7 @@ ngx_int_t ngx_http_tent_relation_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op, const char *kind,
     json_t *record, const char *action);
 void ngx_http_tent_relation_update(json_t *record, json_t *body);
+json_t *ngx_http_tent_following_view(json_t *record);
 ngx_int_t ngx_http_tent_relation_remove(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_relation_t *rel, json_t *record);
 
@@ -76,6 +77,7 @@ ngx_int_t ngx_http_tent_credential_row(ngx_http_request_t *r,
     ngx_str_t *key, ngx_str_t *value);
 /* the followers' tables and kind (ngx_http_tent_followers.c) */
 extern ngx_http_tent_relation_t  ngx_http_tent_followers_rel;
+extern ngx_http_tent_relation_t  ngx_http_tent_followings_rel;
 
 ngx_int_t ngx_http_tent_followers_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
