@@ -131,10 +131,17 @@ ngx_int_t ngx_http_tent_ap_verify_init(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_ap_verify(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_verified_pt done);
+void ngx_http_tent_ap_verify_forget(ngx_http_tent_ap_verify_t *v);
 
 /* ngx_http_tent_ap_inbox.c: POST of the inbox and the shared inbox */
 ngx_int_t ngx_http_tent_ap_inbox(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_ap_inbox_posts.c: Update and Delete of a kept post */
+ngx_int_t ngx_http_tent_ap_inbox_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_inbox_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

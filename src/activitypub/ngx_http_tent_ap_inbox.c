@@ -13,8 +13,9 @@
  * queues an Accept in the same write, an Undo of it removes the
  * follower; a Create of a Note, an Article or a Question by a following
  * of the entity, or addressed to it, is kept as a received post of the
- * actor (AP.md item 4).  Every verified activity is answered 202,
- * handled or not.
+ * actor (AP.md item 4); Update and Delete of such a post are
+ * ngx_http_tent_ap_inbox_posts.c's, of the actor itself here.  Every
+ * verified activity is answered 202, handled or not.
  */
 
 
@@ -212,6 +213,38 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
 
     if (type.len == 6 && ngx_strncmp(type.data, "Create", 6) == 0) {
         return ngx_http_tent_ap_create(r, ctx, st);
+    }
+
+    /* Update(Person), Delete of the actor: its own; else of a post */
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Update", 6) == 0) {
+        if (ngx_http_tent_ap_object_is(json_object_get(v->activity, "object"),
+                                       &v->actor))
+        {
+            ngx_http_tent_ap_verify_forget(v);
+            return ngx_http_tent_ap_accepted(r);
+        }
+
+        return ngx_http_tent_ap_inbox_update(r, ctx, v);
+    }
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Delete", 6) == 0) {
+        if (ngx_http_tent_ap_object_is(json_object_get(v->activity, "object"),
+                                       &v->actor))
+        {
+            /* the account gone: its follower record with it, as an Undo */
+
+            ngx_http_tent_ap_verify_forget(v);
+            st->kind = NGX_HTTP_TENT_AP_UNDO;
+            st->embedded = 1;
+
+            return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                        &v->actor,
+                                        ngx_http_tent_ap_undo_existing);
+        }
+
+        return ngx_http_tent_ap_inbox_delete(r, ctx, v);
     }
 
     return ngx_http_tent_ap_accepted(r);
@@ -749,8 +782,9 @@ static ngx_int_t
 ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_ap_inbox_t *st)
 {
-    u_char                     *p, hash[32], hex[64];
+    u_char                      pid[NGX_HTTP_TENT_AP_POST_ID_LEN + 2];
     json_t                     *object, *post;
+    ngx_str_t                   oid;
     ngx_int_t                   status;
     const char                 *error;
     ngx_http_tent_ap_verify_t  *v;
@@ -771,18 +805,19 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_ap_accepted(r);
     }
 
-    p = (u_char *) json_string_value(json_object_get(object, "id"));
+    /* ngx_http_tent_ap_post_id(): where an Update or a Delete finds it */
 
-    if (EVP_Digest(p, json_string_length(json_object_get(object, "id")),
-                   hash, NULL, EVP_sha256(), NULL)
-        != 1)
-    {
-        return ngx_http_tent_internal_error(r, "hashing the object's id");
+    oid.data = (u_char *) json_string_value(json_object_get(object, "id"));
+    oid.len = json_string_length(json_object_get(object, "id"));
+
+    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "making the post's id");
     }
 
-    ngx_hex_dump(hex, hash, 16);
-
-    if (json_object_set_new(post, "id", json_stringn((char *) hex, 32)) != 0
+    if (json_object_set_new(post, "id",
+                            json_stringn((char *) pid,
+                                         NGX_HTTP_TENT_AP_POST_ID_LEN))
+        != 0
         || json_object_set_new(post, "entity",
                                ngx_http_tent_json_string(&v->actor))
            != 0)
@@ -800,6 +835,17 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (status == NGX_ERROR) {
         return ngx_http_tent_internal_error(r, error);
+    }
+
+    /* the validation keeps Tent's fields: the object's id etc. put back */
+
+    if (status == NGX_OK
+        && json_object_get(post, "activitypub")
+        && json_object_set(rst->post, "activitypub",
+                           json_object_get(post, "activitypub"))
+           != 0)
+    {
+        return ngx_http_tent_internal_error(r, "keeping the object's id");
     }
 
     /*
