@@ -137,10 +137,12 @@ void ngx_http_tent_ap_verify_forget(ngx_http_tent_ap_verify_t *v);
 ngx_int_t ngx_http_tent_ap_inbox(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
-/* ngx_http_tent_ap_inbox_posts.c: Update and Delete of a kept post */
+/* ngx_http_tent_ap_inbox_posts.c: Update, Delete of a post; Announce */
 ngx_int_t ngx_http_tent_ap_inbox_update(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 ngx_int_t ngx_http_tent_ap_inbox_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 
 

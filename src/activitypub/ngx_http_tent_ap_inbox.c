@@ -247,6 +247,12 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
         return ngx_http_tent_ap_inbox_delete(r, ctx, v);
     }
 
+    if (type.len == 8 && ngx_strncmp(type.data, "Announce", 8) == 0) {
+        return ngx_http_tent_ap_inbox_announce(r, ctx, v);
+    }
+
+    /* Like: not counted (docs/activitypub.md "Activities") */
+
     return ngx_http_tent_ap_accepted(r);
 }
 

@@ -19,6 +19,7 @@
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_ap_map.h"
+#include "ngx_http_tent_blocks.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
 #include "ngx_http_tent_receive.h"
@@ -29,7 +30,13 @@ typedef struct {
     ngx_http_tent_ap_verify_t      *verify;
     ngx_http_tent_received_t        received;
     ngx_uint_t                      update;
+    ngx_uint_t                      ours;       /* Announce of our post */
+    ngx_str_t                       url;        /* Announce: its object */
 } ngx_http_tent_ap_held_t;
+
+
+#define NGX_HTTP_TENT_AP_REPOST_TYPE                                         \
+    "https://tent.io/types/post/repost/v0.1.0"
 
 
 static ngx_int_t ngx_http_tent_ap_held_202(ngx_http_request_t *r);
@@ -39,6 +46,10 @@ static ngx_int_t ngx_http_tent_ap_held_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_held_done(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_announce_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_announce_store(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_held_t *st);
 
 
 static ngx_int_t
@@ -345,4 +356,272 @@ ngx_http_tent_ap_held_done(ngx_http_request_t *r,
                    ? "written" : "changed meanwhile, left");
 
     return ngx_http_tent_ap_held_202(r);
+}
+
+
+/*
+ * Announce: a repost of the actor, {"entity", "id"} the original's (ours
+ * when the object id is one of our posts' URLs; else its attributedTo
+ * when the object is embedded with one, or the URL itself, and
+ * ngx_http_tent_ap_post_id() of the URL: the id a Create of it is kept
+ * under), the URL in activitypub.object.  Kept when the post is ours or
+ * the actor is one of the entity's followings, as a Create is; the
+ * object is never fetched.
+ */
+
+ngx_int_t
+ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v)
+{
+    u_char                    *p, *pid;
+    size_t                     i;
+    json_t                    *object, *by, *post, *list, *item;
+    ngx_str_t                  url, aid, origin_api, ours, entity;
+    ngx_uint_t                 k, pub;
+    ngx_http_tent_ap_held_t   *st;
+    ngx_http_tent_srv_conf_t  *scf;
+    static const char         *lists[] = { "to", "cc" };
+
+    object = json_object_get(v->activity, "object");
+    by = json_is_object(object) ? json_object_get(object, "attributedTo")
+                                : NULL;
+
+    if (json_is_object(object)) {
+        object = json_object_get(object, "id");
+    }
+
+    if (!json_is_string(object)
+        || ngx_http_tent_json_str(v->activity, "id", &aid) != NGX_OK
+        || aid.len == 0 || aid.len > NGX_HTTP_TENT_AP_URL_MAX)
+    {
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    url.data = (u_char *) json_string_value(object);
+    url.len = json_string_length(object);
+
+    if (url.len > NGX_HTTP_TENT_AP_URL_MAX
+        || (ngx_strncasecmp(url.data, (u_char *) "https://", 8) != 0
+            && ngx_strncasecmp(url.data, (u_char *) "http://", 7) != 0))
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: an Announce by \"%V\" of no http(s) "
+                       "object, ignored", &v->actor);
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    if (ngx_http_tent_blocks_has(ctx->blocks, &v->actor)) {
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                                        "The actor is blocked");
+    }
+
+    /* "<origin><api>": our posts' object ids begin so */
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    origin_api.data = ngx_pnalloc(r->pool,
+                                  ctx->origin.len + scf->api_root.len);
+    if (origin_api.data == NULL) {
+        return ngx_http_tent_internal_error(r, "building our URLs");
+    }
+
+    p = ngx_cpymem(origin_api.data, ctx->origin.data, ctx->origin.len);
+
+    if (scf->api_root.len > 1) {
+        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    }
+
+    origin_api.len = p - origin_api.data;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_held_t));
+    pid = ngx_pnalloc(r->pool, 2 * (NGX_HTTP_TENT_AP_POST_ID_LEN + 2));
+
+    if (st == NULL || pid == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the repost");
+    }
+
+    st->verify = v;
+
+    if (ngx_http_tent_ap_object_post(&origin_api, &url, &ours) == NGX_OK) {
+        entity = ctx->entity;
+        st->ours = 1;       /* kept whoever announced it */
+
+    } else {
+        if (json_is_array(by)) {
+            by = json_array_get(by, 0);
+        }
+
+        if (json_is_object(by)) {
+            by = json_object_get(by, "id");
+        }
+
+        if (json_is_string(by)
+            && json_string_length(by) <= NGX_HTTP_TENT_AP_URL_MAX
+            && (ngx_strncasecmp((u_char *) json_string_value(by),
+                                (u_char *) "https://", 8) == 0
+                || ngx_strncasecmp((u_char *) json_string_value(by),
+                                   (u_char *) "http://", 7) == 0))
+        {
+            entity.data = (u_char *) json_string_value(by);
+            entity.len = json_string_length(by);
+
+        } else {
+            entity = url;
+        }
+
+        if (ngx_http_tent_ap_post_id(&url, pid) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "making the post's id");
+        }
+
+        ours.data = pid;
+        ours.len = NGX_HTTP_TENT_AP_POST_ID_LEN;
+    }
+
+    if (ngx_http_tent_ap_post_id(&aid, pid + NGX_HTTP_TENT_AP_POST_ID_LEN + 2)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "making the repost's id");
+    }
+
+    /* public when addressed so, as Mastodon's boosts are */
+
+    pub = 0;
+
+    for (k = 0; k < 2 && !pub; k++) {
+        list = json_object_get(v->activity, lists[k]);
+
+        if (json_is_string(list)) {
+            pub = ngx_strcmp(json_string_value(list),
+                             NGX_HTTP_TENT_AP_PUBLIC) == 0;
+            continue;
+        }
+
+        json_array_foreach(list, i, item) {
+            if (i >= NGX_HTTP_TENT_AP_ADDRESS_MAX || pub) {
+                break;
+            }
+
+            pub = json_is_string(item)
+                  && ngx_strcmp(json_string_value(item),
+                                NGX_HTTP_TENT_AP_PUBLIC) == 0;
+        }
+    }
+
+    post = json_pack("{s:s%, s:o, s:s, s:{s:o, s:s%}, s:[{s:o, s:s%}],"
+                     " s:{s:b}}",
+                     "id", (char *) pid + NGX_HTTP_TENT_AP_POST_ID_LEN + 2,
+                     (size_t) NGX_HTTP_TENT_AP_POST_ID_LEN,
+                     "entity", ngx_http_tent_json_string(&v->actor),
+                     "type", NGX_HTTP_TENT_AP_REPOST_TYPE,
+                     "content",
+                     "entity", ngx_http_tent_json_string(&entity),
+                     "id", (char *) ours.data, ours.len,
+                     "mentions",
+                     "entity", ngx_http_tent_json_string(&entity),
+                     "post", (char *) ours.data, ours.len,
+                     "permissions", "public", (int) pub);
+
+    if (post == NULL || ngx_http_tent_json_cleanup(r->pool, post) != NGX_OK) {
+        json_decref(post);
+        return ngx_http_tent_internal_error(r, "building the repost");
+    }
+
+    st->received.post = post;
+    st->url = url;
+
+    if (st->ours) {
+        return ngx_http_tent_ap_announce_store(r, ctx, st);
+    }
+
+    ctx->state = st;
+
+    return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWING_ENTITY,
+                                        &v->actor,
+                                        ngx_http_tent_ap_announce_following);
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_announce_following(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t             rc;
+    ngx_http_tent_ctx_t  *ctx;
+
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: an Announce by no following of "
+                       "another's post, ignored");
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    return ngx_http_tent_ap_announce_store(r, ctx, ctx->state);
+}
+
+
+/* as a Create's post: the feed's rules, a first copy only */
+
+static ngx_int_t
+ngx_http_tent_ap_announce_store(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_held_t *st)
+{
+    json_t                     *post, *ap;
+    ngx_str_t                   url;
+    ngx_int_t                   status;
+    const char                 *error;
+    ngx_http_tent_ap_verify_t  *v;
+    ngx_http_tent_store_op_t   *op;
+
+    v = st->verify;
+    post = st->received.post;
+    url = st->url;
+
+    ngx_memzero(&st->received, sizeof(ngx_http_tent_received_t));
+
+    status = ngx_http_tent_received_parse(r->pool, post, &v->actor, 0,
+                                          &st->received, &error);
+
+    if (status == NGX_ERROR) {
+        return ngx_http_tent_internal_error(r, error);
+    }
+
+    if (status != NGX_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent inbox: an Announce by \"%V\" not kept: %s",
+                      &v->actor, error);
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    ap = json_pack("{s:O, s:o}",
+                   "id", json_object_get(v->activity, "id"),
+                   "object", ngx_http_tent_json_string(&url));
+
+    if (ap == NULL
+        || json_object_set_new(st->received.post, "activitypub", ap) != 0)
+    {
+        return ngx_http_tent_internal_error(r, "keeping the object's URL");
+    }
+
+    st->received.deletes.len = 0;
+    st->received.profile = 0;
+
+    op = ngx_http_tent_received_batch(r->pool, r->connection->log,
+                                      &ctx->entity, &st->received, NULL,
+                                      NULL);
+    if (op == NULL) {
+        return ngx_http_tent_internal_error(r, "building the repost's batch");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: repost \"%V\" of \"%V\"",
+                   &st->received.id, &v->actor);
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_ap_held_done);
 }

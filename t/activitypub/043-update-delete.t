@@ -20,6 +20,7 @@ use MIME::Base64 qw(encode_base64url);
 use Tent::Peer;
 use Tent::APPeer;
 use Tent::Client;
+use Tent::Util;
 
 my $ap = Tent::APPeer->start(names => ['bob', 'eve']);
 my $BOB = $ap->actor_url('bob');
@@ -184,6 +185,8 @@ is($ap->update_person(as => 'bob', name => 'Bob B.', inbox => $INBOX), 202,
    'bob\'s Update(Person): 202');
 is($ap->create_note(as => 'bob', to => [$URL], content => '<p>3</p>',
                     inbox => $INBOX), 202, 'bob\'s next Create: 202');
+# (the peer records a request once it answered it: waited for)
+Tent::Util::wait_for(sub { fetches_of('bob') > $before }, 10);
 is(fetches_of('bob'), $before + 1, '... bob\'s actor fetched again, once');
 
 # ---- Delete of the actor: its follower record goes
