@@ -816,7 +816,9 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     oid.data = (u_char *) json_string_value(json_object_get(object, "id"));
     oid.len = json_string_length(json_object_get(object, "id"));
 
-    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK) {
+    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK
+        || ngx_http_tent_ap_inbox_reply(r, ctx, post) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "making the post's id");
     }
 

@@ -40,6 +40,8 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_tent_ap_held_202(ngx_http_request_t *r);
+static ngx_int_t ngx_http_tent_ap_origin_api_of(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *out);
 static ngx_int_t ngx_http_tent_ap_held_get(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_held_t *st);
 static ngx_int_t ngx_http_tent_ap_held_read(ngx_http_request_t *r,
@@ -58,6 +60,86 @@ ngx_http_tent_ap_held_202(ngx_http_request_t *r)
     ngx_str_t  body = ngx_string("{}");
 
     return ngx_http_tent_send_body(r, NGX_HTTP_ACCEPTED, &body);
+}
+
+
+/* "<origin><api>", no "/" at its end: our posts' object ids begin so */
+
+static ngx_int_t
+ngx_http_tent_ap_origin_api_of(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *out)
+{
+    u_char                    *p;
+    ngx_http_tent_srv_conf_t  *scf;
+
+    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+
+    out->data = ngx_pnalloc(r->pool, ctx->origin.len + scf->api_root.len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(out->data, ctx->origin.data, ctx->origin.len);
+
+    if (scf->api_root.len > 1) {
+        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A reply to one of our posts (activitypub.in_reply_to one of our
+ * object ids): its first mention, which the mapping made of the URL,
+ * names our post as Tent does, {"entity": ours, "post": its id}, so the
+ * conversation and the post's mentions find it.
+ */
+
+ngx_int_t
+ngx_http_tent_ap_inbox_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    json_t *post)
+{
+    json_t     *to, *m;
+    ngx_str_t   url, origin_api, id;
+
+    to = json_object_get(json_object_get(post, "activitypub"),
+                         "in_reply_to");
+
+    if (!json_is_string(to)
+        || !json_is_array(json_object_get(post, "mentions"))
+        || json_array_size(json_object_get(post, "mentions")) == 0)
+    {
+        return NGX_OK;
+    }
+
+    url.data = (u_char *) json_string_value(to);
+    url.len = json_string_length(to);
+
+    if (ngx_http_tent_ap_origin_api_of(r, ctx, &origin_api) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_tent_ap_object_post(&origin_api, &url, &id) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    m = json_pack("{s:o, s:s%}", "entity",
+                  ngx_http_tent_json_string(&ctx->entity),
+                  "post", (char *) id.data, id.len);
+
+    if (m == NULL
+        || json_array_set_new(json_object_get(post, "mentions"), 0, m) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: a reply to our post \"%V\"", &id);
+
+    return NGX_OK;
 }
 
 
@@ -101,7 +183,9 @@ ngx_http_tent_ap_inbox_update(ngx_http_request_t *r,
         return ngx_http_tent_ap_held_202(r);
     }
 
-    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK) {
+    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK
+        || ngx_http_tent_ap_inbox_reply(r, ctx, post) != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "making the post's id");
     }
 
@@ -373,14 +457,13 @@ ngx_int_t
 ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v)
 {
-    u_char                    *p, *pid;
-    size_t                     i;
-    json_t                    *object, *by, *post, *list, *item;
-    ngx_str_t                  url, aid, origin_api, ours, entity;
-    ngx_uint_t                 k, pub;
-    ngx_http_tent_ap_held_t   *st;
-    ngx_http_tent_srv_conf_t  *scf;
-    static const char         *lists[] = { "to", "cc" };
+    u_char                   *pid;
+    size_t                    i;
+    json_t                   *object, *by, *post, *list, *item;
+    ngx_str_t                 url, aid, origin_api, ours, entity;
+    ngx_uint_t                k, pub;
+    ngx_http_tent_ap_held_t  *st;
+    static const char        *lists[] = { "to", "cc" };
 
     object = json_object_get(v->activity, "object");
     by = json_is_object(object) ? json_object_get(object, "attributedTo")
@@ -415,23 +498,9 @@ ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
                                         "The actor is blocked");
     }
 
-    /* "<origin><api>": our posts' object ids begin so */
-
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-    origin_api.data = ngx_pnalloc(r->pool,
-                                  ctx->origin.len + scf->api_root.len);
-    if (origin_api.data == NULL) {
+    if (ngx_http_tent_ap_origin_api_of(r, ctx, &origin_api) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "building our URLs");
     }
-
-    p = ngx_cpymem(origin_api.data, ctx->origin.data, ctx->origin.len);
-
-    if (scf->api_root.len > 1) {
-        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
-    }
-
-    origin_api.len = p - origin_api.data;
 
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_held_t));
     pid = ngx_pnalloc(r->pool, 2 * (NGX_HTTP_TENT_AP_POST_ID_LEN + 2));

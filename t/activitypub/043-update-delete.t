@@ -178,6 +178,27 @@ $res = $ap->send(as => 'bob', inbox => $INBOX, activity => {
 is($res, 202, 'its Delete by id: 202');
 is(post_of($BOB, post_id($TWO))->{status}, 404, '... gone');
 
+# ---- a reply to one of our posts names it as Tent does (public: our
+# post's mentions list public posts)
+
+is($ap->create_note(as => 'bob', to => ['public'], cc => [$URL],
+                    content => '<p>re</p>',
+                    in_reply_to => "$URL/tent/posts/$OURS",
+                    inbox => $INBOX), 202, 'bob\'s reply to our post: 202');
+my $RE = post_id($ap->last_result->{object}{id});
+$res = post_of($BOB, $RE);
+is_deeply($res->{json}{mentions}[0], { entity => $URL, post => $OURS },
+          '... its first mention our post');
+is($res->{json}{activitypub}{in_reply_to}, "$URL/tent/posts/$OURS",
+   '... activitypub.in_reply_to the URL');
+$res = $c->request(GET => "/posts/$OURS/mentions", cred => $cred);
+is(scalar(grep { ($_->{post} // '') eq $RE } @{ $res->{json} || [] }), 1,
+   '... listed in our post\'s mentions') or diag $res->{body};
+is($ap->update_note($ap->last_result->{object}{id}, content => '<p>re2</p>',
+                    inbox => $INBOX), 202, '... its Update: 202');
+is_deeply(post_of($BOB, $RE)->{json}{mentions}[0],
+          { entity => $URL, post => $OURS }, '... still naming our post');
+
 # ---- Update(Person): the kept key dropped, fetched again next time
 
 my $before = fetches_of('bob');
