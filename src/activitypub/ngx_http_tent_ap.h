@@ -146,6 +146,8 @@ ngx_int_t ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 ngx_int_t ngx_http_tent_ap_inbox_reply(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
+ngx_int_t ngx_http_tent_ap_inbox_person(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

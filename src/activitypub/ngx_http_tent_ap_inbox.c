@@ -222,7 +222,7 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
                                        &v->actor))
         {
             ngx_http_tent_ap_verify_forget(v);
-            return ngx_http_tent_ap_accepted(r);
+            return ngx_http_tent_ap_inbox_person(r, ctx, v);
         }
 
         return ngx_http_tent_ap_inbox_update(r, ctx, v);

@@ -32,6 +32,9 @@ typedef struct {
     ngx_uint_t                      update;
     ngx_uint_t                      ours;       /* Announce of our post */
     ngx_str_t                       url;        /* Announce: its object */
+    ngx_str_t                       inbox;      /* Update(Person) */
+    ngx_str_t                       shared_inbox;
+    ngx_str_t                       record_id;
 } ngx_http_tent_ap_held_t;
 
 
@@ -47,6 +50,12 @@ static ngx_int_t ngx_http_tent_ap_held_get(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_ap_held_read(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_held_done(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_person_url(json_t *v,
+    ngx_http_tent_ap_verify_t *verify, ngx_str_t *url);
+static ngx_int_t ngx_http_tent_ap_person_index(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_ap_person_record(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_announce_following(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
@@ -692,5 +701,205 @@ ngx_http_tent_ap_announce_store(ngx_http_request_t *r,
                    &st->received.id, &v->actor);
 
     return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_ap_held_done);
+}
+
+
+/*
+ * Update(Person) by the actor itself (the caller dropped its kept key):
+ * when it follows the entity, its follower record's inbox and shared
+ * inbox become the Person's, if they changed.  Only URLs on the actor's
+ * own origin are taken: a signed Update can move the actor's inbox on
+ * its server, not point our deliveries at a third party's.
+ */
+
+ngx_int_t
+ngx_http_tent_ap_inbox_person(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_http_tent_ap_verify_t *v)
+{
+    json_t                   *person;
+    ngx_http_tent_ap_held_t  *st;
+
+    person = json_object_get(v->activity, "object");
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_held_t));
+    if (st == NULL) {
+        return ngx_http_tent_internal_error(r, "allocating the state");
+    }
+
+    st->verify = v;
+
+    if (!json_is_object(person)
+        || ngx_http_tent_ap_person_url(json_object_get(person, "inbox"), v,
+                                       &st->inbox)
+           != NGX_OK)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: Update(Person) of \"%V\" with no inbox "
+                       "of its origin, its record left", &v->actor);
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    if (ngx_http_tent_ap_person_url(
+            json_object_get(json_object_get(person, "endpoints"),
+                            "sharedInbox"),
+            v, &st->shared_inbox)
+        != NGX_OK)
+    {
+        ngx_str_null(&st->shared_inbox);
+    }
+
+    ctx->state = st;
+
+    return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                        &v->actor,
+                                        ngx_http_tent_ap_person_index);
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_person_url(json_t *v, ngx_http_tent_ap_verify_t *verify,
+    ngx_str_t *url)
+{
+    if (!json_is_string(v)) {
+        return NGX_DECLINED;
+    }
+
+    url->data = (u_char *) json_string_value(v);
+    url->len = json_string_length(v);
+
+    if (url->len > NGX_HTTP_TENT_AP_URL_MAX
+        || (ngx_strncasecmp(url->data, (u_char *) "https://", 8) != 0
+            && ngx_strncasecmp(url->data, (u_char *) "http://", 7) != 0)
+        || ngx_http_tent_ap_same_origin(url, &verify->actor) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_person_index(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    ngx_int_t                 rc;
+    ngx_http_tent_ctx_t      *ctx;
+    ngx_http_tent_ap_held_t  *st;
+
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    st = ctx->state;
+
+    ngx_http_tent_store_value(op, &st->record_id);
+
+    return ngx_http_tent_store_get_request(r, NGX_HTTP_TENT_TABLE_FOLLOWER,
+                                           &st->record_id,
+                                           ngx_http_tent_ap_person_record);
+}
+
+
+static ngx_int_t
+ngx_http_tent_ap_person_record(ngx_http_request_t *r,
+    ngx_http_tent_store_op_t *op)
+{
+    json_t                    *record, *ap, *old;
+    ngx_int_t                  rc;
+    ngx_str_t                  value, nvalue, key;
+    ngx_uint_t                 changed;
+    ngx_http_tent_ctx_t       *ctx;
+    ngx_http_tent_ap_held_t   *st;
+    ngx_http_tent_store_op_t  *wop;
+
+    ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
+    if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    st = ctx->state;
+
+    ngx_http_tent_store_value(op, &value);
+
+    record = ngx_http_tent_json_load(r, &value);
+    if (record == NULL) {
+        return ngx_http_tent_internal_error(r, "reading the follower");
+    }
+
+    /* a Tent follower of the same URL is no ActivityPub actor's */
+
+    ap = json_object_get(record, "activitypub");
+    if (!json_is_object(ap)) {
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    changed = 0;
+    old = json_object_get(ap, "inbox");
+
+    if (!json_is_string(old)
+        || json_string_length(old) != st->inbox.len
+        || ngx_strncmp(json_string_value(old), st->inbox.data, st->inbox.len)
+           != 0)
+    {
+        json_object_set_new(ap, "inbox",
+                            ngx_http_tent_json_string(&st->inbox));
+        changed = 1;
+    }
+
+    old = json_object_get(ap, "shared_inbox");
+
+    if (st->shared_inbox.len == 0) {
+        if (old) {
+            json_object_del(ap, "shared_inbox");
+            changed = 1;
+        }
+
+    } else if (!json_is_string(old)
+               || json_string_length(old) != st->shared_inbox.len
+               || ngx_strncmp(json_string_value(old), st->shared_inbox.data,
+                              st->shared_inbox.len)
+                  != 0)
+    {
+        json_object_set_new(ap, "shared_inbox",
+                            ngx_http_tent_json_string(&st->shared_inbox));
+        changed = 1;
+    }
+
+    if (!changed) {
+        return ngx_http_tent_ap_held_202(r);
+    }
+
+    json_object_set_new(record, "updated_at", json_integer(ngx_time()));
+
+    wop = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (wop == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER, &st->record_id,
+                             &key)
+           != NGX_OK
+        || ngx_http_tent_json_dump(r->pool, record, &nvalue) != NGX_OK
+        || ngx_http_tent_store_cas(wop, &key, &value, &nvalue) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the follower's row");
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: follower \"%V\": inbox now \"%V\"",
+                   &st->verify->actor, &st->inbox);
+
+    return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_ap_held_done);
 }

@@ -210,6 +210,39 @@ is($ap->create_note(as => 'bob', to => [$URL], content => '<p>3</p>',
 Tent::Util::wait_for(sub { fetches_of('bob') > $before }, 10);
 is(fetches_of('bob'), $before + 1, '... bob\'s actor fetched again, once');
 
+# ---- Update(Person) of a follower: its record's inbox follows, on its
+# own origin only
+
+sub record_of {
+    my ($actor) = @_;
+    my $f = $c->request(GET => '/followers', cred => $cred)->{json} || [];
+    my ($r) = grep { $_->{entity} eq $actor } @$f;
+    return $r;
+}
+sub person_update {
+    my ($who, $actor, %p) = @_;
+    return $ap->send(as => $who, inbox => $INBOX, activity => {
+        '@context' => 'https://www.w3.org/ns/activitystreams',
+        id => "$actor#updates/" . rand, type => 'Update', actor => $actor,
+        object => { id => $BOB, type => 'Person', %p } });
+}
+is($ap->follow($URL, as => 'bob', inbox => $INBOX), 202, 'bob follows');
+is(record_of($BOB)->{activitypub}{inbox}, "$BOB/inbox", '... its inbox');
+my $R = $ap->url;
+is(person_update('bob', $BOB, inbox => "$BOB/inbox2",
+                 endpoints => { sharedInbox => "$R/shared2" }), 202,
+   'bob\'s Update(Person) with a new inbox: 202');
+is(record_of($BOB)->{activitypub}{inbox}, "$BOB/inbox2",
+   '... the follower\'s inbox the new one');
+is(record_of($BOB)->{activitypub}{shared_inbox}, "$R/shared2",
+   '... its shared inbox too');
+is(person_update('bob', $BOB, inbox => 'http://169.254.169.254/inbox'), 202,
+   'bob\'s Update(Person) with an inbox on another origin: 202');
+is(record_of($BOB)->{activitypub}{inbox}, "$BOB/inbox2", '... not taken');
+is(person_update('eve', $EVE, inbox => "$BOB/evil"), 202,
+   'eve\'s Update of bob\'s Person: 202');
+is(record_of($BOB)->{activitypub}{inbox}, "$BOB/inbox2", '... not taken');
+
 # ---- Delete of the actor: its follower record goes
 
 is($ap->follow($URL, as => 'eve', inbox => $INBOX), 202, 'eve follows');
