@@ -66,6 +66,9 @@ sub fetches_of {
 # ---- Create: kept under ngx_http_tent_ap_post_id(object id)
 
 is($ap->create_note(as => 'bob', to => [$URL], content => '<p>first</p>',
+                    attachments => [{ url => $ap->url . '/media/cat.png',
+                                      mediaType => 'image/png',
+                                      name => 'a cat' }],
                     inbox => $INBOX), 202, 'bob\'s Create(Note): 202');
 my $NOTE = $ap->last_result->{object}{id};
 my $ID = post_id($NOTE);
@@ -75,6 +78,13 @@ is($posts->[0]{id}, $ID, '... its id ngx_http_tent_ap_post_id(object id)');
 is($posts->[0]{activitypub}{id}, $NOTE, '... activitypub.id the object id');
 is($posts->[0]{content}{text}, 'first', '... its text');
 is($posts->[0]{version}, 1, '... version 1');
+is_deeply($posts->[0]{activitypub}{attachments},
+          [{ url => $ap->url . '/media/cat.png', mediaType => 'image/png',
+             name => 'a cat' }],
+          '... its attachment a link in activitypub.attachments');
+is_deeply($posts->[0]{attachments}, [], '... no Tent attachment (no file)');
+is(scalar(grep { $_->{path} eq '/media/cat.png' } $ap->requests), 0,
+   '... not fetched');
 
 # ---- Update by its author: version 2, sanitized
 
