@@ -358,6 +358,10 @@ ngx_http_tent_ap_held_read(ngx_http_request_t *r,
     json_t                    *copy;
     ngx_int_t                  rc;
     json_int_t                 version;
+    const char               **f;
+    static const char         *fields[] = { "type", "content", "mentions",
+                                            "permissions", "activitypub",
+                                            NULL };
     ngx_str_t                  value;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_ap_held_t   *st;
@@ -394,6 +398,28 @@ ngx_http_tent_ap_held_read(ngx_http_request_t *r,
 
         return ngx_http_tent_store_submit_request(r, wop,
                                               ngx_http_tent_ap_held_done);
+    }
+
+    /*
+     * the same post again (a replay to another worker, an Update sent
+     * twice): no new version, so that an Update is idempotent as the
+     * inbox's other activities are
+     */
+
+    for (f = fields; *f; f++) {
+        if (!json_equal(json_object_get(copy, *f),
+                        json_object_get(st->received.post, *f))
+            && (json_object_get(copy, *f)
+                || json_object_get(st->received.post, *f)))
+        {
+            break;
+        }
+    }
+
+    if (*f == NULL) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: an Update changing nothing, ignored");
+        return ngx_http_tent_ap_held_202(r);
     }
 
     /* the next version; the copy's times kept (its feed rows' keys) */

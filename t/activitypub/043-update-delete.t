@@ -104,6 +104,12 @@ like($body, qr/second/, '... the new body');
 unlike($body, qr/script|alert|onclick|javascript/i, '... sanitized');
 like($body, qr{<b>bold</b>}, '... the allowed tag kept');
 is($res->{json}{activitypub}{id}, $NOTE, '... activitypub.id kept');
+# the same Update again (another activity id: not a replay): no version
+my $upd = $ap->last_result->{activity};
+is($ap->send(as => 'bob', inbox => $INBOX,
+             activity => { %$upd, id => "$upd->{id}/again" }), 202,
+   'the same Update again: 202');
+is(post_of($BOB, $ID)->{json}{version}, 2, '... no version 3');
 $res = post_of($BOB, $ID, '?version=1');
 is($res->{json}{content}{text}, 'first', 'version 1 still there');
 is(scalar @{ posts_of($BOB) }, 1, 'one post of bob still');
