@@ -150,10 +150,23 @@ ngx_int_t ngx_http_tent_ap_following_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_ap_following_answer(ngx_http_request_t *r,
     json_t *record);
+void ngx_http_tent_ap_verify_forget(ngx_http_tent_ap_verify_t *v);
 
 /* ngx_http_tent_ap_inbox.c: POST of the inbox and the shared inbox */
 ngx_int_t ngx_http_tent_ap_inbox(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* ngx_http_tent_ap_inbox_posts.c: Update, Delete of a post; Announce */
+ngx_int_t ngx_http_tent_ap_inbox_update(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_inbox_delete(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_inbox_announce(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_inbox_reply(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, json_t *post);
+ngx_int_t ngx_http_tent_ap_inbox_person(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

@@ -13,8 +13,9 @@
  * queues an Accept in the same write, an Undo of it removes the
  * follower; a Create of a Note, an Article or a Question by a following
  * of the entity, or addressed to it, is kept as a received post of the
- * actor (AP.md item 4).  Every verified activity is answered 202,
- * handled or not.
+ * actor (AP.md item 4); Update and Delete of such a post are
+ * ngx_http_tent_ap_inbox_posts.c's, of the actor itself here.  Every
+ * verified activity is answered 202, handled or not.
  */
 
 
@@ -69,8 +70,6 @@ static ngx_int_t ngx_http_tent_ap_create(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
 static ngx_int_t ngx_http_tent_ap_create_following(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
-static ngx_int_t ngx_http_tent_ap_reply_to_ours(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *post);
 static ngx_int_t ngx_http_tent_ap_create_post(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_inbox_t *st);
 
@@ -215,6 +214,44 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
     if (type.len == 6 && ngx_strncmp(type.data, "Create", 6) == 0) {
         return ngx_http_tent_ap_create(r, ctx, st);
     }
+
+    /* Update(Person), Delete of the actor: its own; else of a post */
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Update", 6) == 0) {
+        if (ngx_http_tent_ap_object_is(json_object_get(v->activity, "object"),
+                                       &v->actor))
+        {
+            ngx_http_tent_ap_verify_forget(v);
+            return ngx_http_tent_ap_inbox_person(r, ctx, v);
+        }
+
+        return ngx_http_tent_ap_inbox_update(r, ctx, v);
+    }
+
+    if (type.len == 6 && ngx_strncmp(type.data, "Delete", 6) == 0) {
+        if (ngx_http_tent_ap_object_is(json_object_get(v->activity, "object"),
+                                       &v->actor))
+        {
+            /* the account gone: its follower record with it, as an Undo */
+
+            ngx_http_tent_ap_verify_forget(v);
+            st->kind = NGX_HTTP_TENT_AP_UNDO;
+            st->embedded = 1;
+
+            return ngx_http_tent_store_get_request(r,
+                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
+                                        &v->actor,
+                                        ngx_http_tent_ap_undo_existing);
+        }
+
+        return ngx_http_tent_ap_inbox_delete(r, ctx, v);
+    }
+
+    if (type.len == 8 && ngx_strncmp(type.data, "Announce", 8) == 0) {
+        return ngx_http_tent_ap_inbox_announce(r, ctx, v);
+    }
+
+    /* Like: not counted (docs/activitypub.md "Activities") */
 
     return ngx_http_tent_ap_accepted(r);
 }
@@ -751,8 +788,9 @@ static ngx_int_t
 ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_ap_inbox_t *st)
 {
-    u_char                     *p, hash[32], hex[64];
+    u_char                      pid[NGX_HTTP_TENT_AP_POST_ID_LEN + 2];
     json_t                     *object, *post;
+    ngx_str_t                   oid;
     ngx_int_t                   status;
     const char                 *error;
     ngx_http_tent_ap_verify_t  *v;
@@ -773,22 +811,21 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return ngx_http_tent_ap_accepted(r);
     }
 
-    if (ngx_http_tent_ap_reply_to_ours(r, ctx, post) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "naming our post replied to");
-    }
+    /* ngx_http_tent_ap_post_id(): where an Update or a Delete finds it */
 
-    p = (u_char *) json_string_value(json_object_get(object, "id"));
+    oid.data = (u_char *) json_string_value(json_object_get(object, "id"));
+    oid.len = json_string_length(json_object_get(object, "id"));
 
-    if (EVP_Digest(p, json_string_length(json_object_get(object, "id")),
-                   hash, NULL, EVP_sha256(), NULL)
-        != 1)
+    if (ngx_http_tent_ap_post_id(&oid, pid) != NGX_OK
+        || ngx_http_tent_ap_inbox_reply(r, ctx, post) != NGX_OK)
     {
-        return ngx_http_tent_internal_error(r, "hashing the object's id");
+        return ngx_http_tent_internal_error(r, "making the post's id");
     }
 
-    ngx_hex_dump(hex, hash, 16);
-
-    if (json_object_set_new(post, "id", json_stringn((char *) hex, 32)) != 0
+    if (json_object_set_new(post, "id",
+                            json_stringn((char *) pid,
+                                         NGX_HTTP_TENT_AP_POST_ID_LEN))
+        != 0
         || json_object_set_new(post, "entity",
                                ngx_http_tent_json_string(&v->actor))
            != 0)
@@ -806,6 +843,17 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (status == NGX_ERROR) {
         return ngx_http_tent_internal_error(r, error);
+    }
+
+    /* the validation keeps Tent's fields: the object's id etc. put back */
+
+    if (status == NGX_OK
+        && json_object_get(post, "activitypub")
+        && json_object_set(rst->post, "activitypub",
+                           json_object_get(post, "activitypub"))
+           != 0)
+    {
+        return ngx_http_tent_internal_error(r, "keeping the object's id");
     }
 
     /*
@@ -840,70 +888,4 @@ ngx_http_tent_ap_create_post(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_ap_follow_stored);
-}
-
-
-/*
- * A reply to one of our posts: the mapping names the post replied to by
- * its URL (it knows no author), so its first mention is made ours, the
- * entity and the post id, as a Tent reply to our post is (the feed and
- * the conversation read mentions by entity and post)
- */
-
-static ngx_int_t
-ngx_http_tent_ap_reply_to_ours(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *post)
-{
-    u_char                    *p;
-    json_t                    *reply, *m;
-    ngx_str_t                  url, id, origin_api;
-    ngx_http_tent_srv_conf_t  *scf;
-
-    reply = json_object_get(json_object_get(post, "activitypub"),
-                            "in_reply_to");
-    m = json_array_get(json_object_get(post, "mentions"), 0);
-
-    if (!json_is_string(reply) || !json_is_object(m)) {
-        return NGX_OK;
-    }
-
-    scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
-
-    origin_api.data = ngx_pnalloc(r->pool,
-                                  ctx->origin.len + scf->api_root.len);
-    if (origin_api.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(origin_api.data, ctx->origin.data, ctx->origin.len);
-
-    /* "/" as the API root: no "//" */
-
-    if (scf->api_root.len > 1) {
-        p = ngx_cpymem(p, scf->api_root.data, scf->api_root.len);
-    }
-
-    origin_api.len = p - origin_api.data;
-
-    url.data = (u_char *) json_string_value(reply);
-    url.len = json_string_length(reply);
-
-    if (ngx_http_tent_ap_object_post(&origin_api, &url, &id) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent inbox: a reply to our post \"%V\"", &id);
-
-    if (json_object_set_new(m, "entity",
-                            ngx_http_tent_json_string(&ctx->entity))
-        != 0
-        || json_object_set_new(m, "post",
-                               json_stringn((char *) id.data, id.len))
-           != 0)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
 }

@@ -1022,3 +1022,26 @@ ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
 
     ngx_free(e);
 }
+
+
+/*
+ * Update(Person): the actor's kept key and URLs dropped in this worker,
+ * so its next activity fetches the document again (its new inbox, its
+ * new key); the other workers keep theirs until the hour ends.
+ */
+
+void
+ngx_http_tent_ap_verify_forget(ngx_http_tent_ap_verify_t *v)
+{
+    ngx_http_tent_ap_entry_t  *e;
+
+    if (ngx_http_tent_ap_sets == NULL) {
+        return;
+    }
+
+    e = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->keys,
+                                 &v->sig.key_id);
+    if (e) {
+        ngx_http_tent_ap_set_drop(&ngx_http_tent_ap_sets->keys, e);
+    }
+}
