@@ -38,6 +38,10 @@ sub made {
 }
 
 # a broken request: its body's chunk malformed while the key is made
+# (the wait below is for the write's answer, "kept: written", not its
+# submission, "written with no request left": a request between the two
+# finds no key row yet and makes one of its own, which the
+# compare-and-set then drops; seen once on a loaded machine)
 sub broken {
     my $s = IO::Socket::IP->new(PeerAddr => '127.0.0.1', PeerPort => $P)
         or die "connect: $!";
@@ -52,7 +56,7 @@ sub broken {
 broken() for 1 .. 5;
 
 ok(wait_for(sub { $peer->error_log_text
-                  =~ /tent ap: the key of "[^"]+" (kept: written|written)/ },
+                  =~ /tent ap: the key of "[^"]+" (kept: written|written)(?! with)/ },
             15),
    'the key is written though its requests broke')
     or diag $peer->error_log_text;
