@@ -10,12 +10,11 @@
 # when it is back; the owner's block refuses its activities and sends
 # it nothing.
 #
-# TODO(#29): not here yet, as the module does not build them: our
-# Update(Person) on a profile change, the peer's Update/Delete/Announce/
-# Like of its notes (helper apinbox2), our own Follow of a peer's actor
-# (a following made by POST /followings), and the operator's domain
-# block (the peer is on 127.0.0.1, an IP literal, which domain blocks
-# never match: docs/blocks.md).
+# Elsewhere: the peer's Update/Delete/Announce/Like of its notes (043,
+# 044), our own Follow of a peer's actor (080, 081).  TODO(#29): our
+# Update(Person) on a profile change (not built), and the operator's
+# domain block (the peer is on 127.0.0.1, an IP literal, which domain
+# blocks never match: docs/blocks.md; 081 checks it for our follows).
 
 use strict;
 use warnings;
