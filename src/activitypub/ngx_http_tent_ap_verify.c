@@ -107,6 +107,8 @@ static ngx_int_t ngx_http_tent_ap_key_fetch(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v);
 static ngx_int_t ngx_http_tent_ap_key_fetched(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
+static ngx_uint_t ngx_http_tent_ap_own_document(ngx_str_t *id,
+    ngx_str_t *url);
 static ngx_int_t ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_fetch_t *f);
 static void ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v);
@@ -665,6 +667,49 @@ ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out)
  * it was fetched from (else any host could claim another's actor).
  */
 
+/*
+ * A document fetched at "url" is the actor "id"'s own: the same URL, or
+ * one under the id's path when the id has a path (a bare origin as the
+ * id owns no path of its host: anything on it may be an upload)
+ */
+
+static ngx_uint_t
+ngx_http_tent_ap_own_document(ngx_str_t *id, ngx_str_t *url)
+{
+    size_t   n;
+    u_char  *p, *last;
+
+    /* the same, or but a "/" at the end of one (a bare origin's path) */
+
+    n = ngx_min(url->len, id->len);
+
+    if (ngx_strncmp(url->data, id->data, n) == 0
+        && (url->len == id->len
+            || (url->len == n + 1 && url->data[n] == '/')
+            || (id->len == n + 1 && id->data[n] == '/')))
+    {
+        return 1;
+    }
+
+    last = id->data + id->len;
+
+    p = ngx_strlcasestrn(id->data, last, (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return 0;
+    }
+
+    p = ngx_strlchr(p + 3, last, '/');
+
+    if (p == NULL || p + 1 >= last || url->len <= id->len
+        || ngx_strncmp(url->data, id->data, id->len) != 0)
+    {
+        return 0;
+    }
+
+    return last[-1] == '/' || url->data[id->len] == '/';
+}
+
+
 static ngx_int_t
 ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_fetch_t *f)
@@ -677,6 +722,20 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
 
     doc = ngx_http_tent_ap_actor_read(r, f, &id);
     if (doc == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /*
+     * The actor's own document: fetched at its id or under its path (a
+     * key document as GoToSocial serves, <actor>/main-key), never one
+     * elsewhere on its origin that claims it (an upload, another user's
+     * page: anyone who can publish a file there would sign as the actor)
+     */
+
+    if (!ngx_http_tent_ap_own_document(&id, &f->url)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent inbox: the key document at \"%V\" is not the "
+                      "actor \"%V\"'s own", &f->url, &id);
         return NGX_DECLINED;
     }
 

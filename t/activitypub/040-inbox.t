@@ -68,6 +68,21 @@ $rx->rules([
     { method => 'GET', path => '^/users/carol$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
                   delay => 1, body => actor_doc('carol') } },
+    # a document elsewhere on bob's origin (an upload) claiming to be bob,
+    # with eve's key: never bob's own
+    { method => 'GET', path => '^/uploads/x\.json$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => { %{ actor_doc('bob') },
+                            publicKey => { id => "$R/uploads/x.json#k",
+                                           owner => "$R/users/bob",
+                                           publicKeyPem => $key{eve}{public} } } } },
+    # a key document under the actor's path, as GoToSocial serves
+    { method => 'GET', path => '^/users/eve/main-key$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => { %{ actor_doc('eve') },
+                            publicKey => { id => "$R/users/eve/main-key",
+                                           owner => "$R/users/eve",
+                                           publicKeyPem => $key{eve}{public} } } } },
     # a document whose key claims another owner
     { method => 'GET', path => '^/users/liar$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
@@ -439,6 +454,17 @@ like($res->{json}{error} // '', qr/owner/, '... says so');
 $res = inbox(body => follow_of("$R/users/liar"), as => 'eve',
              key_id => "$R/users/liar#main-key");
 is($res->{status}, 401, 'a key whose owner is another actor: 401');
+
+# a key document that is not the actor's own: an upload on bob's origin
+# claiming bob, with eve's key (anyone who can publish a file there)
+$res = inbox(body => follow_of("$R/users/bob"), as => 'eve',
+             key_id => "$R/uploads/x.json#k");
+is($res->{status}, 401, 'a key document elsewhere on the actor\'s origin: 401');
+ok($peer->error_log_text =~ m{the key document at "\Q$R\E/uploads/x\.json" is not},
+   '... said in the log');
+$res = inbox(body => follow_of("$R/users/eve", 'http://example.org/gts'),
+             as => 'eve', key_id => "$R/users/eve/main-key");
+is($res->{status}, 202, 'a key document under the actor\'s path (GoToSocial): 202');
 
 # a replay: the same request twice
 $res = inbox(body => follow_of("$R/users/eve", 'http://example.org/x'),
