@@ -20,6 +20,8 @@
 #include <openssl/crypto.h>
 #include <openssl/decoder.h>
 #include <openssl/rsa.h>
+#include <openssl/core_names.h>
+#include <openssl/bn.h>
 
 
 #define NGX_HTTP_TENT_HTTPSIG_SIGNED                                         \
@@ -911,6 +913,7 @@ EVP_PKEY *
 ngx_http_tent_httpsig_pem_key(ngx_str_t *pem)
 {
     int                 type, bits;
+    BIGNUM             *e;
     size_t              len;
     EVP_PKEY           *key;
     const u_char       *data;
@@ -946,12 +949,30 @@ ngx_http_tent_httpsig_pem_key(ngx_str_t *pem)
     type = EVP_PKEY_get_base_id(key);
     bits = EVP_PKEY_get_bits(key);
 
-    if (type == EVP_PKEY_ED25519
-        || ((type == EVP_PKEY_RSA || type == EVP_PKEY_RSA_PSS)
-            && bits >= 1024 && bits <= 8192))
-    {
+    if (type == EVP_PKEY_ED25519) {
         return key;
     }
+
+    /*
+     * RSA of 1024 to 8192 bits, its public exponent at most 32 bits
+     * (65537 everywhere): a verification with an exponent as long as
+     * the modulus costs as much as a signature, milliseconds of the
+     * event loop for each junk signature naming the key
+     */
+
+    e = NULL;
+
+    if ((type == EVP_PKEY_RSA || type == EVP_PKEY_RSA_PSS)
+        && bits >= 1024 && bits <= 8192
+        && EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_RSA_E, &e) == 1
+        && BN_num_bits(e) <= 32)
+    {
+        BN_free(e);
+        return key;
+    }
+
+    BN_free(e);
+    ERR_clear_error();
 
     EVP_PKEY_free(key);
 

@@ -41,6 +41,14 @@ my $AS = 'application/activity+json';
 my $rx = Tent::Receiver->start;
 my $R = $rx->url;
 my %key = map { $_ => Tent::HTTPSig::new_key() } qw(bob eve carol);
+{
+    # an RSA key whose public exponent is 34 bits long (65537 is 17): a
+    # long exponent makes each verification as dear as a signature
+    require Crypt::OpenSSL::RSA;
+    my $rsa = Crypt::OpenSSL::RSA->generate_key(2048, 0x200000001);
+    $key{big} = { private => $rsa->get_private_key_string,
+                  public => $rsa->get_public_key_x509_string };
+}
 
 sub actor_doc {
     my ($name, %o) = @_;
@@ -76,6 +84,9 @@ $rx->rules([
                             publicKey => { id => "$R/uploads/x.json#k",
                                            owner => "$R/users/bob",
                                            publicKeyPem => $key{eve}{public} } } } },
+    { method => 'GET', path => '^/users/big$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => actor_doc('big') } },
     # a key document under the actor's path, as GoToSocial serves
     { method => 'GET', path => '^/users/eve/main-key$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
@@ -462,6 +473,8 @@ $res = inbox(body => follow_of("$R/users/bob"), as => 'eve',
 is($res->{status}, 401, 'a key document elsewhere on the actor\'s origin: 401');
 ok($peer->error_log_text =~ m{the key document at "\Q$R\E/uploads/x\.json" is not},
    '... said in the log');
+$res = inbox(body => follow_of("$R/users/big"), as => 'big');
+is($res->{status}, 401, 'an RSA key with a 34-bit public exponent: 401');
 $res = inbox(body => follow_of("$R/users/eve", 'http://example.org/gts'),
              as => 'eve', key_id => "$R/users/eve/main-key");
 is($res->{status}, 202, 'a key document under the actor\'s path (GoToSocial): 202');
