@@ -554,9 +554,10 @@ static ngx_int_t
 ngx_http_tent_httpsig_decode(ngx_str_t *src, u_char *dst, size_t size,
     size_t *len)
 {
-    int      n;
-    u_char  *p, *last;
-    size_t   pad;
+    int         n;
+    u_char      c, *p, *last;
+    size_t      pad;
+    ngx_uint_t  v;
 
     if (src->len == 0 || src->len % 4 || src->len / 4 * 3 > size) {
         return NGX_HTTP_TENT_HTTPSIG_BASE64;
@@ -577,6 +578,23 @@ ngx_http_tent_httpsig_decode(ngx_str_t *src, u_char *dst, size_t size,
         }
 
         if (*p != '=' || ++pad > 2 || last - p > 2) {
+            return NGX_HTTP_TENT_HTTPSIG_BASE64;
+        }
+    }
+
+    /*
+     * One spelling a value: the bits padding drops must be zero (else a
+     * signature had 4 or 16 spellings, each new to the replay set)
+     */
+
+    if (pad) {
+        c = src->data[src->len - pad - 1];
+        v = (c >= 'A' && c <= 'Z') ? c - 'A'
+            : (c >= 'a' && c <= 'z') ? c - 'a' + 26
+            : (c >= '0' && c <= '9') ? c - '0' + 52
+            : (c == '+') ? 62 : 63;
+
+        if (v & (pad == 1 ? 0x03 : 0x0f)) {
             return NGX_HTTP_TENT_HTTPSIG_BASE64;
         }
     }

@@ -471,6 +471,35 @@ test_cavage(void)
     hdrs[4].key = s("Content-Length");
     CHECK_RC(ngx_http_tent_httpsig_verify(pool, &sig, &req, pub), 0);
 
+    /*
+     * the same bytes spelt otherwise (a padding bit set): refused, so a
+     * signature has one spelling for the replay set
+     */
+
+    {
+        static const char  b64[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        ngx_str_t  keep;
+        u_char    *alt;
+        size_t     i;
+
+        keep = sig.signature;
+        alt = (u_char *) strndup((char *) keep.data, keep.len);
+        i = keep.len - 1;
+
+        while (alt[i] == '=') {
+            i--;
+        }
+
+        alt[i] = b64[(strchr(b64, alt[i]) - b64) | 1];
+        sig.signature.data = alt;
+        CHECK_RC(ngx_http_tent_httpsig_verify(pool, &sig, &req, pub),
+                 NGX_HTTP_TENT_HTTPSIG_BASE64);
+        sig.signature = keep;
+        CHECK_RC(ngx_http_tent_httpsig_verify(pool, &sig, &req, pub), 0);
+        free(alt);
+    }
+
     /* a truncated signature, then one cut to a multiple of four */
 
     sig.signature.len--;
