@@ -23,6 +23,7 @@
 
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_ap.h"
+#include "ngx_http_tent_ap_map.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_httpsig.h"
 #include "ngx_http_tent_json.h"
@@ -793,8 +794,15 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    /*
+     * Its inboxes, on its own origin only: a signed actor must not point
+     * our Accept and our posts at a third party's inbox (an Update of
+     * its Person is held to the same rule)
+     */
+
     if (ngx_http_tent_ap_url_of(json_object_get(doc, "inbox"), &inbox)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_ap_same_origin(&inbox, &id) != NGX_OK)
     {
         ngx_str_null(&inbox);
     }
@@ -803,7 +811,8 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
                                                                "endpoints"),
                                                 "sharedInbox"),
                                 &shared)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_tent_ap_same_origin(&shared, &id) != NGX_OK)
     {
         ngx_str_null(&shared);
     }

@@ -40,7 +40,7 @@ my $AS = 'application/activity+json';
 
 my $rx = Tent::Receiver->start;
 my $R = $rx->url;
-my %key = map { $_ => Tent::HTTPSig::new_key() } qw(bob eve carol);
+my %key = map { $_ => Tent::HTTPSig::new_key() } qw(bob eve carol far);
 {
     # an RSA key whose public exponent is 34 bits long (65537 is 17): a
     # long exponent makes each verification as dear as a signature
@@ -84,6 +84,13 @@ $rx->rules([
                             publicKey => { id => "$R/uploads/x.json#k",
                                            owner => "$R/users/bob",
                                            publicKeyPem => $key{eve}{public} } } } },
+    # an actor whose inbox is on another host (a third party's)
+    { method => 'GET', path => '^/users/far$',
+      action => { status => 200, headers => { 'Content-Type' => $AS },
+                  body => { %{ actor_doc('far') },
+                            inbox => 'http://127.0.0.2:9/inbox',
+                            endpoints => { sharedInbox =>
+                                           'http://127.0.0.2:9/shared' } } } },
     { method => 'GET', path => '^/users/big$',
       action => { status => 200, headers => { 'Content-Type' => $AS },
                   body => actor_doc('big') } },
@@ -473,6 +480,8 @@ $res = inbox(body => follow_of("$R/users/bob"), as => 'eve',
 is($res->{status}, 401, 'a key document elsewhere on the actor\'s origin: 401');
 ok($peer->error_log_text =~ m{the key document at "\Q$R\E/uploads/x\.json" is not},
    '... said in the log');
+$res = inbox(body => follow_of("$R/users/far"), as => 'far');
+is($res->{status}, 400, 'a Follow of an actor whose inboxes are on another host: 400');
 $res = inbox(body => follow_of("$R/users/big"), as => 'big');
 is($res->{status}, 401, 'an RSA key with a 34-bit public exponent: 401');
 $res = inbox(body => follow_of("$R/users/eve", 'http://example.org/gts'),
