@@ -90,7 +90,7 @@ fuzz: test-deps $(MODULE)
 FUZZ_HALF1 = fuzz_fetch fuzz_type fuzz_ipc fuzz_mac fuzz_guard fuzz_url \
              fuzz_keys fuzz_apmap
 FUZZ_HALF2 = fuzz_form fuzz_store fuzz_apps fuzz_multipart fuzz_links \
-             fuzz_route fuzz_post
+             fuzz_route fuzz_post fuzz_httpsig
 
 fuzz-long: test-deps $(MODULE)
 	fuzz/build.sh && mkdir -p fuzz/out
