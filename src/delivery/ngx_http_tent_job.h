@@ -140,6 +140,9 @@ void ngx_http_tent_delivery_loaded(ngx_http_tent_job_t *t,
 void ngx_http_tent_transport_claim(ngx_http_tent_job_t *t);
 ngx_int_t ngx_http_tent_delivery_url(ngx_http_tent_job_t *t, ngx_uint_t n,
     ngx_str_t *url);
+void ngx_http_tent_delivery_post(ngx_http_tent_job_t *t,
+    ngx_http_tent_fetch_t *f, ngx_str_t *url, const char *content_type,
+    ngx_http_tent_fetch_pt handler);
 void ngx_http_tent_delivery_settle(ngx_http_tent_job_t *t,
     ngx_http_tent_outcome_e outcome);
 ngx_http_tent_store_op_t *ngx_http_tent_delivery_settlement(

@@ -399,6 +399,37 @@ ngx_http_tent_delivery_url(ngx_http_tent_job_t *t, ngx_uint_t n,
 
 
 /*
+ * A transport's request, its body (and signature) set: POSTed to "url"
+ * with the job's deadline, at least once; any failure to start settles
+ * the task as failed, so the caller only returns.
+ */
+
+void
+ngx_http_tent_delivery_post(ngx_http_tent_job_t *t, ngx_http_tent_fetch_t *f,
+    ngx_str_t *url, const char *content_type, ngx_http_tent_fetch_pt handler)
+{
+    f->url = *url;
+    ngx_str_set(&f->method, "POST");
+    f->content_type.data = (u_char *) content_type;
+    f->content_type.len = ngx_strlen(content_type);
+    f->max_response = 64 * 1024;
+    f->deadline = t->deadline;
+    f->has_deadline = 1;
+    f->handler = handler;
+    f->data = t;
+    f->resend = 1;                 /* deliveries are at-least-once */
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                   "tent delivery: job sent: post \"%V\" to %V",
+                   &t->task.post_id, url);
+
+    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
+        ngx_http_tent_task_failed(&t->task, "starting the request");
+    }
+}
+
+
+/*
  * The job leaves the queue, or comes back later: base * 2^attempt, at
  * most the cap, half of it random so that failed jobs spread out.
  */

@@ -550,27 +550,13 @@ send:
                    t->task.ent->entity.len);
     ngx_memcpy(p, "#main-key", sizeof("#main-key") - 1);
 
-    f->url = url;
     f->request_body = body;
     f->sign_key = key;
     f->sign_key_id = key_id;
-    ngx_str_set(&f->method, "POST");
-    ngx_str_set(&f->content_type, NGX_HTTP_TENT_AP_TYPE);
     ngx_str_set(&f->accept, NGX_HTTP_TENT_AP_TYPE);
-    f->max_response = 64 * 1024;
-    f->deadline = t->deadline;
-    f->has_deadline = 1;
-    f->handler = ngx_http_tent_ap_sent;
-    f->data = t;
-    f->resend = 1;                 /* deliveries are at-least-once */
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
-                   "tent delivery: job sent: post \"%V\" to %V",
-                   &t->task.post_id, &url);
-
-    if (ngx_http_tent_fetch_start(f) != NGX_OK) {
-        ngx_http_tent_task_failed(&t->task, "starting the request");
-    }
+    ngx_http_tent_delivery_post(t, f, &url, NGX_HTTP_TENT_AP_TYPE,
+                                ngx_http_tent_ap_sent);
 }
 
 

@@ -55,13 +55,8 @@ my $carol_rx = Tent::Receiver->start(
 my $BOB = $bob_rx->url . '/users/bob';
 my $CAROL = $carol_rx->url . '/users/carol';
 
-my $db = Tent::Util::servroot() . '/tent_temp/db';
-stop_last_nginx();
-my $bob_id = Tent::APFollower::put($db, $ENTITY, actor => $BOB,
-                                   inbox => "$BOB/inbox");
-my $carol_id = Tent::APFollower::put($db, $ENTITY, actor => $CAROL,
-                                     inbox => "$CAROL/inbox");
-start_last_nginx();
+my ($bob_id, $carol_id) = Tent::APFollower::install($ENTITY,
+    [$BOB, "$BOB/inbox"], [$CAROL, "$CAROL/inbox"]);
 
 $res = $c->request(GET => '/followers', cred => $owner);
 is_deeply([ sort map { $_->{entity} } @{ $res->{json} || [] } ],
@@ -95,23 +90,8 @@ sub signed_ok {
        "$what: application/activity+json");
 }
 
-sub deliveries {
-    my ($pid) = @_;
-    my $r = $c->request(GET => "/posts/$pid/deliveries", cred => $owner);
-    return { map { $_->{entity} => $_ } @{ $r->{json}{deliveries} || [] } };
-}
-
-sub wait_state {
-    my ($pid, $who, $state) = @_;
-    my $end = time + 20;
-    my $d;
-    while (time < $end) {
-        $d = deliveries($pid)->{$who};
-        last if $d && $d->{state} eq $state;
-        sleep 0.2;
-    }
-    return $d || {};
-}
+sub deliveries { $c->deliveries($owner, $_[0]) }
+sub wait_state { $c->wait_delivery($owner, @_) }
 
 # ---- a public post: Create of a Note, to the Public, cc the followers
 

@@ -56,19 +56,10 @@ my %bad = (
     'http://127.0.0.1/users/gopher' => 'gopher://127.0.0.1:70/inbox',
 );
 
-my $db = Tent::Util::servroot() . '/tent_temp/db';
-stop_last_nginx();
-Tent::APFollower::put($db, $ENTITY, actor => $GOOD, inbox => "$GOOD/inbox");
-Tent::APFollower::put($db, $ENTITY, actor => $EVE, inbox => "$EVE/inbox");
-Tent::APFollower::put($db, $ENTITY, actor => $_, inbox => $bad{$_})
-    for sort keys %bad;
-start_last_nginx();
+Tent::APFollower::install($ENTITY, [$GOOD, "$GOOD/inbox"],
+    [$EVE, "$EVE/inbox"], map { [$_, $bad{$_}] } sort keys %bad);
 
-sub deliveries {
-    my ($pid) = @_;
-    my $r = $c->request(GET => "/posts/$pid/deliveries", cred => $owner);
-    return { map { $_->{entity} => $_ } @{ $r->{json}{deliveries} || [] } };
-}
+sub deliveries { $c->deliveries($owner, $_[0]) }
 
 my $p = $c->post_ok($owner, { type => $STATUS, content => { text => 'hi' },
                               permissions => { public => JSON::PP::true } });

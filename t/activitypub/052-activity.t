@@ -43,13 +43,8 @@ my $rx = Tent::Receiver->start(
 my $BOB = $rx->url . '/users/bob';
 my $CAROL = $rx->url . '/users/carol';
 
-my $db = Tent::Util::servroot() . '/tent_temp/db';
-stop_last_nginx();
-my $bob = Tent::APFollower::put($db, $ENTITY, actor => $BOB,
-                                inbox => "$BOB/inbox");
-my $carol = Tent::APFollower::put($db, $ENTITY, actor => $CAROL,
-                                  inbox => "$CAROL/inbox");
-start_last_nginx();
+my ($bob, $carol) = Tent::APFollower::install($ENTITY,
+    [$BOB, "$BOB/inbox"], [$CAROL, "$CAROL/inbox"]);
 
 for ([$bob, 'bob'], [$carol, 'carol']) {
     $res = $c->request(DELETE => "/followers/$_->[0]", cred => $app);
@@ -86,7 +81,7 @@ is(scalar(inbox('bob')), 2, 'bob\'s 202: not again');
 stop_last_nginx();
 my @left = grep { /^\Q$ENTITY\E\0[wjo]/ }
            map { chomp; pack('H*', (split /\t/)[0]) }
-           Tent::Util::ldb_rows($db);
+           Tent::Util::ldb_rows(Tent::Util::servroot() . "/tent_temp/db");
 is_deeply(\@left, [], 'no activity, job or outbox row left');
 start_last_nginx();
 

@@ -37,10 +37,7 @@ my $res = $c->request(POST => "/followers",
                              notification_path => 'notifications/n' });
 is($res->{status}, 200, 'a Tent follower') or diag $res->{body};
 
-my $db = Tent::Util::servroot() . '/tent_temp/db';
-stop_last_nginx();
-Tent::APFollower::put($db, $ENTITY, actor => $BOB, inbox => "$BOB/inbox");
-start_last_nginx();
+Tent::APFollower::install($ENTITY, [$BOB, "$BOB/inbox"]);
 
 my $p = $c->post_ok($owner, {
     type => 'https://tent.io/types/post/status/v0.1.0',
@@ -50,8 +47,7 @@ my $p = $c->post_ok($owner, {
 my (%d, $end);
 $end = time + 20;
 while (time < $end) {
-    $res = $c->request(GET => "/posts/$p->{id}/deliveries", cred => $owner);
-    %d = map { $_->{entity} => $_ } @{ $res->{json}{deliveries} || [] };
+    %d = %{ $c->deliveries($owner, $p->{id}) };
     last if ($d{$BOB}{state} // '') eq 'delivered'
             && ($d{$tent->url}{state} // '') eq 'delivered';
     sleep 0.2;

@@ -8,6 +8,7 @@ package Tent::APFollower;
 # signature against the actor's publicKeyPem, its Digest, its Date.
 #
 #   Tent::APFollower::put($db, $entity, actor => URL, inbox => URL);
+#   my @ids = Tent::APFollower::install($entity, [ACTOR, INBOX], ...);
 #   my @why = Tent::APFollower::check($req, $pem, $key_id);  # () is good
 
 use strict;
@@ -40,6 +41,18 @@ sub put {
             or die "ldb-put: $?";
     }
     return $id;
+}
+
+# each [ACTOR, INBOX] a follower of ENTITY in the running test's store:
+# nginx stopped, the rows put, nginx started again; their ids, in order
+sub install {
+    my ($entity, @pairs) = @_;
+    my $db = Tent::Util::servroot() . '/tent_temp/db';
+    Tent::Util::stop_last_nginx();
+    my @ids = map { put($db, $entity, actor => $_->[0], inbox => $_->[1]) }
+              @pairs;
+    Tent::Util::start_last_nginx();
+    return @ids;
 }
 
 # an IMF-fixdate (RFC 9110), "Sun, 06 Nov 1994 08:49:37 GMT": seconds

@@ -213,4 +213,25 @@ sub post_status {
     return $self->post_ok($cred, status_body($text))->{id};
 }
 
+# GET /posts/ID/deliveries with CRED: its recipients by entity (or inbox)
+sub deliveries {
+    my ($self, $cred, $id) = @_;
+    my $res = $self->request(GET => "/posts/$id/deliveries", cred => $cred);
+    return { map { $_->{entity} => $_ } @{ $res->{json}{deliveries} || [] } };
+}
+
+# the same, read again (20 s at most) until WHO's state is STATE: its
+# record then, or the last one read ({} if none)
+sub wait_delivery {
+    my ($self, $cred, $id, $who, $state) = @_;
+    my $end = time + 20;
+    my $d;
+    while (time < $end) {
+        $d = $self->deliveries($cred, $id)->{$who};
+        last if $d && $d->{state} eq $state;
+        select(undef, undef, undef, 0.2);
+    }
+    return $d || {};
+}
+
 1;
