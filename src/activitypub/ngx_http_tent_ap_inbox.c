@@ -211,6 +211,25 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
         return ngx_http_tent_ap_undo(r, ctx, st);
     }
 
+    /*
+     * What keeps or changes a post here: not from a domain the operator
+     * blocked, though the actor's key was kept before the block (a key
+     * lives an hour); undoing and deleting stay open (they only remove)
+     */
+
+    if (((type.len == 6
+          && (ngx_strncmp(type.data, "Create", 6) == 0
+              || ngx_strncmp(type.data, "Update", 6) == 0))
+         || (type.len == 8 && ngx_strncmp(type.data, "Announce", 8) == 0))
+        && ngx_http_tent_domains_entity(&v->actor))
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent inbox: \"%V\": domain blocked", &v->actor);
+
+        return ngx_http_tent_send_error(r, NGX_HTTP_FORBIDDEN,
+                   "The actor's domain is blocked on this host");
+    }
+
     if (type.len == 6 && ngx_strncmp(type.data, "Create", 6) == 0) {
         return ngx_http_tent_ap_create(r, ctx, st);
     }

@@ -45,7 +45,7 @@ my %key = map { $_ => Tent::HTTPSig::new_key() } qw(bob eve carol far);
     # an RSA key whose public exponent is 34 bits long (65537 is 17): a
     # long exponent makes each verification as dear as a signature
     require Crypt::OpenSSL::RSA;
-    my $rsa = Crypt::OpenSSL::RSA->generate_key(2048, 0x200000001);
+    my $rsa = Crypt::OpenSSL::RSA->generate_key(2048, 2 ** 33 + 1);
     $key{big} = { private => $rsa->get_private_key_string,
                   public => $rsa->get_public_key_x509_string };
 }

@@ -12,9 +12,8 @@
 #
 # Elsewhere: the peer's Update/Delete/Announce/Like of its notes (043,
 # 044), our own Follow of a peer's actor (080, 081).  TODO(#29): our
-# Update(Person) on a profile change (not built), and the operator's
-# domain block (the peer is on 127.0.0.1, an IP literal, which domain
-# blocks never match: docs/blocks.md; 081 checks it for our follows).
+# Update(Person) on a profile change (not built).  The operator's domain
+# block: 042 (a named peer in a network namespace) and 081 (our follows).
 
 use strict;
 use warnings;

@@ -58,6 +58,9 @@ my @LIVE;
 *_read_json = \&Tent::Receiver::_read_json;
 
 # start(names => ['alice'], host => '127.0.0.1', port => 0,
+#       name => 'peer.test'  (its URLs and handles by that host name,
+#                             listening on host: a name a suite's
+#                             Tent::Netns hosts resolve to 127.0.0.1),
 #       past => 43200, future => 300   (the Date window, seconds),
 #       auto_accept => 1  (answer a Follow with an Accept),
 #       signed_fetch => 0 (sign its GETs of keys and actors, as
@@ -74,9 +77,12 @@ sub start {
         ReuseAddr => 1, Proto => 'tcp',
     ) or die "Tent::APPeer: cannot listen on $host: $@\n";
     my $port = $lsock->sockport;
+    my $name = $a{name} // $host;
+    die "Tent::APPeer: bad name $name\n" unless $name =~ /^[a-z0-9.-]+$/;
     my $dir = tempdir('tent-ap-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my $self = bless {
-        host => $host, port => $port, url => "http://$host:$port",
+        host => $host, port => $port, url => "http://$name:$port",
+        name => $name,
         dir => $dir, owner => $$, names => $a{names} || ['alice'],
         serial => 0,
     }, $class;
@@ -88,7 +94,7 @@ sub start {
                         name => ucfirst $n, summary => "<p>$n here</p>" };
     }
     $self->{cfg} = {
-        url => $self->{url}, hostport => "$host:$port",
+        url => $self->{url}, hostport => "$name:$port",
         actors => \%actors,
         past => $a{past} // 12 * 3600, future => $a{future} // 300,
         auto_accept => $a{auto_accept} // 1,
@@ -156,13 +162,13 @@ sub _save_config {
 sub url       { $_[0]{url} }
 sub port      { $_[0]{port} }
 sub dir       { $_[0]{dir} }
-sub hostport  { "$_[0]{host}:$_[0]{port}" }
+sub hostport  { "$_[0]{name}:$_[0]{port}" }
 sub actor_url { "$_[0]{url}/users/$_[1]" }
 sub key_id    { "$_[0]{url}/users/$_[1]#main-key" }
 sub inbox_url { "$_[0]{url}/users/$_[1]/inbox" }
 sub shared_inbox_url { "$_[0]{url}/inbox" }
 sub followers_url { "$_[0]{url}/users/$_[1]/followers" }
-sub acct      { "acct:$_[1]\@$_[0]{host}:$_[0]{port}" }
+sub acct      { "acct:$_[1]\@$_[0]{name}:$_[0]{port}" }
 sub private_key { $_[0]{cfg}{actors}{$_[1]}{private} }
 sub public_key  { $_[0]{cfg}{actors}{$_[1]}{public} }
 # the last send: { status, body, inbox, activity, object, results => [...] }
