@@ -493,6 +493,18 @@ ngx_http_tent_fetch_hop(ngx_http_tent_fetch_t *f)
     }
 #endif
 
+    /*
+     * A fragment is the client's own (RFC 3986, 3.5): never sent, and no
+     * part of the host, as ngx_http_tent_fetch_share.c reads the origin
+     * ("http://a#@b/" is a, both ways)
+     */
+
+    host = ngx_strlchr(rest.data, rest.data + rest.len, '#');
+
+    if (host) {
+        rest.len = host - rest.data;
+    }
+
     ngx_memzero(&u, sizeof(ngx_url_t));
 
     u.url = rest;

@@ -299,6 +299,27 @@ is($res->{status}, 200, 'a redirect inside the allowed range is followed')
     or diag($res->{body});
 $rx4->rules([]);
 
+# a Location's fragment is never sent, nor read as the host: the origin
+# the outbound shares count (ngx_http_tent_fetch_share.c) is the one asked
+for my $loc ('/elsewhere#frag', "http://127.0.0.1:$P/elsewhere#\@127.0.0.2:$P/") {
+    $rx4->clear;
+    $rx4->rules([{ method => 'HEAD', path => '^/$',
+                   action => { status => 302,
+                               headers => { Location => $loc } } },
+                 { method => 'HEAD', path => '^/elsewhere$',
+                   action => { status => 200, headers => { Link =>
+                       qq{<http://127.0.0.1:$P/tent/profile#x>; }
+                       . qq{rel="https://tent.io/rels/profile"} } } }]);
+    $res = follow_me("http://127.0.0.1:$P");
+    is($res->{status}, 200, "a redirect to $loc is followed")
+        or diag($res->{body});
+    is(scalar(grep { $_->{path} =~ /#/ } $rx4->requests), 0,
+       '... no fragment sent (the Location\'s nor the profile link\'s)');
+    ok(scalar($rx4->requests(method => 'GET', path => qr{^/tent/profile$})),
+       '... the profile read at its path');
+}
+$rx4->rules([]);
+
 settle();
 is($rx2->connections + $rx6->connections, 0,
    'nothing connected to 127.0.0.2 or ::1');
