@@ -186,7 +186,7 @@ ngx_uint_t ngx_http_tent_ap_approves(ngx_str_t *section, ngx_log_t *log);
 ngx_int_t ngx_http_tent_ap_follower_add(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op,
     ngx_str_t *actor, ngx_str_t *inbox, ngx_str_t *shared_inbox,
-    json_t *follow, ngx_str_t *id);
+    json_t *follow, ngx_uint_t first, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_request_hold(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 ngx_int_t ngx_http_tent_ap_request_undo(ngx_http_request_t *r,

@@ -137,14 +137,16 @@ ngx_http_tent_ap_approves(ngx_str_t *section, ngx_log_t *log)
 
 /*
  * The follower of an accepted Follow, with no credential (AP.md item 3),
- * and its Accept embedding "follow", into op (whose first step is the
- * "must be absent" of the "e" row: two at once make one follower)
+ * and its Accept embedding "follow", into op.  "first": op is new, and
+ * its first step the "must be absent" of the "e" row (two Follows at
+ * once make one follower); else op compared another row first (the
+ * owner's accept: the request's, the "e" row read just before).
  */
 
 ngx_int_t
 ngx_http_tent_ap_follower_add(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, ngx_str_t *actor, ngx_str_t *inbox,
-    ngx_str_t *shared_inbox, json_t *follow, ngx_str_t *id)
+    ngx_str_t *shared_inbox, json_t *follow, ngx_uint_t first, ngx_str_t *id)
 {
     json_t     *record, *ap, *accept;
     ngx_int_t   rc;
@@ -224,7 +226,9 @@ ngx_http_tent_ap_follower_add(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    if (ngx_http_tent_store_cas(op, &ekey, NULL, id) != NGX_OK
+    if ((first ? ngx_http_tent_store_cas(op, &ekey, NULL, id)
+               : ngx_http_tent_store_write_put(op, &ekey, id))
+        != NGX_OK
         || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
         || ngx_http_tent_relation_post(r, ctx, op, "follower", record,
                                        "create")
@@ -800,13 +804,13 @@ ngx_http_tent_ap_req_follows(ngx_http_request_t *r,
     if (st->what == NGX_HTTP_TENT_AP_REQ_ACCEPT
         && op->status == NGX_HTTP_TENT_STORE_NOT_FOUND)
     {
-        op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+        op = NULL;
 
-        if (op == NULL
+        if (ngx_http_tent_ap_req_remove(r, ctx, st, &op) != NGX_OK
             || ngx_http_tent_ap_follower_add(r, ctx, op, &st->actor, &inbox,
-                                             &shared, follow, &st->follower)
-               != NGX_OK
-            || ngx_http_tent_ap_req_remove(r, ctx, st, &op) != NGX_OK)
+                                             &shared, follow, 0,
+                                             &st->follower)
+               != NGX_OK)
         {
             return ngx_http_tent_internal_error(r, "adding the follower");
         }
