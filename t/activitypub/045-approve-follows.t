@@ -23,6 +23,7 @@ use Tent::Peer;
 my $AP_INFO = 'https://tent.io/types/info/activitypub/v0.1.0';
 my $STATUS = 'https://tent.io/types/post/status/v0.1.0';
 my $AS = 'application/activity+json';
+my $CTX = 'https://www.w3.org/ns/activitystreams';
 
 my $CONF = <<'CONF';
         tent_entity $URL;
@@ -70,11 +71,12 @@ sub actor {
 
 sub choose {
     my ($on) = @_;
-    my $r = $c->request(PUT => '/profile/' . Tent::Client::uri_escape($AP_INFO),
-                        cred => $owner,
-                        body => { manually_approves_followers =>
-                                      $on ? JSON::PP::true : JSON::PP::false,
-                                  permissions => { public => JSON::PP::true } });
+    my $r = $c->request(
+        PUT => '/profile/' . Tent::Client::uri_escape($AP_INFO),
+        cred => $owner,
+        body => { manually_approves_followers =>
+                      $on ? JSON::PP::true : JSON::PP::false,
+                  permissions => { public => JSON::PP::true } });
     return $r->{status};
 }
 
@@ -242,9 +244,34 @@ ok(!$ap->inbox(type => 'Create', name => 'carol'),
 
 is($ap->follow($URL, as => 'dave'), 202, 'dave follows: 202');
 is_deeply(pending(), [$ACTOR{dave}], '... a request');
-is($ap->undo_follow($URL, as => 'dave'), 202, 'dave undoes it: 202');
+is($ap->send(as => 'dave', inbox => "$API/activitypub/alice/inbox",
+             activity => { '@context' => $CTX,
+                           id => "$ACTOR{dave}#undo/other", type => 'Undo',
+                           actor => $ACTOR{dave},
+                           object => "$ACTOR{dave}#follows/another" }),
+   202, 'dave undoes another Follow (by id): 202');
+is_deeply(pending(), [$ACTOR{dave}], '... his request stays');
+is($ap->send(as => 'carol', inbox => "$API/activitypub/alice/inbox",
+             activity => { '@context' => $CTX,
+                           id => "$ACTOR{carol}#undo/x", type => 'Undo',
+                           actor => $ACTOR{carol},
+                           object => { id => "$ACTOR{carol}#follows/x",
+                                       type => 'Follow',
+                                       actor => $ACTOR{carol},
+                                       object => $URL } }),
+   202, 'carol undoes a Follow of us (she has no request): 202');
+is_deeply(pending(), [$ACTOR{dave}], '... dave\'s request stays');
+is($ap->undo_follow($URL, as => 'dave'), 202, 'dave undoes his: 202');
 is_deeply(pending(), [], '... the request is gone');
 is_deeply(followers(), [$ACTOR{bob}], '... dave is no follower');
+is($ap->follow($URL, as => 'dave'), 202, 'dave follows again: 202');
+is_deeply(pending(), [$ACTOR{dave}], '... a request');
+is($ap->send(as => 'dave', inbox => "$API/activitypub/alice/inbox",
+             activity => { '@context' => $CTX,
+                           id => "$ACTOR{dave}#delete", type => 'Delete',
+                           actor => $ACTOR{dave}, object => $ACTOR{dave} }),
+   202, 'dave\'s account deleted: 202');
+is_deeply(pending(), [], '... his request is gone');
 
 # ---- at most tent_ap_follow_requests (3) wait
 
