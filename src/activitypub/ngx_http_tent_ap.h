@@ -19,6 +19,7 @@
 #include "ngx_http_tent_base.h"
 #include "ngx_http_tent_fetch.h"
 #include "ngx_http_tent_httpsig.h"
+#include "ngx_http_tent_store.h"
 
 
 #define NGX_HTTP_TENT_AP_TYPE       "application/activity+json"
@@ -30,6 +31,13 @@
 
 /* an inbox POST's body: more is a 413 */
 #define NGX_HTTP_TENT_AP_INBOX_MAX  (256 * 1024)
+
+
+/* follow requests waiting for the owner: tent_ap_follow_requests' top */
+#define NGX_HTTP_TENT_AP_REQUESTS_MAX  1000
+
+/* the profile section of the owner's choices (its type base) */
+#define NGX_HTTP_TENT_AP_SETTINGS  "https://tent.io/types/info/activitypub"
 
 
 /* the actor's key, as its row keeps it (the private part never served) */
@@ -167,6 +175,29 @@ ngx_int_t ngx_http_tent_ap_inbox_reply(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
 ngx_int_t ngx_http_tent_ap_inbox_person(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+
+/*
+ * ngx_http_tent_ap_requests.c: follows the owner approves (the profile
+ * section's choice): held, listed, accepted, rejected, undone
+ */
+ngx_int_t ngx_http_tent_ap_settings_key(ngx_pool_t *pool, ngx_str_t *entity,
+    ngx_str_t *key);
+ngx_uint_t ngx_http_tent_ap_approves(ngx_str_t *section, ngx_log_t *log);
+ngx_int_t ngx_http_tent_ap_follower_add(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op,
+    ngx_str_t *actor, ngx_str_t *inbox, ngx_str_t *shared_inbox,
+    json_t *follow, ngx_uint_t first, ngx_str_t *id);
+ngx_int_t ngx_http_tent_ap_request_hold(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
+ngx_int_t ngx_http_tent_ap_request_undo(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v,
+    ngx_str_t *follow_id, ngx_uint_t embedded);
+ngx_int_t ngx_http_tent_ap_requests(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_request_accept(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+ngx_int_t ngx_http_tent_ap_request_reject(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

@@ -9,7 +9,8 @@
  * Person.  Its name, summary and icon come from the profile's basic
  * section when it is public (a section only some may read is not shown
  * to the fediverse); its key from ngx_http_tent_ap_keys.c, the public
- * part only.
+ * part only; manuallyApprovesFollowers the owner's choice
+ * (ngx_http_tent_ap_requests.c).
  */
 
 
@@ -28,7 +29,7 @@ static ngx_int_t ngx_http_tent_ap_actor_keyed(ngx_http_request_t *r,
 static ngx_int_t ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_actor_reply(ngx_http_request_t *r,
-    ngx_http_tent_ctx_t *ctx, json_t *basic);
+    ngx_http_tent_ctx_t *ctx, json_t *basic, ngx_uint_t approves);
 
 
 ngx_int_t
@@ -74,7 +75,7 @@ static ngx_int_t
 ngx_http_tent_ap_actor_keyed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_ap_key_t *key)
 {
-    ngx_str_t                  k, base;
+    ngx_str_t                  k, sk, base;
     ngx_http_tent_store_op_t  *op;
 
     /* from now on, the state is the public key alone */
@@ -83,13 +84,19 @@ ngx_http_tent_ap_actor_keyed(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     ngx_str_set(&base, NGX_HTTP_TENT_AP_BASIC);
 
+    /* the basic section and the owner's choices (approving follows) */
+
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
 
     if (op == NULL
         || ngx_http_tent_key(r->pool, &ctx->entity,
                              NGX_HTTP_TENT_TABLE_PROFILE, &base, &k)
            != NGX_OK
-        || ngx_http_tent_store_get(op, &k) != NGX_OK)
+        || ngx_http_tent_ap_settings_key(r->pool, &ctx->entity, &sk)
+           != NGX_OK
+        || ngx_http_tent_store_mget(op) != NGX_OK
+        || ngx_http_tent_store_mget_key(op, &k) != NGX_OK
+        || ngx_http_tent_store_mget_key(op, &sk) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "building the profile's read");
     }
@@ -106,6 +113,7 @@ ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
     json_t               *record, *content;
     ngx_int_t             rc;
     ngx_str_t             value;
+    ngx_uint_t            found;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
@@ -115,9 +123,11 @@ ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
 
     content = NULL;
 
-    if (op->status == NGX_HTTP_TENT_STORE_OK
-        && ngx_http_tent_store_value(op, &value) == NGX_OK)
-    {
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the profile");
+    }
+
+    if (found) {
         record = ngx_http_tent_json_own(r->pool,
                      ngx_http_tent_json_parse(&value, r->connection->log));
 
@@ -129,9 +139,18 @@ ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
         }
     }
 
+    /* the owner's choice, whoever may read its section: the actor says it */
+
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the owner's choice");
+    }
+
     return ngx_http_tent_ap_actor_reply(r, ctx,
                                         json_is_object(content) ? content
-                                                                : NULL);
+                                                                : NULL,
+                                        found
+                                        && ngx_http_tent_ap_approves(&value,
+                                               r->connection->log));
 }
 
 
@@ -188,7 +207,7 @@ ngx_http_tent_ap_actor_summary(ngx_http_request_t *r, json_t *basic)
 
 static ngx_int_t
 ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
-    json_t *basic)
+    json_t *basic, ngx_uint_t approves)
 {
     u_char     *p;
     json_t     *actor, *v, *inbox, *outbox, *followers, *following, *shared;
@@ -245,7 +264,7 @@ ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             "id", key_id.data, key_id.len,
             "owner", ctx->entity.data, ctx->entity.len,
             "publicKeyPem", pem->data, pem->len,
-        "manuallyApprovesFollowers", 0));
+        "manuallyApprovesFollowers", approves ? 1 : 0));
 
     if (actor == NULL) {
         return ngx_http_tent_internal_error(r, "writing the actor");

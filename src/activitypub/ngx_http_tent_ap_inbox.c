@@ -10,12 +10,13 @@
  * the request's entity.  A bounded JSON object, signed by its actor
  * (ngx_http_tent_ap_verify.c); then a Follow of the entity makes an
  * ActivityPub follower (an "f" row and its "e" index, AP.md item 3) and
- * queues an Accept in the same write, an Undo of it removes the
- * follower; a Create of a Note, an Article or a Question by a following
- * of the entity, or addressed to it, is kept as a received post of the
- * actor (AP.md item 4); Update and Delete of such a post are
- * ngx_http_tent_ap_inbox_posts.c's, of the actor itself here.  Every
- * verified activity is answered 202, handled or not.
+ * queues an Accept in the same write, or, the owner approving follows, a
+ * request (ngx_http_tent_ap_requests.c); an Undo of it removes the
+ * follower or the request; a Create of a Note, an Article or a Question
+ * by a following of the entity, or addressed to it, is kept as a
+ * received post of the actor (AP.md item 4); Update and Delete of such
+ * a post are ngx_http_tent_ap_inbox_posts.c's, of the actor itself
+ * here.  Every verified activity is answered 202, handled or not.
  */
 
 
@@ -286,7 +287,9 @@ static ngx_int_t
 ngx_http_tent_ap_follow(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_ap_inbox_t *st)
 {
+    ngx_str_t                   ekey, skey;
     ngx_http_tent_ap_verify_t  *v;
+    ngx_http_tent_store_op_t   *op;
 
     v = &st->verify;
 
@@ -317,10 +320,26 @@ ngx_http_tent_ap_follow(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                                         "The actor has no inbox");
     }
 
-    return ngx_http_tent_store_get_request(r,
-                                        NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY,
-                                        &v->actor,
-                                        ngx_http_tent_ap_follow_existing);
+    /* a follower already, and the owner's choice: one read */
+
+    op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
+
+    if (op == NULL
+        || ngx_http_tent_key(r->pool, &ctx->entity,
+                             NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &v->actor,
+                             &ekey)
+           != NGX_OK
+        || ngx_http_tent_ap_settings_key(r->pool, &ctx->entity, &skey)
+           != NGX_OK
+        || ngx_http_tent_store_mget(op) != NGX_OK
+        || ngx_http_tent_store_mget_key(op, &ekey) != NGX_OK
+        || ngx_http_tent_store_mget_key(op, &skey) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "building the follower's read");
+    }
+
+    return ngx_http_tent_store_submit_request(r, op,
+                                              ngx_http_tent_ap_follow_existing);
 }
 
 
@@ -328,9 +347,9 @@ static ngx_int_t
 ngx_http_tent_ap_follow_existing(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                     *record, *ap, *accept;
     ngx_int_t                   rc;
-    ngx_str_t                   id, hex, key, ekey, value, accept_id;
+    ngx_str_t                   id, value;
+    ngx_uint_t                  found;
     ngx_http_tent_ctx_t        *ctx;
     ngx_http_tent_ap_inbox_t   *st;
     ngx_http_tent_ap_verify_t  *v;
@@ -343,116 +362,38 @@ ngx_http_tent_ap_follow_existing(ngx_http_request_t *r,
     st = ctx->state;
     v = &st->verify;
 
-    if (op->status != NGX_HTTP_TENT_STORE_NOT_FOUND) {
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the follower");
+    }
+
+    if (found) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent inbox: \"%V\" follows already", &v->actor);
         return ngx_http_tent_ap_accepted(r);
     }
 
-    /* AP.md item 3: a follower record with no credential */
+    /* the owner approves follows: a request, no follower, no Accept */
 
-    ap = json_pack("{s:o}", "inbox", ngx_http_tent_json_string(&v->inbox));
-
-    if (ap && v->shared_inbox.len) {
-        json_object_set_new(ap, "shared_inbox",
-                            ngx_http_tent_json_string(&v->shared_inbox));
+    if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "reading the owner's choice");
     }
 
-    if (ap && json_is_string(json_object_get(v->activity, "id"))) {
-        json_object_set(ap, "follow", json_object_get(v->activity, "id"));
+    if (found && ngx_http_tent_ap_approves(&value, r->connection->log)) {
+        return ngx_http_tent_ap_request_hold(r, ctx, v);
     }
 
-    if (ngx_http_tent_relation_id(r->pool, &id) != NGX_OK) {
-        json_decref(ap);
-        return ngx_http_tent_internal_error(r, "making the follower's id");
-    }
-
-    record = json_pack("{s:o, s:o, s:I, s:I, s:{s:b}, s:[], s:[s], s:[],"
-                       " s:o}",
-                       "id", ngx_http_tent_json_string(&id),
-                       "entity", ngx_http_tent_json_string(&v->actor),
-                       "created_at", (json_int_t) ngx_time(),
-                       "updated_at", (json_int_t) ngx_time(),
-                       "permissions", "public", 1,
-                       "licenses",
-                       "types", "all",
-                       "groups",
-                       "activitypub", ap);
-
-    if (record == NULL
-        || ngx_http_tent_json_cleanup(r->pool, record) != NGX_OK)
-    {
-        json_decref(record);
-        return ngx_http_tent_internal_error(r, "building the follower record");
-    }
-
-    /* the Accept, the Follow embedded as received (AP.md items 2, 5) */
-
-    if (ngx_http_tent_random_hex(r->pool, 16, &hex) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "making the Accept's id");
-    }
-
-    accept_id.len = ctx->entity.len + sizeof("#accept-") - 1 + hex.len;
-    accept_id.data = ngx_pnalloc(r->pool, accept_id.len);
-    if (accept_id.data == NULL) {
-        return ngx_http_tent_internal_error(r, "making the Accept's id");
-    }
-
-    ngx_sprintf(accept_id.data, "%V#accept-%V", &ctx->entity, &hex);
-
-    accept = json_pack("{s:s, s:o, s:s, s:o, s:O}",
-                       "@context", "https://www.w3.org/ns/activitystreams",
-                       "id", ngx_http_tent_json_string(&accept_id),
-                       "type", "Accept",
-                       "actor", ngx_http_tent_json_string(&ctx->entity),
-                       "object", v->activity);
-
-    if (accept == NULL
-        || ngx_http_tent_json_cleanup(r->pool, accept) != NGX_OK)
-    {
-        json_decref(accept);
-        return ngx_http_tent_internal_error(r, "building the Accept");
-    }
+    /* AP.md item 3: the follower, the Accept embedding the Follow */
 
     op = ngx_http_tent_store_op_create(r->pool, r->connection->log);
-    if (op == NULL) {
-        return ngx_http_tent_internal_error(r, "creating the store operation");
-    }
 
-    if (ngx_http_tent_key(r->pool, &ctx->entity,
-                          NGX_HTTP_TENT_TABLE_FOLLOWER_ENTITY, &v->actor,
-                          &ekey)
-        != NGX_OK
-        || ngx_http_tent_key(r->pool, &ctx->entity,
-                             NGX_HTTP_TENT_TABLE_FOLLOWER, &id, &key)
-           != NGX_OK
-        || ngx_http_tent_json_dump(r->pool, record, &value) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "building the follower's rows");
-    }
-
-    /* "must be absent": two Follows at once make one follower */
-
-    if (ngx_http_tent_store_cas(op, &ekey, NULL, &id) != NGX_OK
-        || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
-        || ngx_http_tent_relation_post(r, ctx, op, "follower", record,
-                                       "create")
+    if (op == NULL
+        || ngx_http_tent_ap_follower_add(r, ctx, op, &v->actor, &v->inbox,
+                                         &v->shared_inbox, v->activity, 1,
+                                         &id)
            != NGX_OK)
     {
-        return ngx_http_tent_internal_error(r,
-                                       "adding the follower to the batch");
+        return ngx_http_tent_internal_error(r, "adding the follower");
     }
-
-    rc = ngx_http_tent_delivery_activity(r->pool, &ctx->entity, op, accept,
-                                         &v->inbox);
-    if (rc == NGX_ERROR) {
-        return ngx_http_tent_internal_error(r, "queueing the Accept");
-    }
-
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent inbox: follower \"%V\" as %V, Accept %s",
-                   &v->actor, &id,
-                   rc == NGX_OK ? "queued" : "not carried yet");
 
     return ngx_http_tent_store_submit_request(r, op,
                                               ngx_http_tent_ap_follow_stored);
@@ -544,11 +485,20 @@ ngx_http_tent_ap_undo_existing(ngx_http_request_t *r,
         return rc;
     }
 
+    st = ctx->state;
+
     if (op->status == NGX_HTTP_TENT_STORE_NOT_FOUND) {
+
+        /* no follower: a request the owner has not answered, if any */
+
+        if (st->kind == NGX_HTTP_TENT_AP_UNDO) {
+            return ngx_http_tent_ap_request_undo(r, ctx, &st->verify,
+                                                 &st->follow_id,
+                                                 st->embedded);
+        }
+
         return ngx_http_tent_ap_accepted(r);
     }
-
-    st = ctx->state;
 
     ngx_http_tent_store_value(op, &st->record_id);
 

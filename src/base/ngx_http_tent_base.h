@@ -214,6 +214,7 @@ typedef struct ngx_http_tent_srv_conf_s {
     ngx_array_t                    *regexes;     /* "~...", ngx_regex_t * */
     ngx_flag_t                      activitypub; /* tent_activitypub */
     ngx_str_t                       ap_name;     /* tent_ap_name */
+    ngx_uint_t                      ap_requests; /* tent_ap_follow_requests */
 } ngx_http_tent_srv_conf_t;
 
 

@@ -56,6 +56,11 @@ static ngx_conf_num_bounds_t  ngx_http_tent_store_write_buffer_bounds = {
     ngx_conf_check_num_bounds, 64 * 1024, 1024 * 1024 * 1024
 };
 
+/* follow requests waiting for the owner: each a scan of them all */
+static ngx_conf_num_bounds_t  ngx_http_tent_ap_requests_bounds = {
+    ngx_conf_check_num_bounds, 1, NGX_HTTP_TENT_AP_REQUESTS_MAX
+};
+
 static ngx_conf_enum_t  ngx_http_tent_same_node_rows[] = {
     { ngx_string("copy"), NGX_HTTP_TENT_SAME_NODE_COPY },
     { ngx_string("index"), NGX_HTTP_TENT_SAME_NODE_INDEX },
@@ -434,6 +439,13 @@ static ngx_command_t  ngx_http_tent_commands[] = {
       NGX_HTTP_SRV_CONF_OFFSET,
       offsetof(ngx_http_tent_srv_conf_t, ap_name),
       NULL },
+
+    { ngx_string("tent_ap_follow_requests"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_tent_srv_conf_t, ap_requests),
+      &ngx_http_tent_ap_requests_bounds },
 
     { ngx_string("tent_admin"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,

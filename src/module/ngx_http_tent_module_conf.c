@@ -402,6 +402,7 @@ ngx_http_tent_create_srv_conf(ngx_conf_t *cf)
     scf->moved_redirect_time = NGX_CONF_UNSET;
     scf->provisioning = NGX_CONF_UNSET;
     scf->activitypub = NGX_CONF_UNSET;
+    scf->ap_requests = NGX_CONF_UNSET_UINT;
     scf->quota_posts = NGX_CONF_UNSET_UINT;
     scf->quota_apps = NGX_CONF_UNSET_UINT;
     scf->quota_bytes = NGX_CONF_UNSET;
@@ -452,6 +453,7 @@ ngx_http_tent_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->quota_apps, prev->quota_apps, 0);
     ngx_conf_merge_off_value(conf->quota_bytes, prev->quota_bytes, 0);
     ngx_conf_merge_value(conf->activitypub, prev->activitypub, 0);
+    ngx_conf_merge_uint_value(conf->ap_requests, prev->ap_requests, 100);
 
     if (conf->outbound.deadline == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

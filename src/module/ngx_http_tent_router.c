@@ -312,6 +312,23 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_ap_following,
       0 },
 
+    /* follow requests the owner approves: authenticated, Tent's own */
+
+    { ngx_string("/activitypub/:name/requests"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_ap_requests,
+      0 },
+
+    { ngx_string("/activitypub/:name/requests/:id/accept"),
+      NGX_HTTP_POST,
+      ngx_http_tent_ap_request_accept,
+      0 },
+
+    { ngx_string("/activitypub/:name/requests/:id/reject"),
+      NGX_HTTP_POST,
+      ngx_http_tent_ap_request_reject,
+      0 },
+
     { ngx_null_string, 0, NULL, 0 }
 };
 
