@@ -23,6 +23,7 @@
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_store.h"
+#include "ngx_http_tent_ap.h"
 
 
 /* PUT and DELETE /profile/:type: write_profile and the type */
@@ -192,11 +193,12 @@ ngx_http_tent_profile_permissions(json_t *given, json_t *old)
 static ngx_int_t
 ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    json_t                    *content, *record, *perms, *old_perms, *post;
-    json_int_t                 v;
-    ngx_str_t                  key, value, old_key;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *cas;
+    json_t                     *content, *record, *perms, *old_perms, *post;
+    json_int_t                  v;
+    ngx_str_t                   key, value, old_key;
+    ngx_http_tent_profile_t    *pr;
+    ngx_http_tent_store_op_t   *cas;
+    ngx_http_tent_ap_person_t  *ps;
 
     pr = ctx->state;
 
@@ -245,6 +247,32 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
             json_decref(record);
             return ngx_http_tent_internal_error(r, "building the section");
         }
+    }
+
+    /*
+     * The basic section is what the ActivityPub actor shows: a change of
+     * it is sent to the followers' servers, queued in this write (the
+     * key and the followers read first; then this function again)
+     */
+
+    if (pr->person == NULL && ngx_http_tent_ap_enabled(r)
+        && pr->base.len == sizeof(NGX_HTTP_TENT_AP_BASIC) - 1
+        && ngx_strncmp(pr->base.data, NGX_HTTP_TENT_AP_BASIC,
+                       pr->base.len) == 0
+        && ngx_http_tent_ap_person_changed(r, pr->record, record))
+    {
+        ps = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (ps == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        ps->basic = ngx_http_tent_ap_basic_shown(record);
+        ps->has_basic = 1;
+        pr->person = ps;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, ps,
+                                               ngx_http_tent_profile_write);
     }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
@@ -307,6 +335,11 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         || ngx_http_tent_quota_count(r, ctx, cas) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "adding the profile post");
+    }
+
+    if (ngx_http_tent_ap_person_queue(r, ctx, pr->person, cas) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "queueing the "
+                                            "Update(Person)");
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
