@@ -183,7 +183,9 @@ ngx_int_t ngx_http_tent_ap_inbox_person(ngx_http_request_t *r,
  * (the basic profile section, a new key), one per follower inbox, in
  * the caller's own write.  The caller keeps the state in its own and
  * calls prepare (reads the key or the section, the followers; "done"
- * comes back with ctx->state as it was), then queue into its write.
+ * comes back with ctx->state as it was), then queue into its write
+ * (nothing when the reads failed, or found no key or no follower); the
+ * caller may set "basic" (with has_basic) up to the queue.
  */
 typedef struct {
     void                           *caller;      /* its ctx->state */
@@ -192,7 +194,8 @@ typedef struct {
     json_t                         *basic;       /* shown content */
     unsigned                        has_basic:1; /* given: not read */
     unsigned                        ready:1;     /* prepared */
-    json_t                         *activity;    /* NULL: none to send */
+    unsigned                        found:1;     /* the key, followers */
+    json_t                         *activity;
     ngx_array_t                    *inboxes;     /* ngx_str_t, distinct */
     ngx_str_t                       start;
     ngx_str_t                       end;

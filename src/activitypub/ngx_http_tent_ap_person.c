@@ -95,9 +95,9 @@ ngx_http_tent_ap_person_changed(ngx_http_request_t *r, json_t *old,
 
 /*
  * The key (unless given) and the basic section (unless given) in one
- * multi-get, then the followers.  Any failure of these reads leaves
- * ps->activity NULL: the caller's change goes on without an Update
- * (logged), it is not refused for it.
+ * multi-get, then the followers.  A failure of these reads queues
+ * nothing: the caller's change goes on without an Update (logged), it
+ * is not refused for it.
  */
 
 ngx_int_t
@@ -272,7 +272,6 @@ ngx_http_tent_ap_person_rows(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "tent ap: Update(Person) of \"%V\" not sent: the "
                       "followers not read", &ctx->entity);
-        ps->inboxes->nelts = 0;
         return ngx_http_tent_ap_person_done(r, ctx, ps);
     }
 
@@ -347,12 +346,7 @@ ngx_http_tent_ap_person_rows(ngx_http_request_t *r,
                       NGX_HTTP_TENT_AP_PERSON_SCAN);
     }
 
-    if (ps->inboxes->nelts
-        && ngx_http_tent_ap_person_build(r, ctx, ps) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "building the "
-                                            "Update(Person)");
-    }
+    ps->found = 1;
 
     return ngx_http_tent_ap_person_done(r, ctx, ps);
 }
@@ -486,8 +480,16 @@ ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
     ngx_str_t   *s;
     ngx_uint_t   i, n;
 
-    if (ps == NULL || ps->activity == NULL) {
+    if (ps == NULL || !ps->found || ps->inboxes->nelts == 0) {
         return NGX_OK;
+    }
+
+    /* built now: a DELETE knows the section it leaves only at its write */
+
+    if (ps->activity == NULL
+        && ngx_http_tent_ap_person_build(r, ctx, ps) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     s = ps->inboxes->elts;

@@ -38,6 +38,10 @@ static ngx_int_t ngx_http_tent_profile_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_uint_t ngx_http_tent_profile_shown(ngx_http_request_t *r,
+    ngx_http_tent_profile_t *pr);
+static ngx_int_t ngx_http_tent_profile_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 ngx_int_t
@@ -135,8 +139,47 @@ ngx_http_tent_profile_loaded(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
+    /*
+     * A DELETE of the basic section may change the actor: the key and
+     * the followers first, what it leaves is known at the write
+     */
+
+    if (ngx_http_tent_profile_shown(r, pr)) {
+        pr->person = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (pr->person == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        ((ngx_http_tent_ap_person_t *) pr->person)->has_basic = 1;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, pr->person,
+                                            ngx_http_tent_profile_versions);
+    }
+
+    return ngx_http_tent_profile_versions(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_profile_history(r, ctx,
                                          ngx_http_tent_profile_remove);
+}
+
+
+/* the section the ActivityPub actor shows, with the module on */
+
+static ngx_uint_t
+ngx_http_tent_profile_shown(ngx_http_request_t *r,
+    ngx_http_tent_profile_t *pr)
+{
+    return pr->person == NULL && ngx_http_tent_ap_enabled(r)
+           && pr->base.len == sizeof(NGX_HTTP_TENT_AP_BASIC) - 1
+           && ngx_strncmp(pr->base.data, NGX_HTTP_TENT_AP_BASIC,
+                          pr->base.len) == 0;
 }
 
 
@@ -255,10 +298,7 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
      * key and the followers read first; then this function again)
      */
 
-    if (pr->person == NULL && ngx_http_tent_ap_enabled(r)
-        && pr->base.len == sizeof(NGX_HTTP_TENT_AP_BASIC) - 1
-        && ngx_strncmp(pr->base.data, NGX_HTTP_TENT_AP_BASIC,
-                       pr->base.len) == 0
+    if (ngx_http_tent_profile_shown(r, pr)
         && ngx_http_tent_ap_person_changed(r, pr->record, record))
     {
         ps = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
@@ -389,12 +429,13 @@ static ngx_int_t
 ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                    *record;
-    ngx_int_t                  rc, current, found;
-    ngx_str_t                  key, value, cur_key, newest_key, newest;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *wop;
+    json_t                     *record, *left;
+    ngx_int_t                   rc, current, found;
+    ngx_str_t                   key, value, cur_key, newest_key, newest;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_profile_t    *pr;
+    ngx_http_tent_store_op_t   *wop;
+    ngx_http_tent_ap_person_t  *ps;
 
     ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
     if (ctx == NULL) {
@@ -464,12 +505,16 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
+    left = pr->record;
+
     if (pr->version < 0 || newest_key.data == NULL) {
         if (pr->version == current || pr->version < 0) {
             if (ngx_http_tent_store_write_del(wop, &cur_key) != NGX_OK) {
                 return ngx_http_tent_internal_error(r,
                                        "adding the section's removal");
             }
+
+            left = NULL;
         }
 
     } else if (pr->version == current) {
@@ -480,6 +525,25 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
         {
             return ngx_http_tent_internal_error(r,
                                        "adding the version brought back");
+        }
+
+        left = ngx_http_tent_json_own(r->pool,
+                                      ngx_http_tent_json_parse(&newest,
+                                                               NULL));
+    }
+
+    /* the actor without the section, or with the version brought back */
+
+    ps = pr->person;
+
+    if (ps && left != pr->record
+        && ngx_http_tent_ap_person_changed(r, pr->record, left))
+    {
+        ps->basic = ngx_http_tent_ap_basic_shown(left);
+
+        if (ngx_http_tent_ap_person_queue(r, ctx, ps, wop) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "queueing the "
+                                                "Update(Person)");
         }
     }
 

@@ -8,7 +8,8 @@
 # or of the same values, sends nothing; another entity's credential, an
 # app without write_profile, or without the basic type, cannot make one
 # (their PUT refused, nothing queued); the peer down gets it on the
-# queue's retry (tent_status counts the retry).
+# queue's retry (tent_status counts the retry); a DELETE of the section
+# sends the actor without it.
 
 use strict;
 use warnings;
@@ -230,6 +231,23 @@ cmp_ok($st1->{deliveries}{activitypub} // 0, '>',
        $st0->{deliveries}{activitypub} // 0,
        'tent_status: deliveries.activitypub counts it delivered');
 
+# ---- the section deleted: the actor without it
+
+my $nameless = sub { !exists $_[0]{activity}{object}{name} };
+$r = $c->request(DELETE => $PROFILE, cred => $writer);
+is($r->{status}, 200, 'the owner deletes the basic section')
+    or diag $r->{body};
+ok(!exists actor()->{name}, 'the actor shows no name');
+for my $who (qw(shared dave)) {
+    # the second without a name (the first: the section made private)
+    my @u = $ap->wait_inbox(type => 'Update', object_type => 'Person',
+                            name => $who, count => 2, match => $nameless);
+    is(scalar @u, 2, "$who got an Update(Person) without the name");
+}
+$r = put_basic($writer, name => 'Alice D');
+is($r->{status}, 200, 'a basic section again');
+wait_update('shared', 'of it', named('Alice D'));
+
 # ---- a new key: the actor with it
 
 my (undef, $secrets) = $peer->authorized_app('write_secrets');
@@ -242,7 +260,7 @@ isnt($new, $first->{publicKey}{publicKeyPem}, '... a new key');
 $u = wait_update('shared', 'with the new key',
                  sub { ($_[0]{activity}{object}{publicKey}{publicKeyPem}
                         // '') eq $new });
-is($u && $u->{activity}{object}{name}, 'Alice C', '... and the name');
+is($u && $u->{activity}{object}{name}, 'Alice D', '... and the name');
 is_deeply(object_of($u), actor(),
           '... the whole actor as served now');
 wait_update('dave', 'with the new key',
