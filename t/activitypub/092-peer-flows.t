@@ -11,8 +11,8 @@
 # it nothing.
 #
 # Elsewhere: the peer's Update/Delete/Announce/Like of its notes (043,
-# 044), our own Follow of a peer's actor (080, 081).  TODO(#29): our
-# Update(Person) on a profile change (not built), and the operator's
+# 044), our own Follow of a peer's actor (080, 081), our Update(Person)
+# on a profile change (054, 055).  TODO(#29): the operator's
 # domain block (the peer is on 127.0.0.1, an IP literal, which domain
 # blocks never match: docs/blocks.md; 081 checks it for our follows).
 
