@@ -17,8 +17,9 @@
  * Bounded: the followers are scanned in batches, at most
  * NGX_HTTP_TENT_AP_PERSON_SCAN rows, and at most
  * NGX_HTTP_TENT_AP_PERSON_INBOXES distinct inboxes are sent to (one
- * write of about that many activities of a few KB each, as a local
- * delivery batch is bounded); followers past either bound get no
+ * write of that many activities of a few KB each), and no more than
+ * NGX_HTTP_TENT_AP_PERSON_BYTES of them (a local delivery batch's
+ * bound: a long bio makes fewer); followers past a bound get no
  * Update, logged at "info" (they read the new actor when they fetch it
  * again, on a key's failure or their cache's end).
  */
@@ -35,6 +36,7 @@
 #define NGX_HTTP_TENT_AP_PERSON_BATCH    512
 #define NGX_HTTP_TENT_AP_PERSON_SCAN     10000
 #define NGX_HTTP_TENT_AP_PERSON_INBOXES  256
+#define NGX_HTTP_TENT_AP_PERSON_BYTES    (4 * 1024 * 1024)
 
 #define NGX_HTTP_TENT_AP_PUBLIC  "https://www.w3.org/ns/activitystreams#Public"
 
@@ -477,8 +479,8 @@ ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
     ngx_int_t    rc;
-    ngx_str_t   *s;
-    ngx_uint_t   i, n;
+    ngx_str_t   *s, body;
+    ngx_uint_t   i, n, max;
 
     if (ps == NULL || !ps->found || ps->inboxes->nelts == 0) {
         return NGX_OK;
@@ -492,6 +494,24 @@ ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /* the write's bytes bounded too: a long bio makes each one larger */
+
+    if (ngx_http_tent_json_dump(r->pool, ps->activity, &body) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    max = NGX_HTTP_TENT_AP_PERSON_BYTES / (body.len + 1);
+
+    if (ps->inboxes->nelts > max) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "tent ap: Update(Person) of \"%V\": %uz bytes, "
+                      "sent to %ui of %ui inboxes (bound %d bytes)",
+                      &ctx->entity, body.len, max, ps->inboxes->nelts,
+                      NGX_HTTP_TENT_AP_PERSON_BYTES);
+
+        ps->inboxes->nelts = max;
+    }
+
     s = ps->inboxes->elts;
     n = 0;
 
@@ -503,9 +523,15 @@ ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        if (rc == NGX_OK) {
-            n++;
+        if (rc == NGX_DECLINED) {
+            /* over 64 KB stored, or an inbox that is no http(s) URL */
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "tent ap: Update(Person) of \"%V\" not queued "
+                          "for \"%V\"", &ctx->entity, &s[i]);
+            continue;
         }
+
+        n++;
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

@@ -6,7 +6,8 @@
 # their own.  The PUT answers 200; exactly 256 inboxes get the Update,
 # the shared one once and the first 255 others; the rest none, and the
 # error log says how many were told; once they are sent no activity,
-# job or outbox row is left.
+# job or outbox row is left.  A bio of 30,000 bytes: the write's 4 MB
+# bound sends to fewer inboxes, and the log says how many.
 
 use Test::Nginx::Socket 'no_plan';
 use Tent::Util qw(start_last_nginx stop_last_nginx);
@@ -92,6 +93,29 @@ while (1) {
 }
 is(scalar @left, 0, 'no activity, job or outbox row left');
 is(scalar(posts()), 256, 'and no request more');
+
+# ---- a long bio: the write's bytes bounded, fewer inboxes
+
+$rx->clear;
+$from = length Tent::Util::error_log_text();
+$res = $c->request(PUT => '/profile/' . Tent::Client::uri_escape($BASIC),
+                   cred => $writer,
+                   body => { name => 'Long', bio => 'x' x 30000,
+                             permissions => { public => JSON::PP::true } });
+is($res->{status}, 200, 'a PUT with a bio of 30,000 bytes')
+    or diag $res->{body};
+my ($n) = Tent::Util::error_log_since($from)
+          =~ /Update\(Person\) of "\Q$ENTITY\E": \d+ bytes, sent to (\d+) of 256 inboxes \(bound 4194304 bytes\)/;
+ok($n && $n > 100 && $n < 256, 'the log: sent to fewer inboxes')
+    or diag $n;
+$end = time + 90;
+sleep 0.2 while time < $end && posts() < ($n || 256);
+is(scalar(posts()), $n, '... that many requests');
+($one) = posts();
+$a = eval { decode_json($one->{body} // '') } || {};
+is(length($a->{object}{summary} // ''), 30000, '... with the whole bio');
+cmp_ok($n * length($one->{body} // ''), '<=', 4 * 1024 * 1024,
+       '... at most 4 MB in all');
 
 $rx->stop;
 
