@@ -29,6 +29,9 @@
 /* a WebFinger resource: longer is a 400 */
 #define NGX_HTTP_TENT_AP_RESOURCE_MAX  512
 
+/* the profile section the actor shows (name, bio, avatar_url) */
+#define NGX_HTTP_TENT_AP_BASIC      "https://tent.io/types/info/basic"
+
 /* an inbox POST's body: more is a 413 */
 #define NGX_HTTP_TENT_AP_INBOX_MAX  (256 * 1024)
 
@@ -110,6 +113,12 @@ ngx_int_t ngx_http_tent_nodeinfo(ngx_http_request_t *r,
 
 /* ngx_http_tent_ap_actor.c: the Person at the entity URL */
 ngx_int_t ngx_http_tent_ap_actor_handler(ngx_http_request_t *r);
+json_t *ngx_http_tent_ap_actor_doc(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *pem, json_t *basic,
+    ngx_uint_t approves);
+json_t *ngx_http_tent_ap_basic_shown(json_t *record);
+ngx_int_t ngx_http_tent_ap_actor_profile(ngx_http_request_t *r,
+    json_t *actor, json_t *basic);
 
 /*
  * ngx_http_tent_ap_collections.c: outbox, followers, following; a post
@@ -198,6 +207,43 @@ ngx_int_t ngx_http_tent_ap_request_accept(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 ngx_int_t ngx_http_tent_ap_request_reject(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+
+/*
+ * ngx_http_tent_ap_person.c: our Update(Person) when the actor changes
+ * (the basic profile section, a new key), one per follower inbox, in
+ * the caller's own write.  The caller keeps the state in its own and
+ * calls prepare (reads the key or the section, the followers; "done"
+ * comes back with ctx->state as it was), then queue into its write
+ * (nothing when the reads failed, or found no key or no follower); the
+ * caller may set "basic" (with has_basic) up to the queue.
+ */
+typedef struct {
+    void                           *caller;      /* its ctx->state */
+    ngx_http_tent_route_pt          done;
+    ngx_str_t                       pem;         /* given, or read */
+    json_t                         *basic;       /* shown content */
+    unsigned                        has_basic:1; /* given: not read */
+    unsigned                        approves:1;  /* the owner's choice */
+    unsigned                        has_approves:1; /* given: not read */
+    unsigned                        ready:1;     /* prepared */
+    unsigned                        found:1;     /* the key, followers */
+    json_t                         *activity;
+    ngx_array_t                    *inboxes;     /* ngx_str_t, distinct */
+    ngx_str_t                       start;
+    ngx_str_t                       end;
+    ngx_uint_t                      scanned;
+    ngx_uint_t                      bounded;     /* stopped at a bound */
+} ngx_http_tent_ap_person_t;
+
+ngx_uint_t ngx_http_tent_ap_person_changed(ngx_http_request_t *r,
+    json_t *old, json_t *record);
+ngx_int_t ngx_http_tent_ap_person_prepare(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_person_t *ps,
+    ngx_http_tent_route_pt done);
+ngx_int_t ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_person_t *ps,
+    ngx_http_tent_store_op_t *op);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

@@ -9,8 +9,7 @@
  * Person.  Its name, summary and icon come from the profile's basic
  * section when it is public (a section only some may read is not shown
  * to the fediverse); its key from ngx_http_tent_ap_keys.c, the public
- * part only; manuallyApprovesFollowers the owner's choice
- * (ngx_http_tent_ap_requests.c).
+ * part only.
  */
 
 
@@ -21,15 +20,15 @@
 #include "ngx_http_tent_ap.h"
 
 
-#define NGX_HTTP_TENT_AP_BASIC  "https://tent.io/types/info/basic"
-
-
 static ngx_int_t ngx_http_tent_ap_actor_keyed(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
 static ngx_int_t ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_ap_actor_reply(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *basic, ngx_uint_t approves);
+static json_t *ngx_http_tent_ap_actor_summary(ngx_http_request_t *r,
+    json_t *basic);
+static json_t *ngx_http_tent_ap_actor_link(json_t *basic, const char *name);
 
 
 ngx_int_t
@@ -131,12 +130,7 @@ ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
         record = ngx_http_tent_json_own(r->pool,
                      ngx_http_tent_json_parse(&value, r->connection->log));
 
-        if (record
-            && json_is_true(json_object_get(
-                   json_object_get(record, "permissions"), "public")))
-        {
-            content = json_object_get(record, "content");
-        }
+        content = ngx_http_tent_ap_basic_shown(record);
     }
 
     /* the owner's choice, whoever may read its section: the actor says it */
@@ -145,12 +139,70 @@ ngx_http_tent_ap_actor_basic(ngx_http_request_t *r,
         return ngx_http_tent_internal_error(r, "reading the owner's choice");
     }
 
-    return ngx_http_tent_ap_actor_reply(r, ctx,
-                                        json_is_object(content) ? content
-                                                                : NULL,
+    return ngx_http_tent_ap_actor_reply(r, ctx, content,
                                         found
                                         && ngx_http_tent_ap_approves(&value,
                                                r->connection->log));
+}
+
+
+/* what of a basic section the fediverse sees: its content when public */
+
+json_t *
+ngx_http_tent_ap_basic_shown(json_t *record)
+{
+    json_t  *content;
+
+    if (record == NULL
+        || !json_is_true(json_object_get(json_object_get(record,
+                                                         "permissions"),
+                                         "public")))
+    {
+        return NULL;
+    }
+
+    content = json_object_get(record, "content");
+
+    return json_is_object(content) ? content : NULL;
+}
+
+
+/*
+ * The actor's fields a basic section gives (name, summary, icon), set
+ * on "actor": the document served and the Update(Person) sent
+ */
+
+ngx_int_t
+ngx_http_tent_ap_actor_profile(ngx_http_request_t *r, json_t *actor,
+    json_t *basic)
+{
+    json_t  *v;
+
+    if (basic == NULL) {
+        return NGX_OK;
+    }
+
+    v = json_object_get(basic, "name");
+    if (json_is_string(v) && json_object_set(actor, "name", v) != 0) {
+        return NGX_ERROR;
+    }
+
+    v = ngx_http_tent_ap_actor_summary(r, basic);
+    if (v && json_object_set_new(actor, "summary", v) != 0) {
+        return NGX_ERROR;
+    }
+
+    v = ngx_http_tent_ap_actor_link(basic, "avatar_url");
+    if (v
+        && json_object_set_new(actor, "icon",
+                               json_pack("{s:s, s:o}", "type", "Image",
+                                         "url", v))
+           != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -209,18 +261,44 @@ static ngx_int_t
 ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     json_t *basic, ngx_uint_t approves)
 {
-    u_char     *p;
-    json_t     *actor, *v, *inbox, *outbox, *followers, *following, *shared;
-    ngx_str_t   name, key_id, body, *pem;
+    json_t     *actor;
+    ngx_str_t   body;
 
-    pem = ctx->state;
+    actor = ngx_http_tent_ap_actor_doc(r, ctx, ctx->state, basic, approves);
+
+    if (actor == NULL
+        || ngx_http_tent_json_dump(r->pool, actor, &body) != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "writing the actor");
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent ap: the actor of \"%V\"", &ctx->entity);
+
+    return ngx_http_tent_ap_send(r, NGX_HTTP_OK, NGX_HTTP_TENT_AP_TYPE, &body);
+}
+
+
+/*
+ * The actor's document (owned by the request's pool), from the key's
+ * public part and the basic section's shown content (or NULL): what GET
+ * of the entity URL answers and what an Update(Person) carries
+ */
+
+json_t *
+ngx_http_tent_ap_actor_doc(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
+    ngx_str_t *pem, json_t *basic, ngx_uint_t approves)
+{
+    u_char     *p;
+    json_t     *actor, *inbox, *outbox, *followers, *following, *shared;
+    ngx_str_t   name, key_id;
 
     ngx_http_tent_ap_actor_name(r, &ctx->entity, &name);
 
     key_id.len = ctx->entity.len + sizeof("#main-key") - 1;
     key_id.data = ngx_pnalloc(r->pool, key_id.len);
     if (key_id.data == NULL) {
-        return ngx_http_tent_internal_error(r, "writing the key id");
+        return NULL;
     }
 
     p = ngx_cpymem(key_id.data, ctx->entity.data, ctx->entity.len);
@@ -243,7 +321,7 @@ ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
         json_decref(followers);
         json_decref(following);
         json_decref(shared);
-        return ngx_http_tent_internal_error(r, "writing the actor's URLs");
+        return NULL;
     }
 
     actor = ngx_http_tent_json_own(r->pool, json_pack(
@@ -266,35 +344,11 @@ ngx_http_tent_ap_actor_reply(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             "publicKeyPem", pem->data, pem->len,
         "manuallyApprovesFollowers", approves ? 1 : 0));
 
-    if (actor == NULL) {
-        return ngx_http_tent_internal_error(r, "writing the actor");
+    if (actor == NULL
+        || ngx_http_tent_ap_actor_profile(r, actor, basic) != NGX_OK)
+    {
+        return NULL;
     }
 
-    if (basic) {
-        v = json_object_get(basic, "name");
-        if (json_is_string(v)) {
-            json_object_set(actor, "name", v);
-        }
-
-        v = ngx_http_tent_ap_actor_summary(r, basic);
-        if (v) {
-            json_object_set_new(actor, "summary", v);
-        }
-
-        v = ngx_http_tent_ap_actor_link(basic, "avatar_url");
-        if (v) {
-            json_object_set_new(actor, "icon",
-                                json_pack("{s:s, s:o}", "type", "Image",
-                                          "url", v));
-        }
-    }
-
-    if (ngx_http_tent_json_dump(r->pool, actor, &body) != NGX_OK) {
-        return ngx_http_tent_internal_error(r, "writing the actor");
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent ap: the actor of \"%V\"", &ctx->entity);
-
-    return ngx_http_tent_ap_send(r, NGX_HTTP_OK, NGX_HTTP_TENT_AP_TYPE, &body);
+    return actor;
 }

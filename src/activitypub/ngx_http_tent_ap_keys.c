@@ -60,6 +60,7 @@ typedef struct {
     ngx_uint_t                      tries;
     ngx_uint_t                      rotate;      /* the owner's new key */
     ngx_http_tent_ap_key_t          key;
+    ngx_http_tent_ap_person_t      *person;      /* its Update(Person) */
 } ngx_http_tent_ap_keyreq_t;
 
 
@@ -674,6 +675,25 @@ ngx_http_tent_ap_key_store(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     kr = ctx->state;
 
+    /*
+     * A new key: the followers' servers are sent the actor with it, in
+     * the key's own write (the section and the followers read first;
+     * then this function again)
+     */
+
+    if (kr->rotate && kr->person == NULL) {
+        kr->person = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (kr->person == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        kr->person->pem = kr->key.public_pem;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, kr->person,
+                                               ngx_http_tent_ap_key_store);
+    }
+
     row = ngx_http_tent_json_own(r->pool, json_pack(
               "{s:s%, s:s%, s:I}",
               "public", kr->key.public_pem.data, kr->key.public_pem.len,
@@ -691,7 +711,9 @@ ngx_http_tent_ap_key_store(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 
     if (kr->rotate) {
         if (ngx_http_tent_store_write(op, 1) != NGX_OK
-            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK)
+            || ngx_http_tent_store_write_put(op, &key, &value) != NGX_OK
+            || ngx_http_tent_ap_person_queue(r, ctx, kr->person, op)
+               != NGX_OK)
         {
             return ngx_http_tent_internal_error(r, "building the key's write");
         }

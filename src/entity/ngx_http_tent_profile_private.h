@@ -36,6 +36,7 @@ typedef struct {
     ngx_str_t                       raw;
     ngx_http_tent_cached_t          cached;
     ngx_uint_t                      cache;
+    void                           *person;     /* our Update(Person) */
 } ngx_http_tent_profile_t;
 
 

@@ -23,6 +23,7 @@
 #include "ngx_http_tent_provision.h"
 #include "ngx_http_tent_relations.h"
 #include "ngx_http_tent_store.h"
+#include "ngx_http_tent_ap.h"
 
 
 /* PUT and DELETE /profile/:type: write_profile and the type */
@@ -37,6 +38,10 @@ static ngx_int_t ngx_http_tent_profile_written(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
 static ngx_int_t ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_uint_t ngx_http_tent_profile_shown(ngx_http_request_t *r,
+    ngx_http_tent_profile_t *pr);
+static ngx_int_t ngx_http_tent_profile_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 ngx_int_t
@@ -134,8 +139,72 @@ ngx_http_tent_profile_loaded(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
+    /*
+     * A DELETE of the basic section may change the actor: the key and
+     * the followers first, what it leaves is known at the write
+     */
+
+    if (ngx_http_tent_profile_shown(r, pr)) {
+        pr->person = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (pr->person == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        ((ngx_http_tent_ap_person_t *) pr->person)->has_basic = 1;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, pr->person,
+                                            ngx_http_tent_profile_versions);
+    }
+
+    return ngx_http_tent_profile_versions(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_tent_profile_versions(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
     return ngx_http_tent_profile_history(r, ctx,
                                          ngx_http_tent_profile_remove);
+}
+
+
+/* the owner's choice of approving follows in a stored section, or NULL */
+
+static ngx_uint_t
+ngx_http_tent_profile_approves(json_t *record)
+{
+    return record != NULL
+           && json_is_true(json_object_get(json_object_get(record,
+                                                           "content"),
+                                           "manually_approves_followers"));
+}
+
+
+/* the section of the owner's ActivityPub choices, with the module on */
+
+static ngx_uint_t
+ngx_http_tent_profile_choices(ngx_http_request_t *r,
+    ngx_http_tent_profile_t *pr)
+{
+    return pr->person == NULL && ngx_http_tent_ap_enabled(r)
+           && pr->base.len == sizeof(NGX_HTTP_TENT_AP_SETTINGS) - 1
+           && ngx_strncmp(pr->base.data, NGX_HTTP_TENT_AP_SETTINGS,
+                          pr->base.len) == 0;
+}
+
+
+/* the section the ActivityPub actor shows, with the module on */
+
+static ngx_uint_t
+ngx_http_tent_profile_shown(ngx_http_request_t *r,
+    ngx_http_tent_profile_t *pr)
+{
+    return pr->person == NULL && ngx_http_tent_ap_enabled(r)
+           && pr->base.len == sizeof(NGX_HTTP_TENT_AP_BASIC) - 1
+           && ngx_strncmp(pr->base.data, NGX_HTTP_TENT_AP_BASIC,
+                          pr->base.len) == 0;
 }
 
 
@@ -192,11 +261,12 @@ ngx_http_tent_profile_permissions(json_t *given, json_t *old)
 static ngx_int_t
 ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
 {
-    json_t                    *content, *record, *perms, *old_perms, *post;
-    json_int_t                 v;
-    ngx_str_t                  key, value, old_key;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *cas;
+    json_t                     *content, *record, *perms, *old_perms, *post;
+    json_int_t                  v;
+    ngx_str_t                   key, value, old_key;
+    ngx_http_tent_profile_t    *pr;
+    ngx_http_tent_store_op_t   *cas;
+    ngx_http_tent_ap_person_t  *ps;
 
     pr = ctx->state;
 
@@ -245,6 +315,49 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
             json_decref(record);
             return ngx_http_tent_internal_error(r, "building the section");
         }
+    }
+
+    /*
+     * The basic section is what the ActivityPub actor shows: a change of
+     * it is sent to the followers' servers, queued in this write (the
+     * key and the followers read first; then this function again)
+     */
+
+    if (ngx_http_tent_profile_shown(r, pr)
+        && ngx_http_tent_ap_person_changed(r, pr->record, record))
+    {
+        ps = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (ps == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        ps->basic = ngx_http_tent_ap_basic_shown(record);
+        ps->has_basic = 1;
+        pr->person = ps;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, ps,
+                                               ngx_http_tent_profile_write);
+    }
+
+    /* the actor's manuallyApprovesFollowers turned: told as well */
+
+    if (ngx_http_tent_profile_choices(r, pr)
+        && ngx_http_tent_profile_approves(pr->record)
+           != ngx_http_tent_profile_approves(record))
+    {
+        ps = ngx_pcalloc(r->pool, sizeof(ngx_http_tent_ap_person_t));
+        if (ps == NULL) {
+            return ngx_http_tent_internal_error(r, "allocating the "
+                                                "Update(Person)");
+        }
+
+        ps->approves = ngx_http_tent_profile_approves(record);
+        ps->has_approves = 1;
+        pr->person = ps;
+
+        return ngx_http_tent_ap_person_prepare(r, ctx, ps,
+                                               ngx_http_tent_profile_write);
     }
 
     if (ngx_http_tent_key(r->pool, &ctx->entity, NGX_HTTP_TENT_TABLE_PROFILE,
@@ -309,6 +422,11 @@ ngx_http_tent_profile_write(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx)
         return ngx_http_tent_internal_error(r, "adding the profile post");
     }
 
+    if (ngx_http_tent_ap_person_queue(r, ctx, pr->person, cas) != NGX_OK) {
+        return ngx_http_tent_internal_error(r, "queueing the "
+                                            "Update(Person)");
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent profile: section \"%V\" version %L: storing",
                    &pr->type,
@@ -356,12 +474,13 @@ static ngx_int_t
 ngx_http_tent_profile_remove(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op)
 {
-    json_t                    *record;
-    ngx_int_t                  rc, current, found;
-    ngx_str_t                  key, value, cur_key, newest_key, newest;
-    ngx_http_tent_ctx_t       *ctx;
-    ngx_http_tent_profile_t   *pr;
-    ngx_http_tent_store_op_t  *wop;
+    json_t                     *record, *left;
+    ngx_int_t                   rc, current, found;
+    ngx_str_t                   key, value, cur_key, newest_key, newest;
+    ngx_http_tent_ctx_t        *ctx;
+    ngx_http_tent_profile_t    *pr;
+    ngx_http_tent_store_op_t   *wop;
+    ngx_http_tent_ap_person_t  *ps;
 
     ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
     if (ctx == NULL) {
@@ -431,12 +550,16 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
         return ngx_http_tent_send_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
+    left = pr->record;
+
     if (pr->version < 0 || newest_key.data == NULL) {
         if (pr->version == current || pr->version < 0) {
             if (ngx_http_tent_store_write_del(wop, &cur_key) != NGX_OK) {
                 return ngx_http_tent_internal_error(r,
                                        "adding the section's removal");
             }
+
+            left = NULL;
         }
 
     } else if (pr->version == current) {
@@ -447,6 +570,25 @@ ngx_http_tent_profile_remove(ngx_http_request_t *r,
         {
             return ngx_http_tent_internal_error(r,
                                        "adding the version brought back");
+        }
+
+        left = ngx_http_tent_json_own(r->pool,
+                                      ngx_http_tent_json_parse(&newest,
+                                                               NULL));
+    }
+
+    /* the actor without the section, or with the version brought back */
+
+    ps = pr->person;
+
+    if (ps && left != pr->record
+        && ngx_http_tent_ap_person_changed(r, pr->record, left))
+    {
+        ps->basic = ngx_http_tent_ap_basic_shown(left);
+
+        if (ngx_http_tent_ap_person_queue(r, ctx, ps, wop) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "queueing the "
+                                                "Update(Person)");
         }
     }
 

@@ -11,9 +11,9 @@
 # it nothing.
 #
 # Elsewhere: the peer's Update/Delete/Announce/Like of its notes (043,
-# 044), our own Follow of a peer's actor (080, 081).  TODO(#29): our
-# Update(Person) on a profile change (not built).  The operator's domain
-# block: 042 (a named peer in a network namespace) and 081 (our follows).
+# 044), our own Follow of a peer's actor (080, 081), our Update(Person)
+# on a profile change (054, 055).  The operator's domain block: 042 (a
+# named peer in a network namespace) and 081 (our follows).
 
 use strict;
 use warnings;

@@ -66,7 +66,9 @@ my @LIVE;
 #       signed_fetch => 0 (sign its GETs of keys and actors, as
 #                          Mastodon's secure mode),
 #       authorized_fetch => 0 (its actors answer only signed GETs: 401),
-#       require => ['(request-target)', 'host', 'date', 'digest'])
+#       require => ['(request-target)', 'host', 'date', 'digest'],
+#       no_shared_inbox => ['dave'] (actors with no endpoints.sharedInbox,
+#                                    as snac's))
 sub start {
     my ($class, %a) = @_;
     my $host = $a{host} || '127.0.0.1';
@@ -93,6 +95,7 @@ sub start {
         $actors{$n} = { private => $k->{private}, public => $k->{public},
                         name => ucfirst $n, summary => "<p>$n here</p>" };
     }
+    $actors{$_}{no_shared} = 1 for @{ $a{no_shared_inbox} || [] };
     $self->{cfg} = {
         url => $self->{url}, hostport => "$name:$port",
         actors => \%actors,
@@ -811,6 +814,7 @@ sub _actor_doc {
                        publicKeyPem => $a->{public} },
     };
     $doc->{icon} = { type => 'Image', url => $a->{icon} } if $a->{icon};
+    delete $doc->{endpoints} if $a->{no_shared};
     return $doc;
 }
 
