@@ -276,8 +276,10 @@ $r = $c->request(PUT => $SETTINGS, cred => $chooser,
                  body => { manually_approves_followers => JSON::PP::false,
                            permissions => { public => JSON::PP::false } });
 is($r->{status}, 200, 'the choice turned off');
-wait_update('shared', 'saying it is off',
-            sub { !$_[0]{activity}{object}{manuallyApprovesFollowers} });
+my @u = $ap->wait_inbox(type => 'Update', object_type => 'Person',
+                        name => 'shared', timeout => 20, count => $n + 1);
+ok(@u && !$u[-1]{activity}{object}{manuallyApprovesFollowers},
+   'the shared inbox got the Update(Person) saying it is off');
 is(scalar(() = updates('shared')), $n + 1,
    '... one Update for the two PUTs (the same choice again: none)');
 
