@@ -339,7 +339,7 @@ ngx_http_tent_avatar_fetch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     ngx_str_set(&f->accept, NGX_HTTP_TENT_AVATAR_ACCEPT);
     f->redirects = 3;
-    f->max_response = NGX_HTTP_TENT_AVATAR_MAX;
+    f->max_response = ngx_min(f->max_response, NGX_HTTP_TENT_AVATAR_MAX);
     f->resend = 1;
     f->data = st;
 
@@ -525,9 +525,10 @@ ngx_http_tent_avatar_keep(ngx_log_t *log, ngx_http_tent_avatar_state_t *st,
         return;
     }
 
-    while (ngx_http_tent_avatars_n >= NGX_HTTP_TENT_AVATAR_ENTRIES
-           || ngx_http_tent_avatars_bytes + size
-              > NGX_HTTP_TENT_AVATAR_BYTES)
+    while (!ngx_queue_empty(&ngx_http_tent_avatars)
+           && (ngx_http_tent_avatars_n >= NGX_HTTP_TENT_AVATAR_ENTRIES
+               || ngx_http_tent_avatars_bytes + size
+                  > NGX_HTTP_TENT_AVATAR_BYTES))
     {
         q = ngx_queue_last(&ngx_http_tent_avatars);
         ngx_http_tent_avatar_drop(ngx_queue_data(q, ngx_http_tent_avatar_t,
