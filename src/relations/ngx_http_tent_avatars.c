@@ -32,6 +32,7 @@
 #define NGX_HTTP_TENT_AVATAR_BYTES      (16 * 1024 * 1024)
 #define NGX_HTTP_TENT_AVATAR_TTL        3600            /* seconds */
 #define NGX_HTTP_TENT_AVATAR_FAIL_TTL   60
+#define NGX_HTTP_TENT_AVATAR_POLL       100             /* ms */
 
 #define NGX_HTTP_TENT_AVATAR_ACCEPT                                           \
     "image/png, image/jpeg, image/gif, image/webp"
@@ -51,12 +52,24 @@ typedef struct {
 } ngx_http_tent_avatar_t;
 
 
+/* a fetch in flight in this worker: others asking for it wait for it */
+typedef struct {
+    ngx_queue_t                     queue;
+    uint32_t                        hash;
+    ngx_str_t                       key;
+} ngx_http_tent_avatar_pending_t;
+
+
 typedef struct {
     ngx_str_t                       entity;
     ngx_str_t                       url;
     ngx_str_t                       key;
     uint32_t                        hash;
     ngx_uint_t                      followers;   /* looked there already */
+    ngx_http_request_t             *request;
+    ngx_http_tent_avatar_pending_t *pending;     /* ours, while fetching */
+    ngx_event_t                     wait;        /* for another's fetch */
+    ngx_msec_t                      wait_until;
 } ngx_http_tent_avatar_state_t;
 
 
@@ -66,6 +79,10 @@ static void ngx_http_tent_avatar_no_location(ngx_http_request_t *r);
 static ngx_int_t ngx_http_tent_avatar_url(json_t *record, ngx_str_t *url);
 static ngx_int_t ngx_http_tent_avatar_fetch(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_avatar_state_t *st);
+static ngx_http_tent_avatar_pending_t *ngx_http_tent_avatar_pending_find(
+    ngx_http_tent_avatar_state_t *st);
+static void ngx_http_tent_avatar_pending_done(void *data);
+static void ngx_http_tent_avatar_wait(ngx_event_t *ev);
 static ngx_int_t ngx_http_tent_avatar_fetched(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 static const char *ngx_http_tent_avatar_sniff(ngx_str_t *body);
@@ -80,6 +97,7 @@ static ngx_int_t ngx_http_tent_avatar_send(ngx_http_request_t *r,
 
 
 static ngx_queue_t  ngx_http_tent_avatars;
+static ngx_queue_t  ngx_http_tent_avatars_pending;
 static ngx_uint_t   ngx_http_tent_avatars_n;
 static size_t       ngx_http_tent_avatars_bytes;
 
@@ -326,7 +344,66 @@ static ngx_int_t
 ngx_http_tent_avatar_fetch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_avatar_state_t *st)
 {
-    ngx_http_tent_fetch_t  *f;
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_tent_fetch_t           *f;
+    ngx_http_tent_srv_conf_t        *scf;
+    ngx_http_tent_avatar_pending_t  *p;
+
+    /*
+     * Another request of this worker fetches it now: wait for its answer
+     * in the cache (looked at every 100 ms), rather than fetch it twice
+     */
+
+    st->request = r;
+
+    if (ngx_http_tent_avatars_pending.next == NULL) {
+        ngx_queue_init(&ngx_http_tent_avatars_pending);
+    }
+
+    if (ngx_http_tent_avatar_pending_find(st)) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "tent avatars: waiting for the fetch of %V",
+                       &st->url);
+
+        if (st->wait_until == 0) {
+            scf = ngx_http_get_module_srv_conf(r, ngx_http_tent_module);
+            st->wait_until = ngx_current_msec + scf->outbound.deadline;
+        }
+
+        st->wait.handler = ngx_http_tent_avatar_wait;
+        st->wait.data = st;
+        st->wait.log = r->connection->log;
+        st->wait.cancelable = 0;   /* bounded: the fetch's deadline */
+
+        ngx_add_timer(&st->wait, NGX_HTTP_TENT_AVATAR_POLL);
+
+        r->main->count++;
+
+        return NGX_DONE;
+    }
+
+    /* ours: marked until the fetch ends, or the request does */
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    p = ngx_alloc(sizeof(ngx_http_tent_avatar_pending_t) + st->key.len,
+                  r->connection->log);
+    if (cln == NULL || p == NULL) {
+        if (p) {
+            ngx_free(p);
+        }
+
+        return ngx_http_tent_internal_error(r, "marking the avatar's fetch");
+    }
+
+    p->hash = st->hash;
+    p->key.len = st->key.len;
+    p->key.data = (u_char *) (p + 1);
+    ngx_memcpy(p->key.data, st->key.data, st->key.len);
+    ngx_queue_insert_tail(&ngx_http_tent_avatars_pending, &p->queue);
+
+    st->pending = p;
+    cln->handler = ngx_http_tent_avatar_pending_done;
+    cln->data = st;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent avatars: fetching %V for \"%V\"",
@@ -347,6 +424,96 @@ ngx_http_tent_avatar_fetch(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 }
 
 
+static ngx_http_tent_avatar_pending_t *
+ngx_http_tent_avatar_pending_find(ngx_http_tent_avatar_state_t *st)
+{
+    ngx_queue_t                     *q;
+    ngx_http_tent_avatar_pending_t  *p;
+
+    if (ngx_http_tent_avatars_pending.next == NULL) {
+        ngx_queue_init(&ngx_http_tent_avatars_pending);
+        return NULL;
+    }
+
+    for (q = ngx_queue_head(&ngx_http_tent_avatars_pending);
+         q != ngx_queue_sentinel(&ngx_http_tent_avatars_pending);
+         q = ngx_queue_next(q))
+    {
+        p = ngx_queue_data(q, ngx_http_tent_avatar_pending_t, queue);
+
+        if (p->hash == st->hash && p->key.len == st->key.len
+            && ngx_memcmp(p->key.data, st->key.data, st->key.len) == 0)
+        {
+            return p;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* the fetch ended (or its request did: the waiters fetch it themselves) */
+
+static void
+ngx_http_tent_avatar_pending_done(void *data)
+{
+    ngx_http_tent_avatar_state_t  *st = data;
+
+    if (st->pending) {
+        ngx_queue_remove(&st->pending->queue);
+        ngx_free(st->pending);
+        st->pending = NULL;
+    }
+}
+
+
+static void
+ngx_http_tent_avatar_wait(ngx_event_t *ev)
+{
+    ngx_int_t                      rc;
+    ngx_connection_t              *c;
+    ngx_http_request_t            *r;
+    ngx_http_tent_avatar_t        *a;
+    ngx_http_tent_avatar_state_t  *st;
+
+    st = ev->data;
+    r = st->request;
+    c = r->connection;
+
+    a = ngx_http_tent_avatar_find(&st->key, st->hash);
+
+    if (c->error) {
+        rc = NGX_HTTP_CLIENT_CLOSED_REQUEST;
+
+    } else if (a) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                       "tent avatars: %V fetched by another request",
+                       &st->url);
+
+        rc = ngx_http_tent_avatar_send(r, a->status, a->type, &a->data,
+                                       a->expires - ngx_time());
+
+    } else if (ngx_http_tent_avatar_pending_find(st) == NULL) {
+
+        /* nothing kept of it (no slot then, the request gone): ours now */
+
+        rc = ngx_http_tent_avatar_fetch(r, ngx_http_tent_get_ctx(r), st);
+
+    } else if ((ngx_msec_int_t) (st->wait_until - ngx_current_msec) > 0) {
+        ngx_add_timer(ev, NGX_HTTP_TENT_AVATAR_POLL);
+        return;
+
+    } else {
+        rc = ngx_http_tent_send_error(r, NGX_HTTP_GATEWAY_TIME_OUT,
+                 "The avatar's GET: another request's fetch of it took "
+                 "too long");
+    }
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
 static ngx_int_t
 ngx_http_tent_avatar_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 {
@@ -359,6 +526,8 @@ ngx_http_tent_avatar_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     st = f->data;
     type = NULL;
+
+    ngx_http_tent_avatar_pending_done(st);
 
     if (f->result == NGX_HTTP_TENT_FETCH_OK && f->status == NGX_HTTP_OK) {
         type = ngx_http_tent_avatar_sniff(&f->body);

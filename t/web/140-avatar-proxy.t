@@ -13,7 +13,8 @@
 # an entity the owner does not know is 404 without a fetch.
 
 use Test::Nginx::Socket 'no_plan';
-use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text free_port);
+use Tent::Util qw(start_last_nginx stop_last_nginx error_log_text free_port
+                  parallel_clients);
 use Tent::Client;
 use Tent::Receiver;
 use JSON::PP;
@@ -153,6 +154,23 @@ $res = avatar($gif);
 is($res->{status}, 200, 'a GIF after a redirect: 200') or diag $res->{body};
 is($res->{headers}{'content-type'}, 'image/gif', 'image/gif');
 
+# --- requests together for one avatar share its one fetch -------------
+
+my $slow = followed('/slow.png',
+    { method => 'GET', path => '^/slow\.png$',
+      action => { status => 200, body => $PNG, delay => 2,
+                  headers => { 'Content-Type' => 'image/png' } } });
+my @together = parallel_clients(5, 30, sub {
+    my ($i, $iter) = @_;
+    return () if $iter;
+    my $r = avatar($slow);
+    return "$r->{status} " . ($r->{body} eq $PNG ? 'png' : 'other');
+});
+is_deeply([sort @together], [('200 png') x 5],
+          '5 requests at once for one avatar: all 200, the image')
+    or diag join ', ', @together;
+is(fetches($slow, qr{^/slow\.png$}), 1, 'one fetch for the five');
+
 # --- a follower's avatar, with read_followers ------------------------
 
 my $follower = entity_with('/me.jpg',
@@ -285,7 +303,7 @@ $res = avatar($plain);
 is($res->{status}, 404, 'no avatar_url: 404');
 is(scalar $plain->requests, 0, 'nothing fetched');
 
-$_->stop for $png, $gif, $follower, $svg, $html, $big, $chunked, $missing, $redirect,
+$_->stop for $png, $gif, $follower, $slow, $svg, $html, $big, $chunked, $missing, $redirect,
               $scheme, $stranger, $plain;
 
 unlike(error_log_text(), qr/\[alert\]|\[emerg\]|exited on signal/,
