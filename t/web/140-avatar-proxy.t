@@ -59,6 +59,7 @@ my (undef, $owner) = $c->authorized_app(
 my ($app_only, $no_scope) = $c->authorized_app('read_posts');
 my (undef, $followers_only) = $c->authorized_app('read_followers');
 my (undef, $followings_only) = $c->authorized_app('read_followings');
+my (undef, $blocker) = $c->authorized_app('write_blocks');
 my $p = Tent::Client->new(host => 'p.test');
 my (undef, $other) = $p->authorized_app('read_followings,read_followers');
 
@@ -284,6 +285,21 @@ is($res->{status}, 404,
    'the other tenant, which does not follow it: 404');
 is(fetches($png, qr{^/face\.png$}), $before, 'none of them fetched');
 
+# --- a blocked entity: nothing fetched from it ------------------------
+
+my $blocked = followed('/face.png',
+    { method => 'GET', path => '^/face\.png$',
+      action => { status => 200, body => $PNG,
+                  headers => { 'Content-Type' => 'image/png' } } });
+$res = $c->request(POST => '/blocks', cred => $blocker,
+                   body => { entity => $blocked->url });
+is($res->{status}, 201, 'the owner blocks a following') or diag $res->{body};
+$res = avatar($blocked);
+ok($res->{status} == 403 || $res->{status} == 404,
+   "a blocked entity's avatar: refused ($res->{status})")
+    or diag $res->{body};
+is(fetches($blocked, qr{^/face\.png$}), 0, 'not fetched');
+
 # --- entities the owner does not know -------------------------------
 
 my $stranger = Tent::Receiver->start;
@@ -303,7 +319,7 @@ $res = avatar($plain);
 is($res->{status}, 404, 'no avatar_url: 404');
 is(scalar $plain->requests, 0, 'nothing fetched');
 
-$_->stop for $png, $gif, $follower, $slow, $svg, $html, $big, $chunked, $missing, $redirect,
+$_->stop for $png, $gif, $follower, $slow, $blocked, $svg, $html, $big, $chunked, $missing, $redirect,
               $scheme, $stranger, $plain;
 
 unlike(error_log_text(), qr/\[alert\]|\[emerg\]|exited on signal/,
