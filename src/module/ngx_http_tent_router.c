@@ -231,6 +231,11 @@ static ngx_http_tent_route_t  ngx_http_tent_routes[] = {
       ngx_http_tent_following_proxy,
       1 },
 
+    { ngx_string("/avatars/:entity"),
+      NGX_HTTP_GET|NGX_HTTP_HEAD,
+      ngx_http_tent_avatar_get,
+      1 },
+
     { ngx_string("/notifications/:id"),
       NGX_HTTP_GET|NGX_HTTP_HEAD,
       ngx_http_tent_notification_challenge,

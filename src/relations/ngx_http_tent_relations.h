@@ -96,6 +96,10 @@ ngx_int_t ngx_http_tent_following(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_following_proxy(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
+/* ngx_http_tent_avatars.c */
+ngx_int_t ngx_http_tent_avatar_get(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
+
 /* ngx_http_tent_groups.c */
 ngx_int_t ngx_http_tent_groups_list(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
