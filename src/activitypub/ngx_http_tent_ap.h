@@ -53,6 +53,8 @@ struct ngx_http_tent_ap_verify_s {
     ngx_str_t                       owner;        /* the key's: the actor */
     ngx_str_t                       inbox;        /* the actor's, or empty */
     ngx_str_t                       shared_inbox;
+    ngx_str_t                       name;         /* the actor's, or empty */
+    ngx_str_t                       icon;         /* its URL, or empty */
 
     /* private */
     ngx_str_t                       key_url;
@@ -137,6 +139,12 @@ ngx_int_t ngx_http_tent_ap_actor_fetch(ngx_http_request_t *r, ngx_str_t *url,
 json_t *ngx_http_tent_ap_actor_read(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out);
+
+/* ngx_http_tent_ap_face.c: an actor's name and icon kept in its record */
+ngx_int_t ngx_http_tent_ap_face(ngx_pool_t *pool, json_t *person,
+    ngx_str_t *name, ngx_str_t *icon);
+ngx_uint_t ngx_http_tent_ap_face_set(json_t *ap, ngx_str_t *name,
+    ngx_str_t *icon);
 
 /*
  * ngx_http_tent_ap_follow.c: POST {api}/followings of an ActivityPub

@@ -343,6 +343,11 @@ ngx_http_tent_ap_follow_existing(ngx_http_request_t *r,
         json_object_set(ap, "follow", json_object_get(v->activity, "id"));
     }
 
+    if (ap) {
+        /* its name and icon, as its document gave them (kept with its key) */
+        (void) ngx_http_tent_ap_face_set(ap, &v->name, &v->icon);
+    }
+
     if (ngx_http_tent_relation_id(r->pool, &id) != NGX_OK) {
         json_decref(ap);
         return ngx_http_tent_internal_error(r, "making the follower's id");

@@ -68,6 +68,9 @@ typedef struct {
     ngx_str_t                       owner;
     ngx_str_t                       inbox;
     ngx_str_t                       shared_inbox;
+    ngx_str_t                       face_name;    /* in face, allocated */
+    ngx_str_t                       face_icon;
+    u_char                         *face;
 } ngx_http_tent_ap_entry_t;
 
 
@@ -100,6 +103,10 @@ static ngx_http_tent_ap_entry_t *ngx_http_tent_ap_set_add(
     ngx_str_t *owner, ngx_str_t *inbox, ngx_str_t *shared);
 static void ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
     ngx_http_tent_ap_entry_t *e);
+static ngx_int_t ngx_http_tent_ap_entry_face(ngx_http_request_t *r,
+    ngx_http_tent_ap_entry_t *e, json_t *doc);
+static ngx_int_t ngx_http_tent_ap_verify_face(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e);
 static ngx_int_t ngx_http_tent_ap_refuse(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_uint_t status, const char *why);
 static ngx_int_t ngx_http_tent_ap_covered(ngx_http_tent_httpsig_t *sig,
@@ -829,6 +836,10 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     e->pkey = pkey;
     v->entry = e;
 
+    if (ngx_http_tent_ap_entry_face(r, e, doc) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent inbox: key \"%V\" of \"%V\" kept",
                    &v->sig.key_id, &owner);
@@ -888,7 +899,8 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
 
     if ((e->owner.len && v->owner.data == NULL)
         || (e->inbox.len && v->inbox.data == NULL)
-        || (e->shared_inbox.len && v->shared_inbox.data == NULL))
+        || (e->shared_inbox.len && v->shared_inbox.data == NULL)
+        || ngx_http_tent_ap_verify_face(r, v, e) != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "copying the key's actor");
     }
@@ -1088,7 +1100,80 @@ ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
         EVP_PKEY_free(e->pkey);
     }
 
+    if (e->face) {
+        ngx_free(e->face);
+    }
+
     ngx_free(e);
+}
+
+
+/*
+ * The actor's name and icon as its document gave them (a Follow's
+ * follower record keeps them: docs/activitypub.md "Names and faces"),
+ * kept with its key: at most 80 characters and 2 KB.
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_entry_face(ngx_http_request_t *r,
+    ngx_http_tent_ap_entry_t *e, json_t *doc)
+{
+    u_char     *p;
+    ngx_str_t   name, icon;
+
+    if (ngx_http_tent_ap_face(r->pool, doc, &name, &icon) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (name.len + icon.len == 0) {
+        return NGX_OK;
+    }
+
+    e->face = ngx_alloc(name.len + icon.len, r->connection->log);
+    if (e->face == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = e->face;
+    e->face_name.data = p;
+    e->face_name.len = name.len;
+    p = ngx_cpymem(p, name.data, name.len);
+    e->face_icon.data = p;
+    e->face_icon.len = icon.len;
+    ngx_memcpy(p, icon.data, icon.len);
+
+    return NGX_OK;
+}
+
+
+/* copies for the request: the entry may go while it goes on */
+
+static ngx_int_t
+ngx_http_tent_ap_verify_face(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e)
+{
+    ngx_str_null(&v->name);
+    ngx_str_null(&v->icon);
+
+    if (e->face_name.len) {
+        v->name.data = ngx_pstrdup(r->pool, &e->face_name);
+        if (v->name.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->name.len = e->face_name.len;
+    }
+
+    if (e->face_icon.len) {
+        v->icon.data = ngx_pstrdup(r->pool, &e->face_icon);
+        if (v->icon.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->icon.len = e->face_icon.len;
+    }
+
+    return NGX_OK;
 }
 
 
