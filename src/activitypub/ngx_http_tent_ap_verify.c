@@ -1134,13 +1134,22 @@ ngx_http_tent_ap_entry_face(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /* memcpy() from NULL is undefined even for 0 bytes */
+
     p = e->face;
     e->face_name.data = p;
     e->face_name.len = name.len;
-    p = ngx_cpymem(p, name.data, name.len);
+
+    if (name.len) {
+        p = ngx_cpymem(p, name.data, name.len);
+    }
+
     e->face_icon.data = p;
     e->face_icon.len = icon.len;
-    ngx_memcpy(p, icon.data, icon.len);
+
+    if (icon.len) {
+        ngx_memcpy(p, icon.data, icon.len);
+    }
 
     return NGX_OK;
 }
