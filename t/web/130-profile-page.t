@@ -50,7 +50,13 @@ is($bc->request(POST => '/followings', cred => $bcred,
                 body => { entity => $alice })->{status}, 200,
    'and the second the first');
 $w->post_status($bc, $bcred, 'A status of the second');
-$w->post_status($ac, $acred, 'A status of mine');
+my $mine = $w->post_status($ac, $acred, 'A status of mine');
+is($bc->request(POST => '/posts', cred => $bcred, body => {
+    type => 'https://tent.io/types/post/repost/v0.1.0',
+    content => { entity => $alice, id => $mine->{id} },
+    mentions => [{ entity => $alice, post => $mine->{id} }],
+    permissions => { public => JSON::PP::true } })->{status}, 200,
+   'the second reposts the first\'s post');
 
 # an ActivityPub actor follows the first entity (its Person named)
 my $ap = Tent::APPeer->start(names => ['carol']);
@@ -117,6 +123,12 @@ ok($arrived, 'the second entity\'s status is in the feed');
 ok($page->wait_js("!document.getElementById('refresh').disabled"),
    'the feed is loaded');
 
+ok($page->wait_js("Array.from(document.querySelectorAll('#feed "
+                  . ".reposted:not([hidden]) a.reposter')).some((a) => "
+                  . "a.getAttribute('href').startsWith('#entity?') && "
+                  . "a.dataset.entity === '$bob')"),
+   '"reposted by" links to the reposter\'s profile');
+
 # the profile from the feed's author, with the keyboard
 my $post = "Array.from(document.querySelectorAll('#feed .post')).find((p) "
          . "=> p.querySelector('.text').textContent === "
@@ -157,7 +169,9 @@ ok($page->wait_js("Array.from(document.querySelectorAll('#ent-posts "
                   . "'A status of the second')"), 'its posts');
 is($page->js("Array.from(document.querySelectorAll('#ent-posts .post'))"
              . ".every((p) => p.querySelector('.author').title === "
-             . "'$bob')"), JSON::PP::true, '... its own only');
+             . "'$bob' || (p.dataset.repost && p.querySelector("
+             . "'.reposter').dataset.entity === '$bob'))"), JSON::PP::true,
+   '... its own only (its repost shown as the original, reposted by it)');
 is_deeply($page->js("['ent-follow', 'ent-unfollow', 'ent-block', "
                     . "'ent-unblock'].map((id) => "
                     . "!document.getElementById(id).hidden)"),
