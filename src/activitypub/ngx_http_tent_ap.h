@@ -145,6 +145,10 @@ ngx_int_t ngx_http_tent_ap_face(ngx_pool_t *pool, json_t *person,
     ngx_str_t *name, ngx_str_t *icon);
 ngx_uint_t ngx_http_tent_ap_face_set(json_t *ap, ngx_str_t *name,
     ngx_str_t *icon);
+ngx_int_t ngx_http_tent_ap_face_alloc(ngx_log_t *log, ngx_str_t *name,
+    ngx_str_t *icon, u_char **block);
+ngx_int_t ngx_http_tent_ap_face_copy(ngx_pool_t *pool, ngx_str_t *from_name,
+    ngx_str_t *from_icon, ngx_str_t *name, ngx_str_t *icon);
 
 /*
  * ngx_http_tent_ap_follow.c: POST {api}/followings of an ActivityPub

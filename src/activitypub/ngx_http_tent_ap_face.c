@@ -87,6 +87,83 @@ ngx_http_tent_ap_face_set(json_t *ap, ngx_str_t *name, ngx_str_t *icon)
 }
 
 
+/*
+ * The worker keeps them with the actor's key (ngx_http_tent_ap_verify.c,
+ * for a Follow's record): one ngx_alloc()ed block, at most 80 characters
+ * and 2 KB, freed with the key; NULL when there is neither.
+ */
+
+ngx_int_t
+ngx_http_tent_ap_face_alloc(ngx_log_t *log, ngx_str_t *name,
+    ngx_str_t *icon, u_char **block)
+{
+    u_char  *p;
+
+    *block = NULL;
+
+    if (name->len + icon->len == 0) {
+        return NGX_OK;
+    }
+
+    p = ngx_alloc(name->len + icon->len, log);
+    if (p == NULL) {
+        ngx_str_null(name);
+        ngx_str_null(icon);
+        return NGX_ERROR;
+    }
+
+    *block = p;
+
+    /* memcpy() from NULL is undefined even for 0 bytes */
+
+    if (name->len) {
+        ngx_memcpy(p, name->data, name->len);
+    }
+
+    name->data = p;
+    p += name->len;
+
+    if (icon->len) {
+        ngx_memcpy(p, icon->data, icon->len);
+    }
+
+    icon->data = p;
+
+    return NGX_OK;
+}
+
+
+/* the kept ones copied for a request: the key may go while it goes on */
+
+ngx_int_t
+ngx_http_tent_ap_face_copy(ngx_pool_t *pool, ngx_str_t *from_name,
+    ngx_str_t *from_icon, ngx_str_t *name, ngx_str_t *icon)
+{
+    ngx_str_null(name);
+    ngx_str_null(icon);
+
+    if (from_name->len) {
+        name->data = ngx_pstrdup(pool, from_name);
+        if (name->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        name->len = from_name->len;
+    }
+
+    if (from_icon->len) {
+        icon->data = ngx_pstrdup(pool, from_icon);
+        if (icon->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        icon->len = from_icon->len;
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_uint_t
 ngx_http_tent_ap_face_put(json_t *ap, const char *key, ngx_str_t *value)
 {

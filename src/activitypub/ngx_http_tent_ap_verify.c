@@ -103,10 +103,6 @@ static ngx_http_tent_ap_entry_t *ngx_http_tent_ap_set_add(
     ngx_str_t *owner, ngx_str_t *inbox, ngx_str_t *shared);
 static void ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
     ngx_http_tent_ap_entry_t *e);
-static ngx_int_t ngx_http_tent_ap_entry_face(ngx_http_request_t *r,
-    ngx_http_tent_ap_entry_t *e, json_t *doc);
-static ngx_int_t ngx_http_tent_ap_verify_face(ngx_http_request_t *r,
-    ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e);
 static ngx_int_t ngx_http_tent_ap_refuse(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_uint_t status, const char *why);
 static ngx_int_t ngx_http_tent_ap_covered(ngx_http_tent_httpsig_t *sig,
@@ -836,7 +832,14 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     e->pkey = pkey;
     v->entry = e;
 
-    if (ngx_http_tent_ap_entry_face(r, e, doc) != NGX_OK) {
+    /* its name and icon, for a Follow's follower record */
+
+    if (ngx_http_tent_ap_face(r->pool, doc, &e->face_name, &e->face_icon)
+        != NGX_OK
+        || ngx_http_tent_ap_face_alloc(r->connection->log, &e->face_name,
+                                       &e->face_icon, &e->face)
+           != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -900,7 +903,9 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
     if ((e->owner.len && v->owner.data == NULL)
         || (e->inbox.len && v->inbox.data == NULL)
         || (e->shared_inbox.len && v->shared_inbox.data == NULL)
-        || ngx_http_tent_ap_verify_face(r, v, e) != NGX_OK)
+        || ngx_http_tent_ap_face_copy(r->pool, &e->face_name,
+                                      &e->face_icon, &v->name, &v->icon)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "copying the key's actor");
     }
@@ -1105,84 +1110,6 @@ ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
     }
 
     ngx_free(e);
-}
-
-
-/*
- * The actor's name and icon as its document gave them (a Follow's
- * follower record keeps them: docs/activitypub.md "Names and faces"),
- * kept with its key: at most 80 characters and 2 KB.
- */
-
-static ngx_int_t
-ngx_http_tent_ap_entry_face(ngx_http_request_t *r,
-    ngx_http_tent_ap_entry_t *e, json_t *doc)
-{
-    u_char     *p;
-    ngx_str_t   name, icon;
-
-    if (ngx_http_tent_ap_face(r->pool, doc, &name, &icon) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (name.len + icon.len == 0) {
-        return NGX_OK;
-    }
-
-    e->face = ngx_alloc(name.len + icon.len, r->connection->log);
-    if (e->face == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* memcpy() from NULL is undefined even for 0 bytes */
-
-    p = e->face;
-    e->face_name.data = p;
-    e->face_name.len = name.len;
-
-    if (name.len) {
-        p = ngx_cpymem(p, name.data, name.len);
-    }
-
-    e->face_icon.data = p;
-    e->face_icon.len = icon.len;
-
-    if (icon.len) {
-        ngx_memcpy(p, icon.data, icon.len);
-    }
-
-    return NGX_OK;
-}
-
-
-/* copies for the request: the entry may go while it goes on */
-
-static ngx_int_t
-ngx_http_tent_ap_verify_face(ngx_http_request_t *r,
-    ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e)
-{
-    ngx_str_null(&v->name);
-    ngx_str_null(&v->icon);
-
-    if (e->face_name.len) {
-        v->name.data = ngx_pstrdup(r->pool, &e->face_name);
-        if (v->name.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->name.len = e->face_name.len;
-    }
-
-    if (e->face_icon.len) {
-        v->icon.data = ngx_pstrdup(r->pool, &e->face_icon);
-        if (v->icon.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->icon.len = e->face_icon.len;
-    }
-
-    return NGX_OK;
 }
 
 
