@@ -29,7 +29,7 @@ my @scopes = qw(read_posts write_posts import_posts read_profile
                 write_profile read_followers write_followers read_followings
                 write_followings read_groups write_groups read_permissions
                 write_permissions read_apps write_apps follow_ui read_secrets
-                write_secrets);
+                write_secrets read_blocks write_blocks);
 
 my ($app, $auth) = $c->authorized_app(join(',', @scopes),
     post_types => 'all', info_types => 'all',

@@ -107,6 +107,12 @@ location /web/ {
 }
 CONF
 
+# DEMO_ACTIVITYPUB=1: the first entity speaks ActivityPub too (t/web/130)
+ap_conf=
+if [ -n "$DEMO_ACTIVITYPUB" ]; then
+    ap_conf='tent_activitypub on;'
+fi
+
 cat > "$demo/conf/nginx.conf" <<CONF
 load_module $module;
 
@@ -139,6 +145,7 @@ http {
 
         tent_entity    http://127.0.0.1:$port;
         tent_api_root  /tent;
+        $ap_conf
 
         include  $demo/conf/entity.conf;
 

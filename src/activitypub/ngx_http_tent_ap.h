@@ -64,6 +64,8 @@ struct ngx_http_tent_ap_verify_s {
     ngx_str_t                       owner;        /* the key's: the actor */
     ngx_str_t                       inbox;        /* the actor's, or empty */
     ngx_str_t                       shared_inbox;
+    ngx_str_t                       name;         /* the actor's, or empty */
+    ngx_str_t                       icon;         /* its URL, or empty */
 
     /* private */
     ngx_str_t                       key_url;
@@ -155,6 +157,16 @@ json_t *ngx_http_tent_ap_actor_read(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out);
 
+/* ngx_http_tent_ap_face.c: an actor's name and icon kept in its record */
+ngx_int_t ngx_http_tent_ap_face(ngx_pool_t *pool, json_t *person,
+    ngx_str_t *name, ngx_str_t *icon);
+ngx_uint_t ngx_http_tent_ap_face_set(json_t *ap, ngx_str_t *name,
+    ngx_str_t *icon);
+ngx_int_t ngx_http_tent_ap_face_alloc(ngx_log_t *log, ngx_str_t *name,
+    ngx_str_t *icon, u_char **block);
+ngx_int_t ngx_http_tent_ap_face_copy(ngx_pool_t *pool, ngx_str_t *from_name,
+    ngx_str_t *from_icon, ngx_str_t *name, ngx_str_t *icon);
+
 /*
  * ngx_http_tent_ap_follow.c: POST {api}/followings of an ActivityPub
  * actor (acct:NAME@HOST, @NAME@HOST, or an actor URL without a Tent
@@ -195,7 +207,8 @@ ngx_uint_t ngx_http_tent_ap_approves(ngx_str_t *section, ngx_log_t *log);
 ngx_int_t ngx_http_tent_ap_follower_add(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_store_op_t *op,
     ngx_str_t *actor, ngx_str_t *inbox, ngx_str_t *shared_inbox,
-    json_t *follow, ngx_uint_t first, ngx_str_t *id);
+    ngx_str_t *name, ngx_str_t *icon, json_t *follow, ngx_uint_t first,
+    ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_request_hold(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v);
 ngx_int_t ngx_http_tent_ap_request_undo(ngx_http_request_t *r,

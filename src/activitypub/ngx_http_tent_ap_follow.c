@@ -50,6 +50,8 @@ typedef struct {
     ngx_str_t                       id;          /* the actor's own */
     ngx_str_t                       inbox;
     ngx_str_t                       shared_inbox;
+    ngx_str_t                       face_name;   /* the Person's, kept */
+    ngx_str_t                       face_icon;
     ngx_str_t                       record_id;
     json_t                         *body;
     json_t                         *types;
@@ -545,6 +547,12 @@ ngx_http_tent_ap_followed_actor(ngx_http_request_t *r,
         ngx_str_null(&st->shared_inbox);
     }
 
+    if (ngx_http_tent_ap_face(r->pool, doc, &st->face_name, &st->face_icon)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "reading the actor's name");
+    }
+
     if (ngx_http_tent_entity_eq(&st->id, &ctx->entity)) {
         return ngx_http_tent_send_error(r, 406, "Can not follow self");
     }
@@ -680,6 +688,10 @@ ngx_http_tent_ap_follow_write(ngx_http_request_t *r,
     if (ap && st->shared_inbox.len) {
         json_object_set_new(ap, "shared_inbox",
                             ngx_http_tent_json_string(&st->shared_inbox));
+    }
+
+    if (ap) {
+        (void) ngx_http_tent_ap_face_set(ap, &st->face_name, &st->face_icon);
     }
 
     v = json_object_get(json_object_get(st->body, "permissions"), "public");

@@ -388,8 +388,8 @@ ngx_http_tent_ap_follow_existing(ngx_http_request_t *r,
 
     if (op == NULL
         || ngx_http_tent_ap_follower_add(r, ctx, op, &v->actor, &v->inbox,
-                                         &v->shared_inbox, v->activity, 1,
-                                         &id)
+                                         &v->shared_inbox, &v->name,
+                                         &v->icon, v->activity, 1, &id)
            != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "adding the follower");

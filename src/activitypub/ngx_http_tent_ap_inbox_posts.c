@@ -840,7 +840,7 @@ ngx_http_tent_ap_person_record(ngx_http_request_t *r,
 {
     json_t                    *record, *ap, *old;
     ngx_int_t                  rc;
-    ngx_str_t                  value, nvalue, key;
+    ngx_str_t                  value, nvalue, key, name, icon;
     ngx_uint_t                 changed;
     ngx_http_tent_ctx_t       *ctx;
     ngx_http_tent_ap_held_t   *st;
@@ -902,6 +902,18 @@ ngx_http_tent_ap_person_record(ngx_http_request_t *r,
                             ngx_http_tent_json_string(&st->shared_inbox));
         changed = 1;
     }
+
+    /* its name and icon, shown for it (docs/activitypub.md) */
+
+    if (ngx_http_tent_ap_face(r->pool,
+                              json_object_get(st->verify->activity, "object"),
+                              &name, &icon)
+        != NGX_OK)
+    {
+        return ngx_http_tent_internal_error(r, "reading the Person's name");
+    }
+
+    changed |= ngx_http_tent_ap_face_set(ap, &name, &icon);
 
     if (!changed) {
         return ngx_http_tent_ap_held_202(r);

@@ -146,7 +146,8 @@ ngx_http_tent_ap_approves(ngx_str_t *section, ngx_log_t *log)
 ngx_int_t
 ngx_http_tent_ap_follower_add(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     ngx_http_tent_store_op_t *op, ngx_str_t *actor, ngx_str_t *inbox,
-    ngx_str_t *shared_inbox, json_t *follow, ngx_uint_t first, ngx_str_t *id)
+    ngx_str_t *shared_inbox, ngx_str_t *name, ngx_str_t *icon, json_t *follow,
+    ngx_uint_t first, ngx_str_t *id)
 {
     json_t     *record, *ap, *accept;
     ngx_int_t   rc;
@@ -161,6 +162,12 @@ ngx_http_tent_ap_follower_add(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
 
     if (ap && json_is_string(json_object_get(follow, "id"))) {
         json_object_set(ap, "follow", json_object_get(follow, "id"));
+    }
+
+    /* its name and icon, as its document gave them (kept with its key) */
+
+    if (ap) {
+        (void) ngx_http_tent_ap_face_set(ap, name, icon);
     }
 
     if (ngx_http_tent_relation_id(r->pool, id) != NGX_OK) {
@@ -519,6 +526,10 @@ ngx_http_tent_ap_req_take(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
                             ngx_http_tent_json_string(&v->shared_inbox));
     }
 
+    if (row) {
+        (void) ngx_http_tent_ap_face_set(row, &v->name, &v->icon);
+    }
+
     if (row && json_is_string(json_object_get(v->activity, "id"))) {
         json_object_set(row, "follow", json_object_get(v->activity, "id"));
     }
@@ -759,7 +770,7 @@ ngx_http_tent_ap_req_follows(ngx_http_request_t *r,
     u_char                  *p;
     json_t                  *follow, *reject;
     ngx_int_t                rc;
-    ngx_str_t                inbox, shared, hex, id;
+    ngx_str_t                inbox, shared, name, icon, hex, id;
     ngx_http_tent_ctx_t     *ctx;
     ngx_http_tent_ap_req_t  *st;
 
@@ -799,6 +810,14 @@ ngx_http_tent_ap_req_follows(ngx_http_request_t *r,
         ngx_str_null(&shared);
     }
 
+    if (ngx_http_tent_json_str(st->request, "name", &name) != NGX_OK) {
+        ngx_str_null(&name);
+    }
+
+    if (ngx_http_tent_json_str(st->request, "icon", &icon) != NGX_OK) {
+        ngx_str_null(&icon);
+    }
+
     /* accepted, not a follower yet: the follower and the Accept */
 
     if (st->what == NGX_HTTP_TENT_AP_REQ_ACCEPT
@@ -808,7 +827,7 @@ ngx_http_tent_ap_req_follows(ngx_http_request_t *r,
 
         if (ngx_http_tent_ap_req_remove(r, ctx, st, &op) != NGX_OK
             || ngx_http_tent_ap_follower_add(r, ctx, op, &st->actor, &inbox,
-                                             &shared, follow, 0,
+                                             &shared, &name, &icon, follow, 0,
                                              &st->follower)
                != NGX_OK)
         {

@@ -68,6 +68,9 @@ typedef struct {
     ngx_str_t                       owner;
     ngx_str_t                       inbox;
     ngx_str_t                       shared_inbox;
+    ngx_str_t                       face_name;    /* in face, allocated */
+    ngx_str_t                       face_icon;
+    u_char                         *face;
 } ngx_http_tent_ap_entry_t;
 
 
@@ -829,6 +832,17 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     e->pkey = pkey;
     v->entry = e;
 
+    /* its name and icon, for a Follow's follower record */
+
+    if (ngx_http_tent_ap_face(r->pool, doc, &e->face_name, &e->face_icon)
+        != NGX_OK
+        || ngx_http_tent_ap_face_alloc(r->connection->log, &e->face_name,
+                                       &e->face_icon, &e->face)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "tent inbox: key \"%V\" of \"%V\" kept",
                    &v->sig.key_id, &owner);
@@ -888,7 +902,10 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
 
     if ((e->owner.len && v->owner.data == NULL)
         || (e->inbox.len && v->inbox.data == NULL)
-        || (e->shared_inbox.len && v->shared_inbox.data == NULL))
+        || (e->shared_inbox.len && v->shared_inbox.data == NULL)
+        || ngx_http_tent_ap_face_copy(r->pool, &e->face_name,
+                                      &e->face_icon, &v->name, &v->icon)
+           != NGX_OK)
     {
         return ngx_http_tent_internal_error(r, "copying the key's actor");
     }
@@ -1086,6 +1103,10 @@ ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
 
     if (e->pkey) {
         EVP_PKEY_free(e->pkey);
+    }
+
+    if (e->face) {
+        ngx_free(e->face);
     }
 
     ngx_free(e);

@@ -100,6 +100,48 @@ ngx_http_tent_relation_is_peer(ngx_http_tent_ctx_t *ctx, json_t *record,
 
 
 /*
+ * An ActivityPub actor has no Tent profile: the name and icon its record
+ * keeps ("activitypub", docs/activitypub.md "Names and faces") are shown
+ * as the basic profile a Tent entity's record carries, so that apps read
+ * both alike.
+ */
+
+static ngx_int_t
+ngx_http_tent_relation_ap_profile(json_t *out, json_t *record)
+{
+    json_t  *ap, *name, *icon, *basic;
+
+    ap = json_object_get(record, "activitypub");
+    name = json_object_get(ap, "name");
+    icon = json_object_get(ap, "icon");
+
+    if (!json_is_object(ap) || (!json_is_string(name) && !json_is_string(icon))
+        || json_object_size(json_object_get(record, "profile")) != 0)
+    {
+        return NGX_OK;
+    }
+
+    basic = json_object();
+    if (basic == NULL
+        || (json_is_string(name)
+            && json_object_set(basic, "name", name) != 0)
+        || (json_is_string(icon)
+            && json_object_set(basic, "avatar_url", icon) != 0)
+        || json_object_set_new(out, "profile",
+                               json_pack("{s:o}",
+                                         "https://tent.io/types/info/basic/"
+                                         "v0.1.0",
+                                         basic))
+           != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * A relationship's JSON for this principal (spec 7.2): anyone sees the
  * entity, id, created_at and public flag; the peer itself its licenses,
  * types and notification path; an app with the read scope the rest but
@@ -130,6 +172,11 @@ ngx_http_tent_relation_render(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
             {
                 json_object_set(out, key, value);
             }
+        }
+
+        if (ngx_http_tent_relation_ap_profile(out, record) != NGX_OK) {
+            json_decref(out);
+            return NULL;
         }
 
         if (ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_SECRETS)

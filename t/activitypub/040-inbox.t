@@ -186,8 +186,8 @@ is(scalar @$f, 1, 'one follower');
 is($f->[0]{entity}, "$R/users/bob", 'the actor');
 is_deeply($f->[0]{activitypub},
           { inbox => "$R/users/bob/inbox", shared_inbox => "$R/inbox",
-            follow => $follow->{id} },
-          'its inbox, shared inbox and Follow');
+            follow => $follow->{id}, name => 'bob' },
+          'its inbox, shared inbox, Follow and name (its preferredUsername)');
 is_deeply($f->[0]{types}, ['all'], 'all types');
 is(count(), '1', 'counted');
 is(scalar $rx->requests(method => 'GET', path => qr{^/users/bob$}), 1,

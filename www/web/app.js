@@ -9,6 +9,7 @@ import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
          savedPeople, showEntity } from './people.js';
 import { REPOST, STATUS, STATUS_CHARS, isType, parentOf, sameEntity,
          threadHash } from './social.js';
+import { entityLink, initProfile } from './profile.js';
 import { countUnread, initViews, renderRepost, route, showNotifications,
          showUnread, wireReply, wireRepost } from './views.js';
 
@@ -18,7 +19,8 @@ const ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
 const BASIC = 'https://tent.io/types/info/basic/v0.1.0';
 const SCOPES = ['read_posts', 'write_posts', 'read_profile', 'write_profile',
                 'read_followers', 'write_followers', 'read_followings',
-                'write_followings', 'read_permissions', 'read_groups'];
+                'write_followings', 'read_permissions', 'read_groups',
+                'read_blocks', 'write_blocks'];
 
 const $ = (id) => document.getElementById(id);
 const when = new Intl.DateTimeFormat(undefined,
@@ -124,7 +126,9 @@ function codePoints(s) {
 async function signIn() {
     const redirect = pageUrl();
     let app = load('app');
-    if (!app || app.root !== state.root || app.redirect_uri !== redirect) {
+    // an app registered with other scopes (an older page) is made again
+    if (!app || app.root !== state.root || app.redirect_uri !== redirect
+        || app.scopes !== SCOPES.join(',')) {
         const r = await state.anon.request('POST', 'apps', { cred: null, json: {
             name: 'Tent web',
             description: 'The web page of ' + state.entity,
@@ -134,7 +138,8 @@ async function signIn() {
                 (s) => [s, 'the web page acts for the owner'])) } });
         app = { id: r.data.id, key_id: r.data.mac_key_id,
                 key: r.data.mac_key, algorithm: r.data.mac_algorithm,
-                root: state.root, redirect_uri: redirect };
+                root: state.root, redirect_uri: redirect,
+                scopes: SCOPES.join(',') };
         save('app', app);
     }
     const st = nonce();
@@ -218,6 +223,7 @@ async function signOut() {
         }
     }
     await loadFeed(false);
+    route();                        // a profile shown: without its buttons
 }
 
 
@@ -262,14 +268,13 @@ function renderPost(p, via = null) {
     if (via) {
         li.dataset.repost = String(via.id);
         const by = li.querySelector('.reposted');
-        showEntity(by.querySelector('.reposter'), via.entity);
+        entityLink(by.querySelector('.reposter'), via.entity);
         by.hidden = false;
     }
     const link = httpUrl(p.entity);
     const a = li.querySelector('.author');
     if (link) {
-        a.href = link;
-        showEntity(a, p.entity);
+        entityLink(a, p.entity);
     } else {
         a.remove();
         li.querySelector('.author-text').textContent = String(p.entity);
@@ -711,9 +716,7 @@ function person(entity, button) {
     const link = httpUrl(entity);
     if (link) {
         const a = document.createElement('a');
-        a.href = link;
-        a.rel = 'noopener noreferrer nofollow';
-        showEntity(a, entity);
+        entityLink(a, entity);
         li.append(a);
     } else {
         li.append(document.createTextNode(String(entity)));
@@ -845,7 +848,8 @@ function showName(basic) {
 
 function showTab(name) {
     state.tab = name;
-    if (name !== 'thread' && location.hash.startsWith('#thread?')) {
+    if (/^#(thread|entity)\?/.test(location.hash)
+        && !location.hash.startsWith('#' + name + '?')) {
         history.replaceState(null, '', location.pathname + location.search);
     }
     for (const b of document.querySelectorAll('#tabs button')) {
@@ -874,7 +878,8 @@ function render() {
     $('tabs').hidden = !signed;
     $('compose').hidden = !signed;
     $('feed-title').textContent = signed ? 'Feed' : 'Public posts';
-    if (!signed) {
+    // a view the address names (#thread?…, #entity?…) stays: route()
+    if (!signed && !/^#(thread|entity)\?/.test(location.hash)) {
         showTab('feed');
     }
     document.body.dataset.state = signed ? 'signed-in' : 'anonymous';
@@ -922,6 +927,8 @@ function showMoved(url) {
 async function main() {
     initViews({ state, renderPost, action, notice, showError, showTab, load,
                 save, followingId, postText, codePoints, when });
+    initProfile({ state, renderPost, renderRepost, action, notice, showError,
+                  confirmAction, loadFeed });
     const d = await discover();
     const moved = movedTo(d);
     if (moved) {

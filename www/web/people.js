@@ -13,11 +13,13 @@ import { httpUrl, imageBlob } from './api.js';
 
 const BASIC = 'https://tent.io/types/info/basic/v0.1.0';
 const NAME_CHARS = 80;
+const BIO_CHARS = 500;
 const AVATAR_BYTES = 1 << 20;
 
 const avatars = new Map();      // URL -> a promise of a blob: URL or null
 
-// entity (without a bare host's trailing slash) -> {name, avatar}
+// entity (without a bare host's trailing slash) ->
+// {name, avatar, bio, website}
 const people = new Map();
 
 export function entityKey(entity) {
@@ -37,12 +39,15 @@ export function remember(entity, profile) {
     }
     // bidi overrides and isolates would let a name run into the URL
     // after it (and the CSS isolates the name too)
-    const name = typeof b.name === 'string'
-        ? Array.from(b.name.replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
-                     .trim()).slice(0, NAME_CHARS).join('') : '';
+    const text = (v, n) => (typeof v === 'string'
+        ? Array.from(v.replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
+                     .trim()).slice(0, n).join('') : '');
+    const name = text(b.name, NAME_CHARS);
     const avatar = ownOriginImage(b.avatar_url);
-    if (name || avatar) {
-        people.set(entityKey(entity), { name, avatar });
+    const bio = text(b.bio, BIO_CHARS);
+    const website = httpUrl(b.website_url);
+    if (name || avatar || bio || website) {
+        people.set(entityKey(entity), { name, avatar, bio, website });
     } else {
         people.delete(entityKey(entity));
     }
@@ -51,7 +56,9 @@ export function remember(entity, profile) {
 // the cache as JSON for localStorage, and back (checked as a profile)
 export function savedPeople() {
     return Object.fromEntries(Array.from(people, ([e, who]) =>
-        [e, { name: who.name, avatar_url: who.avatar || undefined }]));
+        [e, { name: who.name, avatar_url: who.avatar || undefined,
+              bio: who.bio || undefined,
+              website_url: who.website || undefined }]));
 }
 
 export function restorePeople(saved) {

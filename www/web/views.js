@@ -7,6 +7,7 @@
 import { httpUrl } from './api.js';
 import { nonce } from './mac.js';
 import { entityKey, showEntity } from './people.js';
+import { entityLink, openProfile } from './profile.js';
 import { REPOST, STATUS, STATUS_CHARS, getPost, isType, isUnread,
          loadNotifications, loadThread, repostOf, sameEntity, seenOf,
          threadHash } from './social.js';
@@ -155,7 +156,16 @@ export function route() {
             return;
         }
     }
-    if (page.state.tab === 'thread') {
+    if (h.startsWith('#entity?')) {
+        const e = new URLSearchParams(h.slice('#entity?'.length))
+                  .get('entity');
+        if (e) {
+            page.showTab('entity');
+            openProfile(e).catch(page.showError);
+            return;
+        }
+    }
+    if (page.state.tab === 'thread' || page.state.tab === 'entity') {
         page.showTab('feed');
     }
 }
@@ -244,10 +254,10 @@ function renderNote(n, seen) {
     head.className = 'what';
     const who = document.createElement(httpUrl(n.who) ? 'a' : 'span');
     if (who.tagName === 'A') {
-        who.href = httpUrl(n.who);
-        who.rel = 'noopener noreferrer nofollow';
+        entityLink(who, n.who);
+    } else {
+        showEntity(who, n.who);
     }
-    showEntity(who, n.who);
     const t = document.createElement('time');
     if (n.time) {
         const d = new Date(n.time * 1000);
