@@ -62,6 +62,7 @@ struct ngx_http_tent_ap_verify_s {
     ngx_http_tent_ap_verified_pt    done;
     unsigned                        fetched:1;
     unsigned                        anonymous:1;
+    unsigned                        refetch:1;    /* of a kept key */
 };
 
 typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
