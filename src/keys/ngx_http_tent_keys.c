@@ -54,7 +54,8 @@ static u_char  ngx_http_tent_tables[] = {
     'z',    /* BLOCK: the entities the owner blocked */
     'l',    /* LOCAL_REF: a same-node post, kept in its author's rows */
     'K',    /* AP_KEY: the ActivityPub actor's key pair (activitypub.md) */
-    'w'     /* AP_ACTIVITY: an activity queued for an inbox */
+    'w',    /* AP_ACTIVITY: an activity queued for an inbox */
+    'L'     /* AP_LIKE: a Like of our post by an actor, the post's count */
 };
 
 

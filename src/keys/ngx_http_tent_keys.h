@@ -50,6 +50,7 @@
 #define NGX_HTTP_TENT_TABLE_LOCAL_REF         27
 #define NGX_HTTP_TENT_TABLE_AP_KEY            28
 #define NGX_HTTP_TENT_TABLE_AP_ACTIVITY       29
+#define NGX_HTTP_TENT_TABLE_AP_LIKE           30
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0
