@@ -75,10 +75,14 @@ struct ngx_http_tent_ap_verify_s {
     ngx_http_tent_ap_verified_pt    done;
     unsigned                        fetched:1;
     unsigned                        anonymous:1;
+    unsigned                        refetch:1;    /* of a kept key */
 };
 
 typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_key_t *key);
+
+typedef ngx_int_t (*ngx_http_tent_ap_likes_pt)(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 
 
 /* ngx_http_tent_ap.c: the directives, the routes, Vary at the root */
@@ -257,6 +261,22 @@ ngx_int_t ngx_http_tent_ap_person_prepare(ngx_http_request_t *r,
 ngx_int_t ngx_http_tent_ap_person_queue(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_person_t *ps,
     ngx_http_tent_store_op_t *op);
+
+
+/*
+ * ngx_http_tent_ap_likes.c: a Like of one of our posts and its Undo; the
+ * count in the post's object and the owner's GET; the rows of a post
+ * deleted
+ */
+ngx_int_t ngx_http_tent_ap_inbox_like(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_http_tent_ap_verify_t *v, json_t *object,
+    ngx_uint_t undo);
+ngx_int_t ngx_http_tent_ap_likes_post(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *id, json_t *out);
+ngx_int_t ngx_http_tent_ap_likes_object(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *id, json_t *obj);
+ngx_int_t ngx_http_tent_ap_likes_forget(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, ngx_str_t *id, ngx_http_tent_ap_likes_pt next);
 
 
 #endif /* _NGX_HTTP_TENT_AP_H_INCLUDED_ */

@@ -1063,7 +1063,7 @@ ngx_http_tent_ap_post_loaded(ngx_http_request_t *r,
 {
     json_t               *post, *obj;
     ngx_int_t             rc;
-    ngx_str_t             value, entity, origin_api, body;
+    ngx_str_t             value, entity, origin_api;
     ngx_http_tent_ctx_t  *ctx;
 
     ctx = ngx_http_tent_store_request_ctx(r, op, &rc);
@@ -1101,14 +1101,7 @@ ngx_http_tent_ap_post_loaded(ngx_http_request_t *r,
         return ngx_http_tent_ap_error(r, NGX_HTTP_NOT_FOUND, "Not Found");
     }
 
-    if (json_object_set_new(obj, "@context",
-                            json_string(NGX_HTTP_TENT_AP_CONTEXT))
-        != 0
-        || ngx_http_tent_json_dump(r->pool, obj, &body) != NGX_OK)
-    {
-        return ngx_http_tent_internal_error(r, "writing the post's object");
-    }
+    /* its likes counted, then sent (ngx_http_tent_ap_likes.c) */
 
-    return ngx_http_tent_ap_send(r, NGX_HTTP_OK, NGX_HTTP_TENT_AP_TYPE,
-                                 &body);
+    return ngx_http_tent_ap_likes_object(r, ctx, &ctx->params[0], obj);
 }

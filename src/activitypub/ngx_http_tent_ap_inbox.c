@@ -271,7 +271,14 @@ ngx_http_tent_ap_inbox_verified(ngx_http_request_t *r,
         return ngx_http_tent_ap_inbox_announce(r, ctx, v);
     }
 
-    /* Like: not counted (docs/activitypub.md "Activities") */
+    /* Like of one of our posts: counted (docs/activitypub.md "Likes") */
+
+    if (type.len == 4 && ngx_strncmp(type.data, "Like", 4) == 0) {
+        return ngx_http_tent_ap_inbox_like(r, ctx, v,
+                                           json_object_get(v->activity,
+                                                           "object"),
+                                           0);
+    }
 
     return ngx_http_tent_ap_accepted(r);
 }
@@ -441,6 +448,19 @@ ngx_http_tent_ap_undo(ngx_http_request_t *r, ngx_http_tent_ctx_t *ctx,
     object = json_object_get(v->activity, "object");
 
     if (json_is_object(object)) {
+
+        /* Undo of a Like, embedded (the actor's own row, whoever's id) */
+
+        if (st->kind == NGX_HTTP_TENT_AP_UNDO
+            && ngx_http_tent_json_str(object, "type", &type) == NGX_OK
+            && type.len == 4 && ngx_strncmp(type.data, "Like", 4) == 0)
+        {
+            return ngx_http_tent_ap_inbox_like(r, ctx, v,
+                                               json_object_get(object,
+                                                               "object"),
+                                               1);
+        }
+
         if (ngx_http_tent_json_str(object, "type", &type) != NGX_OK
             || type.len != 6 || ngx_strncmp(type.data, "Follow", 6) != 0)
         {

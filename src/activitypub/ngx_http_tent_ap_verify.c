@@ -62,7 +62,7 @@ typedef struct {
     ngx_str_node_t                  sn;
     ngx_queue_t                     queue;
     time_t                          expires;
-    time_t                          since;
+    time_t                          since;    /* fetched, or tried again */
     ngx_uint_t                      count;
     EVP_PKEY                       *pkey;
     ngx_str_t                       owner;
@@ -115,7 +115,9 @@ static ngx_uint_t ngx_http_tent_ap_own_document(ngx_str_t *id,
     ngx_str_t *url);
 static ngx_int_t ngx_http_tent_ap_key_read(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_fetch_t *f);
-static void ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v);
+static void ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v,
+    ngx_uint_t key);
+static void ngx_http_tent_ap_key_drop(ngx_str_t *key_id);
 static ngx_int_t ngx_http_tent_ap_check(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e);
 
@@ -593,7 +595,26 @@ ngx_http_tent_ap_key_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
                       &v->key_url, ngx_http_tent_fetch_strerror(f->result),
                       f->status);
 
-        ngx_http_tent_ap_key_failed(v);
+        /*
+         * A kept key fetched again stays unless its actor is gone: a
+         * failure of its host (or of its budget) is no word on the key,
+         * and junk signatures naming it must not evict it
+         */
+
+        if (v->refetch
+            && (f->result != NGX_HTTP_TENT_FETCH_OK
+                || (f->status != NGX_HTTP_NOT_FOUND
+                    && f->status != 410)))
+        {
+            ngx_http_tent_ap_key_failed(v, 0);
+
+        } else {
+            if (v->refetch) {
+                ngx_http_tent_ap_key_drop(&v->sig.key_id);
+            }
+
+            ngx_http_tent_ap_key_failed(v, 1);
+        }
 
         return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
                                        "the keyId's actor was not fetched");
@@ -601,8 +622,25 @@ ngx_http_tent_ap_key_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     rc = ngx_http_tent_ap_key_read(r, v, f);
 
-    if (rc == NGX_DECLINED) {
-        ngx_http_tent_ap_key_failed(v);
+    if (rc == NGX_DONE && v->refetch) {
+
+        /* no actor document (an error page served 200): the key stays */
+
+        ngx_http_tent_ap_key_failed(v, 0);
+
+        return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
+                   "the keyId's actor was not fetched");
+    }
+
+    if (rc == NGX_DECLINED || rc == NGX_DONE) {
+
+        /* the actor's own document no longer gives the key: it goes */
+
+        if (v->refetch) {
+            ngx_http_tent_ap_key_drop(&v->sig.key_id);
+        }
+
+        ngx_http_tent_ap_key_failed(v, 1);
 
         return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
                    "the keyId's actor has no such key, or it names "
@@ -617,20 +655,22 @@ ngx_http_tent_ap_key_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 }
 
 
-/* a failed keyId, and a failure of its host in this minute */
+/* a failure of the keyId's host in this minute; with "key", the keyId's */
 
 static void
-ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v)
+ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v, ngx_uint_t key)
 {
     time_t                     now;
     ngx_http_tent_ap_entry_t  *h;
 
     now = ngx_time();
 
-    (void) ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->failed,
-                                    &v->sig.key_id,
-                                    now + NGX_HTTP_TENT_AP_FAILED_TTL,
-                                    NULL, NULL, NULL);
+    if (key) {
+        (void) ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->failed,
+                                        &v->sig.key_id,
+                                        now + NGX_HTTP_TENT_AP_FAILED_TTL,
+                                        NULL, NULL, NULL);
+    }
 
     h = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->hosts,
                                  &v->key_host);
@@ -726,7 +766,7 @@ ngx_http_tent_ap_key_read(ngx_http_request_t *r,
 
     doc = ngx_http_tent_ap_actor_read(r, f, &id);
     if (doc == NULL) {
-        return NGX_DECLINED;
+        return NGX_DONE;
     }
 
     /*
@@ -865,7 +905,13 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
         return ngx_http_tent_internal_error(r, "verifying the signature");
     }
 
-    /* a key kept a while may have been rotated: fetched again, once */
+    /*
+     * A key kept a while may have been rotated: the actor fetched again,
+     * once for the request and at most once a minute for the keyId (the
+     * try counts, whatever comes of it).  The kept key stays until the
+     * fetch gives another or finds the actor gone: anyone can send a
+     * junk signature naming it, and must not evict it that way.
+     */
 
     if (src == NGX_HTTP_TENT_HTTPSIG_BAD && !v->fetched
         && ngx_time() - e->since >= NGX_HTTP_TENT_AP_KEY_REFETCH)
@@ -874,7 +920,8 @@ ngx_http_tent_ap_check(ngx_http_request_t *r, ngx_http_tent_ap_verify_t *v,
                        "tent inbox: key \"%V\" failed, fetched again",
                        &v->sig.key_id);
 
-        ngx_http_tent_ap_set_drop(&ngx_http_tent_ap_sets->keys, e);
+        e->since = ngx_time();
+        v->refetch = 1;
 
         return ngx_http_tent_ap_key_fetch(r, v);
     }
@@ -1122,14 +1169,22 @@ ngx_http_tent_ap_set_drop(ngx_http_tent_ap_set_t *set,
 void
 ngx_http_tent_ap_verify_forget(ngx_http_tent_ap_verify_t *v)
 {
+    ngx_http_tent_ap_key_drop(&v->sig.key_id);
+}
+
+
+/* a kept key dropped, if it is still there (it may have gone meanwhile) */
+
+static void
+ngx_http_tent_ap_key_drop(ngx_str_t *key_id)
+{
     ngx_http_tent_ap_entry_t  *e;
 
     if (ngx_http_tent_ap_sets == NULL) {
         return;
     }
 
-    e = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->keys,
-                                 &v->sig.key_id);
+    e = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->keys, key_id);
     if (e) {
         ngx_http_tent_ap_set_drop(&ngx_http_tent_ap_sets->keys, e);
     }

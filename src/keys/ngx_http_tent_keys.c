@@ -55,7 +55,8 @@ static u_char  ngx_http_tent_tables[] = {
     'l',    /* LOCAL_REF: a same-node post, kept in its author's rows */
     'K',    /* AP_KEY: the ActivityPub actor's key pair (activitypub.md) */
     'w',    /* AP_ACTIVITY: an activity queued for an inbox */
-    'h'     /* AP_REQUEST: a Follow held for the owner's approval */
+    'h',    /* AP_REQUEST: a Follow held for the owner's approval */
+    'L'     /* AP_LIKE: a Like of our post by an actor, the post's count */
 };
 
 

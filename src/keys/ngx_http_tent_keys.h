@@ -51,6 +51,7 @@
 #define NGX_HTTP_TENT_TABLE_AP_KEY            28
 #define NGX_HTTP_TENT_TABLE_AP_ACTIVITY       29
 #define NGX_HTTP_TENT_TABLE_AP_REQUEST        30
+#define NGX_HTTP_TENT_TABLE_AP_LIKE           31
 
 /* the feed indexes, by sort column */
 #define NGX_HTTP_TENT_INDEX_RECEIVED          0

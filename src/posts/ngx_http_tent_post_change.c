@@ -15,6 +15,7 @@
 #define NGX_HTTP_TENT_POSTS_PRIVATE  1
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_json.h"
 #include "ngx_http_tent_keys.h"
@@ -35,6 +36,8 @@ static ngx_int_t ngx_http_tent_post_write_version(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx, json_t *post);
 static ngx_int_t ngx_http_tent_post_changed(ngx_http_request_t *r,
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_post_likes_forget(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx);
 static ngx_int_t ngx_http_tent_post_reply(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
 
@@ -348,10 +351,27 @@ ngx_http_tent_post_changed(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     if (st->made == NULL) {
         return ngx_http_tent_blobs_adjust(r, ctx, -1,
-                                          ngx_http_tent_post_reply);
+                                          st->gone
+                                          ? ngx_http_tent_post_likes_forget
+                                          : ngx_http_tent_post_reply);
     }
 
     return ngx_http_tent_post_reply(r, ctx);
+}
+
+
+/* the whole post gone: its ActivityPub likes' rows with it */
+
+static ngx_int_t
+ngx_http_tent_post_likes_forget(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx)
+{
+    ngx_http_tent_post_state_t  *st;
+
+    st = ctx->state;
+
+    return ngx_http_tent_ap_likes_forget(r, ctx, &st->id,
+                                         ngx_http_tent_post_reply);
 }
 
 
@@ -523,6 +543,8 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
     }
 
     /* the whole post: a delete post takes its place in the feed */
+
+    st->gone = 1;
 
     if (ngx_http_tent_random_id(r->pool, NULL, 16, &id) != NGX_OK) {
         return ngx_http_tent_internal_error(r, "making the delete post's id");

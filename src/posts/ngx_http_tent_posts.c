@@ -18,6 +18,7 @@
 #define NGX_HTTP_TENT_POSTS_PRIVATE  1
 
 #include "ngx_http_tent_base.h"
+#include "ngx_http_tent_ap.h"
 #include "ngx_http_tent_auth.h"
 #include "ngx_http_tent_delivery.h"
 #include "ngx_http_tent_json.h"
@@ -707,6 +708,15 @@ ngx_http_tent_post_loaded(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
             json_decref(out);
             return ngx_http_tent_internal_error(r,
                        "rendering the post in its view");
+        }
+
+        /* the owner's app: our post's ActivityPub likes, counted */
+
+        if (st && ngx_http_tent_ap_enabled(r)
+            && ngx_http_tent_has_scopes(ctx, NGX_HTTP_TENT_READ_POSTS)
+            && ngx_http_tent_post_original(ctx, &st->post_entity))
+        {
+            return ngx_http_tent_ap_likes_post(r, ctx, &st->id, out);
         }
 
         return ngx_http_tent_send_json(r, NGX_HTTP_OK, out);

@@ -55,6 +55,7 @@ typedef struct {
     ngx_uint_t                      tries;
     ngx_http_tent_route_pt          after;
     unsigned                        conflict:1;
+    unsigned                        gone:1;      /* the whole post deleted */
 
     /* another subsystem's run (ngx_http_tent_blobs_run), or NULL */
     void                           *run;

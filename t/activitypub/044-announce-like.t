@@ -8,7 +8,7 @@
 # not kept; the same Announce again is one repost.  The object is never
 # fetched: an Announce of a note on the peer costs the peer no request,
 # one on a refused address (169.254.169.254) is kept as a URL and
-# nothing connects.  Like: 202, nothing kept, our post unchanged.
+# nothing connects.  Like: 202, our post unchanged (counted: 047).
 
 use strict;
 use warnings;
@@ -161,7 +161,7 @@ is($ap->announce('javascript:alert(1)', as => 'bob', inbox => $INBOX), 202,
    'an Announce of a javascript: object: 202');
 is(scalar @{ posts_of($BOB) }, 3, '... not kept');
 
-# ---- Like: 202, nothing kept
+# ---- Like: 202, no post kept (the count: 047-likes)
 
 my $eve_before = scalar @{ posts_of($EVE) };
 is($ap->like($OURS_URL, as => 'eve', inbox => $INBOX), 202,
