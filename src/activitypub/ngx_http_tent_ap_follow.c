@@ -51,6 +51,7 @@ typedef struct {
     ngx_str_t                       inbox;
     ngx_str_t                       shared_inbox;
     ngx_str_t                       record_id;
+    EVP_PKEY                       *sign_key;    /* our GETs signed */
     json_t                         *body;
     json_t                         *types;
     json_t                         *licenses;
@@ -192,6 +193,16 @@ ngx_http_tent_ap_following_keyed(ngx_http_request_t *r,
 
     st->body = ctx->body;
 
+    /* our GETs signed with the entity's key (Mastodon's authorized fetch) */
+
+    st->sign_key = ngx_http_tent_ap_sign_key(r->pool, r->connection->log,
+                                             &ctx->entity, &key->private_pem);
+    if (st->sign_key == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent ap follow: the key of \"%V\" is not usable: "
+                      "unsigned", &ctx->entity);
+    }
+
     if (ngx_http_tent_string_list(st->body, "types", "all", &st->types)
         != NGX_OK
         || ngx_http_tent_json_own(r->pool, st->types) == NULL
@@ -214,7 +225,7 @@ ngx_http_tent_ap_following_keyed(ngx_http_request_t *r,
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent ap follow: the actor \"%V\"", &st->url);
 
-        return ngx_http_tent_ap_actor_fetch(r, &st->url, st,
+        return ngx_http_tent_ap_actor_fetch(r, &st->url, st->sign_key, st,
                                             ngx_http_tent_ap_followed_actor);
     }
 
@@ -384,7 +395,12 @@ ngx_http_tent_ap_webfinger(ngx_http_request_t *r,
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
-    if (f == NULL) {
+
+    if (f == NULL
+        || ngx_http_tent_ap_sign_fetch(r->pool, f, &ctx->entity,
+                                       st->sign_key)
+           != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "starting the WebFinger GET");
     }
 
@@ -481,7 +497,7 @@ ngx_http_tent_ap_webfingered(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     st->url = href;
 
-    return ngx_http_tent_ap_actor_fetch(r, &st->url, st,
+    return ngx_http_tent_ap_actor_fetch(r, &st->url, st->sign_key, st,
                                         ngx_http_tent_ap_followed_actor);
 }
 
