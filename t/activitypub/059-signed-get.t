@@ -5,8 +5,10 @@
 # draft-cavage-12 rsa-sha256 over "(request-target) host date" (no
 # Digest: no body), keyId our entity's #main-key, at our inbox and at the
 # shared inbox: bob's and carol's Follows are 202.  Following an actor by
-# acct: signs the WebFinger and the actor's GET.  A peer that checks no
-# GET (dave's) still works.  The suite checks each recorded GET with
+# acct: signs the WebFinger and the actor's GET.  Another tenant of the
+# same nginx (tom) signs its inbox's fetch with its own key, never ours;
+# the remote key it kept serves our inbox too (the actor's, whoever
+# fetched it).  A peer that checks no GET (dave's) still works.  The suite checks each recorded GET with
 # Tent::HTTPSig against our actor's key.
 
 use strict;
@@ -18,14 +20,23 @@ use Tent::APPeer;
 use Tent::HTTPSig;
 use Tent::Peer;
 
+# tom: another tenant of the same nginx
+my $PT = Tent::Peer::free_port();
+my $TOM = "http://127.0.0.1:$PT";
 my $peer = Tent::Peer->start(
     worker_processes => 1,
-    http_config => <<'HTTP',
-    tent_store $SERVROOT/tent_temp;
+    http_config => <<"HTTP",
+    tent_store \$SERVROOT/tent_temp;
     tent_outbound_allow 127.0.0.0/8;
     tent_outbound_timeout 3s;
     tent_delivery_interval 200ms;
     tent_delivery_retry 1s 2s;
+    server {
+        listen 127.0.0.1:$PT;
+        tent_entity $TOM;
+        tent_activitypub on;
+        tent_ap_name tom;
+    }
 HTTP
     server_config => <<'CONF');
         tent_entity $URL;
@@ -41,7 +52,7 @@ my $c = $peer->client;
 my (undef, $app) = $peer->authorized_app(
     'read_followers,read_followings,write_followings');
 
-my $secure = Tent::APPeer->start(names => ['bob', 'carol', 'erin'],
+my $secure = Tent::APPeer->start(names => ['bob', 'carol', 'erin', 'frank'],
                                  authorized_fetch => 1);
 my $open = Tent::APPeer->start(names => ['dave']);
 my $BOB = $secure->actor_url('bob');
@@ -59,9 +70,12 @@ my $st = Tent::APPeer::http('GET', $BOB,
 is($st->{status}, 401,
    'the secure peer refuses an unsigned GET of its actor');
 
-# each GET the peer got of PATH, checked as the peer did
+# each GET the peer got of PATH, checked as the peer did (signed as
+# ENTITY, with its key PEM: ours by default)
 sub signed_gets {
-    my ($ap, $path) = @_;
+    my ($ap, $path, $entity, $pem) = @_;
+    $entity //= $URL;
+    $pem //= $PEM;
     my @bad;
     my @got = grep { $_->{path} eq $path
                      && ($_->{headers}{'user-agent'} // '')
@@ -74,13 +88,13 @@ sub signed_gets {
                         ? "?$g->{query}" : '');
         my %sig = ($h->{signature} // '') =~ /(\w+)="([^"]*)"/g;
         push @bad, "keyId " . ($sig{keyId} // 'none')
-            unless ($sig{keyId} // '') eq "$URL#main-key";
+            unless ($sig{keyId} // '') eq "$entity#main-key";
         push @bad, "headers " . ($sig{headers} // 'none')
             unless ($sig{headers} // '') eq '(request-target) host date';
         push @bad, 'a Digest on a GET' if defined $h->{digest};
         my ($ok, $why) = Tent::HTTPSig::verify(
             method => 'GET', target => $target, headers => $h,
-            public_key => $PEM,
+            public_key => $pem,
             require => ['(request-target)', 'host', 'date']);
         push @bad, "verify: $why" unless $ok;
     }
@@ -136,6 +150,24 @@ is($open->follow($URL, as => 'dave'), 202, 'dave (no secure mode) follows us');
 $res = $c->request(POST => '/followings', cred => $app,
                    body => { entity => $open->acct('dave') });
 is($res->{status}, 200, 'we follow dave by acct:') or diag $res->{body};
+
+# ---- another tenant: its own key signs its inbox's fetch
+
+$res = Tent::APPeer::http('GET', $TOM,
+                          headers => { Accept => 'application/activity+json' });
+my $TOM_PEM = eval { decode_json($res->{body}) }->{publicKey}{publicKeyPem};
+ok($TOM_PEM && $TOM_PEM ne $PEM, 'tom\'s actor, his own key');
+is($secure->follow($TOM, as => 'frank'), 202,
+   'frank (secure mode) follows tom: 202')
+    or diag explain [$secure->rejected];
+($n, @bad) = signed_gets($secure, '/users/frank', $TOM, $TOM_PEM);
+ok($n == 1 && !@bad, '... frank\'s actor fetched signed as tom, with tom\'s key')
+    or diag "$n: " . join ', ', @bad;
+(undef, @bad) = signed_gets($secure, '/users/frank');
+ok(scalar @bad, '... not as us');
+is($secure->follow($URL, as => 'frank'), 202, 'frank follows us too: 202');
+($n) = signed_gets($secure, '/users/frank', $TOM, $TOM_PEM);
+is($n, 1, '... his key kept by the worker: not fetched again');
 
 # ---- the POSTs keep their Digest
 
