@@ -73,9 +73,11 @@ struct ngx_http_tent_ap_verify_s {
     ngx_str_t                       seen;
     void                           *entry;
     ngx_http_tent_ap_verified_pt    done;
+    EVP_PKEY                       *sign_key;     /* the entity's, or NULL */
     unsigned                        fetched:1;
     unsigned                        anonymous:1;
     unsigned                        refetch:1;    /* of a kept key */
+    unsigned                        signer:1;     /* sign_key read */
 };
 
 typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
@@ -83,6 +85,10 @@ typedef ngx_int_t (*ngx_http_tent_ap_key_pt)(ngx_http_request_t *r,
 
 typedef ngx_int_t (*ngx_http_tent_ap_likes_pt)(ngx_http_request_t *r,
     ngx_http_tent_ctx_t *ctx);
+
+/* the key our GETs are signed with: the entity's, NULL if it has none */
+typedef ngx_int_t (*ngx_http_tent_ap_signer_pt)(ngx_http_request_t *r,
+    EVP_PKEY *key, void *data);
 
 
 /* ngx_http_tent_ap.c: the directives, the routes, Vary at the root */
@@ -150,13 +156,21 @@ ngx_int_t ngx_http_tent_ap_key_row(ngx_pool_t *pool, ngx_str_t *entity,
 ngx_int_t ngx_http_tent_ap_key_check(ngx_pool_t *pool, ngx_str_t *private_pem,
     ngx_str_t *public_pem, const char **error);
 
+/* ngx_http_tent_ap_sign.c: our GETs signed with the entity's key */
+ngx_int_t ngx_http_tent_ap_signer(ngx_http_request_t *r,
+    ngx_http_tent_ctx_t *ctx, void *data, ngx_http_tent_ap_signer_pt done);
+EVP_PKEY *ngx_http_tent_ap_sign_key(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_str_t *entity, ngx_str_t *pem);
+ngx_int_t ngx_http_tent_ap_sign_fetch(ngx_pool_t *pool,
+    ngx_http_tent_fetch_t *f, ngx_str_t *entity, EVP_PKEY *key);
+
 /* ngx_http_tent_ap_verify.c: the signature, the key kept or fetched */
 ngx_int_t ngx_http_tent_ap_verify_init(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_int_t *rc);
 ngx_int_t ngx_http_tent_ap_verify(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_verified_pt done);
 ngx_int_t ngx_http_tent_ap_actor_fetch(ngx_http_request_t *r, ngx_str_t *url,
-    void *data, ngx_http_tent_fetch_done_pt done);
+    EVP_PKEY *key, void *data, ngx_http_tent_fetch_done_pt done);
 json_t *ngx_http_tent_ap_actor_read(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_url_of(json_t *v, ngx_str_t *out);

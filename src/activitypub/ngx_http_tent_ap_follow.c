@@ -53,6 +53,7 @@ typedef struct {
     ngx_str_t                       face_name;   /* the Person's, kept */
     ngx_str_t                       face_icon;
     ngx_str_t                       record_id;
+    EVP_PKEY                       *sign_key;    /* our GETs signed */
     json_t                         *body;
     json_t                         *types;
     json_t                         *licenses;
@@ -194,6 +195,16 @@ ngx_http_tent_ap_following_keyed(ngx_http_request_t *r,
 
     st->body = ctx->body;
 
+    /* our GETs signed with the entity's key (Mastodon's authorized fetch) */
+
+    st->sign_key = ngx_http_tent_ap_sign_key(r->pool, r->connection->log,
+                                             &ctx->entity, &key->private_pem);
+    if (st->sign_key == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "tent ap follow: the key of \"%V\" is not usable: "
+                      "unsigned", &ctx->entity);
+    }
+
     if (ngx_http_tent_string_list(st->body, "types", "all", &st->types)
         != NGX_OK
         || ngx_http_tent_json_own(r->pool, st->types) == NULL
@@ -216,7 +227,7 @@ ngx_http_tent_ap_following_keyed(ngx_http_request_t *r,
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "tent ap follow: the actor \"%V\"", &st->url);
 
-        return ngx_http_tent_ap_actor_fetch(r, &st->url, st,
+        return ngx_http_tent_ap_actor_fetch(r, &st->url, st->sign_key, st,
                                             ngx_http_tent_ap_followed_actor);
     }
 
@@ -386,7 +397,12 @@ ngx_http_tent_ap_webfinger(ngx_http_request_t *r,
     }
 
     f = ngx_http_tent_remote_fetch(r, &url, "GET");
-    if (f == NULL) {
+
+    if (f == NULL
+        || ngx_http_tent_ap_sign_fetch(r->pool, f, &ctx->entity,
+                                       st->sign_key)
+           != NGX_OK)
+    {
         return ngx_http_tent_internal_error(r, "starting the WebFinger GET");
     }
 
@@ -483,7 +499,7 @@ ngx_http_tent_ap_webfingered(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
 
     st->url = href;
 
-    return ngx_http_tent_ap_actor_fetch(r, &st->url, st,
+    return ngx_http_tent_ap_actor_fetch(r, &st->url, st->sign_key, st,
                                         ngx_http_tent_ap_followed_actor);
 }
 

@@ -40,8 +40,6 @@ static json_t *ngx_http_tent_ap_url_of(ngx_pool_t *pool, ngx_str_t *base,
     const char *middle, const char *id, size_t len);
 static json_t *ngx_http_tent_ap_html_string(ngx_pool_t *pool,
     const char *text, size_t len, ngx_uint_t plain);
-static ngx_int_t ngx_http_tent_ap_audience(ngx_pool_t *pool, json_t *obj,
-    ngx_str_t *origin_api, ngx_str_t *entity, ngx_str_t *name, json_t *post);
 static ngx_int_t ngx_http_tent_ap_mentions(ngx_pool_t *pool, json_t *obj,
     ngx_str_t *origin_api, ngx_str_t *entity, json_t *post);
 static json_t *ngx_http_tent_ap_mention_tag(ngx_pool_t *pool,
@@ -645,7 +643,7 @@ ngx_http_tent_ap_html_string(ngx_pool_t *pool, const char *text, size_t len,
  * anyway (the transport may narrow "to" to that recipient).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_tent_ap_audience(ngx_pool_t *pool, json_t *obj,
     ngx_str_t *origin_api, ngx_str_t *entity, ngx_str_t *name, json_t *post)
 {

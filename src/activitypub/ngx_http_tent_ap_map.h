@@ -30,6 +30,10 @@
 #define NGX_HTTP_TENT_AP_UPDATE     1
 #define NGX_HTTP_TENT_AP_DELETE     2
 
+/* ngx_http_tent_ap_repost_kind(): a repost, the delete post of one */
+#define NGX_HTTP_TENT_AP_REPOST     1
+#define NGX_HTTP_TENT_AP_UNREPOST   2
+
 /* an inbound object over these is refused whole */
 #define NGX_HTTP_TENT_AP_CONTENT_MAX   (64 * 1024)
 #define NGX_HTTP_TENT_AP_TAGS_MAX      32
@@ -63,6 +67,18 @@ ngx_int_t ngx_http_tent_ap_entity_name(ngx_str_t *entity, ngx_str_t *name);
 ngx_int_t ngx_http_tent_ap_object_post(ngx_str_t *origin_api,
     ngx_str_t *url, ngx_str_t *id);
 ngx_int_t ngx_http_tent_ap_post_id(ngx_str_t *object_id, u_char *id);
+ngx_int_t ngx_http_tent_ap_audience(ngx_pool_t *pool, json_t *obj,
+    ngx_str_t *origin_api, ngx_str_t *entity, ngx_str_t *name, json_t *post);
+
+/* ngx_http_tent_ap_announce.c: our reposts as Announce, their deletes */
+ngx_uint_t ngx_http_tent_ap_repost_kind(json_t *post);
+ngx_int_t ngx_http_tent_ap_repost_object(ngx_pool_t *pool,
+    ngx_str_t *origin_api, ngx_str_t *entity, json_t *post, json_t *reposted,
+    ngx_str_t *object);
+json_t *ngx_http_tent_ap_announce(ngx_pool_t *pool, ngx_str_t *origin_api,
+    ngx_str_t *entity, ngx_str_t *name, json_t *post, ngx_str_t *object);
+json_t *ngx_http_tent_ap_undo_announce(ngx_pool_t *pool,
+    ngx_str_t *origin_api, ngx_str_t *entity, ngx_str_t *name, json_t *post);
 
 /* ngx_http_tent_ap_map_in.c: the fediverse's objects as Tent posts */
 json_t *ngx_http_tent_ap_to_post(ngx_pool_t *pool, json_t *object,

@@ -53,8 +53,6 @@
 /* signatures seen, for the whole window */
 #define NGX_HTTP_TENT_AP_SEEN          8192
 
-/* an actor document */
-#define NGX_HTTP_TENT_AP_ACTOR_MAX     (128 * 1024)
 #define NGX_HTTP_TENT_AP_URL_MAX       2048
 
 
@@ -109,6 +107,10 @@ static ngx_int_t ngx_http_tent_ap_covered(ngx_http_tent_httpsig_t *sig,
     const char *a, const char *b, const char *c);
 static ngx_int_t ngx_http_tent_ap_key_fetch(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v);
+static ngx_int_t ngx_http_tent_ap_key_signed(ngx_http_request_t *r,
+    EVP_PKEY *key, void *data);
+static ngx_int_t ngx_http_tent_ap_signer_key(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_str_t *of, ngx_str_t *key);
 static ngx_int_t ngx_http_tent_ap_key_fetched(ngx_http_request_t *r,
     ngx_http_tent_fetch_t *f);
 static ngx_uint_t ngx_http_tent_ap_own_document(ngx_str_t *id,
@@ -118,6 +120,8 @@ static ngx_int_t ngx_http_tent_ap_key_read(ngx_http_request_t *r,
 static void ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v,
     ngx_uint_t key);
 static void ngx_http_tent_ap_key_drop(ngx_str_t *key_id);
+static void ngx_http_tent_ap_key_refused(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v);
 static ngx_int_t ngx_http_tent_ap_check(ngx_http_request_t *r,
     ngx_http_tent_ap_verify_t *v, ngx_http_tent_ap_entry_t *e);
 
@@ -507,73 +511,90 @@ ngx_http_tent_ap_key_fetch(ngx_http_request_t *r,
 
     v->fetched = 1;
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "tent inbox: fetching the key's actor \"%V\"",
-                   &v->key_url);
+    /* signed with the key of the entity the request is for */
 
-    return ngx_http_tent_ap_actor_fetch(r, &v->key_url, v,
+    if (!v->signer) {
+        return ngx_http_tent_ap_signer(r, ngx_http_tent_get_ctx(r), v,
+                                       ngx_http_tent_ap_key_signed);
+    }
+
+    return ngx_http_tent_ap_key_signed(r, v->sign_key, v);
+}
+
+
+/*
+ * The fetch, signed as the request's entity (Mastodon's authorized
+ * fetch answers only signed GETs).  What the actor's server refused
+ * this entity (401, 403: it may block it) is kept for this entity only
+ * (ngx_http_tent_ap_key_fetched()): another tenant's fetch of the same
+ * key may pass.
+ */
+
+static ngx_int_t
+ngx_http_tent_ap_key_signed(ngx_http_request_t *r, EVP_PKEY *key,
+    void *data)
+{
+    ngx_http_tent_ap_verify_t *v = data;
+
+    ngx_str_t                  k;
+    ngx_http_tent_ap_entry_t  *h;
+
+    v->sign_key = key;
+    v->signer = 1;
+
+    if (key) {
+        if (ngx_http_tent_ap_signer_key(r, v, &v->sig.key_id, &k) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "keying the failure");
+        }
+
+        if (ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->failed, &k)) {
+            return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
+                       "the keyId's actor refused our fetch lately");
+        }
+
+        if (ngx_http_tent_ap_signer_key(r, v, &v->key_host, &k) != NGX_OK) {
+            return ngx_http_tent_internal_error(r, "keying the failure");
+        }
+
+        h = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->hosts, &k);
+
+        if (h && h->count >= NGX_HTTP_TENT_AP_HOST_FAILS) {
+            return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
+                       "the host refused too many of our fetches lately");
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "tent inbox: fetching the key's actor \"%V\"%s",
+                   &v->key_url, key ? ", signed" : "");
+
+    return ngx_http_tent_ap_actor_fetch(r, &v->key_url, key, v,
                                         ngx_http_tent_ap_key_fetched);
 }
 
 
-/*
- * An actor document, through the outbound fetch: the guard, the
- * operator's blocked domains, the budgets and the request's deadline
- * apply; the ActivityStreams Accept, 128 KB, two redirects.  The inbox's
- * keyIds and the actors an app follows (ngx_http_tent_ap_follow.c).
- */
+/* "of" for the signing entity alone: "<of> <entity>" */
 
-ngx_int_t
-ngx_http_tent_ap_actor_fetch(ngx_http_request_t *r, ngx_str_t *url,
-    void *data, ngx_http_tent_fetch_done_pt done)
+static ngx_int_t
+ngx_http_tent_ap_signer_key(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v, ngx_str_t *of, ngx_str_t *key)
 {
-    ngx_http_tent_fetch_t  *f;
+    u_char               *p;
+    ngx_http_tent_ctx_t  *ctx;
 
-    f = ngx_http_tent_remote_fetch(r, url, "GET");
-    if (f == NULL) {
-        return ngx_http_tent_internal_error(r, "starting the actor's fetch");
+    ctx = ngx_http_tent_get_ctx(r);
+
+    key->len = of->len + 1 + ctx->entity.len;
+    key->data = ngx_pnalloc(r->pool, key->len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
     }
 
-    ngx_str_set(&f->accept, "application/activity+json, application/ld+json;"
-                " profile=\"https://www.w3.org/ns/activitystreams\"");
-    f->max_response = NGX_HTTP_TENT_AP_ACTOR_MAX;
-    f->redirects = 2;
-    f->data = data;
+    p = ngx_cpymem(key->data, of->data, of->len);
+    *p++ = ' ';
+    ngx_memcpy(p, ctx->entity.data, ctx->entity.len);
 
-    return ngx_http_tent_fetch_request(r, f, done);
-}
-
-
-/*
- * The fetched actor: a JSON object (owned by the request's pool) with an
- * "id" that is a URL on the origin of the last hop (else any host could
- * serve another's actor).  NULL: not so.
- */
-
-json_t *
-ngx_http_tent_ap_actor_read(ngx_http_request_t *r, ngx_http_tent_fetch_t *f,
-    ngx_str_t *id)
-{
-    json_t     *doc;
-    ngx_str_t   a, b;
-
-    doc = ngx_http_tent_json_own(r->pool,
-                                 ngx_http_tent_json_parse(&f->body,
-                                                          r->connection->log));
-    if (!json_is_object(doc)
-        || ngx_http_tent_ap_url_of(json_object_get(doc, "id"), id) != NGX_OK
-        || ngx_http_tent_share_host(r->pool, id, &a) != NGX_OK
-        || ngx_http_tent_share_host(r->pool, &f->url, &b) != NGX_OK
-        || a.len != b.len
-        || ngx_strncasecmp(a.data, b.data, a.len) != 0)
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "tent: the actor fetched at \"%V\" has no id on its "
-                      "origin", &f->url);
-        return NULL;
-    }
-
-    return doc;
+    return NGX_OK;
 }
 
 
@@ -594,6 +615,17 @@ ngx_http_tent_ap_key_fetched(ngx_http_request_t *r, ngx_http_tent_fetch_t *f)
                       "tent inbox: the key's actor %V: %s, status %ui",
                       &v->key_url, ngx_http_tent_fetch_strerror(f->result),
                       f->status);
+
+        if (v->sign_key && f->result == NGX_HTTP_TENT_FETCH_OK
+            && (f->status == NGX_HTTP_UNAUTHORIZED
+                || f->status == NGX_HTTP_FORBIDDEN))
+        {
+            ngx_http_tent_ap_key_refused(r, v);
+
+            return ngx_http_tent_ap_refuse(r, v, NGX_HTTP_UNAUTHORIZED,
+                                           "the keyId's actor refused our "
+                                           "fetch");
+        }
 
         /*
          * A kept key fetched again stays unless its actor is gone: a
@@ -677,6 +709,44 @@ ngx_http_tent_ap_key_failed(ngx_http_tent_ap_verify_t *v, ngx_uint_t key)
     if (h == NULL) {
         h = ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->hosts,
                                      &v->key_host,
+                                     now + NGX_HTTP_TENT_AP_HOST_WINDOW,
+                                     NULL, NULL, NULL);
+    }
+
+    if (h) {
+        h->count++;
+    }
+}
+
+
+/*
+ * A signed fetch refused (401, 403): a failure of the keyId and of its
+ * host for this entity only, as ngx_http_tent_ap_key_failed() counts
+ */
+
+static void
+ngx_http_tent_ap_key_refused(ngx_http_request_t *r,
+    ngx_http_tent_ap_verify_t *v)
+{
+    time_t                     now;
+    ngx_str_t                  k;
+    ngx_http_tent_ap_entry_t  *h;
+
+    now = ngx_time();
+
+    if (ngx_http_tent_ap_signer_key(r, v, &v->sig.key_id, &k) == NGX_OK) {
+        (void) ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->failed, &k,
+                                        now + NGX_HTTP_TENT_AP_FAILED_TTL,
+                                        NULL, NULL, NULL);
+    }
+
+    if (ngx_http_tent_ap_signer_key(r, v, &v->key_host, &k) != NGX_OK) {
+        return;
+    }
+
+    h = ngx_http_tent_ap_set_get(&ngx_http_tent_ap_sets->hosts, &k);
+    if (h == NULL) {
+        h = ngx_http_tent_ap_set_add(&ngx_http_tent_ap_sets->hosts, &k,
                                      now + NGX_HTTP_TENT_AP_HOST_WINDOW,
                                      NULL, NULL, NULL);
     }

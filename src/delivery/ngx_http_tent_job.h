@@ -154,6 +154,15 @@ json_t *ngx_http_tent_delivery_body(json_t *post, json_t *sub);
 /* ngx_http_tent_delivery.c: a job's slot given back as it settles */
 void ngx_http_tent_task_settling(ngx_http_tent_job_t *t);
 
+/* ngx_http_tent_transport_ap_repost.c: a repost's Announce, its Undo */
+typedef void (*ngx_http_tent_apt_resume_pt)(ngx_http_tent_job_t *t,
+    EVP_PKEY *key);
+
+ngx_int_t ngx_http_tent_apt_repost_read(ngx_http_tent_job_t *t,
+    EVP_PKEY *key, ngx_http_tent_apt_resume_pt resume);
+ngx_int_t ngx_http_tent_apt_repost_activity(ngx_http_tent_job_t *t,
+    ngx_str_t *origin_api, ngx_str_t *name, json_t **activity);
+
 /* ngx_http_tent_delivery_status.c: a job's status record, settled */
 void ngx_http_tent_delivery_status_answer(ngx_http_tent_job_t *t,
     ngx_http_tent_fetch_t *f);

@@ -427,8 +427,23 @@ ngx_http_tent_apt_activity(ngx_http_tent_job_t *t, ngx_str_t *body)
         kind = NGX_HTTP_TENT_AP_CREATE;
     }
 
-    activity = ngx_http_tent_ap_activity_named(pool, &origin_api, entity,
-                                               &name, post, kind);
+    /* a repost: Announce; the delete post of one: Undo(Announce) */
+
+    switch (ngx_http_tent_apt_repost_activity(t, &origin_api, &name,
+                                              &activity))
+    {
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        activity = ngx_http_tent_ap_activity_named(pool, &origin_api, entity,
+                                                   &name, post, kind);
+        break;
+
+    default:
+        return NGX_ERROR;
+    }
+
     if (activity == NULL) {
         return NGX_DECLINED;
     }
@@ -491,6 +506,21 @@ ngx_http_tent_apt_post(ngx_http_tent_job_t *t, EVP_PKEY *key)
         }
 
         goto send;
+    }
+
+    /* a repost of another's post: that post, as we keep it, read first */
+
+    switch (ngx_http_tent_apt_repost_read(t, key, ngx_http_tent_apt_post)) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_AGAIN:
+        return;
+
+    default:
+        ngx_http_tent_task_failed(&t->task, "reading the reposted post");
+        return;
     }
 
     switch (ngx_http_tent_apt_activity(t, &body)) {

@@ -826,8 +826,9 @@ ngx_http_tent_fetch_build(ngx_http_tent_fetch_t *f)
 /*
  * ActivityPub's signature (draft-cavage-12, rsa-sha256): Date, Digest of
  * the body and Signature over "(request-target) host date digest", as
- * header lines.  Made for each hop's request bytes: the Host and the
- * target are this hop's, the Date now.
+ * header lines; a GET or HEAD has no body, so no Digest: "(request-target)
+ * host date", as Mastodon signs its fetches.  Made for each hop's
+ * request bytes: the Host and the target are this hop's, the Date now.
  */
 
 static ngx_int_t
@@ -836,6 +837,7 @@ ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f, ngx_str_t *out)
     u_char                           *p;
     ngx_int_t                         rc;
     ngx_str_t                         digest, signature, date;
+    ngx_uint_t                        bodyless;
     ngx_list_t                        headers;
     ngx_table_elt_t                  *h;
     ngx_http_tent_fetch_full_t       *ff;
@@ -851,8 +853,17 @@ ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f, ngx_str_t *out)
 
     ngx_memcpy(date.data, ngx_cached_http_time.data, date.len);
 
-    if (ngx_http_tent_httpsig_digest(ff->pool, 0, &f->request_body, &digest)
-        != NGX_HTTP_TENT_HTTPSIG_OK
+    bodyless = (f->method.len == 3
+                && ngx_strncmp(f->method.data, "GET", 3) == 0)
+               || (f->method.len == 4
+                   && ngx_strncmp(f->method.data, "HEAD", 4) == 0);
+
+    ngx_str_null(&digest);
+
+    if ((!bodyless
+         && ngx_http_tent_httpsig_digest(ff->pool, 0, &f->request_body,
+                                         &digest)
+            != NGX_HTTP_TENT_HTTPSIG_OK)
         || ngx_list_init(&headers, ff->pool, 2, sizeof(ngx_table_elt_t))
            != NGX_OK)
     {
@@ -869,15 +880,17 @@ ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f, ngx_str_t *out)
     ngx_str_set(&h->key, "Date");
     h->value = date;
 
-    h = ngx_list_push(&headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
+    if (!bodyless) {
+        h = ngx_list_push(&headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
 
-    ngx_memzero(h, sizeof(ngx_table_elt_t));
-    h->hash = 1;
-    ngx_str_set(&h->key, "Digest");
-    h->value = digest;
+        ngx_memzero(h, sizeof(ngx_table_elt_t));
+        h->hash = 1;
+        ngx_str_set(&h->key, "Digest");
+        h->value = digest;
+    }
 
     /* the host as the Host header sends it */
 
@@ -916,8 +929,13 @@ ngx_http_tent_fetch_httpsig(ngx_http_tent_fetch_t *f, ngx_str_t *out)
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(out->data, "Date: %V\r\nDigest: %V\r\nSignature: %V\r\n",
-                    &date, &digest, &signature);
+    p = ngx_sprintf(out->data, "Date: %V\r\n", &date);
+
+    if (!bodyless) {
+        p = ngx_sprintf(p, "Digest: %V\r\n", &digest);
+    }
+
+    p = ngx_sprintf(p, "Signature: %V\r\n", &signature);
     out->len = p - out->data;
 
     return NGX_OK;

@@ -552,12 +552,18 @@ ngx_http_tent_post_remove(ngx_http_request_t *r, ngx_http_tent_store_op_t *op)
 
     ms = ngx_http_tent_now_us();
 
-    del = json_pack("{s:o, s:O, s:s, s:{s:O}, s:I, s:I, s:I, s:O, s:[], "
-                    "s:[], s:[], s:i, s:I}",
+    /*
+     * content.type: what was deleted (its readers had it already), so
+     * that the ActivityPub transport undoes a repost's Announce
+     */
+
+    del = json_pack("{s:o, s:O, s:s, s:{s:O, s:O}, s:I, s:I, s:I, s:O, "
+                    "s:[], s:[], s:[], s:i, s:I}",
                     "id", ngx_http_tent_json_string(&id),
                     "entity", json_object_get(st->post, "entity"),
                     "type", "https://tent.io/types/post/delete/v0.1.0",
                     "content", "id", json_object_get(st->post, "id"),
+                    "type", json_object_get(st->post, "type"),
                     "published_at", (json_int_t) ngx_time(),
                     "received_at", (json_int_t) ngx_time(),
                     "updated_at", (json_int_t) ngx_time(),

@@ -182,11 +182,11 @@ is_deeply($a->{object}{to}, $a->{to}, '... addressed as its Delete');
 
 my $n = () = got($bob_rx, '/users/bob/inbox');
 my $p4 = $c->post_ok($owner, {
-    type => 'https://tent.io/types/post/repost/v0.1.0',
-    content => { entity => $BOB, id => 'x' },
+    type => 'https://tent.io/types/post/album/v0.1.0',
+    content => { photos => ['x'] },
     permissions => { public => JSON::PP::true } });
 $d = wait_state($p4->{id}, $BOB, 'delivered');
-is($d->{state}, 'delivered', 'a repost: settled');
+is($d->{state}, 'delivered', 'an album: settled');
 is($d->{last_error}, 'no ActivityPub form', 'with no ActivityPub form');
 is(scalar(() = got($bob_rx, '/users/bob/inbox')), $n, 'and nothing sent');
 

@@ -16,6 +16,7 @@
 #include "../../src/posts/ngx_http_tent_post_envelope.c"
 #include "../../src/activitypub/ngx_http_tent_ap_html.c"
 #include "../../src/activitypub/ngx_http_tent_ap_map.c"
+#include "../../src/activitypub/ngx_http_tent_ap_announce.c"
 #include "../../src/activitypub/ngx_http_tent_ap_map_in.c"
 #include "../../src/activitypub/ngx_http_tent_ap_util.c"
 
@@ -918,6 +919,117 @@ test_object(void)
         json_decref(act);
         json_decref(p);
         pool_reset();
+    }
+
+    /* our reposts: Announce, its object, Undo */
+
+    {
+        json_t     *p, *kept, *act;
+        ngx_str_t   obj, name = ngx_string("alice");
+
+#define RP "\"type\":\"https://tent.io/types/post/repost/v0.1.0\","
+
+        p = parse("{\"id\":\"r1\"," RP PUB "\"published_at\":0,"
+                  "\"mentions\":[{\"entity\":\"https://m.example/users/bob\","
+                  "\"post\":\"k\"}],\"content\":{\"entity\":"
+                  "\"https://m.example/users/bob\",\"id\":\"k\"}}");
+        kept = parse("{\"id\":\"k\"," ST "\"activitypub\":"
+                     "{\"id\":\"https://m.example/n/1\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_kind(p)
+                     == NGX_HTTP_TENT_AP_REPOST, "a repost");
+        ok(__LINE__, ngx_http_tent_ap_repost_object(pool, &origin_api,
+                         &entity, p, kept, &obj) == NGX_OK
+                     && obj.len == 21
+                     && memcmp(obj.data, "https://m.example/n/1", 21) == 0,
+           "the kept note's own id");
+        act = ngx_http_tent_ap_announce(pool, &origin_api, &entity, &name,
+                                        p, &obj);
+        (void) same_json(__LINE__, act,
+            "{\"@context\":\"https://www.w3.org/ns/activitystreams\","
+            "\"id\":\"https://alice.example/tent/posts/r1#announce\","
+            "\"type\":\"Announce\",\"actor\":\"https://alice.example\","
+            "\"object\":\"https://m.example/n/1\","
+            "\"published\":\"1970-01-01T00:00:00Z\","
+            "\"to\":[\"" AS "\"],\"cc\":[\"" FOL "\","
+            "\"https://m.example/users/bob\"]}");
+        json_decref(act);
+        json_decref(kept);
+
+        /* an actor's Announce we keep: the original it names */
+
+        kept = parse("{\"id\":\"k\"," RP "\"activitypub\":"
+                     "{\"id\":\"https://m.example/a/9\","
+                     "\"object\":\"https://z.example/n/2\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_object(pool, &origin_api,
+                         &entity, p, kept, &obj) == NGX_OK
+                     && obj.len == 21
+                     && memcmp(obj.data, "https://z.example/n/2", 21) == 0,
+           "a kept repost's original");
+        json_decref(kept);
+
+        /* not kept, or no http(s) id: the Tent route here */
+
+        kept = parse("{\"id\":\"k\"," ST "\"activitypub\":"
+                     "{\"id\":\"javascript:x\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_object(pool, &origin_api,
+                         &entity, p, kept, &obj) == NGX_OK
+                     && obj.len == sizeof("https://alice.example/tent/posts/"
+                                          "https%3A%2F%2Fm.example%2Fusers%2F"
+                                          "bob/k") - 1
+                     && memcmp(obj.data, "https://alice.example/tent/posts/"
+                               "https%3A%2F%2Fm.example%2Fusers%2Fbob/k",
+                               obj.len) == 0,
+           "no usable id: the Tent route");
+        json_decref(kept);
+        json_decref(p);
+
+        /* our own post: our object id, nothing read */
+
+        p = parse("{\"id\":\"r2\"," RP PUB "\"content\":{\"entity\":"
+                  "\"https://alice.example\",\"id\":\"p1\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_object(pool, &origin_api,
+                         &entity, p, NULL, &obj) == NGX_OK
+                     && obj.len == sizeof(OID) - 1
+                     && memcmp(obj.data, OID, obj.len) == 0, "ours");
+        json_decref(p);
+
+        p = parse("{\"id\":\"r3\"," RP PUB "\"content\":{}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_object(pool, &origin_api,
+                         &entity, p, NULL, &obj) == NGX_DECLINED,
+           "a repost of nothing");
+        json_decref(p);
+
+        /* the delete post of a repost: Undo; of a status: none of ours */
+
+        p = parse("{\"id\":\"d1\","
+                  "\"type\":\"https://tent.io/types/post/delete/v0.1.0\","
+                  "\"permissions\":{\"public\":false,\"entities\":"
+                  "{\"https://m.example/users/bob\":true}},"
+                  "\"content\":{\"id\":\"r1\",\"type\":"
+                  "\"https://tent.io/types/post/repost/v0.1.0\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_kind(p)
+                     == NGX_HTTP_TENT_AP_UNREPOST, "the delete of a repost");
+        act = ngx_http_tent_ap_undo_announce(pool, &origin_api, &entity,
+                                             &name, p);
+        (void) same_json(__LINE__, act,
+            "{\"@context\":\"https://www.w3.org/ns/activitystreams\","
+            "\"id\":\"https://alice.example/tent/posts/r1#undo-announce\","
+            "\"type\":\"Undo\",\"actor\":\"https://alice.example\","
+            "\"object\":{\"id\":"
+            "\"https://alice.example/tent/posts/r1#announce\","
+            "\"type\":\"Announce\",\"actor\":\"https://alice.example\"},"
+            "\"to\":[\"https://m.example/users/bob\"],\"cc\":[]}");
+        json_decref(act);
+        json_decref(p);
+
+        p = parse("{\"type\":\"https://tent.io/types/post/delete/v0.1.0\","
+                  "\"content\":{\"id\":\"p1\",\"type\":\"https://tent.io/"
+                  "types/post/reposted/v0.1.0\"}}");
+        ok(__LINE__, ngx_http_tent_ap_repost_kind(p) == 0,
+           "the delete of another type");
+        json_decref(p);
+        pool_reset();
+#undef RP
     }
 
     /* helpers */
