@@ -7,7 +7,8 @@ package Tent::APFollower;
 # request an actor's inbox got: its draft-cavage-12 rsa-sha256
 # signature against the actor's publicKeyPem, its Digest, its Date.
 #
-#   Tent::APFollower::put($db, $entity, actor => URL, inbox => URL);
+#   Tent::APFollower::put($db, $entity, actor => URL, inbox => URL
+#                         [, shared_inbox => URL]);
 #   my @why = Tent::APFollower::check($req, $pem, $key_id);  # () is good
 
 use strict;
@@ -33,7 +34,9 @@ sub put {
         permissions => { public => JSON::PP::false },
         licenses => [], types => ['all'], groups => [],
         activitypub => { inbox => $a{inbox},
-                         follow => "$a{actor}#follow-$id" } });
+                         follow => "$a{actor}#follow-$id",
+                         ($a{shared_inbox}
+                          ? (shared_inbox => $a{shared_inbox}) : ()) } });
     my $put = Tent::Util::ldb_tool('ldb-put');
     for ([ "$entity\0f$id", $record ], [ "$entity\0e$a{actor}", $id ]) {
         system($put, $db, unpack('H*', $_->[0]), unpack('H*', $_->[1])) == 0
