@@ -117,6 +117,8 @@ typedef enum {
     NGX_HTTP_TENT_STAT_STORE_LOCKED,   /* a gauge: another has the lock */
     NGX_HTTP_TENT_STAT_STORE_LOCK_PID, /* a gauge: that process, or 0 */
     NGX_HTTP_TENT_STAT_ACTIVITYPUB,    /* delivered to an ActivityPub inbox */
+    NGX_HTTP_TENT_STAT_SHARED_INBOX,   /* jobs for a shared inbox */
+    NGX_HTTP_TENT_STAT_SHARED_FOLLOWERS,  /* followers carried by them */
     NGX_HTTP_TENT_STATS
 } ngx_http_tent_stat_e;
 

@@ -431,6 +431,9 @@ ngx_http_tent_deliveries_page(ngx_http_request_t *r,
             != NGX_OK
             || (id = ngx_http_tent_json_string(&rid)) == NULL
             || json_object_set_new(record, "id", id) != 0
+            || (rid.len == 33 && rid.data[0] == 'S'       /* a shared inbox */
+                && json_object_set_new(record, "shared_inbox", json_true())
+                   != 0)
             || json_array_append_new(list, record) != 0)
         {
             json_decref(record);

@@ -605,6 +605,21 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
             return;
         }
 
+        /* a public post: once per ActivityPub shared inbox */
+
+        rc = ngx_http_tent_fanout_shared_add(t, follower);
+
+        if (rc == NGX_ERROR) {
+            json_decref(follower);
+            ngx_http_tent_task_failed(&t->task, "keeping a shared inbox");
+            return;
+        }
+
+        if (rc == NGX_OK) {
+            json_decref(follower);
+            continue;
+        }
+
         jid.len = 1 + fid.len + 1 + t->task.entity.len + 1 + pid.len + 1
                   + NGX_INT_T_LEN;
         jid.data = ngx_pnalloc(wop->pool, jid.len);
@@ -695,9 +710,9 @@ ngx_http_tent_delivery_expand_followers(ngx_http_tent_store_op_t *op)
         }
     }
 
-    /* with this node's followers taken: after their read */
+    /* with shared inboxes and this node's followers: after their reads */
 
-    ngx_http_tent_local_direct_submit(t, wop, now, handler);
+    ngx_http_tent_fanout_shared_submit(t, wop, now, handler);
 }
 
 

@@ -44,6 +44,8 @@ typedef struct {
     ngx_pool_t                       *step;       /* a fan-out batch's */
     ngx_pool_t                       *step_old;   /* the one before */
     void                             *direct;     /* the step's local */
+    void                             *shared;     /* the step's shared */
+                                                  /* inboxes */
 } ngx_http_tent_fanout_t;
 
 
@@ -56,6 +58,14 @@ ngx_int_t ngx_http_tent_fanout_follower_job(ngx_http_tent_fanout_t *t,
 ngx_int_t ngx_http_tent_local_direct_add(ngx_http_tent_fanout_t *t,
     ngx_str_t *jid, ngx_str_t *fid, json_t *follower);
 void ngx_http_tent_local_direct_submit(ngx_http_tent_fanout_t *t,
+    ngx_http_tent_store_op_t *wop, uint64_t now,
+    ngx_http_tent_store_done_pt handler);
+
+
+/* ngx_http_tent_fanout_shared.c: a public post once per shared inbox */
+ngx_int_t ngx_http_tent_fanout_shared_add(ngx_http_tent_fanout_t *t,
+    json_t *follower);
+void ngx_http_tent_fanout_shared_submit(ngx_http_tent_fanout_t *t,
     ngx_http_tent_store_op_t *wop, uint64_t now,
     ngx_http_tent_store_done_pt handler);
 

@@ -35,7 +35,9 @@ typedef enum {
     NGX_HTTP_TENT_JOB_FOLLOWING,
     NGX_HTTP_TENT_JOB_APP,                  /* an app's subscription */
     NGX_HTTP_TENT_JOB_ENTITY,               /* a mention, no relationship */
-    NGX_HTTP_TENT_JOB_ACTIVITY              /* an ActivityPub "w" row's */
+    NGX_HTTP_TENT_JOB_ACTIVITY,             /* an ActivityPub "w" row's */
+    NGX_HTTP_TENT_JOB_SHARED                /* a public post, "to" a */
+                                            /* shared inbox's URL */
 } ngx_http_tent_job_kind_e;
 
 

@@ -147,7 +147,7 @@ ngx_http_tent_job_row_decode(ngx_pool_t *pool, ngx_str_t *value,
     if (value->len < NGX_HTTP_TENT_JOB_ROW_FIXED
         || value->data[0] != NGX_HTTP_TENT_JOB_ROW_FORMAT
         || value->data[1] < NGX_HTTP_TENT_JOB_FOLLOWER
-        || value->data[1] > NGX_HTTP_TENT_JOB_ACTIVITY)
+        || value->data[1] > NGX_HTTP_TENT_JOB_SHARED)
     {
         return NGX_DECLINED;
     }

@@ -126,6 +126,46 @@ ngx_http_tent_delivery_loaded(ngx_http_tent_job_t *t, ngx_str_t *record)
         return;
     }
 
+    /*
+     * A shared inbox (ngx_http_tent_fanout_shared.c): its URL is the
+     * job's, no record; only while the post is public, as it is now (a
+     * version made private goes to each recipient's own inbox)
+     */
+
+    if (t->row.kind == NGX_HTTP_TENT_JOB_SHARED) {
+        if (t->task.post == NULL
+            || !json_is_true(json_object_get(json_object_get(t->task.post,
+                                                             "permissions"),
+                                             "public")))
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->task.dl->log, 0,
+                           "tent delivery: post \"%V\": gone or no longer "
+                           "public: not to a shared inbox",
+                           &t->task.post_id);
+            ngx_http_tent_delivery_settle(t, NGX_HTTP_TENT_DELIVERED);
+            return;
+        }
+
+        t->follower = json_pack("{s:s%, s:{s:s%}}",
+                                "entity", t->row.to.data, t->row.to.len,
+                                "activitypub",
+                                "inbox", t->row.to.data, t->row.to.len);
+
+        if (t->follower == NULL
+            || ngx_http_tent_json_cleanup(t->task.pool, t->follower)
+               != NGX_OK)
+        {
+            json_decref(t->follower);
+            t->follower = NULL;
+            ngx_http_tent_task_failed(&t->task, "building a shared inbox's "
+                                      "record");
+            return;
+        }
+
+        ngx_http_tent_transport_claim(t);
+        return;
+    }
+
     /* a follower gone, or a post deleted: nothing to send */
 
     if (record == NULL

@@ -85,7 +85,9 @@ ngx_http_tent_transport_t  ngx_http_tent_transport_ap = {
 static ngx_int_t
 ngx_http_tent_apt_claim(ngx_http_tent_job_t *t)
 {
-    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY) {
+    if (t->row.kind == NGX_HTTP_TENT_JOB_ACTIVITY
+        || t->row.kind == NGX_HTTP_TENT_JOB_SHARED)
+    {
         return NGX_OK;
     }
 

@@ -116,8 +116,10 @@ ok(!$ap->rejected, 'the peer refused nothing so far')
 # ---- 2. we post
 
 my $p1 = status('hello <fediverse> & https://example.org/x');
-my $cr = created($p1->{id}, 'bob');
-ok($cr, 'a public status: bob got its Create') or diag explain [$ap->rejected];
+# a public post: once, at the peer's shared inbox, for bob and carol
+# (docs/activitypub.md#shared-inboxes)
+my $cr = created($p1->{id}, 'shared');
+ok($cr, 'a public status: the peer\'s shared inbox got its Create') or diag explain [$ap->rejected];
 my $a = $cr ? $cr->{activity} : {};
 is($a->{actor}, $URL, '... by our actor');
 is($a->{id}, "$API/posts/$p1->{id}#create-1", '... its id');
@@ -131,7 +133,13 @@ is_deeply($cr->{addressed}, ['followers', 'public'],
           '... the peer sees it public and for our followers')
     if $cr;
 ok(!$cr->{dropped}, '... and keeps it') if $cr;
-ok(created($p1->{id}, 'carol'), 'carol got it too');
+sleep 1;
+is(scalar $ap->inbox(type => 'Create', name => 'shared',
+                     object_id => "$API/posts/$p1->{id}"), 1,
+   'once for both followers');
+ok(!$ap->inbox(type => 'Create', name => $_,
+               object_id => "$API/posts/$p1->{id}"),
+   "nothing at $_\'s own inbox") for qw(bob carol);
 
 my $p2 = post({ type => $STATUS,
                 content => { text => 'just for bob' },
@@ -156,8 +164,8 @@ my $p3 = post({ type => $ESSAY,
                 content => { title => 'An essay', excerpt => 'in short',
                              body => '<p>the <b>body</b></p>' },
                 permissions => { public => JSON::PP::true } });
-$cr = created($p3->{id}, 'bob');
-ok($cr, 'an essay: bob got it');
+$cr = created($p3->{id}, 'shared');
+ok($cr, 'an essay: the shared inbox got it');
 $a = $cr ? $cr->{activity} : {};
 is($a->{object}{type}, 'Article', '... an Article');
 is($a->{object}{name}, 'An essay', '... its title');
@@ -176,8 +184,8 @@ my $res = $c->request(POST => '/posts', cred => $owner,
             . "Content-Type: image/png\r\n\r\nPNG bytes\r\n--$MB--\r\n");
 is($res->{status}, 200, 'a public photo post') or diag $res->{body};
 my $p4 = $res->{json} || {};
-$cr = created($p4->{id} // 'none', 'bob');
-ok($cr, 'a photo: bob got it');
+$cr = created($p4->{id} // 'none', 'shared');
+ok($cr, 'a photo: the shared inbox got it');
 $a = $cr ? $cr->{activity} : {};
 is($a->{object}{type}, 'Note', '... a Note');
 my ($img) = @{ $a->{object}{attachment} || [] };
@@ -192,23 +200,23 @@ $res = $c->request(PUT => "/posts/$p1->{id}", cred => $owner,
                              content => { text => 'hello, edited' },
                              permissions => { public => JSON::PP::true } });
 is($res->{status}, 200, 'a new version') or diag $res->{body};
-my ($up) = $ap->wait_inbox(type => 'Update', name => 'bob',
+my ($up) = $ap->wait_inbox(type => 'Update', name => 'shared',
                            object_id => "$API/posts/$p1->{id}");
-ok($up, 'bob got the Update');
+ok($up, 'the shared inbox got the Update');
 is($up && $up->{activity}{id}, "$API/posts/$p1->{id}#update-2",
    '... its id');
 is($up && $up->{activity}{object}{content}, '<p>hello, edited</p>',
    '... the new text');
-is($ap->notes(name => 'bob')->{"$API/posts/$p1->{id}"}{content},
+is($ap->notes(name => 'shared')->{"$API/posts/$p1->{id}"}{content},
    '<p>hello, edited</p>', '... the peer\'s note changed');
 
 $res = $c->request(DELETE => "/posts/$p1->{id}", cred => $owner);
 is($res->{status}, 200, 'the post deleted') or diag $res->{body};
-my ($del) = $ap->wait_inbox(type => 'Delete', name => 'bob',
+my ($del) = $ap->wait_inbox(type => 'Delete', name => 'shared',
                             object_id => "$API/posts/$p1->{id}");
-ok($del, 'bob got the Delete');
+ok($del, 'the shared inbox got the Delete');
 is($del && $del->{activity}{object}{type}, 'Tombstone', '... of a Tombstone');
-is($ap->notes(name => 'bob')->{"$API/posts/$p1->{id}"}{type}, 'Tombstone',
+is($ap->notes(name => 'shared')->{"$API/posts/$p1->{id}"}{type}, 'Tombstone',
    '... the peer\'s note is a Tombstone');
 
 # ---- 3. the peer posts to us
@@ -293,22 +301,23 @@ is($ap->undo_follow($URL, as => 'carol',
    202, 'carol undoes her follow: 202');
 is_deeply(followers(), [$BOB], 'carol is no follower');
 my $p5 = status('after carol left');
-ok(created($p5->{id}, 'bob'), 'our next post reaches bob');
+ok(created($p5->{id}, 'shared'), 'our next post reaches bob\'s shared inbox');
 
 # ---- 5. the peer down, then back: the queue retries
 
 $ap->set(inbox_status => 503);
 my $p6 = status('while you were down');
-ok(scalar $ap->wait_rejected(path => qr{/users/bob/inbox$}),
+ok(scalar $ap->wait_rejected(path => qr{/inbox$}),
    'the peer down: its inbox answered 503');
 $ap->set(inbox_status => undef);
-$cr = created($p6->{id}, 'bob');
-ok($cr, 'back: the queue retried, bob got the Create');
+$cr = created($p6->{id}, 'shared');
+ok($cr, 'back: the queue retried, the shared inbox got the Create');
 my $end = time + 15;
 my ($d, $r);
 while (time < $end) {
     $r = $c->request(GET => "/posts/$p6->{id}/deliveries", cred => $owner);
-    ($d) = grep { $_->{entity} eq $BOB } @{ $r->{json}{deliveries} || [] };
+    ($d) = grep { $_->{entity} eq $ap->shared_inbox_url }
+           @{ $r->{json}{deliveries} || [] };
     last if $d && $d->{state} eq 'delivered';
     sleep 0.2;
 }
@@ -319,7 +328,7 @@ $ap->stop;
 my $p7 = status('while you were stopped');
 sleep 1.5;
 $ap->restart;
-ok(created($p7->{id}, 'bob', timeout => 20),
+ok(created($p7->{id}, 'shared', timeout => 20),
    'a peer stopped and restarted gets the Create');
 
 # ---- 6. the owner blocks bob
@@ -336,7 +345,7 @@ is($ap->follow($URL, as => 'carol', inbox => "$API/activitypub/shared-inbox"),
 ok(scalar $ap->wait_inbox(type => 'Accept', name => 'carol', count => 2),
    '... accepted');
 my $p8 = status('not for bob');
-ok(created($p8->{id}, 'carol'), 'our next post reaches carol');
+ok(created($p8->{id}, 'shared'), 'our next post reaches carol\'s shared inbox');
 sleep 1;
 ok(!$ap->inbox(type => 'Create', name => 'bob',
                object_id => "$API/posts/$p8->{id}"),
@@ -344,8 +353,8 @@ ok(!$ap->inbox(type => 'Create', name => 'bob',
 ok(!$ap->inbox(type => 'Create', name => 'carol',
                object_id => "$API/posts/$p5->{id}"),
    'the post after carol\'s Undo never reached her');
-ok(!$ap->inbox(type => 'Create', object_id => "$API/posts/$p1->{id}",
-               name => 'shared'), 'nothing went to the shared inbox');
+ok(!$ap->inbox(type => 'Create', object_id => "$API/posts/$p8->{id}",
+               name => 'carol'), 'nor to carol\'s own inbox');
 
 $res = $c->request(DELETE => '/blocks/' . Tent::APPeer::_escape($BOB),
                    cred => $owner);

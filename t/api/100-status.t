@@ -62,7 +62,7 @@ is_deeply([sort keys %{ $s0->{store_threads} }],
           'the store\'s operations by class');
 is_deeply([sort keys %{ $s0->{deliveries} }],
           [qw(activitypub breakers_open dead delivered in_flight local queued
-               retried)],
+               retried shared_followers shared_inbox)],
           'the deliveries\' counters');
 is_deeply([sort keys %{ $s0->{store} }], [qw(cas get mget scan write)],
           'the store\'s operations by kind');
