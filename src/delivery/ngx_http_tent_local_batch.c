@@ -562,13 +562,20 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 }
 
 
-/* is "key" a copy (or a target) that a batch in flight writes */
+/*
+ * is "key" a copy (or a target) that a batch in flight writes: its hash
+ * made once for all of them (a fan-out's step asks it for each follower,
+ * and up to 16 fan-outs' steps may be in flight with the batches)
+ */
 
 ngx_int_t
 ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
 {
+    uint32_t                      hash;
     ngx_queue_t                  *q;
     ngx_http_tent_local_batch_t  *b;
+
+    hash = ngx_crc32_long(key->data, key->len);
 
     for (q = ngx_queue_head(&lj->batches);
          q != ngx_queue_sentinel(&lj->batches);
@@ -576,7 +583,7 @@ ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
     {
         b = ngx_queue_data(q, ngx_http_tent_local_batch_t, queue);
 
-        if (ngx_http_tent_key_set_has(b->keys, key)) {
+        if (ngx_str_rbtree_lookup(b->keys, key, hash) != NULL) {
             return 1;
         }
     }
