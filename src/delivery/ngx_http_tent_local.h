@@ -105,6 +105,7 @@ typedef struct {
     ngx_array_t                     creds;      /* _local_cred_t */
     ngx_array_t                     posts;      /* _local_post_t */
     ngx_array_t                     settled;    /* jobs in the write */
+    ngx_array_t                    *ended;      /* direct: records' rests */
     ngx_rbtree_t                   *keys;       /* copies it writes */
     ngx_queue_t                     queue;      /* in flight */
     ngx_http_tent_store_op_t       *wop;
