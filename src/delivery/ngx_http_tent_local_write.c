@@ -251,7 +251,11 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
             }
         }
 
-        /* the recipient's block of the sender */
+        /* the recipient's block of the sender, unless known */
+
+        if (items[i]->unblocked) {
+            continue;
+        }
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
             return NGX_ERROR;
@@ -259,6 +263,9 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
 
         if (found) {
             items[i]->found |= 4;
+
+        } else {
+            ngx_http_tent_local_unblocked(b, items[i]);
         }
     }
 

@@ -1,6 +1,8 @@
 # Same-node delivery with no job (tent_same_node_rows index): a fan-out
 # step's recipients share one end index row for their status records
-# (issue #28, "What it writes a recipient"), not a row each.  A (the
+# (issue #28, "One end row a step"), not a row each; and a recipient's
+# block of the sender, read "none" once, is not read again until a block
+# row is written (the blocks' generation).  A (the
 # harness's server) is followed by B, C and D, entities of the same nginx;
 # the status route still lists each of them delivered, and the prune
 # still removes every record, the shared row's others included, once
@@ -34,7 +36,7 @@ my $A = "http://127.0.0.1:$PA";
 my %url = map { $_ => "http://127.0.0.1:$port{$_}" } keys %port;
 
 my $SCOPES = 'read_followers,write_followers,read_followings,'
-             . 'write_followings,read_posts,write_posts';
+             . 'write_followings,read_posts,write_posts,write_blocks';
 my $a = Tent::Client->new;
 my (undef, $acred) = $a->authorized_app($SCOPES, post_types => 'all');
 my (%cl, %cred);
@@ -94,10 +96,39 @@ ok($st->{local} >= 3 && $st->{delivered} >= 3,
    "tent_status counts each: $st->{local} local, $st->{delivered} "
    . 'delivered');
 
+# the recipients' blocks of A, read with p1, are known for the next post
+# while no block row is written; B's block of A, written since, is seen
+$res = $a->request(POST => '/posts', cred => $acred,
+                   body => { type => $STATUS, content => { text => 'again' },
+                             permissions => { public => JSON::PP::true } });
+my $p2 = $res->{json}{id};
+ok(wait_for(sub { seen('B', $p2) && seen('C', $p2) && seen('D', $p2) }),
+   'a second post reaches B, C and D');
+ok(scalar(grep { /tent local: 0 recipients' blocks read, 3 known/ }
+          error_log()),
+   'with no read of their blocks of A: known from the first');
+
+$res = $cl{B}->request(POST => '/blocks', cred => $cred{B},
+                       body => { entity => $A });
+is($res->{status}, 201, 'B blocks A') or diag $res->{body};
+$res = $a->request(POST => '/posts', cred => $acred,
+                   body => { type => $STATUS, content => { text => 'third' },
+                             permissions => { public => JSON::PP::true } });
+my $p3 = $res->{json}{id};
+ok(wait_for(sub { seen('C', $p3) && seen('D', $p3) }),
+   'a third post reaches C and D');
+ok(wait_for(sub { my $d = deliveries($p3)->{json};
+                  $d && $d->{counts} && $d->{counts}{failed} == 1 }, 20),
+   'and is refused to B, which blocked A since')
+    or diag deliveries($p3)->{body};
+ok(!seen('B', $p3), 'B does not have it');
+
 # the prune reads the shared row and removes every record it names
 ok(wait_for(sub { my $r = deliveries($p1);
                   $r->{status} == 200
-                  && @{ $r->{json}{deliveries} || [1] } == 0 }, 90),
+                  && @{ $r->{json}{deliveries} || [1] } == 0
+                  && @{ deliveries($p2)->{json}{deliveries} || [1] } == 0 },
+            90),
    'every record goes after tent_delivery_dead_letter_time, the shared '
    . 'row\'s others too')
     or diag deliveries($p1)->{body};
