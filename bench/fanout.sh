@@ -34,6 +34,7 @@
 #   fanout: same-node: L entities, D deliveries/s (target 100000)
 #   fanout: same-node: the worker, a delivery: B bytes written, C us of CPU ...; RssAnon max M kB
 #   fanout: same-node: the store's own limit ... X deliveries/s, ratio R
+#   fanout: same-node: LevelDB alone on the rows and reads ... I deliveries/s, C us of CPU a delivery, ratio R; without the status rows ...
 #   fanout: same-node: against LevelDB writing one 64-byte row a recipient ... F rows/s, ratio R (target 0.5)
 #   fanout: POST /posts p50/p99 ms: 0 followers a/b, 1000 c/d, 100000 e/f; p99 ratio X (target <= 2)
 #   fanout: rss during the 100000 fan-out: max ... kB a worker (target <= 65536), before ..., after ... (target within 10%)
@@ -562,15 +563,31 @@ if [ "$LOCAL" != 0 ]; then
         LDB_WRITE_BUFFER=${WRITE_BUFFER:-${LDB_WRITE_BUFFER:-}} \
             "$BENCH_TMP/store-limit" "$BENCH_TMP/store-limit.db" \
             "$((LOCAL * LOCAL_POSTS))" > "$BENCH_TMP/store-limit.out" || true
-        limit=$(awk '$2 != "baseline:" { print $7 }' \
+        limit=$(awk '$2 != "baseline:" && $2 != "index:" && $3 != "without" { print $7 }' \
+                 "$BENCH_TMP/store-limit.out")
+        ilimit=$(awk '$2 == "index:" { print $8 }' \
+                 "$BENCH_TMP/store-limit.out")
+        icpu=$(awk '$2 == "index:" { for (i = 1; i < NF; i++)
+                     if ($(i + 1) == "us") print $i }' \
+               "$BENCH_TMP/store-limit.out")
+        ilimit4=$(awk '$2 == "index" && $3 == "without" { print $10 }' \
+                  "$BENCH_TMP/store-limit.out")
+        icpu4=$(awk '$2 == "index" && $3 == "without" { for (i = 1; i < NF; i++)
+                      if ($(i + 1) == "us") print $i }' \
                 "$BENCH_TMP/store-limit.out")
         floor=$(awk '$2 == "baseline:" { print $11 }' \
                 "$BENCH_TMP/store-limit.out")
-        rm -rf "$BENCH_TMP/store-limit.db" "$BENCH_TMP/store-limit.db-rows"
+        rm -rf "$BENCH_TMP"/store-limit.db*
     fi
     echo "fanout: same-node: the store's own limit (LevelDB alone, the same" \
          "rows, bench/store-limit.c) ${limit:-?} deliveries/s, ratio" \
          "$(bench_ratio "$rate_local" "${limit:-0}")"
+    echo "fanout: same-node: LevelDB alone on the rows and reads" \
+         "tent_same_node_rows index makes a recipient with no job (the" \
+         "l row, 3 feed rows, the status record and its end row; 3 gets)" \
+         "${ilimit:-?} deliveries/s, ${icpu:-?} us of CPU a delivery," \
+         "ratio $(bench_ratio "$rate_local" "${ilimit:-0}"); without the" \
+         "status rows ${ilimit4:-?} deliveries/s, ${icpu4:-?} us"
     echo "fanout: same-node: against LevelDB writing one 64-byte row a" \
          "recipient (batches of 256, each synced) ${floor:-?} rows/s," \
          "ratio $(bench_ratio "$rate_local" "${floor:-0}") (target 0.5)"

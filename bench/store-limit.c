@@ -47,7 +47,18 @@
  * Defaults: 20000 deliveries, batches of 256, posts of 401 bytes.
  * Deliveries go to 1,000 recipients, each post to all of them in turn.
  *
- * Then, in the same run, the floor issue #28 measures same-node delivery
+ * Then, in the same run, what tent_same_node_rows index does today for
+ * a fan-out's same-node follower with no job (docs/federation.md), each
+ * into a database of its own (DIR-index1, DIR-index0, removed after):
+ * steps of 100 followers, each step three gets a follower (credential,
+ * "l" row, block) and one unsynced write of its "l" row, three feed
+ * rows, its status record and end index row (6 rows); then the same
+ * without the two status rows (4):
+ * "store-limit: index: D deliveries in S s, R deliveries/s (6.0 rows
+ * each, ...; cpu C s, U us a delivery, W bytes written a delivery)" and
+ * "store-limit: index without status: ...".
+ *
+ * Then the floor issue #28 measures same-node delivery
  * against: LevelDB writing one 64-byte row per recipient and nothing
  * else (no job, no copy, no read), in batches of BATCH, each batch a
  * synced write, into a database of its own (DIR-rows, removed after).
@@ -226,6 +237,183 @@ check(char *err)
         fprintf(stderr, "store-limit: %s\n", err);
         exit(1);
     }
+}
+
+
+/*
+ * What tent_same_node_rows index writes today for a fan-out's same-node
+ * follower with no job (docs/federation.md, "No job for a same-node
+ * recipient"), LevelDB alone: a step of STEP followers is one read of
+ * each one's credential row, "l" row and block of the author (three
+ * gets, as the step's MGET), then one unsynced write of each one's "l"
+ * row, three feed rows and, with "status", the delivery's record and
+ * its end index row; at the sizes a bench store holds them.  Into a
+ * database of its own (DIR-index), the same options.
+ */
+
+static void
+index_rows(const char *dir, leveldb_options_t *opt, unsigned n,
+    unsigned step, int status, char rel[][33], char ent[][32])
+{
+    char                    *err, k[512], v[512], path[4096], pid[23], *got;
+    double                   start, secs, cpu0;
+    unsigned                 d, j, i, r, rows;
+    uint64_t                 ms, us;
+    size_t                   kl, vl, gl;
+    struct rusage            ru;
+    unsigned long long       w0, w1;
+    leveldb_t               *db;
+    leveldb_readoptions_t   *ro;
+    leveldb_writeoptions_t  *wo;
+    leveldb_writebatch_t    *wb;
+
+    snprintf(path, sizeof(path), "%s-index%d", dir, status);
+
+    err = NULL;
+    db = leveldb_open(opt, path, &err);
+    check(err);
+
+    ro = leveldb_readoptions_create();
+    wo = leveldb_writeoptions_create();
+    wb = leveldb_writebatch_create();
+
+    /* the credential rows the step reads */
+
+    for (r = 0; r < RECIPIENTS; r++) {
+        kl = prefix(k, ent[r], 'c');
+        kl += (size_t) sprintf(k + kl, "s:%.32s", rel[r]);
+        vl = (size_t) sprintf(v, "{\"kind\":\"following\",\"relation\":"
+                              "\"%s\",\"entity\":\"" AUTHOR "\",\"key\":"
+                              "\"%016llx%016llx\",\"algorithm\":\"hmac-sha-"
+                              "256\",\"groups\":[]}", rel[r],
+                              (unsigned long long) rnd(),
+                              (unsigned long long) rnd());
+        leveldb_writebatch_put(wb, k, kl, v, vl);
+    }
+
+    leveldb_write(db, wo, wb, &err);
+    check(err);
+
+    post_id(pid);
+    rows = 0;
+
+    getrusage(RUSAGE_SELF, &ru);
+    cpu0 = cpu_of(&ru);
+    w0 = wchar();
+    start = now();
+
+    for (d = 0; d < n; d += step) {
+
+        /* the step's read: credential, "l" row, block, each follower */
+
+        for (j = d; j < d + step && j < n; j++) {
+            r = j % RECIPIENTS;
+
+            if (r == 0) {
+                post_id(pid);
+            }
+
+            kl = prefix(k, ent[r], 'c');
+            kl += (size_t) sprintf(k + kl, "s:%.32s", rel[r]);
+            got = leveldb_get(db, ro, k, kl, &gl, &err);
+            free(got);
+            kl = prefix(k, ent[r], 'l');
+            kl += (size_t) sprintf(k + kl, AUTHOR "%c%s", 0, pid);
+            got = leveldb_get(db, ro, k, kl, &gl, &err);
+            free(got);
+            kl = prefix(k, ent[r], 'b');
+            kl += (size_t) sprintf(k + kl, AUTHOR);
+            got = leveldb_get(db, ro, k, kl, &gl, &err);
+            free(got);
+        }
+
+        /* the step's write, not synced */
+
+        leveldb_writebatch_clear(wb);
+
+        for (j = d; j < d + step && j < n; j++) {
+            r = j % RECIPIENTS;
+            ms = (T0 + j / 5000) * 1000 + j % 1000;
+            us = ms * 1000 + j % 997;
+
+            kl = prefix(k, ent[r], 'l');
+            kl += (size_t) sprintf(k + kl, AUTHOR "%c%s", 0, pid);
+            vl = (size_t) sprintf(v, "{\"l\":\"" AUTHOR "\",\"f\":\"%s\","
+                                  "\"v\":1,\"rus\":%llu,\"received_at\":"
+                                  "%llu,\"published_at\":%llu,"
+                                  "\"updated_at\":%llu}", rel[0],
+                                  (unsigned long long) us,
+                                  (unsigned long long) ms,
+                                  (unsigned long long) ms - 7,
+                                  (unsigned long long) ms - 7);
+            leveldb_writebatch_put(wb, k, kl, v, vl);
+            rows++;
+
+            for (i = 0; i < 3; i++) {
+                kl = prefix(k, ent[r], 'i');
+                k[kl++] = "rpu"[i];
+                kl += put_u64(k + kl, ms / 1000);
+                kl += put_u64(k + kl, us);
+                kl += (size_t) sprintf(k + kl, AUTHOR "%c%s", 0, pid);
+                vl = (size_t) sprintf(v, "{\"t\":\"https://tent.io/types/"
+                                      "post/status\",\"p\":true,\"m\":[],"
+                                      "\"mp\":[],\"l\":\"" AUTHOR "\","
+                                      "\"f\":\"%s\",\"ra\":%llu}",
+                                      rel[0], (unsigned long long) ms);
+                leveldb_writebatch_put(wb, k, kl, v, vl);
+                rows++;
+            }
+
+            if (!status) {
+                continue;
+            }
+
+            kl = prefix(k, AUTHOR, 'D');
+            kl += (size_t) sprintf(k + kl, "%s", pid);
+            kl += version(k + kl);
+            kl += (size_t) sprintf(k + kl, "%s", rel[r]);
+            vl = (size_t) sprintf(v, "{\"entity\":\"%s\",\"state\":"
+                                  "\"delivered\",\"attempts\":1,"
+                                  "\"last_status\":200,\"last_error\":null,"
+                                  "\"last_attempt_at\":%llu,"
+                                  "\"next_attempt_at\":null}",
+                                  ent[r], (unsigned long long) ms / 1000);
+            leveldb_writebatch_put(wb, k, kl, v, vl);
+
+            kl = prefix(k, AUTHOR, 'X');
+            kl += put_u64(k + kl, ms);
+            kl += (size_t) sprintf(k + kl, "%s", pid);
+            kl += version(k + kl);
+            kl += (size_t) sprintf(k + kl, "%s", rel[r]);
+            leveldb_writebatch_put(wb, k, kl, "", 0);
+            rows += 2;
+        }
+
+        leveldb_write(db, wo, wb, &err);
+        check(err);
+    }
+
+    secs = now() - start;
+    w1 = wchar();
+    getrusage(RUSAGE_SELF, &ru);
+
+    printf("store-limit: index%s: %u deliveries in %.3f s, %.0f "
+           "deliveries/s (%.1f rows each%s, steps of %u: 3 gets each, one "
+           "unsynced write; cpu %.2f s, %.1f us a delivery, %.0f bytes "
+           "written a delivery)\n",
+           status ? "" : " without status", n, secs, n / secs,
+           (double) rows / n, status ? "" : ", no status record",
+           step, cpu_of(&ru) - cpu0, (cpu_of(&ru) - cpu0) * 1e6 / n,
+           (double) (w1 - w0) / n);
+
+    fflush(stdout);
+
+    leveldb_writebatch_destroy(wb);
+    leveldb_writeoptions_destroy(wo);
+    leveldb_readoptions_destroy(ro);
+    leveldb_close(db);
+    leveldb_destroy_db(opt, path, &err);
+    free(err);
 }
 
 
@@ -608,6 +796,8 @@ main(int argc, char **argv)
     leveldb_writebatch_destroy(wb);
     leveldb_close(db);
 
+    index_rows(argv[1], opt, n, 100, 1, rel, ent);
+    index_rows(argv[1], opt, n, 100, 0, rel, ent);
     baseline(argv[1], opt, n, batch);
 
     leveldb_options_destroy(opt);

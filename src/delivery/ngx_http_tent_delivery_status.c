@@ -12,9 +12,12 @@
  * failed), so a record never says more or less than the queue: one put
  * per job event, no read.  A job that ends puts "X <ms><record's rest>"
  * too; the engine's prune removes both once tent_delivery_dead_letter_time
- * has passed, a bounded number per pass.  Apps subscribed through a
- * notification URL and the posts we received have no record: they are
- * not deliveries of the author's to other entities.
+ * has passed, a bounded number per pass.  A fan-out step's same-node
+ * recipients delivered with no job share one such row: its key names
+ * the first, its value the others' recipient ids, space-separated.
+ * Apps subscribed through a notification URL and the posts we received
+ * have no record: they are not deliveries of the author's to other
+ * entities.
  */
 
 
@@ -39,9 +42,16 @@ static ngx_int_t ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t,
     ngx_pool_t *pool, ngx_str_t *jid, ngx_str_t *key);
 static ngx_int_t ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, ngx_str_t *key, ngx_str_t *value,
-    ngx_uint_t ended);
+    ngx_uint_t ended, ngx_str_t *rest);
+static ngx_int_t ngx_http_tent_delivery_status_settle(ngx_http_tent_job_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
+    uint64_t due, ngx_str_t *rest);
 static void ngx_http_tent_delivery_status_expired(
     ngx_http_tent_store_op_t *op);
+static ngx_int_t ngx_http_tent_delivery_status_others(
+    ngx_http_tent_delivery_t *dl, ngx_http_tent_entity_conf_t *ent,
+    ngx_http_tent_store_op_t *wop, ngx_str_t *rest, ngx_str_t *value,
+    ngx_uint_t *n);
 static void ngx_http_tent_delivery_status_pruned(ngx_http_tent_store_op_t *op);
 
 
@@ -88,10 +98,16 @@ ngx_http_tent_delivery_status_key(ngx_http_tent_task_t *t, ngx_pool_t *pool,
 }
 
 
+/*
+ * The record, and for a delivery that ended its end index row; with
+ * "shared", none: the record's key after its table goes there, for the
+ * one row of its step (ngx_http_tent_delivery_status_ended)
+ */
+
 static ngx_int_t
 ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_http_tent_store_op_t *wop, ngx_str_t *key, ngx_str_t *value,
-    ngx_uint_t ended)
+    ngx_uint_t ended, ngx_str_t *shared)
 {
     ngx_str_t  rest, rid, ekey, empty;
 
@@ -108,8 +124,17 @@ ngx_http_tent_delivery_status_put(ngx_http_tent_task_t *t,
     ngx_str_null(&empty);
 
     if (ngx_http_tent_delivery_key_parse(&t->ent->entity, key, &rest, &rid)
-        != NGX_OK
-        || ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (shared) {
+        *shared = rest;
+        return NGX_OK;
+    }
+
+    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
                                    NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
                                    ngx_http_tent_now_ms(), &rest, &ekey)
            != NGX_OK
@@ -164,7 +189,7 @@ ngx_http_tent_delivery_status_made(ngx_http_tent_fanout_t *fo,
         return NGX_ERROR;
     }
 
-    return ngx_http_tent_delivery_status_put(t, wop, &key, &value, 0);
+    return ngx_http_tent_delivery_status_put(t, wop, &key, &value, 0, NULL);
 }
 
 
@@ -191,6 +216,156 @@ ngx_int_t
 ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
     uint64_t due)
+{
+    return ngx_http_tent_delivery_status_settle(t, wop, outcome, attempt, due,
+                                                NULL);
+}
+
+
+/*
+ * A fan-out step's same-node recipient delivered with no job
+ * (ngx_http_tent_local_direct.c): its record "delivered", as a
+ * settlement puts it, and its key's rest into "ended" for the step's one
+ * end index row, written by ngx_http_tent_delivery_status_ended()
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_status_direct(ngx_http_tent_job_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_array_t *ended)
+{
+    ngx_str_t  rest, *r;
+
+    ngx_str_null(&rest);
+
+    if (ngx_http_tent_delivery_status_settle(t, wop, NGX_HTTP_TENT_DELIVERED,
+                                             0, 0, &rest)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (rest.len == 0) {
+        return NGX_OK;                  /* no record kept */
+    }
+
+    r = ngx_array_push(ended);
+    if (r == NULL) {
+        return NGX_ERROR;
+    }
+
+    *r = rest;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The step's end index row: "X <ms><first record's rest>", valued with
+ * the other recipients' ids, space-separated (ids are [0-9A-Za-z_-]:
+ * the fan-out takes no other); a record of another post or version, or
+ * an id with another byte, gets its own row, as a settlement writes it
+ */
+
+ngx_int_t
+ngx_http_tent_delivery_status_ended(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_array_t *ended)
+{
+    u_char      *p, *z;
+    size_t       plen, len;
+    uint64_t     now;
+    ngx_str_t   *rest, key, value, empty;
+    ngx_uint_t   i, j, n, own;
+
+    if (ended->nelts == 0) {
+        return NGX_OK;
+    }
+
+    rest = ended->elts;
+    now = ngx_http_tent_now_ms();
+    ngx_str_null(&empty);
+
+    /* "<post id> 0x00 <version: 4 bytes>", then the recipient's id */
+
+    z = ngx_strlchr(rest[0].data, rest[0].data + rest[0].len, '\0');
+    if (z == NULL || (size_t) (rest[0].data + rest[0].len - z) < 1 + 4) {
+        return NGX_ERROR;
+    }
+
+    plen = z + 1 + 4 - rest[0].data;
+    len = 0;
+    n = 0;
+
+    for (i = 1; i < ended->nelts; i++) {
+        own = rest[i].len <= plen
+              || ngx_memcmp(rest[i].data, rest[0].data, plen) != 0;
+
+        for (j = plen; !own && j < rest[i].len; j++) {
+            p = &rest[i].data[j];
+            own = !((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')
+                    || (*p >= 'A' && *p <= 'Z') || *p == '-' || *p == '_');
+        }
+
+        if (own) {
+            if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
+                                        NGX_HTTP_TENT_TABLE_DELIVERY_ENDED,
+                                        now, &rest[i], &key)
+                != NGX_OK
+                || ngx_http_tent_store_write_put(wop, &key, &empty) != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            rest[i].len = 0;
+            continue;
+        }
+
+        len += 1 + rest[i].len - plen;
+        n++;
+    }
+
+    value.len = 0;
+    value.data = ngx_pnalloc(wop->pool, len + 1);
+    if (value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = value.data;
+
+    for (i = 1; i < ended->nelts; i++) {
+        if (rest[i].len == 0) {
+            continue;
+        }
+
+        if (p != value.data) {
+            *p++ = ' ';
+        }
+
+        p = ngx_cpymem(p, rest[i].data + plen, rest[i].len - plen);
+    }
+
+    value.len = p - value.data;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, t->dl->log, 0,
+                   "tent delivery: one end row for %ui same-node records",
+                   n + 1);
+
+    if (ngx_http_tent_timed_key(wop->pool, &t->ent->entity,
+                                NGX_HTTP_TENT_TABLE_DELIVERY_ENDED, now,
+                                &rest[0], &key)
+        != NGX_OK
+        || ngx_http_tent_store_write_put(wop, &key, &value) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_tent_delivery_status_settle(ngx_http_tent_job_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
+    uint64_t due, ngx_str_t *rest)
 {
     ngx_int_t    rc;
     ngx_str_t    key, jid, entity, value;
@@ -250,7 +425,8 @@ ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     }
 
     return ngx_http_tent_delivery_status_put(&t->task, wop, &key, &value,
-                                             outcome != NGX_HTTP_TENT_RETRY);
+                                             outcome != NGX_HTTP_TENT_RETRY,
+                                             rest);
 }
 
 
@@ -306,14 +482,22 @@ ngx_http_tent_delivery_status_expired(ngx_http_tent_store_op_t *op)
 
     n = 0;
 
-    while (ngx_http_tent_store_next(op, &key, &value) == NGX_OK) {
+    /* a step's row, with the others' ids, counts them: a bounded write */
+
+    while (n < NGX_HTTP_TENT_DELIVERY_PRUNE
+           && ngx_http_tent_store_next(op, &key, &value) == NGX_OK)
+    {
         if (ngx_http_tent_timed_key_parse(&ent->entity, &key, &time, &rest)
             != NGX_OK
             || ngx_http_tent_key(dl->pool, &ent->entity,
                                  NGX_HTTP_TENT_TABLE_DELIVERY, &rest, &skey)
                != NGX_OK
             || ngx_http_tent_store_write_del(wop, &key) != NGX_OK
-            || ngx_http_tent_store_write_del(wop, &skey) != NGX_OK)
+            || ngx_http_tent_store_write_del(wop, &skey) != NGX_OK
+            || (value.len
+                && ngx_http_tent_delivery_status_others(dl, ent, wop, &rest,
+                                                        &value, &n)
+                   != NGX_OK))
         {
             goto failed;
         }
@@ -344,6 +528,62 @@ failed:
                   "failed");
 
     ngx_http_tent_delivery_prune(dl);
+}
+
+
+/*
+ * A step's end row: the records of the others it names, "<post id> 0x00
+ * <version>" of its own key's rest followed by each id of its value
+ */
+
+static ngx_int_t
+ngx_http_tent_delivery_status_others(ngx_http_tent_delivery_t *dl,
+    ngx_http_tent_entity_conf_t *ent, ngx_http_tent_store_op_t *wop,
+    ngx_str_t *rest, ngx_str_t *value, ngx_uint_t *n)
+{
+    u_char     *p, *q, *z, *last, *id;
+    size_t      plen;
+    ngx_str_t   other, skey;
+
+    z = ngx_strlchr(rest->data, rest->data + rest->len, '\0');
+    if (z == NULL || (size_t) (rest->data + rest->len - z) < 1 + 4) {
+        return NGX_OK;                  /* not a record's: its own only */
+    }
+
+    plen = z + 1 + 4 - rest->data;
+    last = value->data + value->len;
+
+    for (p = value->data; p < last; p = q + 1) {
+        q = ngx_strlchr(p, last, ' ');
+        if (q == NULL) {
+            q = last;
+        }
+
+        if (q == p) {
+            continue;
+        }
+
+        id = ngx_pnalloc(dl->pool, plen + (q - p));
+        if (id == NULL) {
+            return NGX_ERROR;
+        }
+
+        other.data = id;
+        other.len = ngx_cpymem(ngx_cpymem(id, rest->data, plen), p, q - p)
+                    - id;
+
+        if (ngx_http_tent_key(dl->pool, &ent->entity,
+                              NGX_HTTP_TENT_TABLE_DELIVERY, &other, &skey)
+            != NGX_OK
+            || ngx_http_tent_store_write_del(wop, &skey) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        (*n)++;
+    }
+
+    return NGX_OK;
 }
 
 

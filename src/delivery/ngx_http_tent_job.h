@@ -171,6 +171,10 @@ void ngx_http_tent_delivery_status_answer(ngx_http_tent_job_t *t,
 ngx_int_t ngx_http_tent_delivery_status_settled(ngx_http_tent_job_t *t,
     ngx_http_tent_store_op_t *wop, ngx_uint_t outcome, ngx_int_t attempt,
     uint64_t due);
+ngx_int_t ngx_http_tent_delivery_status_direct(ngx_http_tent_job_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_array_t *ended);
+ngx_int_t ngx_http_tent_delivery_status_ended(ngx_http_tent_task_t *t,
+    ngx_http_tent_store_op_t *wop, ngx_array_t *ended);
 
 
 #endif /* _NGX_HTTP_TENT_JOB_H_INCLUDED_ */

@@ -39,6 +39,7 @@ typedef struct {
     ngx_str_t                       target;
     ngx_queue_t                     queue;
     unsigned                        released:1; /* its slot given back */
+    unsigned                        unblocked:1; /* known: no block read */
 } ngx_http_tent_local_t;
 
 ngx_uint_t ngx_http_tent_local_credential(ngx_http_tent_local_t *l,
@@ -105,10 +106,12 @@ typedef struct {
     ngx_array_t                     creds;      /* _local_cred_t */
     ngx_array_t                     posts;      /* _local_post_t */
     ngx_array_t                     settled;    /* jobs in the write */
+    ngx_array_t                    *ended;      /* direct: records' rests */
     ngx_rbtree_t                   *keys;       /* copies it writes */
     ngx_queue_t                     queue;      /* in flight */
     ngx_http_tent_store_op_t       *wop;
     ngx_event_t                     free;
+    ngx_atomic_uint_t               blocks_gen; /* as the read was made */
     unsigned                        direct:1;   /* a fan-out's: no jobs */
 } ngx_http_tent_local_batch_t;
 
@@ -132,6 +135,8 @@ ngx_uint_t ngx_http_tent_local_cred_index(ngx_http_tent_local_batch_t *b,
     ngx_http_tent_local_t *l);
 ngx_http_tent_store_op_t *ngx_http_tent_local_read_op(
     ngx_http_tent_local_batch_t *b);
+void ngx_http_tent_local_unblocked(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l);
 
 /* ngx_http_tent_local_write.c */
 void ngx_http_tent_local_read(ngx_http_tent_store_op_t *op);

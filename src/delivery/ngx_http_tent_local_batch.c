@@ -395,20 +395,102 @@ ngx_http_tent_local_cred_index(ngx_http_tent_local_batch_t *b,
 
 
 /*
+ * The recipients known not to block a sender, by the blocks' generation
+ * in the shared zone (moved by any write of a block row, once it is
+ * done): a worker's slots, by a hash of the block row's key, each
+ * holding that key.  A pair read "not blocked" as of generation g (read
+ * before the read was sent) stays so while the generation is g: a block
+ * written before the read was seen by it, one written after moved the
+ * generation.  So a same-node batch or step reads a recipient's block
+ * row once a generation, not once a post (two point reads a recipient
+ * are left: its credential and its copy or reference).
+ */
+
+#define NGX_HTTP_TENT_UNBLOCKED_SLOTS  4096
+#define NGX_HTTP_TENT_UNBLOCKED_KEY    256
+
+typedef struct {
+    ngx_atomic_uint_t               generation;
+    size_t                          len;        /* 0: empty */
+    u_char                          key[NGX_HTTP_TENT_UNBLOCKED_KEY];
+} ngx_http_tent_unblocked_t;
+
+
+static ngx_http_tent_unblocked_t  *ngx_http_tent_unblocked;
+
+
+static ngx_http_tent_unblocked_t *
+ngx_http_tent_unblocked_slot(ngx_http_tent_local_batch_t *b, ngx_str_t *key)
+{
+    if (key->len > NGX_HTTP_TENT_UNBLOCKED_KEY
+        || b->jobs->dl->mcf->nonce_zone == NULL)
+    {
+        return NULL;            /* no generation to trust: read it */
+    }
+
+    if (ngx_http_tent_unblocked == NULL) {
+        ngx_http_tent_unblocked = ngx_calloc(
+                                   NGX_HTTP_TENT_UNBLOCKED_SLOTS
+                                   * sizeof(ngx_http_tent_unblocked_t),
+                                   ngx_cycle->log);
+        if (ngx_http_tent_unblocked == NULL) {
+            return NULL;
+        }
+    }
+
+    return &ngx_http_tent_unblocked[ngx_crc32_long(key->data, key->len)
+                                    % NGX_HTTP_TENT_UNBLOCKED_SLOTS];
+}
+
+
+/* the read found no block row of this job's recipient: kept */
+
+void
+ngx_http_tent_local_unblocked(ngx_http_tent_local_batch_t *b,
+    ngx_http_tent_local_t *l)
+{
+    ngx_str_t                   key;
+    ngx_http_tent_unblocked_t  *u;
+
+    if (l->unblocked
+        || ngx_http_tent_key(b->pool, &l->to->entity,
+                             NGX_HTTP_TENT_TABLE_BLOCK,
+                             &l->task->task.ent->entity, &key)
+           != NGX_OK)
+    {
+        return;
+    }
+
+    u = ngx_http_tent_unblocked_slot(b, &key);
+    if (u == NULL) {
+        return;
+    }
+
+    u->generation = b->blocks_gen;
+    u->len = key.len;
+    ngx_memcpy(u->key, key.data, key.len);
+}
+
+
+/*
  * A batch's one read (MGET), not submitted: the credential rows once
  * each, then each job's copy (or reference), its delete's target, and
- * the recipient's block of the sender, in the order
- * ngx_http_tent_local_answer() reads them.  NULL: building it failed.
+ * the recipient's block of the sender (unless known as of the blocks'
+ * generation now), in the order ngx_http_tent_local_answer() reads
+ * them.  NULL: building it failed.
  */
 
 ngx_http_tent_store_op_t *
 ngx_http_tent_local_read_op(ngx_http_tent_local_batch_t *b)
 {
     ngx_str_t                    bkey;
-    ngx_uint_t                   i;
+    ngx_uint_t                   i, known;
     ngx_http_tent_local_t      **items;
+    ngx_http_tent_unblocked_t   *u;
     ngx_http_tent_store_op_t    *get;
     ngx_http_tent_local_cred_t  *cred;
+
+    known = 0;
 
     get = ngx_http_tent_store_op_create(b->pool, b->jobs->dl->log);
 
@@ -418,6 +500,10 @@ ngx_http_tent_local_read_op(ngx_http_tent_local_batch_t *b)
 
     items = b->items.elts;
     cred = b->creds.elts;
+
+    /* before the read is sent: a block written after it moves this */
+
+    b->blocks_gen = ngx_http_tent_blocks_generation((ngx_cycle_t *) ngx_cycle);
 
     for (i = 0; i < b->creds.nelts; i++) {
         if (ngx_http_tent_store_mget_key(get, &cred[i].key) != NGX_OK) {
@@ -436,12 +522,30 @@ ngx_http_tent_local_read_op(ngx_http_tent_local_batch_t *b)
             || ngx_http_tent_key(b->pool, &items[i]->to->entity,
                                  NGX_HTTP_TENT_TABLE_BLOCK,
                                  &items[i]->task->task.ent->entity, &bkey)
-               != NGX_OK
-            || ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK)
+               != NGX_OK)
         {
             return NULL;
         }
+
+        u = ngx_http_tent_unblocked_slot(b, &bkey);
+
+        items[i]->unblocked = u != NULL && u->len == bkey.len
+                              && u->generation == b->blocks_gen
+                              && ngx_memcmp(u->key, bkey.data, bkey.len) == 0;
+
+        if (items[i]->unblocked) {
+            known++;
+            continue;
+        }
+
+        if (ngx_http_tent_store_mget_key(get, &bkey) != NGX_OK) {
+            return NULL;
+        }
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, b->jobs->dl->log, 0,
+                   "tent local: %ui recipients' blocks read, %ui known",
+                   b->items.nelts - known, known);
 
     return get;
 }
@@ -562,13 +666,20 @@ ngx_http_tent_local_jobs(ngx_http_tent_delivery_t *dl)
 }
 
 
-/* is "key" a copy (or a target) that a batch in flight writes */
+/*
+ * is "key" a copy (or a target) that a batch in flight writes: its hash
+ * made once for all of them (a fan-out's step asks it for each follower,
+ * and up to 16 fan-outs' steps may be in flight with the batches)
+ */
 
 ngx_int_t
 ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
 {
+    uint32_t                      hash;
     ngx_queue_t                  *q;
     ngx_http_tent_local_batch_t  *b;
+
+    hash = ngx_crc32_long(key->data, key->len);
 
     for (q = ngx_queue_head(&lj->batches);
          q != ngx_queue_sentinel(&lj->batches);
@@ -576,7 +687,7 @@ ngx_http_tent_local_writing(ngx_http_tent_local_jobs_t *lj, ngx_str_t *key)
     {
         b = ngx_queue_data(q, ngx_http_tent_local_batch_t, queue);
 
-        if (ngx_http_tent_key_set_has(b->keys, key)) {
+        if (ngx_str_rbtree_lookup(b->keys, key, hash) != NULL) {
             return 1;
         }
     }

@@ -228,6 +228,8 @@ ngx_http_tent_local_direct_get(ngx_http_tent_fanout_t *t)
 
     if (d == NULL
         || ngx_http_tent_local_batch_init(&d->b, t->step, lj) != NGX_OK
+        || (d->b.ended = ngx_array_create(t->step, 16, sizeof(ngx_str_t)))
+           == NULL
         || ngx_array_init(&d->jids, t->step, 16, sizeof(ngx_str_t))
            != NGX_OK)
     {
@@ -384,6 +386,15 @@ write:
                    "tent delivery: post \"%V\": %ui delivered on this node "
                    "with no job, %ui jobs", &t->task.post_id, n,
                    d->b.items.nelts - n);
+
+    /* one end index row for the step's records, which the prune expands */
+
+    if (n && ngx_http_tent_delivery_status_ended(&t->task, d->wop,
+                                                 d->b.ended)
+             != NGX_OK)
+    {
+        d->wop->status = NGX_HTTP_TENT_STORE_ERROR;
+    }
 
     /*
      * Into its recipients only while they are active, as a batch's write

@@ -251,7 +251,11 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
             }
         }
 
-        /* the recipient's block of the sender */
+        /* the recipient's block of the sender, unless known */
+
+        if (items[i]->unblocked) {
+            continue;
+        }
 
         if (ngx_http_tent_store_next_value(op, &found, &value) != NGX_OK) {
             return NGX_ERROR;
@@ -259,6 +263,9 @@ ngx_http_tent_local_answer(ngx_http_tent_local_batch_t *b,
 
         if (found) {
             items[i]->found |= 4;
+
+        } else {
+            ngx_http_tent_local_unblocked(b, items[i]);
         }
     }
 
@@ -905,8 +912,10 @@ ngx_http_tent_local_ref_once(ngx_http_tent_local_batch_t *b,
 /*
  * A fan-out's recipient with no job: a 200 writes its references, as a
  * job's would, and the delivery's record "delivered", as a settlement
- * would, into the fan-out's write (b->wop; the recipient's fence comes
- * after its last row: ngx_http_tent_local_direct.c); anything else
+ * would (its end index row shared with the step's others:
+ * ngx_http_tent_delivery_status_ended), into the fan-out's write
+ * (b->wop; the recipient's fence comes after its last row:
+ * ngx_http_tent_local_direct.c); anything else
  * writes nothing here and gets a job (NGX_DECLINED), whose settlement
  * says it.
  */
@@ -934,9 +943,7 @@ ngx_http_tent_local_direct(ngx_http_tent_local_batch_t *b,
     if ((write
          && ngx_http_tent_local_ref_rows(b, l, lp, st, post, target)
             != NGX_OK)
-        || ngx_http_tent_delivery_status_settled(t, b->wop,
-                                                 NGX_HTTP_TENT_DELIVERED,
-                                                 0, 0)
+        || ngx_http_tent_delivery_status_direct(t, b->wop, b->ended)
            != NGX_OK)
     {
         /* the fan-out's write is spoilt: none of it goes, all again */
