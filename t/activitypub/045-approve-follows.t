@@ -234,9 +234,11 @@ is(answer('accept', $bid)->{status}, 404, 'accepted again: 404');
 
 my $p = $c->post_ok($owner, { type => $STATUS, content => { text => 'hi' },
                               permissions => { public => JSON::PP::true } });
-ok(scalar $ap->wait_inbox(type => 'Create', name => 'bob',
+# a public post goes once to the peer's shared inbox (docs/activitypub.md
+# "Shared inboxes"), for bob, the one follower there
+ok(scalar $ap->wait_inbox(type => 'Create', name => 'shared',
                           object_id => "$API/posts/$p->{id}"),
-   'our public post reaches bob');
+   'our public post reaches bob, at his shared inbox');
 ok(!$ap->inbox(type => 'Create', name => 'carol'),
    '... and not carol');
 
