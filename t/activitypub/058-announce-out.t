@@ -50,7 +50,10 @@ my (undef, $owner) = $peer->authorized_app(
     'write_posts,read_posts,read_followers,read_followings',
     post_types => 'all');
 
-my $ap = Tent::APPeer->start(names => ['bob', 'carol']);
+# no shared inbox: each actor's own gets its copy, checked one by one
+# (056 checks a public post's one delivery to a shared inbox)
+my $ap = Tent::APPeer->start(names => ['bob', 'carol'],
+                             no_shared_inbox => ['bob', 'carol']);
 my $BOB = $ap->actor_url('bob');
 my $CAROL = $ap->actor_url('carol');
 
