@@ -3,8 +3,9 @@
 # make run's demo (Tent::WebDemo): the entity's own name and avatar (an
 # attachment of its own origin) on its posts, a followed entity's name
 # (from the profile kept with the following) on its post and in the
-# followings and followers lists, its first letter for a face (its
-# avatar is on another origin), the URL on hover and focus and in the
+# followings and followers lists, its face (its avatar is on another
+# origin: through the module's GET {api}/avatars/:entity, the page
+# itself asking nothing of that origin), the URL on hover and focus and in the
 # title; a name with markup shown as text; an anonymous visitor sees
 # the entity's own public name.
 
@@ -28,21 +29,31 @@ my ($bc, $bcred) = ($w->bob_client, $w->bob_cred);
 my $JSON = JSON::PP->new->utf8->canonical;
 my $BASIC = 'https%3A%2F%2Ftent.io%2Ftypes%2Finfo%2Fbasic%2Fv0.1.0';
 
-# the first entity's avatar: a public photo of its own, on its origin
-my $b = 'namesboundary';
-my $r = $ac->request(POST => '/posts', cred => $acred,
-    headers => { 'Content-Type' => "multipart/form-data; boundary=$b" },
-    body => "--$b\r\nContent-Disposition: form-data; name=\"post\"\r\n"
-          . "Content-Type: application/vnd.tent.v0+json\r\n\r\n"
-          . $JSON->encode({ type => 'https://tent.io/types/post/photo/v0.1.0',
-                            content => { caption => 'my face' },
-                            permissions => { public => JSON::PP::true } })
-          . "\r\n--$b\r\nContent-Disposition: form-data; name=\"photos[0]\"; "
-          . "filename=\"face.png\"\r\nContent-Type: image/png\r\n\r\n"
-          . Tent::WebDemo::png(32, 32) . "\r\n--$b--\r\n");
-is($r->{status}, 200, 'a photo for the avatar');
-my $att = $r->{json}{attachments}[0]{name};
-my $avatar = "$alice/tent/posts/$r->{json}{id}/attachments/$att";
+# an entity's avatar: a public photo of its own (SIZE pixels), on its
+# origin: its URL
+sub face {
+    my ($client, $cred, $origin, $size) = @_;
+    my $b = 'namesboundary';
+    my $r = $client->request(POST => '/posts', cred => $cred,
+        headers => { 'Content-Type' => "multipart/form-data; boundary=$b" },
+        body => "--$b\r\nContent-Disposition: form-data; name=\"post\"\r\n"
+              . "Content-Type: application/vnd.tent.v0+json\r\n\r\n"
+              . $JSON->encode({
+                    type => 'https://tent.io/types/post/photo/v0.1.0',
+                    content => { caption => 'my face' },
+                    permissions => { public => JSON::PP::true } })
+              . "\r\n--$b\r\nContent-Disposition: form-data; "
+              . "name=\"photos[0]\"; filename=\"face.png\"\r\n"
+              . "Content-Type: image/png\r\n\r\n"
+              . Tent::WebDemo::png($size, $size) . "\r\n--$b--\r\n");
+    is($r->{status}, 200, "a photo for the avatar of $origin");
+    my $att = $r->{json}{attachments}[0]{name} // '';
+    return "$origin/tent/posts/$r->{json}{id}/attachments/$att";
+}
+
+my $avatar = face($ac, $acred, $alice, 32);
+my $bob_avatar = face($bc, $bcred, $bob, 24);
+my $r;
 
 $r = $ac->request(PUT => "/profile/$BASIC", cred => $acred, body => {
     name => 'Alice Example', avatar_url => $avatar,
@@ -51,7 +62,7 @@ is($r->{status}, 200, 'the first entity\'s name and avatar');
 my $bob_name = 'Bob <img src=x onerror="document.body.dataset.xss=1">';
 my $bidi = "\x{202E}"; # a right-to-left override: dropped from the name
 $r = $bc->request(PUT => "/profile/$BASIC", cred => $bcred, body => {
-    name => "$bidi$bob_name", avatar_url => "$bob/elsewhere.png",
+    name => "$bidi$bob_name", avatar_url => $bob_avatar,
     permissions => { public => JSON::PP::true } });
 is($r->{status}, 200, 'the second entity\'s name, with markup');
 is($ac->request(POST => '/followings', cred => $acred,
@@ -101,11 +112,23 @@ is($page->js("document.querySelectorAll('#feed .author .name *, "
              . "#feed .author img:not(.face img), #feed script').length"), 0,
    'its markup made no element');
 is($page->js('document.body.dataset.xss'), undef, 'nothing ran');
-is(author($page, 'A status of the second',
-          "a.querySelector('.face').dataset.initial"), 'B',
-   'its first letter for a face (its avatar is on another origin)');
-is(author($page, 'A status of the second',
-          "a.querySelector('.face img')"), undef, 'no image from there');
+ok($page->wait_js("(() => { const p = Array.from(document.querySelectorAll("
+                  . "'#feed .post')).find((p) => p.querySelector('.text')"
+                  . ".textContent === 'A status of the second'); const i = p"
+                  . " && p.querySelector('.author .face img'); return i && "
+                  . "i.complete && i.naturalWidth === 24 })()"),
+   'its face, though its avatar is on another origin');
+like(author($page, 'A status of the second',
+            "a.querySelector('.face img').src"), qr/^blob:/,
+     '... from a blob: of what the module served');
+is($page->js("performance.getEntriesByType('resource').filter((e) => "
+             . "e.name.startsWith(" . $JSON->encode($bob) . ")).length"), 0,
+   '... the page asked nothing of that origin');
+ok(scalar(grep { m{/tent/avatars/} }
+          map { $_->{name} } @{ $page->js("performance.getEntriesByType("
+                                          . "'resource').map((e) => "
+                                          . "({ name: e.name }))") || [] }),
+   '... but our own /avatars/ route');
 is(author($page, 'A status of the second', 'a.title'), $bob,
    'its URL in the title');
 is(author($page, 'A status of the second',
@@ -116,9 +139,11 @@ is(author($page, 'A status of the second',
    'static', 'it is shown on focus');
 is(author($page, 'A status of the second', "a.querySelector('.url')"
           . ".textContent"), $bob, 'the whole URL');
-ok($page->wait_js("(() => { const i = document.querySelector("
-                  . "'#feed .author .face img'); return i && i.complete && "
-                  . "i.naturalWidth === 32 })()"),
+ok($page->wait_js("(() => { const p = Array.from(document.querySelectorAll("
+                  . "'#feed .post')).find((p) => p.querySelector('.text')"
+                  . ".textContent === 'A status of mine'); const i = p && "
+                  . "p.querySelector('.author .face img'); return i && "
+                  . "i.complete && i.naturalWidth === 32 })()"),
    'the entity\'s own avatar, from its origin');
 $w->step('names-feed');
 Tent::WebDemo::axe_ok($page, 'names and faces in the feed');

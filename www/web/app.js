@@ -6,7 +6,7 @@
 import { Api, ApiError, discover, httpUrl, imageBlob } from './api.js';
 import { nonce } from './mac.js';
 import { entityKey, forgetPeople, refreshEntities, remember, restorePeople,
-         savedPeople, showEntity } from './people.js';
+         savedPeople, showEntity, useFaces } from './people.js';
 import { REPOST, STATUS, STATUS_CHARS, isType, parentOf, sameEntity,
          threadHash } from './social.js';
 import { entityLink, initProfile } from './profile.js';
@@ -17,6 +17,7 @@ const STORE = 'tent-web:';          // localStorage keys (docs/web.md)
 const PHOTO = 'https://tent.io/types/post/photo/v0.1.0';
 const ESSAY = 'https://tent.io/types/post/essay/v0.1.0';
 const BASIC = 'https://tent.io/types/info/basic/v0.1.0';
+const FACE_TYPES = 'image/png, image/jpeg, image/gif, image/webp';
 const SCOPES = ['read_posts', 'write_posts', 'read_profile', 'write_profile',
                 'read_followers', 'write_followers', 'read_followings',
                 'write_followings', 'read_permissions', 'read_groups',
@@ -942,6 +943,12 @@ async function main() {
     state.entity = d.entity;
     state.root = d.root;
     state.anon = new Api(d.root);
+    // faces of other origins through the module, signed in
+    useFaces((entity) => (state.api
+        ? state.api.request('GET',
+                            'avatars/' + encodeURIComponent(entity),
+                            { raw: true, headers: { Accept: FACE_TYPES } })
+        : null));
     remember(d.entity, d.profile);
     $('entity-url').textContent = d.entity;
     showName(d.profile[BASIC]);

@@ -3,11 +3,13 @@
 // those kept with each following and follower), else by its URL.  The
 // URL stays in the element (shown on hover and focus, and in the title)
 // so that a name can never pass for another entity.  Everything goes in
-// as text.  An avatar is shown only from this page's own origin (the
-// CSP's connect-src 'self'), else the name's first letter stands for it;
-// it is fetched (Accept: */*, which the module's attachments take) and
-// shown from a blob: of the image type its first bytes say (PNG, JPEG,
-// GIF, WebP), never of the answer's Content-Type.
+// as text.  An avatar is fetched only from this page's own origin (the
+// CSP's connect-src 'self'): one there directly (Accept: */*, which the
+// module's attachments take), one elsewhere, signed in, through the
+// module's GET {api}/avatars/:entity (which fetches the URL the server
+// keeps, never one the page names); else the name's first letter stands
+// for it.  It is shown from a blob: of the image type its first bytes
+// say (PNG, JPEG, GIF, WebP), never of the answer's Content-Type.
 
 import { httpUrl, imageBlob } from './api.js';
 
@@ -17,6 +19,12 @@ const BIO_CHARS = 500;
 const AVATAR_BYTES = 1 << 20;
 
 const avatars = new Map();      // URL -> a promise of a blob: URL or null
+let faces = null;               // entity -> a promise of a Response, or null
+
+// how an avatar of another origin is asked for (signed in), or null
+export function useFaces(fn) {
+    faces = fn;
+}
 
 // entity (without a bare host's trailing slash) ->
 // {name, avatar, bio, website}
@@ -44,10 +52,12 @@ export function remember(entity, profile) {
                      .trim()).slice(0, n).join('') : '');
     const name = text(b.name, NAME_CHARS);
     const avatar = ownOriginImage(b.avatar_url);
+    // kept to know there is one: never fetched by the page
+    const remote = avatar ? null : httpUrl(b.avatar_url);
     const bio = text(b.bio, BIO_CHARS);
     const website = httpUrl(b.website_url);
-    if (name || avatar || bio || website) {
-        people.set(entityKey(entity), { name, avatar, bio, website });
+    if (name || avatar || remote || bio || website) {
+        people.set(entityKey(entity), { name, avatar, remote, bio, website });
     } else {
         people.delete(entityKey(entity));
     }
@@ -56,7 +66,8 @@ export function remember(entity, profile) {
 // the cache as JSON for localStorage, and back (checked as a profile)
 export function savedPeople() {
     return Object.fromEntries(Array.from(people, ([e, who]) =>
-        [e, { name: who.name, avatar_url: who.avatar || undefined,
+        [e, { name: who.name,
+              avatar_url: who.avatar || who.remote || undefined,
               bio: who.bio || undefined,
               website_url: who.website || undefined }]));
 }
@@ -77,6 +88,12 @@ export function forgetPeople(keep) {
     for (const e of Array.from(people.keys())) {
         if (e !== entityKey(keep)) {
             people.delete(e);
+        }
+    }
+    for (const [k, p] of Array.from(avatars)) {    // the signed-in's own
+        if (k.startsWith('face:')) {
+            avatars.delete(k);
+            p.then((src) => src && URL.revokeObjectURL(src));
         }
     }
 }
@@ -103,11 +120,15 @@ function sniff(b) {
     return null;
 }
 
-function avatarUrl(url) {
+function avatarUrl(url, get) {
     if (!avatars.has(url)) {
         avatars.set(url, (async () => {
-            const res = await fetch(url, { headers: { Accept: '*/*' },
-                                           credentials: 'omit' });
+            const res = get ? await get()
+                : await fetch(url, { headers: { Accept: '*/*' },
+                                     credentials: 'omit' });
+            if (!res) {
+                return null;
+            }
             const len = Number(res.headers.get('Content-Length'));
             const bytes = res.ok && !(len > AVATAR_BYTES)
                 ? await res.arrayBuffer() : null;
@@ -146,8 +167,13 @@ export function showEntity(el, entity) {
     face.className = 'face';
     face.setAttribute('aria-hidden', 'true');
     face.dataset.initial = initial(entity, who && who.name);
-    if (who && who.avatar) {
-        avatarUrl(who.avatar).then((src) => {
+    const shown = !who ? null
+        : who.avatar ? avatarUrl(who.avatar)
+        : who.remote && faces
+            ? avatarUrl('face:' + entityKey(entity), () => faces(entity))
+            : null;
+    if (shown) {
+        shown.then((src) => {
             if (src && face.isConnected) {
                 const img = document.createElement('img');
                 img.alt = '';
