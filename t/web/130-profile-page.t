@@ -66,6 +66,16 @@ $ap->_save_config;
 is($ap->follow($alice, as => 'carol',
                inbox => "$alice/tent/activitypub/shared-inbox"), 202,
    'an ActivityPub actor follows the first entity');
+# her note to it with a photo on her server (a link, never fetched by
+# the page) and a javascript: one (dropped by the inbox's mapping)
+is($ap->create_note(as => 'carol', to => [$alice], mentions => [$alice],
+                    content => '<p>a cat for you</p>',
+                    inbox => "$alice/tent/activitypub/shared-inbox",
+                    attachments => [
+                        { url => 'https://media.example/cat.png',
+                          mediaType => 'image/png', name => 'A <b>cat</b>' },
+                        { url => 'javascript:alert(1)', name => 'evil' }]),
+   202, 'her note to the first entity, with attachments');
 
 sub blocks {
     my $r = $ac->request(GET => '/blocks', cred => $acred);
@@ -302,6 +312,18 @@ is($page->js("document.querySelector('#ent-who .face').dataset.initial"),
    'C', '... its first letter for a face');
 is($page->js("document.getElementById('ent-link').textContent"), $CAROL,
    '... its URL');
+ok($page->wait_js("Array.from(document.querySelectorAll('#ent-posts .post "
+                  . ".links a')).some((a) => a.textContent === "
+                  . "'Attachment: A <b>cat</b> (image/png)' && a.href === "
+                  . "'https://media.example/cat.png' && a.rel.includes("
+                  . "'noreferrer'))"),
+   '... its note\'s photo as a link to its server, named as text');
+is($page->js("Array.from(document.querySelectorAll('a')).filter((a) => "
+             . "/^javascript:/i.test(a.getAttribute('href') || '')).length"),
+   0, '... no javascript: link');
+is($page->js("performance.getEntriesByType('resource').filter((e) => "
+             . "e.name.includes('media.example')).length"), 0,
+   '... nothing fetched from that server');
 Tent::WebDemo::axe_ok($page, 'an ActivityPub actor\'s profile');
 $w->step('profile-ap');
 

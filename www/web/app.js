@@ -230,6 +230,31 @@ async function signOut() {
 
 /* posts */
 
+// an ActivityPub post's attachments: links to their own origin, which
+// the page never fetches (the reader may follow one); http(s) only
+function remoteLinks(box, p) {
+    const list = p.activitypub && Array.isArray(p.activitypub.attachments)
+        ? p.activitypub.attachments : [];
+    for (const att of list.slice(0, 8)) {
+        const url = att && httpUrl(att.url);
+        if (!url) {
+            continue;
+        }
+        const a = document.createElement('a');
+        a.href = url;
+        a.rel = 'noopener noreferrer nofollow';
+        const name = typeof att.name === 'string' && att.name.trim()
+            ? att.name.trim().slice(0, 200) : url;
+        const type = typeof att.mediaType === 'string'
+            ? att.mediaType.slice(0, 60) : '';
+        a.textContent = `Attachment: ${name}` + (type ? ` (${type})` : '');
+        const item = document.createElement('li');
+        item.append(a);
+        box.append(item);
+        box.hidden = false;
+    }
+}
+
 function postText(p) {
     const c = p.content || {};
     const t = typeof p.type === 'string' ? p.type : '';
@@ -313,6 +338,7 @@ function renderPost(p, via = null) {
             showPhoto(li.querySelector('.photos'), p, att, own);
         }
     }
+    remoteLinks(li.querySelector('.links'), p);
     if (!own && state.api
         && String(p.type).startsWith(PHOTO.replace(/v0\.1\.0$/, ''))
         && !(Array.isArray(p.attachments) && p.attachments.length)) {
