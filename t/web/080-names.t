@@ -196,7 +196,9 @@ $page->call('Emulation.setDeviceMetricsOverride', { width => 900,
 like($page->js("localStorage.getItem('tent-web:people')") || '',
      qr/\Q$bob\E/, 'the names are kept in localStorage');
 $page->call('Fetch.enable', { patterns => [
-    { urlPattern => '*/tent/followings*' } ] });
+    { urlPattern => '*/tent/followings*' },
+    { urlPattern => '*/tent/followers*' },
+    { urlPattern => '*/tent/apps/*' } ] });
 my $seen = scalar $w->chrome->events;
 $page->go("$alice/");
 ok($w->feed_has($page, 'A status of the second'), 'reloaded');
@@ -212,15 +214,51 @@ ok($held, 'the followings\' request is held');
 is(author($page, 'A status of the second',
           "a.querySelector('.name') && a.querySelector('.name').textContent"),
    $bob_name, 'the name is shown from the browser\'s copy');
+$seen = scalar $w->chrome->events;
 $page->call('Fetch.continueRequest',
             { requestId => $held->{params}{requestId} }) if $held;
-$page->call('Fetch.disable');
 
-# signing out forgets them, the entity's own name stays
+# the followers' request, asked next, held in its turn
+my $held2;
+for (1 .. 100) {
+    ($held2) = grep { ($_->{method} || '') eq 'Fetch.requestPaused'
+                      && ($_->{params}{request}{url} || '') =~ /followers/ }
+               ($w->chrome->events)[$seen .. scalar($w->chrome->events) - 1];
+    last if $held2;
+    $page->js('1');
+    select undef, undef, undef, 0.1;
+}
+ok($held2, 'the followers\' request is held');
+
+# signing out forgets them, the entity's own name stays; the followers'
+# answer, let go only after it (and before the app's deletion revokes
+# the key it was signed with), keeps nothing
+$seen = scalar $w->chrome->events;
 $page->click('#sign-out');
 ok($page->wait_js("document.body.dataset.state === 'anonymous' && "
                   . "!document.getElementById('refresh').disabled"),
    'signed out');
+my $held3;
+for (1 .. 100) {
+    ($held3) = grep { ($_->{method} || '') eq 'Fetch.requestPaused'
+                      && ($_->{params}{request}{url} || '') =~ m{/apps/} }
+               ($w->chrome->events)[$seen .. scalar($w->chrome->events) - 1];
+    last if $held3;
+    $page->js('1');
+    select undef, undef, undef, 0.1;
+}
+ok($held3, 'the app\'s deletion is held');
+$page->call('Fetch.continueRequest',
+            { requestId => $held2->{params}{requestId} }) if $held2;
+ok($page->wait_js("performance.getEntriesByType('resource').some((e) => "
+                  . "e.name.includes('/tent/followers?limit=200'))"),
+   'the followers\' answer came');
+select undef, undef, undef, 0.5;    # read a few turns later
+$page->call('Fetch.continueRequest',
+            { requestId => $held3->{params}{requestId} }) if $held3;
+$page->call('Fetch.disable');
+ok($page->wait_js("/app is deleted/.test(document.body.textContent)"),
+   'the app deleted');
 is($page->js("localStorage.getItem('tent-web:people')"), undef,
    'the names are forgotten');
 ok($w->feed_has($page, 'A status of mine'), 'the public posts');

@@ -852,8 +852,12 @@ async function saveProfile() {
 // the names and faces of the entities this server keeps a profile of:
 // those followed and the followers (one page of each)
 async function loadNames() {
+    const api = state.api;
     for (const kind of ['followings', 'followers']) {
-        const r = await state.api.request('GET', kind + '?limit=200');
+        const r = await api.request('GET', kind + '?limit=200');
+        if (state.api !== api) {
+            return;     // signed out meanwhile: nothing of it is kept
+        }
         for (const f of Array.isArray(r.data) ? r.data : []) {
             if (f && typeof f === 'object') {
                 remember(f.entity, f.profile);
